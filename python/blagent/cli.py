@@ -1,0 +1,161 @@
+"""The `blagent` command line: JSON on stdout, progress and logs on stderr.
+
+Exit codes: 0 success, 1 bad input, 2 usage error, 3 I/O failure or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from . import _core
+from .localizer import Localizer
+
+EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_FAILURE = 0, 1, 2, 3
+
+
+def _read_issue(args: argparse.Namespace) -> str:
+    if args.issue_text is not None:
+        return args.issue_text
+    if args.issue is not None:
+        try:
+            return Path(args.issue).read_bytes().decode("utf-8", errors="replace")
+        except OSError as err:
+            raise _core.InputError(f"cannot read issue file {args.issue}: {err.strerror}") from err
+    if sys.stdin is None or sys.stdin.isatty():
+        raise _core.InputError("no issue given: use --issue FILE, --issue-text TEXT or standard input")
+    return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+
+
+def _print_ranking(result: dict[str, Any]) -> None:
+    for f in result["files"]:
+        signals = ", ".join(f"{k}={v:.2f}" for k, v in f["signals"].items())
+        print(f"{f['rank']:>3}. {f['path']}  score={f['score']:.3f}  [{signals}]")
+        best = {}
+        for e in f["evidence"]:
+            best.setdefault(e["signal"], e)
+        for e in best.values():
+            where = f" lines {e['lines'][0]}-{e['lines'][1]}" if e.get("lines") else ""
+            symbol = f" in {e['symbol']}" if e.get("symbol") else ""
+            print(f"       - {e['signal']}: {e['detail']}{where}{symbol}")
+
+
+def cmd_localize(args: argparse.Namespace) -> int:
+    issue = _read_issue(args)
+    localizer = Localizer(top_k=args.top_k, include_tests=args.include_tests)
+    result = localizer.localize(args.repo, issue).to_dict()
+    if args.format == "text":
+        _print_ranking(result)
+    else:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+    return EXIT_OK
+
+
+def _ids(args: argparse.Namespace) -> Optional[list[str]]:
+    ids: list[str] = []
+    if args.ids:
+        ids += [i for i in args.ids.split(",") if i]
+    if args.ids_file:
+        try:
+            ids += [line.strip() for line in Path(args.ids_file).read_text().splitlines() if line.strip()]
+        except OSError as err:
+            raise _core.InputError(f"cannot read ids file {args.ids_file}: {err.strerror}") from err
+    return ids or None
+
+
+def _metrics_row(name: str, m: dict[str, Any]) -> str:
+    acc = " ".join(f"{v:.3f}" for v in m["acc"])
+    maps = " ".join(f"{v:.3f}" for v in m["map"])
+    return f"{name:<28} {m['instances']:>4}  {m['mrr']:.3f}  {acc}  {maps}"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The evaluation report as a table (MRR, Acc@1/3/5/10, MAP@1/5/10)."""
+    header = f"{'':<28} {'n':>4}  {'MRR':<5}  {'Acc@1 @3    @5    @10':<23}  MAP@1 @5    @10"
+    lines = [header, _metrics_row("overall", report["overall"])]
+    lines += [_metrics_row(repo or "(no repo)", m) for repo, m in report["per_repo"].items()]
+    if report["missing_trees"]:
+        lines.append(f"instances without a tree: {len(report['missing_trees'])}")
+    for iid, err in report["failures"]:
+        lines.append(f"failed: {iid}: {err}")
+    lines.append(f"seconds: {report['seconds']:.1f}")
+    return "\n".join(lines)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    options = json.loads(Localizer(top_k=args.top_k, include_tests=args.include_tests).options_json())
+    if args.weights:
+        options["weights"].update(json.loads(args.weights))
+    raw = _core.evaluate(
+        args.dataset,
+        args.repos,
+        ids=_ids(args),
+        options_json=json.dumps(options),
+        out=args.out,
+        signals_out=args.signals_out,
+        progress=not args.quiet,
+    )
+    report = json.loads(raw)
+    if report["overall"]["instances"] == 0:
+        print(f"no instance of {args.dataset} has a tree under {args.repos}", file=sys.stderr)
+        return EXIT_INPUT
+    if args.format == "json":
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print(format_report(report))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="blagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"blagent {_core.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    loc = sub.add_parser("localize", help="rank the files of a repository for a bug report")
+    loc.add_argument("--repo", required=True, help="repository checkout")
+    src = loc.add_mutually_exclusive_group()
+    src.add_argument("--issue", help="file holding the issue text")
+    src.add_argument("--issue-text", help="the issue text itself")
+    loc.add_argument("--top-k", type=int, default=10, help="files to return (default 10)")
+    loc.add_argument("--format", choices=["json", "text"], default="json")
+    loc.add_argument("--include-tests", action="store_true", help="index test files too")
+    loc.set_defaults(func=cmd_localize)
+
+    ev = sub.add_parser("eval", help="measure localization on a SWE-bench-style dataset")
+    ev.add_argument("--dataset", required=True, help="JSONL with instance_id, problem_statement, gold_files or patch")
+    ev.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
+    ev.add_argument("--ids", help="comma-separated instance ids")
+    ev.add_argument("--ids-file", help="file with one instance id per line")
+    ev.add_argument("--top-k", type=int, default=10, help="files per prediction (default 10)")
+    ev.add_argument("--out", help="write predictions as JSONL")
+    ev.add_argument("--signals-out", help="write every candidate's raw signal scores (JSONL) for tuning")
+    ev.add_argument("--weights", help="JSON object of fusion weights to override")
+    ev.add_argument("--include-tests", action="store_true")
+    ev.add_argument("--format", choices=["json", "text"], default="text")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    ev.set_defaults(func=cmd_eval)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except _core.InputError as err:
+        print(f"blagent: error: {err}", file=sys.stderr)
+        return EXIT_INPUT
+    except json.JSONDecodeError as err:
+        print(f"blagent: error: invalid JSON argument: {err}", file=sys.stderr)
+        return EXIT_INPUT
+    except _core.BlagentError as err:
+        print(f"blagent: error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The Python face of the core localizer."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Optional, Union
+
+from . import _core
+from .results import LocalizeResult
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _default_options() -> dict[str, Any]:
+    return json.loads(_core.Localizer().options_json())
+
+
+class Localizer:
+    """Ranks the files of a repository most likely to need a change for a bug report.
+
+    Args:
+        top_k: how many files to return.
+        include_tests: index test files too (by default any path component starting with
+            `test` is excluded, as Agentless does).
+        max_file_bytes: skip files larger than this.
+        chunk_max_bytes: the chunk budget.
+        weights: fusion weights to override, by signal name (see `default_weights()`).
+
+    Raises:
+        InputError: for invalid options.
+    """
+
+    def __init__(
+        self,
+        *,
+        top_k: int = 10,
+        include_tests: bool = False,
+        max_file_bytes: Optional[int] = None,
+        chunk_max_bytes: Optional[int] = None,
+        weights: Optional[dict[str, float]] = None,
+    ) -> None:
+        options = _default_options()
+        options["top_k"] = top_k
+        options["index"]["walk"]["include_tests"] = include_tests
+        if max_file_bytes is not None:
+            options["index"]["walk"]["max_file_bytes"] = max_file_bytes
+        if chunk_max_bytes is not None:
+            options["index"]["chunk"]["max_bytes"] = chunk_max_bytes
+        if weights:
+            unknown = set(weights) - set(options["weights"])
+            if unknown:
+                raise _core.InputError(f"unknown fusion weights: {sorted(unknown)}")
+            options["weights"].update(weights)
+        self.options: dict[str, Any] = options
+        self._inner = _core.Localizer(json.dumps(options))
+
+    def options_json(self) -> str:
+        """The options in force, as the core sees them."""
+        return json.dumps(self.options)
+
+    def index(self, repo: PathLike) -> _core.RepoIndex:
+        """Index a repository once, to localize several issues in it."""
+        return self._inner.index(os.fspath(repo))
+
+    def localize(self, repo: Union[PathLike, _core.RepoIndex], issue: str) -> LocalizeResult:
+        """Rank the files of `repo` (a path or a prebuilt index) for the bug report `issue`.
+
+        Raises:
+            InputError: missing repository, or empty issue.
+            BlagentIOError: the repository could not be read.
+        """
+        if isinstance(repo, _core.RepoIndex):
+            raw = self._inner.localize_in(repo, issue)
+        else:
+            raw = self._inner.localize(os.fspath(repo), issue)
+        return LocalizeResult.from_dict(json.loads(raw))
+
+
+def default_weights() -> dict[str, float]:
+    """The fusion weights the core uses by default."""
+    return dict(_default_options()["weights"])

@@ -1,0 +1,140 @@
+//! Parsing a source file with tree-sitter into retrieval chunks, a symbol table and a skeleton.
+
+mod split;
+mod symbols;
+
+use serde::{Deserialize, Serialize};
+
+pub use self::symbols::{Symbol, SymbolKind};
+use crate::repo::SourceFile;
+
+/// Chunking options.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChunkOptions {
+    /// The chunk budget in bytes of code. A construct larger than this is split at its
+    /// children's statement boundaries; a single statement larger than it stays whole.
+    pub max_bytes: usize,
+    /// Lines per window where the parser cannot recover a region of the file.
+    pub window_lines: usize,
+}
+
+impl Default for ChunkOptions {
+    fn default() -> Self {
+        ChunkOptions { max_bytes: 1500, window_lines: 40 }
+    }
+}
+
+/// What a chunk holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkKind {
+    /// A whole function or method, with its decorators.
+    Function,
+    /// A whole class, with its decorators.
+    Class,
+    /// Part of a class that is not a method: its header, class attributes, docstring.
+    ClassBody,
+    /// Module-level statements grouped together.
+    Module,
+    /// Part of a function too large for one chunk.
+    Fragment,
+    /// A line window over a region the parser could not recover.
+    Window,
+}
+
+/// A retrieval unit: a span of one file, following AST boundaries.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Chunk {
+    /// Repository-relative path of the file.
+    pub path: String,
+    /// First line, 1-based.
+    pub start_line: usize,
+    /// Last line, 1-based, inclusive.
+    pub end_line: usize,
+    /// Byte offset of the first byte.
+    pub start_byte: usize,
+    /// Byte offset one past the last byte.
+    pub end_byte: usize,
+    /// Qualified name of the enclosing symbol (`Class.method`), if any.
+    pub symbol: Option<String>,
+    /// What the chunk holds.
+    pub kind: ChunkKind,
+}
+
+impl Chunk {
+    /// The chunk's code.
+    pub fn code<'a>(&self, source: &'a str) -> &'a str {
+        &source[self.start_byte..self.end_byte]
+    }
+
+    /// The path-augmented text BLAgent embeds and searches: the file path on the first line,
+    /// then the code.
+    pub fn text(&self, source: &str) -> String {
+        format!("# {}\n{}", self.path, self.code(source))
+    }
+}
+
+/// Everything parsing one file yields.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ParsedFile {
+    /// Repository-relative path.
+    pub path: String,
+    /// Chunks in file order; together they cover every non-blank line.
+    pub chunks: Vec<Chunk>,
+    /// Classes, functions and methods, in file order.
+    pub symbols: Vec<Symbol>,
+    /// Class headers and full signatures with their first docstring line, indented by nesting.
+    pub skeleton: String,
+    /// Whether tree-sitter reported syntax errors (the file was still chunked).
+    pub syntax_errors: bool,
+}
+
+/// Parses `file` into chunks, symbols and a skeleton. Never fails: a file the parser cannot
+/// handle at all is chunked into line windows and flagged.
+pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
+    let mut parser = tree_sitter::Parser::new();
+    let tree = parser
+        .set_language(&(file.language.grammar)())
+        .ok()
+        .and_then(|()| parser.parse(&file.text, None));
+    let Some(tree) = tree else {
+        return ParsedFile {
+            path: file.path.clone(),
+            chunks: split::line_windows(&file.path, &file.text, 0, file.text.len(), options),
+            symbols: Vec::new(),
+            skeleton: String::new(),
+            syntax_errors: true,
+        };
+    };
+    let root = tree.root_node();
+    let symbols = symbols::extract(root, &file.text, file.language);
+    ParsedFile {
+        path: file.path.clone(),
+        chunks: split::chunk_tree(root, file, options),
+        skeleton: symbols::skeleton(&symbols),
+        symbols,
+        syntax_errors: root.has_error(),
+    }
+}
+
+/// Maps byte offsets to 1-based line numbers by binary search over line starts.
+pub(crate) struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub(crate) fn new(source: &str) -> Self {
+        let newlines = source.bytes().enumerate().filter(|&(_, b)| b == b'\n');
+        LineIndex { starts: std::iter::once(0).chain(newlines.map(|(i, _)| i + 1)).collect() }
+    }
+
+    /// 1-based line of the byte at `offset`.
+    pub(crate) fn line(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&start| start <= offset)
+    }
+
+    /// Byte offset where the line holding `offset` starts.
+    pub(crate) fn line_start(&self, offset: usize) -> usize {
+        self.starts[self.line(offset) - 1]
+    }
+}

@@ -1,0 +1,258 @@
+//! The chunking algorithm: AST units, greedy grouping of small siblings, recursive splitting of
+//! large constructs at their children's statement boundaries, line windows only over regions
+//! the parser could not recover.
+
+use tree_sitter::Node;
+
+use super::{Chunk, ChunkKind, ChunkOptions, LineIndex};
+use crate::repo::{Language, SourceFile};
+
+/// A run of siblings waiting to become one chunk: `[start, end)`, and whether it holds any
+/// statement yet (a group holding only a header, like `class A(B):`, does not).
+#[derive(Clone, Copy)]
+struct Group {
+    start: usize,
+    end: usize,
+    has_content: bool,
+}
+
+struct Splitter<'a> {
+    source: &'a str,
+    path: &'a str,
+    language: &'static Language,
+    options: &'a ChunkOptions,
+    lines: LineIndex,
+    chunks: Vec<Chunk>,
+}
+
+/// Chunks a parsed file.
+pub(super) fn chunk_tree(root: Node<'_>, file: &SourceFile, options: &ChunkOptions) -> Vec<Chunk> {
+    let mut splitter = Splitter {
+        source: &file.text,
+        path: &file.path,
+        language: file.language,
+        options,
+        lines: LineIndex::new(&file.text),
+        chunks: Vec::new(),
+    };
+    splitter.split(&named_children(root), None, None, ChunkKind::Module);
+    splitter.chunks
+}
+
+/// Line windows over `[start, end)` of `source`.
+pub(super) fn line_windows(
+    path: &str,
+    source: &str,
+    start: usize,
+    end: usize,
+    options: &ChunkOptions,
+) -> Vec<Chunk> {
+    let lines = LineIndex::new(source);
+    let mut chunks = Vec::new();
+    push_windows(&mut chunks, path, source, &lines, start, end, options.window_lines);
+    chunks
+}
+
+fn push_windows(
+    chunks: &mut Vec<Chunk>,
+    path: &str,
+    source: &str,
+    lines: &LineIndex,
+    start: usize,
+    end: usize,
+    window_lines: usize,
+) {
+    let mut begin = start;
+    while begin < end {
+        let mut stop = begin;
+        for _ in 0..window_lines.max(1) {
+            match source[stop..end].find('\n') {
+                Some(i) => stop += i + 1,
+                None => {
+                    stop = end;
+                    break;
+                }
+            }
+        }
+        if !source[begin..stop].trim().is_empty() {
+            chunks.push(Chunk {
+                path: path.to_owned(),
+                start_line: lines.line(begin),
+                end_line: lines.line(stop.saturating_sub(1).max(begin)),
+                start_byte: begin,
+                end_byte: stop,
+                symbol: None,
+                kind: ChunkKind::Window,
+            });
+        }
+        begin = stop;
+    }
+}
+
+fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+impl<'a> Splitter<'a> {
+    fn text(&self, node: Node<'_>) -> &'a str {
+        &self.source[node.byte_range()]
+    }
+
+    /// The definition inside `node` (itself, or the one a decorator wraps), if it is one.
+    fn definition<'t>(&self, node: Node<'t>) -> Option<Node<'t>> {
+        let kind = node.kind();
+        if Some(kind) == self.language.decorated_kind {
+            return node.child_by_field_name("definition");
+        }
+        let lang = self.language;
+        (lang.class_kinds.contains(&kind) || lang.function_kinds.contains(&kind)).then_some(node)
+    }
+
+    /// Where a chunk starting at `node` begins: the start of its line when only indentation
+    /// precedes it, so chunks keep their first line's indentation.
+    fn chunk_start(&self, offset: usize) -> usize {
+        let line_start = self.lines.line_start(offset);
+        if self.source[line_start..offset].trim().is_empty() {
+            line_start
+        } else {
+            offset
+        }
+    }
+
+    fn emit(&mut self, start: usize, end: usize, symbol: Option<&str>, kind: ChunkKind) {
+        if self.source[start..end].trim().is_empty() {
+            return;
+        }
+        self.chunks.push(Chunk {
+            path: self.path.to_owned(),
+            start_line: self.lines.line(start),
+            end_line: self.lines.line(end.saturating_sub(1).max(start)),
+            start_byte: start,
+            end_byte: end,
+            symbol: symbol.map(str::to_owned),
+            kind,
+        });
+    }
+
+    fn flush(&mut self, group: &mut Option<Group>, symbol: Option<&str>, kind: ChunkKind) {
+        if let Some(g) = group.take() {
+            self.emit(g.start, g.end, symbol, kind);
+        }
+    }
+
+    /// Groups `children` into chunks of at most the budget. `header` is text that belongs in
+    /// front of the first chunk (a class or function header); definitions become their own
+    /// chunks; an oversized compound statement is split recursively.
+    fn split(&mut self, children: &[Node<'_>], header: Option<Group>, scope: Option<&str>, kind: ChunkKind) {
+        let max = self.options.max_bytes;
+        let mut group = header;
+        for &child in children {
+            if let Some(def) = self.definition(child) {
+                self.flush(&mut group, scope, kind);
+                self.split_definition(child, def, scope);
+                continue;
+            }
+            let child_start = self.chunk_start(child.start_byte());
+            if let Some(g) = group.as_mut() {
+                if child.end_byte() - g.start <= max {
+                    g.end = child.end_byte();
+                    g.has_content = true;
+                    continue;
+                }
+            }
+            let oversized = child.end_byte() - child_start > max;
+            if oversized && self.is_splittable(child) {
+                // Keep a bare header (e.g. `def f():`) in front of the first piece.
+                let prefix = match group {
+                    Some(g) if !g.has_content => Some(g.start),
+                    _ => {
+                        self.flush(&mut group, scope, kind);
+                        None
+                    }
+                };
+                group = None;
+                self.split_compound(child, prefix.unwrap_or(child_start), scope, kind);
+            } else if oversized && child.is_error() {
+                self.flush(&mut group, scope, kind);
+                let (start, end) = (child_start, child.end_byte());
+                push_windows(
+                    &mut self.chunks,
+                    self.path,
+                    self.source,
+                    &self.lines,
+                    start,
+                    end,
+                    self.options.window_lines,
+                );
+            } else {
+                match group {
+                    Some(g) if !g.has_content => {
+                        group = Some(Group { start: g.start, end: child.end_byte(), has_content: true });
+                    }
+                    _ => {
+                        self.flush(&mut group, scope, kind);
+                        group = Some(Group { start: child_start, end: child.end_byte(), has_content: true });
+                    }
+                }
+            }
+        }
+        self.flush(&mut group, scope, kind);
+    }
+
+    /// Compound statements (`if`, `for`, `try`, …, their clauses and blocks) can be split at
+    /// their children's statement boundaries; anything else stays whole.
+    fn is_splittable(&self, node: Node<'_>) -> bool {
+        node.kind() == "block"
+            || node.kind().ends_with("_clause")
+            || named_children(node).iter().any(|c| c.kind() == "block")
+    }
+
+    /// Splits a compound statement: its text up to its first block child is a header for the
+    /// first piece; blocks and clauses are split in turn.
+    fn split_compound(&mut self, node: Node<'_>, start: usize, scope: Option<&str>, kind: ChunkKind) {
+        let children = named_children(node);
+        let first_part = children.iter().position(|c| c.kind() == "block" || c.kind().ends_with("_clause"));
+        let header_end = match first_part {
+            Some(i) if i > 0 => children[i - 1].end_byte(),
+            _ => start.max(node.start_byte()),
+        };
+        let header = Group { start, end: header_end.max(start), has_content: false };
+        let rest = &children[first_part.unwrap_or(children.len())..];
+        let mut units = Vec::new();
+        for part in rest {
+            if part.kind() == "block" {
+                units.extend(named_children(*part));
+            } else {
+                units.push(*part);
+            }
+        }
+        if units.is_empty() {
+            self.emit(start, node.end_byte(), scope, kind);
+        } else {
+            self.split(&units, Some(header), scope, kind);
+        }
+    }
+
+    /// A class or function (with its decorators in `outer`): one chunk when it fits, else its
+    /// header leads the first piece of its body.
+    fn split_definition(&mut self, outer: Node<'_>, def: Node<'_>, scope: Option<&str>) {
+        let name = def.child_by_field_name("name").map_or("<anonymous>", |n| self.text(n));
+        let qualified = match scope {
+            Some(scope) => format!("{scope}.{name}"),
+            None => name.to_owned(),
+        };
+        let is_class = self.language.class_kinds.contains(&def.kind());
+        let start = self.chunk_start(outer.start_byte());
+        let body = def.child_by_field_name("body");
+        let fits = outer.end_byte() - start <= self.options.max_bytes;
+        let Some(body) = body.filter(|_| !fits) else {
+            let kind = if is_class { ChunkKind::Class } else { ChunkKind::Function };
+            self.emit(start, outer.end_byte(), Some(&qualified), kind);
+            return;
+        };
+        let kind = if is_class { ChunkKind::ClassBody } else { ChunkKind::Fragment };
+        let header = Group { start, end: body.start_byte(), has_content: false };
+        self.split(&named_children(body), Some(header), Some(&qualified), kind);
+    }
+}

@@ -1,0 +1,67 @@
+//! The one error type of the core. Every fallible public function returns [`Result`].
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in blagent-core.
+///
+/// The variants fall in three families that the bindings map to Python exceptions and the CLI
+/// maps to exit codes: bad input from the caller (exit 1), I/O failures (exit 3), and internal
+/// errors that indicate a bug.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The repository path does not exist.
+    #[error("repository not found: {0}")]
+    RepoNotFound(PathBuf),
+    /// The repository path exists but is not a directory.
+    #[error("repository path is not a directory: {0}")]
+    NotADirectory(PathBuf),
+    /// The caller passed something unusable (an empty issue, a zero top-k, …).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A dataset or query file has a malformed line.
+    #[error("{path}:{line}: {message}")]
+    Dataset {
+        /// The file being read.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// JSON (de)serialization failed.
+    #[error("JSON error: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A bug: an invariant that should hold did not.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// Whether the error is the caller's fault (bad input) rather than the environment's.
+    pub fn is_input_error(&self) -> bool {
+        matches!(
+            self,
+            Error::RepoNotFound(_)
+                | Error::NotADirectory(_)
+                | Error::InvalidInput(_)
+                | Error::Dataset { .. }
+        )
+    }
+}
+
+/// `Result` with the core's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,114 @@
+//! File-level ranking metrics, as BLAgent and LocAgent report them: MRR (reciprocal rank of the
+//! first gold file), Acc@k (every gold file within the top k) and MAP@k.
+
+use serde::{Deserialize, Serialize};
+
+/// The k of the reported Acc@k.
+pub const ACC_KS: [usize; 4] = [1, 3, 5, 10];
+/// The k of the reported MAP@k.
+pub const MAP_KS: [usize; 3] = [1, 5, 10];
+
+/// 1-based rank of the first ranked file that is gold.
+pub fn first_hit_rank(ranked: &[String], gold: &[String]) -> Option<usize> {
+    ranked.iter().position(|f| gold.contains(f)).map(|i| i + 1)
+}
+
+/// Average precision at `k`: the mean of precision@i over the ranks i ≤ k holding a gold file,
+/// divided by min(|gold|, k).
+pub fn average_precision_at(ranked: &[String], gold: &[String], k: usize) -> f64 {
+    if gold.is_empty() || k == 0 {
+        return 0.0;
+    }
+    let mut hits = 0usize;
+    let mut sum = 0.0;
+    for (i, file) in ranked.iter().take(k).enumerate() {
+        if gold.contains(file) {
+            hits += 1;
+            sum += hits as f64 / (i + 1) as f64;
+        }
+    }
+    sum / gold.len().min(k) as f64
+}
+
+/// Aggregated metrics over a set of instances.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Instances measured.
+    pub instances: usize,
+    /// Mean reciprocal rank.
+    pub mrr: f64,
+    /// Acc@1, @3, @5, @10.
+    pub acc: [f64; 4],
+    /// MAP@1, @5, @10.
+    pub map: [f64; 3],
+}
+
+/// Sums per-instance values; [`MetricsAccumulator::finish`] averages them.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsAccumulator {
+    sums: Metrics,
+}
+
+impl MetricsAccumulator {
+    /// Adds one instance's ranking.
+    pub fn add(&mut self, ranked: &[String], gold: &[String]) {
+        let sums = &mut self.sums;
+        sums.instances += 1;
+        sums.mrr += first_hit_rank(ranked, gold).map_or(0.0, |r| 1.0 / r as f64);
+        for (slot, &k) in sums.acc.iter_mut().zip(&ACC_KS) {
+            let top: Vec<&String> = ranked.iter().take(k).collect();
+            if !gold.is_empty() && gold.iter().all(|g| top.contains(&g)) {
+                *slot += 1.0;
+            }
+        }
+        for (slot, &k) in sums.map.iter_mut().zip(&MAP_KS) {
+            *slot += average_precision_at(ranked, gold, k);
+        }
+    }
+
+    /// The means.
+    pub fn finish(&self) -> Metrics {
+        let n = self.sums.instances.max(1) as f64;
+        Metrics {
+            instances: self.sums.instances,
+            mrr: self.sums.mrr / n,
+            acc: self.sums.acc.map(|v| v / n),
+            map: self.sums.map.map(|v| v / n),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn single_gold_file() {
+        let mut acc = MetricsAccumulator::default();
+        acc.add(&s(&["a", "b", "c"]), &s(&["b"]));
+        acc.add(&s(&["x"]), &s(&["b"]));
+        let m = acc.finish();
+        assert_eq!(m.instances, 2);
+        assert!((m.mrr - 0.25).abs() < 1e-12);
+        assert_eq!(m.acc, [0.0, 0.5, 0.5, 0.5]);
+        assert!((m.map[0] - 0.0).abs() < 1e-12);
+        assert!((m.map[1] - 0.25).abs() < 1e-12);
+    }
+
+    #[test]
+    fn several_gold_files_need_all_for_accuracy() {
+        let ranked = s(&["a", "x", "b"]);
+        let gold = s(&["a", "b"]);
+        let mut acc = MetricsAccumulator::default();
+        acc.add(&ranked, &gold);
+        let m = acc.finish();
+        assert_eq!(m.acc, [0.0, 1.0, 1.0, 1.0]);
+        // AP@5 = (1/1 + 2/3) / 2.
+        assert!((average_precision_at(&ranked, &gold, 5) - (1.0 + 2.0 / 3.0) / 2.0).abs() < 1e-12);
+        assert_eq!(first_hit_rank(&ranked, &gold), Some(1));
+    }
+}

@@ -1,0 +1,258 @@
+//! The evaluation loop: every dataset instance whose repository tree exists is localized, its
+//! prediction written as a JSONL line, and its ranking scored against the gold files.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
+use crate::error::{Error, Result};
+use crate::localizer::{LocalizeOptions, Localizer};
+use crate::query::reformulate;
+use crate::retrieve::{compute_signals, Signal};
+
+/// Metrics need at least this many ranked files (Acc@10, MAP@10).
+const MIN_RANKED_FOR_METRICS: usize = 10;
+/// Files per signal kept in a signal dump (the union over signals is dumped).
+const DUMP_TOP_PER_SIGNAL: usize = 50;
+
+/// One dataset row.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Instance {
+    /// Unique id; its tree lives in `<repos>/<instance_id>`.
+    pub instance_id: String,
+    /// `owner/name`, for per-repository metrics.
+    #[serde(default)]
+    pub repo: String,
+    /// The issue text.
+    pub problem_statement: String,
+    /// Files the reference patch changes; derived from `patch` when absent.
+    #[serde(default)]
+    pub gold_files: Vec<String>,
+    /// The reference patch.
+    #[serde(default)]
+    pub patch: String,
+}
+
+/// The `b/` paths of a unified diff's `diff --git` headers (the rule BLAgent and LocAgent use).
+pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for line in patch.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            if let Some((_, b)) = rest.split_once(" b/") {
+                if !files.iter().any(|f| f == b) {
+                    files.push(b.to_owned());
+                }
+            }
+        }
+    }
+    files
+}
+
+/// Reads a JSONL dataset; a malformed line is an error naming the line.
+pub fn load_dataset(path: &Path) -> Result<Vec<Instance>> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut instances = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| Error::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut instance: Instance = serde_json::from_str(&line).map_err(|e| Error::Dataset {
+            path: path.to_path_buf(),
+            line: i + 1,
+            message: e.to_string(),
+        })?;
+        if instance.gold_files.is_empty() {
+            instance.gold_files = gold_files_from_patch(&instance.patch);
+        }
+        instances.push(instance);
+    }
+    Ok(instances)
+}
+
+/// What to evaluate.
+#[derive(Debug, Clone)]
+pub struct EvalConfig {
+    /// The dataset (JSONL).
+    pub dataset: PathBuf,
+    /// Directory holding one tree per instance, `<repos>/<instance_id>`.
+    pub repos: PathBuf,
+    /// Only these instances (all when `None`).
+    pub ids: Option<Vec<String>>,
+    /// Localizer options; `top_k` is how many files each prediction lists.
+    pub options: LocalizeOptions,
+    /// Where to write predictions (JSONL), if anywhere.
+    pub out: Option<PathBuf>,
+    /// Where to write every candidate file's raw signal scores (JSONL), for tuning the fusion.
+    pub signals_out: Option<PathBuf>,
+    /// Show a progress bar on stderr (hidden anyway when stderr is not a terminal).
+    pub progress: bool,
+}
+
+/// One prediction line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Prediction {
+    /// Instance id.
+    pub instance_id: String,
+    /// Ranked files, best first (Agentless / LocAgent field name).
+    pub found_files: Vec<String>,
+    /// Fused score of each found file.
+    pub scores: Vec<f32>,
+    /// Rank of the first gold file among all ranked files, if ranked.
+    pub gold_rank: Option<usize>,
+    /// Milliseconds to index the tree.
+    pub index_ms: f64,
+    /// Milliseconds to answer the query.
+    pub query_ms: f64,
+}
+
+/// Metrics overall and per repository, and what could not be evaluated.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EvalReport {
+    /// All evaluated instances.
+    pub overall: Metrics,
+    /// Per `owner/name`.
+    pub per_repo: BTreeMap<String, Metrics>,
+    /// Selected instances whose tree was not found.
+    pub missing_trees: Vec<String>,
+    /// Instances that failed, with the error.
+    pub failures: Vec<(String, String)>,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    Ok(BufWriter::new(File::create(path).map_err(|e| Error::io(path, e))?))
+}
+
+fn write_line(writer: &mut BufWriter<File>, path: &Path, value: &impl Serialize) -> Result<()> {
+    serde_json::to_writer(&mut *writer, value)?;
+    writeln!(writer).and_then(|()| writer.flush()).map_err(|e| Error::io(path, e))
+}
+
+/// Runs the localizer over the dataset and scores it.
+pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
+    let start = Instant::now();
+    let mut instances = load_dataset(&config.dataset)?;
+    if let Some(ids) = &config.ids {
+        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        instances.retain(|i| wanted.contains(i.instance_id.as_str()));
+    }
+    let mut report = EvalReport::default();
+    let (present, missing): (Vec<Instance>, Vec<Instance>) =
+        instances.into_iter().partition(|i| config.repos.join(&i.instance_id).is_dir());
+    report.missing_trees = missing.into_iter().map(|i| i.instance_id).collect();
+
+    let mut options = config.options.clone();
+    let written_k = options.top_k;
+    options.top_k = options.top_k.max(MIN_RANKED_FOR_METRICS);
+    let localizer = Localizer::new(options)?;
+    let mut out = config.out.as_deref().map(create).transpose()?;
+    let mut signals_out = config.signals_out.as_deref().map(create).transpose()?;
+
+    let bar = ProgressBar::new(present.len() as u64);
+    if config.progress {
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} [{elapsed_precise}<{eta_precise}] {msg}")
+                .map_err(|e| Error::Internal(e.to_string()))?,
+        );
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let mut overall = MetricsAccumulator::default();
+    let mut per_repo: BTreeMap<String, MetricsAccumulator> = BTreeMap::new();
+    for instance in &present {
+        bar.set_message(instance.instance_id.clone());
+        let tree = config.repos.join(&instance.instance_id);
+        let outcome = localizer.index(&tree).and_then(|index| {
+            let result = localizer.localize_in(&index, &instance.problem_statement)?;
+            if let (Some(writer), Some(path)) = (signals_out.as_mut(), config.signals_out.as_deref()) {
+                write_line(writer, path, &signal_dump(&index, instance))?;
+            }
+            Ok(result)
+        });
+        bar.inc(1);
+        let result = match outcome {
+            Ok(result) => result,
+            Err(err) => {
+                report.failures.push((instance.instance_id.clone(), err.to_string()));
+                continue;
+            }
+        };
+        let ranked = result.paths();
+        overall.add(&ranked, &instance.gold_files);
+        per_repo.entry(instance.repo.clone()).or_default().add(&ranked, &instance.gold_files);
+        if let (Some(writer), Some(path)) = (out.as_mut(), config.out.as_deref()) {
+            let prediction = Prediction {
+                instance_id: instance.instance_id.clone(),
+                found_files: ranked.iter().take(written_k).cloned().collect(),
+                scores: result.files.iter().take(written_k).map(|f| f.score).collect(),
+                gold_rank: first_hit_rank(&ranked, &instance.gold_files),
+                index_ms: result.timings.index.walk_ms + result.timings.index.parse_ms + result.timings.index.index_ms,
+                query_ms: result.timings.query_ms,
+            };
+            write_line(writer, path, &prediction)?;
+        }
+    }
+    bar.finish_and_clear();
+    report.overall = overall.finish();
+    report.per_repo = per_repo.into_iter().map(|(repo, acc)| (repo, acc.finish())).collect();
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Raw scores of the files that any signal ranks in its top [`DUMP_TOP_PER_SIGNAL`], plus the
+/// gold files, for offline tuning of the fusion weights.
+fn signal_dump(index: &crate::index::RepoIndex, instance: &Instance) -> serde_json::Value {
+    let signals = compute_signals(index, &reformulate(&instance.problem_statement));
+    let mut keep: HashSet<usize> = HashSet::new();
+    for signal in Signal::ALL {
+        let mut order: Vec<(usize, f32)> =
+            signals.iter().enumerate().map(|(i, s)| (i, s.get(signal))).filter(|&(_, v)| v > 0.0).collect();
+        order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        keep.extend(order.iter().take(DUMP_TOP_PER_SIGNAL).map(|&(i, _)| i));
+    }
+    for (i, file) in index.files.iter().enumerate() {
+        if instance.gold_files.iter().any(|g| g == file.path()) {
+            keep.insert(i);
+        }
+    }
+    let mut keep: Vec<usize> = keep.into_iter().collect();
+    keep.sort_unstable();
+    let max: Vec<f32> = Signal::ALL
+        .iter()
+        .map(|&s| signals.iter().map(|f| f.get(s)).fold(0.0, f32::max))
+        .collect();
+    let files: Vec<serde_json::Value> = keep
+        .iter()
+        .map(|&i| serde_json::json!({"path": index.files[i].path(), "scores": signals[i].scores, "lines": index.files[i].text.lines().count()}))
+        .collect();
+    serde_json::json!({
+        "instance_id": instance.instance_id,
+        "repo": instance.repo,
+        "gold": instance.gold_files,
+        "indexed_files": index.files.len(),
+        "max": max,
+        "files": files,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gold_files_are_the_b_paths() {
+        let patch = "diff --git a/x/a.py b/x/a.py\n--- a/x/a.py\n+++ b/x/a.py\n@@\ndiff --git a/old.py b/new.py\n";
+        assert_eq!(gold_files_from_patch(patch), ["x/a.py", "new.py"]);
+    }
+}

@@ -1,0 +1,178 @@
+//! Okapi BM25 over a fixed set of documents, with Lucene's (and Pyserini's) formula:
+//! `idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avg_len))` with
+//! `idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))`.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::tokenize::tokenize_into;
+
+/// Pyserini's default term-frequency saturation.
+pub const DEFAULT_K1: f32 = 0.9;
+/// Pyserini's default length normalization.
+pub const DEFAULT_B: f32 = 0.4;
+
+/// BM25's two free parameters.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Bm25Params {
+    /// Term-frequency saturation.
+    pub k1: f32,
+    /// Length normalization, 0 (none) to 1 (full).
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params { k1: DEFAULT_K1, b: DEFAULT_B }
+    }
+}
+
+/// The collection statistics BM25 needs: an index answers them for itself, and could answer
+/// them from a larger collection than the documents it scores.
+pub trait Statistics {
+    /// Number of documents.
+    fn num_docs(&self) -> usize;
+    /// Mean document length in tokens.
+    fn average_length(&self) -> f32;
+    /// Number of documents containing the term with this id.
+    fn doc_freq(&self, term: u32) -> usize;
+
+    /// Lucene's smoothed inverse document frequency.
+    fn idf(&self, term: u32) -> f32 {
+        let n = self.num_docs() as f32;
+        let df = self.doc_freq(term) as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+}
+
+/// An inverted index over tokenized documents, scored with BM25.
+#[derive(Debug, Default)]
+pub struct Bm25 {
+    params: Bm25Params,
+    vocabulary: HashMap<String, u32>,
+    /// Per term: (document, term frequency), documents ascending.
+    postings: Vec<Vec<(u32, u32)>>,
+    doc_lengths: Vec<u32>,
+    average_length: f32,
+}
+
+impl Statistics for Bm25 {
+    fn num_docs(&self) -> usize {
+        self.doc_lengths.len()
+    }
+
+    fn average_length(&self) -> f32 {
+        self.average_length
+    }
+
+    fn doc_freq(&self, term: u32) -> usize {
+        self.postings.get(term as usize).map_or(0, Vec::len)
+    }
+}
+
+impl Bm25 {
+    /// Indexes `docs` (document `i` is the `i`-th item).
+    pub fn build<'a>(docs: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {
+        let mut index = Bm25 { params, ..Bm25::default() };
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        for (doc, text) in docs.into_iter().enumerate() {
+            counts.clear();
+            let mut length = 0u32;
+            tokenize_into(text, &mut |token| {
+                length += 1;
+                let id = match index.vocabulary.get(token) {
+                    Some(&id) => id,
+                    None => {
+                        let id = index.vocabulary.len() as u32;
+                        index.vocabulary.insert(token.to_owned(), id);
+                        id
+                    }
+                };
+                *counts.entry(id).or_insert(0) += 1;
+            });
+            index.postings.resize_with(index.vocabulary.len(), Vec::new);
+            let mut terms: Vec<(u32, u32)> = counts.iter().map(|(&t, &c)| (t, c)).collect();
+            terms.sort_unstable();
+            for (term, tf) in terms {
+                index.postings[term as usize].push((doc as u32, tf));
+            }
+            index.doc_lengths.push(length);
+        }
+        let total: u64 = index.doc_lengths.iter().map(|&l| u64::from(l)).sum();
+        index.average_length = total as f32 / index.doc_lengths.len().max(1) as f32;
+        index
+    }
+
+    /// The term id of an already-lowercased token, if any document has it.
+    pub fn term_id(&self, token: &str) -> Option<u32> {
+        self.vocabulary.get(token).copied()
+    }
+
+    /// BM25 score of every document for `query` (one entry per document; 0 where no term
+    /// matches). Each query token counts as often as it occurs, as in Lucene's bag-of-words
+    /// queries.
+    pub fn score(&self, query: &str) -> Vec<f32> {
+        let mut weights: HashMap<u32, f32> = HashMap::new();
+        tokenize_into(query, &mut |token| {
+            if let Some(id) = self.term_id(token) {
+                *weights.entry(id).or_insert(0.0) += 1.0;
+            }
+        });
+        self.score_terms(&weights)
+    }
+
+    /// BM25 score of every document for weighted term ids.
+    pub fn score_terms(&self, weights: &HashMap<u32, f32>) -> Vec<f32> {
+        let Bm25Params { k1, b } = self.params;
+        let mut scores = vec![0.0f32; self.num_docs()];
+        let avg = self.average_length.max(1.0);
+        for (&term, &weight) in weights {
+            let idf = self.idf(term) * weight;
+            for &(doc, tf) in &self.postings[term as usize] {
+                let tf = tf as f32;
+                let norm = k1 * (1.0 - b + b * self.doc_lengths[doc as usize] as f32 / avg);
+                scores[doc as usize] += idf * tf * (k1 + 1.0) / (tf + norm);
+            }
+        }
+        scores
+    }
+
+    /// Number of tokens of document `doc`.
+    pub fn doc_length(&self, doc: usize) -> u32 {
+        self.doc_lengths[doc]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_the_lucene_formula_by_hand() {
+        let index = Bm25::build(["alpha beta", "alpha alpha gamma delta"], Bm25Params::default());
+        let scores = index.score("alpha");
+        // N = 2, df = 2: idf = ln(1 + 0.5 / 2.5); avg length 3.
+        let idf = (1.0f32 + 0.5 / 2.5).ln();
+        let doc0 = idf * 1.0 * 1.9 / (1.0 + 0.9 * (0.6 + 0.4 * 2.0 / 3.0));
+        let doc1 = idf * 2.0 * 1.9 / (2.0 + 0.9 * (0.6 + 0.4 * 4.0 / 3.0));
+        assert!((scores[0] - doc0).abs() < 1e-6);
+        assert!((scores[1] - doc1).abs() < 1e-6);
+    }
+
+    #[test]
+    fn rare_terms_outweigh_common_ones_and_unknown_terms_score_zero() {
+        let docs = ["common rare", "common", "common", "common"];
+        let index = Bm25::build(docs, Bm25Params::default());
+        let scores = index.score("common rare");
+        assert!(scores[0] > scores[1] * 3.0);
+        assert_eq!(index.score("absent"), vec![0.0; 4]);
+        assert_eq!(index.num_docs(), 4);
+    }
+
+    #[test]
+    fn empty_collection_scores_nothing() {
+        let index = Bm25::build(std::iter::empty(), Bm25Params::default());
+        assert!(index.score("anything").is_empty());
+    }
+}

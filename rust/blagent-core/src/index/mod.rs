@@ -1,0 +1,12 @@
+//! Indexes over a repository: a code-aware tokenizer, BM25 over files and chunks, a path and
+//! module resolver, and the [`RepoIndex`] that holds them all.
+
+mod bm25;
+mod paths;
+mod repo;
+mod tokenize;
+
+pub use self::bm25::{Bm25, Bm25Params, Statistics};
+pub use self::paths::PathResolver;
+pub use self::repo::{IndexOptions, IndexTimings, IndexedFile, RepoIndex};
+pub use self::tokenize::{identifier_parts, tokenize, tokenize_into};

@@ -1,0 +1,143 @@
+//! Mapping what an issue mentions — paths, traceback paths, dotted module names — onto the
+//! repository's files, by whole path components so `db/models/query.py` never matches
+//! `xdb/models/query.py`.
+
+use std::collections::HashMap;
+
+/// Resolves mentions to file indices.
+#[derive(Debug, Default)]
+pub struct PathResolver {
+    paths: Vec<String>,
+    by_basename: HashMap<String, Vec<u32>>,
+}
+
+/// A dotted name resolved to a module file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleMatch {
+    /// The file index.
+    pub file: u32,
+    /// Whether the file is a package's `__init__.py`.
+    pub is_package: bool,
+    /// The dotted components after the module (`Q` in `django.db.models.Q`).
+    pub rest: Vec<String>,
+}
+
+impl PathResolver {
+    /// A resolver over these repository-relative paths (file `i` is the `i`-th path).
+    pub fn new<'a>(paths: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut resolver = PathResolver::default();
+        for (i, path) in paths.into_iter().enumerate() {
+            let basename = path.rsplit('/').next().unwrap_or(path);
+            resolver.by_basename.entry(basename.to_owned()).or_default().push(i as u32);
+            resolver.paths.push(path.to_owned());
+        }
+        resolver
+    }
+
+    /// The path of file `file`.
+    pub fn path(&self, file: u32) -> &str {
+        &self.paths[file as usize]
+    }
+
+    fn ends_with_components(path: &str, suffix: &[&str]) -> bool {
+        let parts: Vec<&str> = path.split('/').collect();
+        parts.len() >= suffix.len() && parts[parts.len() - suffix.len()..] == *suffix
+    }
+
+    /// Files a mentioned path refers to: the longest suffix of the mention (in whole
+    /// components) that some file paths end with. A path printed under `site-packages/` or an
+    /// absolute checkout path thus finds the repository file; a bare name finds every file of
+    /// that name. A mention with directories must match two components or more.
+    pub fn resolve_path(&self, mention: &str) -> Vec<u32> {
+        let components: Vec<&str> =
+            mention.split(['/', '\\']).filter(|c| !c.is_empty() && *c != ".").collect();
+        let Some(basename) = components.last() else { return Vec::new() };
+        let Some(candidates) = self.by_basename.get(*basename) else { return Vec::new() };
+        // A mention with directories must match at least its last directory too: a printed
+        // `site-packages/numpy/core/base.py` must not pick every `base.py` of the repository.
+        let last_start = components.len().saturating_sub(2);
+        for start in 0..=last_start {
+            let suffix = &components[start..];
+            let found: Vec<u32> = candidates
+                .iter()
+                .copied()
+                .filter(|&f| Self::ends_with_components(self.path(f), suffix))
+                .collect();
+            if !found.is_empty() {
+                return found;
+            }
+        }
+        Vec::new()
+    }
+
+    /// The module file a dotted name refers to, trying the longest module prefix first
+    /// (`a.b.c` as `a/b/c.py`, then `a/b/c/__init__.py`, then `a/b.py`, …). Prefixes of one
+    /// component are not tried: `np.array` or `self.x` name no module of the repository.
+    pub fn resolve_module(&self, dotted: &str) -> Option<ModuleMatch> {
+        let parts: Vec<&str> = dotted.split('.').collect();
+        for end in (2..=parts.len()).rev() {
+            let module = parts[..end].join("/");
+            for (candidate, is_package) in [(format!("{module}.py"), false), (format!("{module}/__init__.py"), true)] {
+                let found = self.resolve_exact_suffix(&candidate);
+                if let [file] = found[..] {
+                    let rest = parts[end..].iter().map(|s| (*s).to_owned()).collect();
+                    return Some(ModuleMatch { file, is_package, rest });
+                }
+            }
+        }
+        None
+    }
+
+    /// Files whose path ends with all of `suffix`'s components.
+    fn resolve_exact_suffix(&self, suffix: &str) -> Vec<u32> {
+        let components: Vec<&str> = suffix.split('/').collect();
+        let basename = components.last().copied().unwrap_or_default();
+        self.by_basename.get(basename).map_or_else(Vec::new, |candidates| {
+            candidates
+                .iter()
+                .copied()
+                .filter(|&f| Self::ends_with_components(self.path(f), &components))
+                .collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolver() -> PathResolver {
+        PathResolver::new([
+            "django/db/models/query.py",
+            "django/db/models/__init__.py",
+            "django/db/models/sql/query.py",
+            "django/contrib/admin/utils.py",
+            "django/utils/__init__.py",
+            "src/_pytest/fixtures.py",
+        ])
+    }
+
+    #[test]
+    fn resolves_paths_by_longest_component_suffix() {
+        let r = resolver();
+        assert_eq!(r.resolve_path("django/db/models/query.py"), [0]);
+        assert_eq!(r.resolve_path("/venv/lib/site-packages/django/db/models/sql/query.py"), [2]);
+        assert_eq!(r.resolve_path("models/query.py"), [0]);
+        assert_eq!(r.resolve_path("query.py"), [0, 2]);
+        assert_eq!(r.resolve_path("xdb/models/query.py"), [0], "falls back to the longest suffix that exists");
+        assert!(r.resolve_path("setup.py").is_empty());
+        assert!(r.resolve_path("").is_empty());
+    }
+
+    #[test]
+    fn resolves_modules_longest_prefix_first() {
+        let r = resolver();
+        let m = r.resolve_module("django.contrib.admin.utils.quote").unwrap();
+        assert_eq!((m.file, m.is_package, m.rest), (3, false, vec!["quote".to_owned()]));
+        let m = r.resolve_module("django.db.models.Q").unwrap();
+        assert_eq!((m.file, m.is_package), (1, true));
+        assert_eq!(r.resolve_module("_pytest.fixtures.FixtureDef").unwrap().file, 5);
+        assert!(r.resolve_module("np.array").is_none());
+        assert!(r.resolve_module("self.value").is_none());
+    }
+}

@@ -1,0 +1,150 @@
+//! Everything retrieval needs about one repository, built once and queried many times.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::bm25::{Bm25, Bm25Params};
+use super::paths::PathResolver;
+use crate::chunk::{parse_file, ChunkOptions, ParsedFile};
+use crate::error::Result;
+use crate::repo::{walk, Skipped, WalkOptions};
+
+/// Options for indexing a repository.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct IndexOptions {
+    /// Which files to index.
+    pub walk: WalkOptions,
+    /// How to chunk them.
+    pub chunk: ChunkOptions,
+    /// BM25 parameters for both the file and the chunk index.
+    pub bm25: Bm25Params,
+}
+
+/// One indexed source file.
+#[derive(Debug)]
+pub struct IndexedFile {
+    /// Its text.
+    pub text: String,
+    /// Whether it was decoded lossily.
+    pub lossy: bool,
+    /// Its chunks, symbols and skeleton.
+    pub parsed: ParsedFile,
+}
+
+impl IndexedFile {
+    /// Repository-relative path.
+    pub fn path(&self) -> &str {
+        &self.parsed.path
+    }
+}
+
+/// Milliseconds spent in each indexing stage.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct IndexTimings {
+    /// Listing and reading files.
+    pub walk_ms: f64,
+    /// Parsing and chunking.
+    pub parse_ms: f64,
+    /// Building BM25 and symbol tables.
+    pub index_ms: f64,
+}
+
+/// A repository's files, chunks, symbols and lexical indexes.
+#[derive(Debug)]
+pub struct RepoIndex {
+    /// Canonical repository root.
+    pub root: PathBuf,
+    /// Indexed files, sorted by path.
+    pub files: Vec<IndexedFile>,
+    /// What the walk left out.
+    pub skipped: Vec<Skipped>,
+    /// BM25 over whole files (path-augmented).
+    pub file_bm25: Bm25,
+    /// BM25 over chunks (path-augmented).
+    pub chunk_bm25: Bm25,
+    /// (file, chunk) of each chunk document.
+    pub chunk_refs: Vec<(u32, u32)>,
+    /// Bare symbol name → (file, symbol) of every definition.
+    pub definitions: HashMap<String, Vec<(u32, u32)>>,
+    /// Maps mentioned paths and modules to files.
+    pub resolver: PathResolver,
+    /// Time spent building.
+    pub timings: IndexTimings,
+}
+
+fn elapsed_ms(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+impl RepoIndex {
+    /// Walks, parses and indexes the repository at `root`.
+    pub fn build(root: &Path, options: &IndexOptions) -> Result<Self> {
+        let start = Instant::now();
+        let walked = walk(root, &options.walk)?;
+        let walk_ms = elapsed_ms(start);
+
+        let start = Instant::now();
+        let files: Vec<IndexedFile> = walked
+            .files
+            .into_par_iter()
+            .map(|source| IndexedFile {
+                parsed: parse_file(&source, &options.chunk),
+                lossy: source.lossy,
+                text: source.text,
+            })
+            .collect();
+        let parse_ms = elapsed_ms(start);
+
+        let start = Instant::now();
+        let chunk_refs: Vec<(u32, u32)> = files
+            .iter()
+            .enumerate()
+            .flat_map(|(f, file)| (0..file.parsed.chunks.len()).map(move |c| (f as u32, c as u32)))
+            .collect();
+        let (file_bm25, chunk_bm25) = rayon::join(
+            || {
+                let docs: Vec<String> = files.iter().map(|f| format!("{}\n{}", f.path(), f.text)).collect();
+                Bm25::build(docs.iter().map(String::as_str), options.bm25)
+            },
+            || {
+                let docs: Vec<String> = chunk_refs
+                    .iter()
+                    .map(|&(f, c)| {
+                        let file = &files[f as usize];
+                        file.parsed.chunks[c as usize].text(&file.text)
+                    })
+                    .collect();
+                Bm25::build(docs.iter().map(String::as_str), options.bm25)
+            },
+        );
+        let mut definitions: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
+        for (f, file) in files.iter().enumerate() {
+            for (s, symbol) in file.parsed.symbols.iter().enumerate() {
+                definitions.entry(symbol.name.clone()).or_default().push((f as u32, s as u32));
+            }
+        }
+        let resolver = PathResolver::new(files.iter().map(IndexedFile::path));
+        let index_ms = elapsed_ms(start);
+
+        Ok(RepoIndex {
+            root: crate::repo::canonical_root(root)?,
+            files,
+            skipped: walked.skipped,
+            file_bm25,
+            chunk_bm25,
+            chunk_refs,
+            definitions,
+            resolver,
+            timings: IndexTimings { walk_ms, parse_ms, index_ms },
+        })
+    }
+
+    /// Total number of chunks.
+    pub fn num_chunks(&self) -> usize {
+        self.chunk_refs.len()
+    }
+}

@@ -1,0 +1,28 @@
+//! blagent-core: file-level bug localization for automated program repair.
+//!
+//! The pipeline flows one way, one module per arrow:
+//!
+//! ```text
+//! repo dir ─walk─▶ source files ─parse─▶ chunks + symbols + skeletons ─▶ BM25 indexes
+//! issue text ─reformulate─▶ extracted fields (paths, modules, frames, identifiers, …)
+//! fields × indexes ─retrieve─▶ per-signal file scores ─fuse─▶ ranked files with evidence
+//! ```
+//!
+//! [`Localizer`] runs it end to end; [`eval`] measures it on SWE-bench-style datasets.
+
+mod error;
+
+pub mod chunk;
+pub mod eval;
+pub mod index;
+pub mod query;
+pub mod repo;
+pub mod retrieve;
+
+mod localizer;
+
+pub use crate::error::{Error, Result};
+pub use crate::index::RepoIndex;
+pub use crate::localizer::{
+    signal_name, IndexStats, LocalizeOptions, LocalizeResult, Localizer, RankedFile, Timings, SCHEMA_VERSION,
+};

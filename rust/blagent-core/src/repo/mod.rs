@@ -1,0 +1,8 @@
+//! Finding the source files of a repository: which languages, which files, and what was skipped.
+
+mod lang;
+mod walk;
+
+pub use self::lang::{language_for_path, Language, LANGUAGES};
+pub(crate) use self::walk::canonical_root;
+pub use self::walk::{is_test_path, walk, SkipReason, Skipped, SourceFile, WalkOptions, WalkOutput};

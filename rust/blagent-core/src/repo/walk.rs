@@ -1,0 +1,344 @@
+//! Walking a repository: `.gitignore`-aware (the `ignore` crate), deterministic, and explicit
+//! about every source file it leaves out.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ignore::WalkBuilder;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::lang::{language_for_path, Language};
+use crate::error::{Error, Result};
+
+/// How many leading bytes are checked for NUL to call a file binary (git uses the same idea).
+const BINARY_SNIFF_BYTES: usize = 8000;
+
+/// Options of [`walk`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WalkOptions {
+    /// Keep test files. By default they are excluded with Agentless's rule: any path component
+    /// starting with `test`.
+    pub include_tests: bool,
+    /// Files larger than this many bytes are skipped (generated tables, vendored bundles).
+    pub max_file_bytes: u64,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        WalkOptions { include_tests: false, max_file_bytes: 2 * 1024 * 1024 }
+    }
+}
+
+/// A source file selected by the walk.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Repository-relative path with `/` separators.
+    pub path: String,
+    /// Its language.
+    pub language: &'static Language,
+    /// Its text; invalid UTF-8 sequences were replaced by U+FFFD when `lossy` is set.
+    pub text: String,
+    /// Whether the file was not valid UTF-8 and was decoded lossily.
+    pub lossy: bool,
+}
+
+/// Why a file or directory was left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum SkipReason {
+    /// A test directory or file (Agentless's rule), when tests are excluded.
+    Test,
+    /// Larger than [`WalkOptions::max_file_bytes`].
+    TooLarge {
+        /// The file's size.
+        bytes: u64,
+    },
+    /// Contains NUL bytes.
+    Binary,
+    /// A symlink whose target lies outside the repository.
+    SymlinkOutside,
+    /// A symlink to a file inside the repository: the target is indexed under its own path.
+    SymlinkInside,
+    /// A symlink whose target does not exist.
+    BrokenSymlink,
+    /// The path is not valid UTF-8, so it could not be reported faithfully.
+    NonUtf8Path,
+    /// Reading failed.
+    Unreadable {
+        /// The operating system's message.
+        message: String,
+    },
+}
+
+/// A file or directory the walk left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// Repository-relative path.
+    pub path: String,
+    /// Why it was skipped.
+    #[serde(flatten)]
+    pub reason: SkipReason,
+}
+
+/// What [`walk`] found.
+#[derive(Debug, Default)]
+pub struct WalkOutput {
+    /// Selected source files, sorted by path.
+    pub files: Vec<SourceFile>,
+    /// Left-out files and directories, sorted by path.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Agentless's test rule: a path is a test path when any of its components starts with `test`.
+pub fn is_test_path(path: &str) -> bool {
+    path.split('/').any(|part| part.starts_with("test"))
+}
+
+/// Lists and reads the source files under `root`.
+pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
+    let root = canonical_root(root)?;
+    let skipped = Arc::new(Mutex::new(Vec::new()));
+    let mut builder = WalkBuilder::new(&root);
+    builder
+        .hidden(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .require_git(false)
+        .parents(false)
+        .follow_links(false)
+        .sort_by_file_name(std::cmp::Ord::cmp);
+    if !options.include_tests {
+        let (root, skipped) = (root.clone(), Arc::clone(&skipped));
+        builder.filter_entry(move |entry| {
+            let Some(rel) = relative(&root, entry.path()) else { return true };
+            let name = entry.file_name().to_string_lossy();
+            if entry.depth() > 0 && name.starts_with("test") {
+                skipped
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(Skipped { path: rel, reason: SkipReason::Test });
+                return false;
+            }
+            true
+        });
+    }
+
+    let mut candidates: Vec<(PathBuf, String, &'static Language)> = Vec::new();
+    let mut own_skips = Vec::new();
+    for entry in builder.build() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => {
+                let path = err_path(&err).unwrap_or_default();
+                own_skips.push(Skipped {
+                    path: relative(&root, &path).unwrap_or_default(),
+                    reason: SkipReason::Unreadable { message: err.to_string() },
+                });
+                continue;
+            }
+        };
+        let Some(file_type) = entry.file_type() else { continue };
+        if file_type.is_dir() {
+            continue;
+        }
+        let Some(rel) = relative(&root, entry.path()) else {
+            own_skips.push(Skipped {
+                path: entry.path().to_string_lossy().into_owned(),
+                reason: SkipReason::NonUtf8Path,
+            });
+            continue;
+        };
+        let Some(language) = language_for_path(&rel) else { continue };
+        if file_type.is_symlink() {
+            own_skips.push(Skipped { path: rel, reason: symlink_reason(&root, entry.path()) });
+            continue;
+        }
+        candidates.push((entry.into_path(), rel, language));
+    }
+
+    let read: Vec<std::result::Result<SourceFile, Skipped>> = candidates
+        .into_par_iter()
+        .map(|(abs, rel, language)| read_source(&abs, rel, language, options))
+        .collect();
+    let mut output = WalkOutput::default();
+    for item in read {
+        match item {
+            Ok(file) => output.files.push(file),
+            Err(skip) => own_skips.push(skip),
+        }
+    }
+    let mut skipped = std::mem::take(&mut *skipped.lock().unwrap_or_else(PoisonError::into_inner));
+    skipped.extend(own_skips);
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    output.skipped = skipped;
+    Ok(output)
+}
+
+/// Canonical form of the repository root, with clear errors for a missing or non-directory path.
+pub(crate) fn canonical_root(root: &Path) -> Result<PathBuf> {
+    let meta = fs::metadata(root).map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound => Error::RepoNotFound(root.to_path_buf()),
+        _ => Error::io(root, err),
+    })?;
+    if !meta.is_dir() {
+        return Err(Error::NotADirectory(root.to_path_buf()));
+    }
+    fs::canonicalize(root).map_err(|err| Error::io(root, err))
+}
+
+fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+    Some(parts?.join("/"))
+}
+
+fn err_path(err: &ignore::Error) -> Option<PathBuf> {
+    match err {
+        ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            err_path(err)
+        }
+        _ => None,
+    }
+}
+
+fn symlink_reason(root: &Path, link: &Path) -> SkipReason {
+    match fs::canonicalize(link) {
+        Err(_) => SkipReason::BrokenSymlink,
+        Ok(target) if target.starts_with(root) => SkipReason::SymlinkInside,
+        Ok(_) => SkipReason::SymlinkOutside,
+    }
+}
+
+fn read_source(
+    abs: &Path,
+    path: String,
+    language: &'static Language,
+    options: &WalkOptions,
+) -> std::result::Result<SourceFile, Skipped> {
+    let unreadable = |path: String, err: &std::io::Error| Skipped {
+        path,
+        reason: SkipReason::Unreadable { message: err.to_string() },
+    };
+    let meta = match fs::metadata(abs) {
+        Ok(meta) => meta,
+        Err(err) => return Err(unreadable(path, &err)),
+    };
+    if meta.len() > options.max_file_bytes {
+        return Err(Skipped { path, reason: SkipReason::TooLarge { bytes: meta.len() } });
+    }
+    let bytes = match fs::read(abs) {
+        Ok(bytes) => bytes,
+        Err(err) => return Err(unreadable(path, &err)),
+    };
+    if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
+        return Err(Skipped { path, reason: SkipReason::Binary });
+    }
+    let (text, lossy) = match String::from_utf8(bytes) {
+        Ok(text) => (text, false),
+        Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
+    };
+    Ok(SourceFile { path, language, text, lossy })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, bytes: &[u8]) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    }
+
+    fn paths(out: &WalkOutput) -> Vec<&str> {
+        out.files.iter().map(|f| f.path.as_str()).collect()
+    }
+
+    #[test]
+    fn selects_sources_excludes_tests_and_reports_skips() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "pkg/b.py", b"x = 1\n");
+        write(root, "pkg/a.py", b"y = 2\n");
+        write(root, "pkg/README.md", b"docs\n");
+        write(root, "pkg/tests/test_a.py", b"def test(): pass\n");
+        write(root, "testing/util.py", b"z = 3\n");
+        write(root, "pkg/blob.py", b"ab\x00cd");
+        write(root, "pkg/latin.py", b"s = '\xe9'\n");
+        write(root, "pkg/big.py", &vec![b'#'; 300]);
+        write(root, "build/gen.py", b"w = 4\n");
+        write(root, ".gitignore", b"build/\n");
+        let options = WalkOptions { max_file_bytes: 200, ..WalkOptions::default() };
+        let out = walk(root, &options).unwrap();
+        assert_eq!(paths(&out), ["pkg/a.py", "pkg/b.py", "pkg/latin.py"]);
+        assert!(out.files[2].lossy);
+        assert_eq!(out.files[2].text, "s = '\u{fffd}'\n");
+        let skipped: Vec<(&str, &SkipReason)> =
+            out.skipped.iter().map(|s| (s.path.as_str(), &s.reason)).collect();
+        assert_eq!(
+            skipped,
+            [
+                ("pkg/big.py", &SkipReason::TooLarge { bytes: 300 }),
+                ("pkg/blob.py", &SkipReason::Binary),
+                ("pkg/tests", &SkipReason::Test),
+                ("testing", &SkipReason::Test),
+            ]
+        );
+    }
+
+    #[test]
+    fn tests_included_on_request() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "tests/test_a.py", b"x = 1\n");
+        let options = WalkOptions { include_tests: true, ..WalkOptions::default() };
+        assert_eq!(paths(&walk(dir.path(), &options).unwrap()), ["tests/test_a.py"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_leaving_the_repository_are_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "secret.py", b"password = 1\n");
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "real.py", b"x = 1\n");
+        std::os::unix::fs::symlink(outside.path().join("secret.py"), dir.path().join("leak.py"))
+            .unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real.py"), dir.path().join("alias.py"))
+            .unwrap();
+        std::os::unix::fs::symlink(dir.path().join("gone.py"), dir.path().join("dangling.py"))
+            .unwrap();
+        let out = walk(dir.path(), &WalkOptions::default()).unwrap();
+        assert_eq!(paths(&out), ["real.py"]);
+        let reasons: Vec<_> = out.skipped.iter().map(|s| (s.path.as_str(), &s.reason)).collect();
+        assert_eq!(
+            reasons,
+            [
+                ("alias.py", &SkipReason::SymlinkInside),
+                ("dangling.py", &SkipReason::BrokenSymlink),
+                ("leak.py", &SkipReason::SymlinkOutside),
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_and_non_directory_roots_are_input_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = walk(&dir.path().join("nope"), &WalkOptions::default()).unwrap_err();
+        assert!(matches!(err, Error::RepoNotFound(_)));
+        write(dir.path(), "f.py", b"");
+        let err = walk(&dir.path().join("f.py"), &WalkOptions::default()).unwrap_err();
+        assert!(matches!(err, Error::NotADirectory(_)));
+        assert!(err.is_input_error());
+    }
+
+    #[test]
+    fn agentless_test_rule() {
+        assert!(is_test_path("pkg/tests/x.py"));
+        assert!(is_test_path("testing/x.py"));
+        assert!(is_test_path("pkg/test_x.py"));
+        assert!(!is_test_path("pkg/contest.py"));
+    }
+}

@@ -1,0 +1,87 @@
+//! From a reformulated issue and a repository index to a ranked list of files, each with the
+//! evidence that put it there.
+
+mod fuse;
+mod signals;
+
+use serde::{Deserialize, Serialize};
+
+pub use self::fuse::{fuse, FusionWeights};
+pub use self::signals::compute_signals;
+
+/// The independent signals that point at a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Signal {
+    /// BM25 of the whole file against the issue.
+    Bm25File,
+    /// BM25 of the file's best chunk against the issue.
+    Bm25Chunk,
+    /// The issue mentions the file's path or name.
+    PathMention,
+    /// The issue mentions a dotted module name that is the file.
+    ModuleMention,
+    /// A traceback frame in the issue is in the file.
+    StackFrame,
+    /// The file defines a class or function the issue names.
+    Definition,
+    /// The file contains the text of an error message quoted in the issue.
+    ErrorMessage,
+}
+
+impl Signal {
+    /// Every signal, in the order of [`FileSignals::scores`].
+    pub const ALL: [Signal; 7] = [
+        Signal::Bm25File,
+        Signal::Bm25Chunk,
+        Signal::PathMention,
+        Signal::ModuleMention,
+        Signal::StackFrame,
+        Signal::Definition,
+        Signal::ErrorMessage,
+    ];
+
+    /// Position in [`Signal::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One piece of evidence for a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The signal it supports.
+    pub signal: Signal,
+    /// Its contribution to that signal's raw score.
+    pub score: f32,
+    /// What was matched, in words.
+    pub detail: String,
+    /// Line range in the file, when the evidence is a span.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<(usize, usize)>,
+    /// Enclosing symbol of that span, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+}
+
+/// Raw scores of every signal for one file, with their evidence.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FileSignals {
+    /// Raw score per signal, indexed by [`Signal::index`].
+    pub scores: [f32; 7],
+    /// Evidence, strongest first within each signal.
+    pub evidence: Vec<Evidence>,
+}
+
+impl FileSignals {
+    /// Adds evidence and its score to its signal.
+    pub(crate) fn add(&mut self, evidence: Evidence) {
+        self.scores[evidence.signal.index()] += evidence.score;
+        self.evidence.push(evidence);
+    }
+
+    /// Raw score of one signal.
+    pub fn get(&self, signal: Signal) -> f32 {
+        self.scores[signal.index()]
+    }
+}

@@ -1,0 +1,256 @@
+//! Computing each signal's raw score, with evidence, for every file of a repository.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Evidence, FileSignals, Signal};
+use crate::chunk::SymbolKind;
+use crate::index::RepoIndex;
+use crate::query::{IdentifierSource, Reformulation};
+
+/// How many of a file's best chunks are kept as evidence.
+const CHUNK_EVIDENCE_PER_FILE: usize = 3;
+/// A name defined in more files than this says nothing about where the bug is.
+const MAX_DEFINING_FILES: usize = 50;
+/// An error-message fragment found in more files than this is boilerplate.
+const MAX_MESSAGE_FILES: usize = 20;
+/// Fragments shorter than this (in bytes) match too much by chance.
+const MIN_FRAGMENT_BYTES: usize = 12;
+/// Weight of a bare file name mention relative to a path with directories.
+const FILENAME_MENTION_WEIGHT: f32 = 0.5;
+/// Weight of a package `__init__.py` named by a dotted path: usually it only re-exports.
+const PACKAGE_MODULE_WEIGHT: f32 = 0.5;
+
+/// How deliberately an identifier was named, as a weight in (0, 1].
+fn source_weight(source: IdentifierSource) -> f32 {
+    match source {
+        IdentifierSource::Backtick => 1.0,
+        IdentifierSource::Call | IdentifierSource::Dotted => 0.8,
+        IdentifierSource::CamelCase => 0.7,
+        IdentifierSource::Import => 0.6,
+        IdentifierSource::SnakeCase => 0.5,
+    }
+}
+
+/// Raw scores and evidence of every signal for every file of `index` (one entry per file).
+pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSignals> {
+    let mut out = vec![FileSignals::default(); index.files.len()];
+    bm25_file(index, query, &mut out);
+    bm25_chunks(index, query, &mut out);
+    mentions(index, query, &mut out);
+    stack_frames(index, query, &mut out);
+    definitions(index, query, &mut out);
+    error_messages(index, query, &mut out);
+    out
+}
+
+fn bm25_file(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
+    for (file, score) in index.file_bm25.score(&query.explanation).into_iter().enumerate() {
+        if score > 0.0 {
+            out[file].add(Evidence {
+                signal: Signal::Bm25File,
+                score,
+                detail: "whole-file BM25".to_owned(),
+                lines: None,
+                symbol: None,
+            });
+        }
+    }
+}
+
+fn bm25_chunks(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
+    let scores = index.chunk_bm25.score(&query.explanation);
+    let mut per_file: HashMap<u32, Vec<(f32, u32)>> = HashMap::new();
+    for (doc, &score) in scores.iter().enumerate() {
+        if score > 0.0 {
+            let (file, chunk) = index.chunk_refs[doc];
+            per_file.entry(file).or_default().push((score, chunk));
+        }
+    }
+    for (file, mut chunks) in per_file {
+        chunks.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let signals = &mut out[file as usize];
+        signals.scores[Signal::Bm25Chunk.index()] = chunks[0].0;
+        for &(score, chunk) in chunks.iter().take(CHUNK_EVIDENCE_PER_FILE) {
+            let chunk = &index.files[file as usize].parsed.chunks[chunk as usize];
+            signals.evidence.push(Evidence {
+                signal: Signal::Bm25Chunk,
+                score,
+                detail: format!("chunk BM25 ({:?})", chunk.kind).to_lowercase(),
+                lines: Some((chunk.start_line, chunk.end_line)),
+                symbol: chunk.symbol.clone(),
+            });
+        }
+    }
+}
+
+/// Keeps the strongest mention per file: naming a file twice is not twice the evidence.
+fn add_max(signals: &mut FileSignals, evidence: Evidence) {
+    let slot = &mut signals.scores[evidence.signal.index()];
+    *slot = slot.max(evidence.score);
+    signals.evidence.push(evidence);
+}
+
+fn mentions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
+    let named = query.paths.iter().map(|p| (p, 1.0)).chain(query.filenames.iter().map(|f| (f, FILENAME_MENTION_WEIGHT)));
+    for (mention, weight) in named {
+        let files = index.resolver.resolve_path(mention);
+        for &file in &files {
+            add_max(&mut out[file as usize], Evidence {
+                signal: Signal::PathMention,
+                score: weight / files.len() as f32,
+                detail: format!("issue mentions `{mention}`"),
+                lines: None,
+                symbol: None,
+            });
+        }
+    }
+    for module in &query.modules {
+        if let Some(found) = index.resolver.resolve_module(module) {
+            let weight = if found.is_package { PACKAGE_MODULE_WEIGHT } else { 1.0 };
+            add_max(&mut out[found.file as usize], Evidence {
+                signal: Signal::ModuleMention,
+                score: weight,
+                detail: format!("issue names module `{module}`"),
+                lines: None,
+                symbol: None,
+            });
+        }
+    }
+}
+
+fn stack_frames(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
+    let mut rank = 0usize;
+    for frame in &query.stack_frames {
+        let files = index.resolver.resolve_path(&frame.path);
+        if files.len() != 1 {
+            continue;
+        }
+        let file = files[0] as usize;
+        let symbol = index.files[file]
+            .parsed
+            .symbols
+            .iter()
+            .filter(|s| s.start_line <= frame.line && frame.line <= s.end_line)
+            .next_back()
+            .map(|s| s.qualified.clone());
+        add_max(&mut out[file], Evidence {
+            signal: Signal::StackFrame,
+            score: 1.0 / (1.0 + rank as f32),
+            detail: format!("traceback frame {}:{}", frame.path, frame.line),
+            lines: Some((frame.line, frame.line)),
+            symbol: symbol.or_else(|| frame.function.clone()),
+        });
+        rank += 1;
+    }
+}
+
+fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
+    for identifier in &query.identifiers {
+        let name = identifier.name.rsplit('.').next().unwrap_or(&identifier.name);
+        let Some(defs) = index.definitions.get(name) else { continue };
+        let files: HashSet<u32> = defs.iter().map(|&(f, _)| f).collect();
+        if files.len() > MAX_DEFINING_FILES {
+            continue;
+        }
+        let weight = source_weight(identifier.source);
+        let dotted_tail = identifier.name.contains('.').then(|| identifier.name.as_str());
+        let mut seen = HashSet::new();
+        for &(file, sym) in defs {
+            if !seen.insert(file) {
+                continue;
+            }
+            let symbol = &index.files[file as usize].parsed.symbols[sym as usize];
+            // `Class.method` pins the definition down however common the bare name is.
+            let qualified_match = dotted_tail.is_some_and(|tail| {
+                index.files[file as usize].parsed.symbols.iter().any(|s| {
+                    s.name == name && (s.qualified == tail || tail.ends_with(&format!(".{}", s.qualified)) || s.qualified.ends_with(&format!(".{tail}")))
+                })
+            });
+            let specificity = if qualified_match { 1.0 } else { 1.0 / files.len() as f32 };
+            let kind = match symbol.kind {
+                SymbolKind::Class => "class",
+                SymbolKind::Function => "function",
+                SymbolKind::Method => "method",
+            };
+            out[file as usize].add(Evidence {
+                signal: Signal::Definition,
+                score: weight * specificity,
+                detail: format!("defines {kind} `{}` named in the issue", symbol.qualified),
+                lines: Some((symbol.start_line, symbol.end_line)),
+                symbol: Some(symbol.qualified.clone()),
+            });
+        }
+    }
+}
+
+/// Literal fragments of an error message: the text between quoted values and numbers, which
+/// is what the source's format string holds.
+fn message_fragments(message: &str) -> Vec<String> {
+    let text = message.split_once(": ").map_or("", |(_, m)| m);
+    let mut fragments = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<char> = None;
+    for c in text.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' || c == '`' => {
+                quote = Some(c);
+                fragments.push(std::mem::take(&mut current));
+            }
+            None if c.is_ascii_digit() || c == '<' || c == '>' || c == '(' || c == ')' => {
+                fragments.push(std::mem::take(&mut current));
+            }
+            None => current.push(c),
+        }
+    }
+    fragments.push(current);
+    fragments
+        .into_iter()
+        .map(|f| f.trim_matches(|c: char| c.is_whitespace() || c == '.' || c == ',' || c == ':').to_owned())
+        .filter(|f| f.len() >= MIN_FRAGMENT_BYTES && f.contains(' '))
+        .collect()
+}
+
+fn error_messages(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
+    let fragments: HashSet<String> = query.error_messages.iter().flat_map(|m| message_fragments(m)).collect();
+    let mut fragments: Vec<String> = fragments.into_iter().collect();
+    fragments.sort();
+    for fragment in fragments {
+        let hits: Vec<(usize, usize)> = index
+            .files
+            .iter()
+            .enumerate()
+            .filter_map(|(f, file)| file.text.find(&fragment).map(|offset| (f, offset)))
+            .collect();
+        if hits.is_empty() || hits.len() > MAX_MESSAGE_FILES {
+            continue;
+        }
+        for &(file, offset) in &hits {
+            let text = &index.files[file].text;
+            let line = text[..offset].matches('\n').count() + 1;
+            out[file].add(Evidence {
+                signal: Signal::ErrorMessage,
+                score: 1.0 / hits.len() as f32,
+                detail: format!("contains the error text \"{fragment}\""),
+                lines: Some((line, line)),
+                symbol: None,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_fragments_drop_quoted_values_and_numbers() {
+        assert_eq!(
+            message_fragments("ValueError: Unknown format code 'd' for object of type 'float'"),
+            ["Unknown format code", "for object of type"]
+        );
+        assert_eq!(message_fragments("KeyError: 'x'"), Vec::<String>::new());
+        assert_eq!(message_fragments("no separator"), Vec::<String>::new());
+    }
+}

@@ -1,0 +1,184 @@
+//! Python bindings of blagent-core. Glue only: argument conversion, the GIL released around
+//! every heavy call, core errors mapped to Python exceptions in one place, panics caught.
+//! Results cross as JSON text; `python/blagent` turns them into typed objects.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use blagent_core::eval::{run_eval, EvalConfig};
+use blagent_core::{Error, LocalizeOptions, Localizer, RepoIndex};
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+pyo3::create_exception!(_core, BlagentError, PyException, "Base class of every blagent error.");
+pyo3::create_exception!(_core, InputError, BlagentError, "Bad input: missing repository, empty issue, malformed file.");
+pyo3::create_exception!(_core, BlagentIOError, BlagentError, "Reading or writing failed.");
+pyo3::create_exception!(_core, InternalError, BlagentError, "A bug in blagent (an invariant failed or a panic was caught).");
+
+/// The one conversion point from core errors to Python exceptions.
+fn to_py(err: Error) -> PyErr {
+    let message = err.to_string();
+    match err {
+        Error::Io { .. } => BlagentIOError::new_err(message),
+        Error::Internal(_) | Error::Json(_) => InternalError::new_err(message),
+        _ if err.is_input_error() => InputError::new_err(message),
+        _ => BlagentError::new_err(message),
+    }
+}
+
+/// Runs `work` with the GIL released, turning errors and panics into Python exceptions.
+fn run<T: Send>(py: Python<'_>, work: impl FnOnce() -> blagent_core::Result<T> + Send) -> PyResult<T> {
+    py.detach(|| catch_unwind(AssertUnwindSafe(work)))
+        .map_err(|panic| {
+            let detail = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            InternalError::new_err(format!("internal error (panic): {detail}"))
+        })?
+        .map_err(to_py)
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> blagent_core::Result<String> {
+    Ok(serde_json::to_string(value)?)
+}
+
+fn parse_options(options_json: Option<&str>) -> PyResult<LocalizeOptions> {
+    match options_json {
+        None => Ok(LocalizeOptions::default()),
+        Some(text) => serde_json::from_str(text).map_err(|e| InputError::new_err(format!("invalid options: {e}"))),
+    }
+}
+
+/// A repository's index, reusable across issues.
+#[pyclass(name = "RepoIndex", module = "blagent._core", frozen)]
+struct PyRepoIndex {
+    inner: RepoIndex,
+}
+
+#[pymethods]
+impl PyRepoIndex {
+    /// Number of indexed files.
+    #[getter]
+    fn num_files(&self) -> usize {
+        self.inner.files.len()
+    }
+
+    /// Number of indexed chunks.
+    #[getter]
+    fn num_chunks(&self) -> usize {
+        self.inner.num_chunks()
+    }
+
+    /// Indexing time per stage, as JSON.
+    fn timings_json(&self) -> PyResult<String> {
+        to_json(&self.inner.timings).map_err(to_py)
+    }
+}
+
+/// The LLM-free localizer.
+#[pyclass(name = "Localizer", module = "blagent._core", frozen)]
+struct PyLocalizer {
+    inner: Localizer,
+}
+
+#[pymethods]
+impl PyLocalizer {
+    /// Args:
+    ///     options_json: `LocalizeOptions` as JSON (defaults when None).
+    #[new]
+    #[pyo3(signature = (options_json=None))]
+    fn new(options_json: Option<&str>) -> PyResult<Self> {
+        let options = parse_options(options_json)?;
+        Ok(PyLocalizer { inner: Localizer::new(options).map_err(to_py)? })
+    }
+
+    /// The options in force, as JSON.
+    fn options_json(&self) -> PyResult<String> {
+        to_json(self.inner.options()).map_err(to_py)
+    }
+
+    /// Indexes a repository.
+    fn index(&self, py: Python<'_>, repo: PathBuf) -> PyResult<PyRepoIndex> {
+        let inner = run(py, || self.inner.index(&repo))?;
+        Ok(PyRepoIndex { inner })
+    }
+
+    /// Indexes `repo` and localizes `issue`; returns the result as JSON.
+    fn localize(&self, py: Python<'_>, repo: PathBuf, issue: &str) -> PyResult<String> {
+        run(py, || to_json(&self.inner.localize(&repo, issue)?))
+    }
+
+    /// Localizes `issue` in a prebuilt index; returns the result as JSON.
+    fn localize_in(&self, py: Python<'_>, index: &PyRepoIndex, issue: &str) -> PyResult<String> {
+        let index = &index.inner;
+        run(py, || to_json(&self.inner.localize_in(index, issue)?))
+    }
+}
+
+/// Runs an evaluation; returns the report as JSON.
+///
+/// Args:
+///     dataset: JSONL dataset path.
+///     repos: directory of per-instance trees.
+///     ids: instance ids to keep (all when None).
+///     options_json: `LocalizeOptions` as JSON.
+///     out: predictions JSONL path.
+///     signals_out: per-candidate raw signal dump (JSONL) for tuning.
+///     progress: show a progress bar on stderr.
+#[pyfunction]
+#[pyo3(signature = (dataset, repos, ids=None, options_json=None, out=None, signals_out=None, progress=true))]
+fn evaluate(
+    py: Python<'_>,
+    dataset: PathBuf,
+    repos: PathBuf,
+    ids: Option<Vec<String>>,
+    options_json: Option<&str>,
+    out: Option<PathBuf>,
+    signals_out: Option<PathBuf>,
+    progress: bool,
+) -> PyResult<String> {
+    let options = parse_options(options_json)?;
+    let config = EvalConfig { dataset, repos, ids, options, out, signals_out, progress };
+    run(py, || to_json(&run_eval(&config)?))
+}
+
+/// Reformulates an issue into the extracted fields; returns JSON.
+#[pyfunction]
+fn reformulate(py: Python<'_>, issue: &str) -> PyResult<String> {
+    run(py, || to_json(&blagent_core::query::reformulate(issue)))
+}
+
+/// Parses a file's text into chunks, symbols and skeleton; returns JSON.
+///
+/// Args:
+///     path: repository-relative path (selects the language by extension).
+///     text: the file's contents.
+#[pyfunction]
+fn parse_source(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
+    run(py, || {
+        let language = blagent_core::repo::language_for_path(path)
+            .ok_or_else(|| Error::InvalidInput(format!("no supported language for {path}")))?;
+        let file = blagent_core::repo::SourceFile { path: path.to_owned(), language, text: text.to_owned(), lossy: false };
+        to_json(&blagent_core::chunk::parse_file(&file, &blagent_core::chunk::ChunkOptions::default()))
+    })
+}
+
+/// The native core of blagent.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("BlagentError", py.get_type::<BlagentError>())?;
+    m.add("InputError", py.get_type::<InputError>())?;
+    m.add("BlagentIOError", py.get_type::<BlagentIOError>())?;
+    m.add("InternalError", py.get_type::<InternalError>())?;
+    m.add("SCHEMA_VERSION", blagent_core::SCHEMA_VERSION)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<PyLocalizer>()?;
+    m.add_class::<PyRepoIndex>()?;
+    m.add_function(wrap_pyfunction!(evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(reformulate, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_source, m)?)?;
+    Ok(())
+}
