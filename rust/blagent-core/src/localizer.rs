@@ -186,7 +186,7 @@ fn ranked_file(index: &RepoIndex, signals: &FileSignals, file: usize, rank: usiz
     }
 }
 
-/// The snake_case name of a signal, as in the JSON output.
+/// The `snake_case` name of a signal, as in the JSON output.
 pub fn signal_name(signal: Signal) -> String {
     serde_json::to_value(signal).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }

@@ -2,6 +2,10 @@
 //! every heavy call, core errors mapped to Python exceptions in one place, panics caught.
 //! Results cross as JSON text; `python/blagent` turns them into typed objects.
 
+// Doc comments here are Python docstrings (Args: sections name Python parameters), pyo3
+// extracts arguments as owned values, and Python keyword signatures may be long.
+#![allow(clippy::doc_markdown, clippy::needless_pass_by_value, clippy::too_many_arguments)]
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 

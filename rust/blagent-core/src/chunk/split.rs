@@ -66,12 +66,11 @@ fn push_windows(
     while begin < end {
         let mut stop = begin;
         for _ in 0..window_lines.max(1) {
-            match source[stop..end].find('\n') {
-                Some(i) => stop += i + 1,
-                None => {
-                    stop = end;
-                    break;
-                }
+            if let Some(i) = source[stop..end].find('\n') {
+                stop += i + 1;
+            } else {
+                stop = end;
+                break;
             }
         }
         if !source[begin..stop].trim().is_empty() {
@@ -162,7 +161,7 @@ impl<'a> Splitter<'a> {
                 }
             }
             let oversized = child.end_byte() - child_start > max;
-            if oversized && self.is_splittable(child) {
+            if oversized && Self::is_splittable(child) {
                 // Keep a bare header (e.g. `def f():`) in front of the first piece.
                 let prefix = match group {
                     Some(g) if !g.has_content => Some(g.start),
@@ -202,7 +201,7 @@ impl<'a> Splitter<'a> {
 
     /// Compound statements (`if`, `for`, `try`, …, their clauses and blocks) can be split at
     /// their children's statement boundaries; anything else stays whole.
-    fn is_splittable(&self, node: Node<'_>) -> bool {
+    fn is_splittable(node: Node<'_>) -> bool {
         node.kind() == "block"
             || node.kind().ends_with("_clause")
             || named_children(node).iter().any(|c| c.kind() == "block")

@@ -53,7 +53,7 @@ pub(super) fn extract(root: Node<'_>, source: &str, language: &Language) -> Vec<
     symbols
 }
 
-/// (name, is_class) of each enclosing definition, outermost first.
+/// `(name, is_class)` of each enclosing definition, outermost first.
 type Scope = Vec<(String, bool)>;
 
 fn visit(node: Node<'_>, source: &str, lang: &Language, scope: &mut Scope, out: &mut Vec<Symbol>) {
@@ -63,6 +63,9 @@ fn visit(node: Node<'_>, source: &str, lang: &Language, scope: &mut Scope, out: 
         let is_class = lang.class_kinds.contains(&kind);
         if !is_class && !lang.function_kinds.contains(&kind) {
             visit(child, source, lang, scope, out);
+            if child.is_error() {
+                recover_headers(child, source, scope, out);
+            }
             continue;
         }
         let Some(name) = child.child_by_field_name("name") else {
@@ -97,6 +100,40 @@ fn visit(node: Node<'_>, source: &str, lang: &Language, scope: &mut Scope, out: 
         }
         scope.pop();
     }
+}
+
+/// Definitions the parser could not recover inside an ERROR region, found by their header
+/// line (`def name(` / `class Name`), so the symbol table still names them. Each spans from
+/// its header to the end of the region.
+fn recover_headers(error: Node<'_>, source: &str, scope: &Scope, out: &mut Vec<Symbol>) {
+    static HEADER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^\s*(?:async\s+)?(def|class)\s+([^\W\d]\w*)").expect("valid pattern")
+    });
+    let first_line = error.start_position().row + 1;
+    let end_line = error.end_position().row + 1;
+    let text = &source[error.byte_range()];
+    for (i, line) in text.lines().enumerate() {
+        let Some(c) = HEADER.captures(line) else { continue };
+        let start_line = first_line + i;
+        if out.iter().any(|s| s.start_line == start_line) {
+            continue;
+        }
+        let name = c[2].to_owned();
+        let qualified = scope.iter().map(|(n, _)| n.as_str()).chain([name.as_str()]).collect::<Vec<_>>().join(".");
+        out.push(Symbol {
+            kind: if &c[1] == "class" { SymbolKind::Class } else { SymbolKind::Function },
+            qualified,
+            name,
+            start_line,
+            end_line,
+            depth: scope.len(),
+            in_function: scope.iter().any(|(_, class)| !class),
+            decorators: Vec::new(),
+            signature: collapse_whitespace(line),
+            doc: None,
+        });
+    }
+    out.sort_by_key(|s| s.start_line);
 }
 
 fn decorators(outer: Node<'_>, source: &str) -> Vec<String> {

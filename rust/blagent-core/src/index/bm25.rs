@@ -81,13 +81,12 @@ impl Bm25 {
             let mut length = 0u32;
             tokenize_into(text, &mut |token| {
                 length += 1;
-                let id = match index.vocabulary.get(token) {
-                    Some(&id) => id,
-                    None => {
-                        let id = index.vocabulary.len() as u32;
-                        index.vocabulary.insert(token.to_owned(), id);
-                        id
-                    }
+                let id = if let Some(&id) = index.vocabulary.get(token) {
+                    id
+                } else {
+                    let id = index.vocabulary.len() as u32;
+                    index.vocabulary.insert(token.to_owned(), id);
+                    id
                 };
                 *counts.entry(id).or_insert(0) += 1;
             });

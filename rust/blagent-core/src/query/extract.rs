@@ -25,7 +25,7 @@ static CAMEL: LazyLock<Regex> =
 static SNAKE: LazyLock<Regex> = LazyLock::new(|| re(r"\b_*[A-Za-z][A-Za-z0-9]*_\w*[A-Za-z0-9]\b"));
 static IDENT: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"));
 static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?m)^\s*(?:>>>\s*)?(?:from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?|import\s+([\w.]+(?:\s*,\s*[\w.]+)*))")
+    re(r"(?m)^[ \t]*(?:>>>[ \t]*)?(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([\w\s,]+)\)|([\w \t,]+))|import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*))")
 });
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?m)^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception|Warning|Exit|Interrupt))(?::[ \t]*(.+))?$")
@@ -47,8 +47,8 @@ pub fn reformulate(issue: &str) -> Reformulation {
     paths.retain(|p| !stack_frames.iter().any(|f| f.path.trim_matches('/') == p));
     let mut modules = Vec::new();
     let mut identifiers = Identifiers::default();
-    collect_imports(&code_snippets, &mut modules, &mut identifiers);
     collect_prose_identifiers(&explanation, &mut modules, &mut identifiers);
+    collect_imports(&code_snippets, &mut modules, &mut identifiers);
     let error_messages = error_messages(&explanation);
     Reformulation {
         explanation,
@@ -111,6 +111,8 @@ fn code_snippets(text: &str) -> Vec<String> {
         let trimmed = line.trim_start();
         if trimmed.starts_with(">>> ") || (!doctest.is_empty() && trimmed.starts_with("... ")) {
             doctest.push(trimmed[4..].trim_end());
+            previous_blank = false;
+            continue;
         } else if !doctest.is_empty() {
             snippets.push(doctest.join("\n"));
             doctest.clear();
@@ -160,21 +162,25 @@ fn paths(text: &str) -> (Vec<String>, Vec<String>) {
         let raw = m.as_str().trim_matches(|c| c == '.' || c == '-');
         if raw.contains('/') {
             let path = raw.trim_start_matches("./").trim_matches('/');
-            let is_source_or_dir = path.ends_with(".py") || !path.rsplit('/').next().unwrap_or("").contains('.');
+            let is_source_or_dir = is_python_file(path) || !path.rsplit('/').next().unwrap_or("").contains('.');
             if !path.is_empty() && is_source_or_dir && !path.starts_with("http") {
                 paths.push(path.to_owned());
             }
-        } else if raw.ends_with(".py") {
+        } else if is_python_file(raw) {
             filenames.push(raw.to_owned());
         }
     }
     (dedup(paths), dedup(filenames))
 }
 
+fn is_python_file(path: &str) -> bool {
+    std::path::Path::new(path).extension().is_some_and(|ext| ext.eq_ignore_ascii_case("py"))
+}
+
 fn collect_imports(snippets: &[String], modules: &mut Vec<String>, identifiers: &mut Identifiers) {
     for snippet in snippets {
         for c in IMPORT.captures_iter(snippet) {
-            if let (Some(module), Some(names)) = (c.get(1), c.get(2)) {
+            if let (Some(module), Some(names)) = (c.get(1), c.get(2).or_else(|| c.get(3))) {
                 modules.push(module.as_str().to_owned());
                 for name in names.as_str().split(',').map(|n| n.split_whitespace().next().unwrap_or("")) {
                     if !name.is_empty() {
@@ -182,7 +188,7 @@ fn collect_imports(snippets: &[String], modules: &mut Vec<String>, identifiers: 
                         identifiers.add(name, IdentifierSource::Import);
                     }
                 }
-            } else if let Some(list) = c.get(3) {
+            } else if let Some(list) = c.get(4) {
                 modules.extend(list.as_str().split(',').map(|m| m.trim().to_owned()));
             }
         }
@@ -197,6 +203,9 @@ fn collect_prose_identifiers(text: &str, modules: &mut Vec<String>, identifiers:
     for c in BACKTICK.captures_iter(text) {
         for m in IDENT.find_iter(&c[1]) {
             identifiers.add(m.as_str(), IdentifierSource::Backtick);
+            if let Some((_, last)) = m.as_str().rsplit_once('.') {
+                identifiers.add(last, IdentifierSource::Backtick);
+            }
         }
     }
     for m in DOTTED.find_iter(text) {

@@ -24,7 +24,7 @@ pub enum IdentifierSource {
     Import,
     /// CamelCase word in prose.
     CamelCase,
-    /// snake_case word in prose.
+    /// `snake_case` word in prose.
     SnakeCase,
 }
 

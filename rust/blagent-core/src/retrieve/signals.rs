@@ -130,8 +130,7 @@ fn stack_frames(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals
             .parsed
             .symbols
             .iter()
-            .filter(|s| s.start_line <= frame.line && frame.line <= s.end_line)
-            .next_back()
+            .rfind(|s| s.start_line <= frame.line && frame.line <= s.end_line)
             .map(|s| s.qualified.clone());
         add_max(&mut out[file], Evidence {
             signal: Signal::StackFrame,
@@ -153,7 +152,7 @@ fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]
             continue;
         }
         let weight = source_weight(identifier.source);
-        let dotted_tail = identifier.name.contains('.').then(|| identifier.name.as_str());
+        let dotted_tail = identifier.name.contains('.').then_some(identifier.name.as_str());
         let mut seen = HashSet::new();
         for &(file, sym) in defs {
             if !seen.insert(file) {

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Tune the fusion weights offline from a signal dump, with a held-out check.
+
+    blagent eval --dataset D --repos R --signals-out signals.jsonl
+    python bench/tune_fusion.py signals.jsonl --holdout ../shared/data/lite_sample100.txt
+
+Mirrors `rust/blagent-core/src/retrieve/fuse.rs`: BM25 signals are divided by the query's best
+score, the others capped at 1, and the fused score is their weighted sum. Prints each signal
+alone, the current weights, and the weights a coordinate ascent finds on the instances outside
+the held-out list, scored on both parts — so a weight is kept only if it holds on unseen data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+SIGNALS = ["bm25_file", "bm25_chunk", "path_mention", "module_mention", "stack_frame", "definition", "error_message"]
+LEXICAL = {0, 1}
+GRID = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
+
+
+def load(path: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in open(path)]
+
+
+def normalized(inst: dict[str, Any]) -> tuple[list[list[float]], list[bool]]:
+    mx = inst["max"]
+    rows, gold = [], []
+    for f in inst["files"]:
+        row = []
+        for i, v in enumerate(f["scores"]):
+            row.append(v / mx[i] if i in LEXICAL and mx[i] > 0 else (0.0 if i in LEXICAL else min(v, 1.0)))
+        rows.append(row)
+        gold.append(f["path"] in inst["gold"])
+    return rows, gold
+
+
+def metrics(data: list[tuple[list[list[float]], list[bool]]], w: list[float]) -> dict[str, float]:
+    mrr = a1 = a5 = a10 = 0.0
+    for rows, gold in data:
+        scores = [sum(wi * xi for wi, xi in zip(w, row)) for row in rows]
+        best_gold = max((s for s, g in zip(scores, gold) if g), default=-math.inf)
+        if best_gold <= 0:
+            continue
+        rank = 1 + sum(1 for s, g in zip(scores, gold) if s > best_gold and not g)
+        mrr += 1 / rank
+        a1 += rank <= 1
+        a5 += rank <= 5
+        a10 += rank <= 10
+    n = max(len(data), 1)
+    return {"mrr": mrr / n, "acc1": a1 / n, "acc5": a5 / n, "acc10": a10 / n}
+
+
+def objective(m: dict[str, float]) -> float:
+    return m["mrr"] + 0.5 * m["acc10"]
+
+
+def fmt(m: dict[str, float]) -> str:
+    return f"MRR {m['mrr']:.3f}  Acc@1 {m['acc1']:.3f}  Acc@5 {m['acc5']:.3f}  Acc@10 {m['acc10']:.3f}"
+
+
+def ascend(data, start: list[float], rounds: int = 4) -> list[float]:
+    w = list(start)
+    best = objective(metrics(data, w))
+    for _ in range(rounds):
+        improved = False
+        for i in range(len(w)):
+            for v in GRID:
+                trial = w[:i] + [v] + w[i + 1 :]
+                score = objective(metrics(data, trial))
+                if score > best + 1e-9:
+                    best, w, improved = score, trial, True
+        if not improved:
+            break
+    return w
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("signals")
+    ap.add_argument("--holdout", help="file of instance ids held out from tuning")
+    ap.add_argument("--weights", help="JSON object of the current weights", default=None)
+    args = ap.parse_args()
+
+    insts = load(args.signals)
+    held = set(open(args.holdout).read().split()) if args.holdout else set()
+    tune = [normalized(i) for i in insts if i["instance_id"] not in held]
+    test = [normalized(i) for i in insts if i["instance_id"] in held]
+    everything = tune + test
+    print(f"instances: {len(everything)} (tune {len(tune)}, held out {len(test)})")
+    for i, name in enumerate(SIGNALS):
+        w = [0.0] * len(SIGNALS)
+        w[i] = 1.0
+        print(f"  {name:<15} alone: {fmt(metrics(everything, w))}")
+    current = [1.0] * len(SIGNALS)
+    if args.weights:
+        given = json.loads(args.weights)
+        current = [given.get(n, 0.0) for n in SIGNALS]
+    print(f"current weights: {fmt(metrics(everything, current))}")
+    tuned = ascend(tune or everything, current)
+    print("tuned weights:", json.dumps(dict(zip(SIGNALS, tuned))))
+    print(f"  on tuning set: {fmt(metrics(tune, tuned))}   (current: {fmt(metrics(tune, current))})")
+    if test:
+        print(f"  on held out:   {fmt(metrics(test, tuned))}   (current: {fmt(metrics(test, current))})")
+    print(f"  on all:        {fmt(metrics(everything, tuned))}")
+
+
+if __name__ == "__main__":
+    main()
