@@ -63,6 +63,8 @@ pub enum SkipReason {
     SymlinkInside,
     /// A symlink whose target does not exist.
     BrokenSymlink,
+    /// Not a regular file (a FIFO, socket or device), which reading could block on.
+    NotRegularFile,
     /// The path is not valid UTF-8, so it could not be reported faithfully.
     NonUtf8Path,
     /// Reading failed.
@@ -153,6 +155,10 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         let Some(language) = language_for_path(&rel) else { continue };
         if file_type.is_symlink() {
             own_skips.push(Skipped { path: rel, reason: symlink_reason(&root, entry.path()) });
+            continue;
+        }
+        if !file_type.is_file() {
+            own_skips.push(Skipped { path: rel, reason: SkipReason::NotRegularFile });
             continue;
         }
         candidates.push((entry.into_path(), rel, language));

@@ -1,0 +1,42 @@
+# The one entry point for build, lint, test and bench; CI (.ci/run) calls `make test`.
+# Python work happens in .venv; cargo builds go to $CARGO_TARGET_DIR when set.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: install wheel test test-rust lint test-python bench-build bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet "maturin>=1.5,<2" "pytest>=7"
+
+## Build the wheel (release) and install it into .venv.
+install: $(BIN)/python
+	rm -rf $(TARGET_DIR)/wheels
+	$(BIN)/maturin build --release --quiet --out $(TARGET_DIR)/wheels
+	$(BIN)/pip install --quiet --force-reinstall --no-deps $(TARGET_DIR)/wheels/blagent-*.whl
+
+## Everything CI checks: Rust tests, clippy, benches compile, pytest against the built wheel.
+test: test-rust lint bench-build install test-python
+
+test-rust:
+	cargo test --workspace --locked
+
+lint:
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+bench-build:
+	cargo bench --workspace --locked --no-run
+
+test-python:
+	$(BIN)/python -m pytest -q tests
+
+## Index time, memory and query latency on one tree: make bench REPO=path/to/checkout
+bench: install
+	$(BIN)/python bench/index_bench.py $(REPO)
+
+clean:
+	rm -rf $(VENV) target

@@ -1,0 +1,53 @@
+"""Fixtures: a small repository written by the tests themselves, with the hard cases."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SOURCES = {
+    "shop/__init__.py": '"""Shop package."""\nfrom .pricing import apply_discount\n',
+    "shop/pricing.py": (
+        '"""Prices and discounts."""\n\n\n'
+        "class DiscountError(ValueError):\n    pass\n\n\n"
+        "def apply_discount(total, percent):\n"
+        '    """Apply a percentage discount."""\n'
+        "    if percent > 100:\n"
+        '        raise DiscountError("discount percentage cannot exceed one hundred")\n'
+        "    return total - total * percent\n"
+    ),
+    "shop/cart.py": (
+        "from .pricing import apply_discount\n\n\n"
+        "class Cart:\n    def __init__(self):\n        self.items = []\n\n"
+        "    def total(self, percent=0):\n        return apply_discount(sum(self.items), percent)\n"
+    ),
+    "shop/inventory.py": "class Inventory:\n    def reserve(self, sku, quantity):\n        return quantity\n",
+    "shop/tests/test_pricing.py": "from shop.pricing import apply_discount\n\ndef test_discount():\n    assert apply_discount(100, 0.1) == 90\n",
+    "shop/broken.py": "def broken(x:\n    return x\n",
+}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    for rel, text in SOURCES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / "shop" / "blob.py").write_bytes(b"\x00\x01binary\x00")
+    (root / "shop" / "legacy.py").write_bytes(b"NAME = 'Jos\xe9'\n")
+    return root
+
+
+@pytest.fixture
+def outside_secret(tmp_path: Path) -> Path:
+    secret = tmp_path / "outside" / "secret.py"
+    secret.parent.mkdir()
+    secret.write_text("PASSWORD = 'hunter2'\n")
+    return secret
+
+
+def can_make_unreadable() -> bool:
+    return os.name == "posix" and os.geteuid() != 0

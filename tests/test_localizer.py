@@ -1,0 +1,134 @@
+"""The Python API: `blagent.Localizer(...).localize(repo, issue)` and its typed results."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import blagent
+from blagent import InputError, Localizer
+
+ISSUE = """apply_discount gives a negative total
+
+`apply_discount(100, 10)` returns -900 instead of 90:
+
+Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/shop/cart.py", line 9, in total
+  File "/usr/lib/python3/site-packages/shop/pricing.py", line 11, in apply_discount
+shop.pricing.DiscountError: discount percentage cannot exceed one hundred
+"""
+
+
+def test_public_api_is_explicit() -> None:
+    assert "Localizer" in blagent.__all__
+    for name in blagent.__all__:
+        assert hasattr(blagent, name), name
+    assert issubclass(blagent.InputError, blagent.BlagentError)
+    assert issubclass(blagent.BlagentIOError, blagent.BlagentError)
+    assert issubclass(blagent.InternalError, blagent.BlagentError)
+
+
+def test_ranks_the_buggy_file_first_with_evidence(repo: Path) -> None:
+    result = Localizer(top_k=3).localize(repo, ISSUE)
+    assert result.schema_version == blagent.SCHEMA_VERSION
+    assert result.paths[0] == "shop/pricing.py"
+    assert len(result.files) == 3
+    top = result.files[0]
+    signals = {e.signal for e in top.evidence}
+    assert {"stack_frame", "definition", "error_message", "bm25_chunk"} <= signals
+    frame = next(e for e in top.evidence if e.signal == "stack_frame")
+    assert frame.lines == (11, 11)
+    assert frame.symbol == "apply_discount"
+    assert top.score >= result.files[1].score >= result.files[2].score
+
+
+def test_results_round_trip_to_the_cli_json(repo: Path) -> None:
+    result = Localizer().localize(repo, ISSUE)
+    text = json.dumps(result.to_dict())
+    again = blagent.LocalizeResult.from_dict(json.loads(text))
+    assert again.paths == result.paths
+    assert again.files[0].evidence == result.files[0].evidence
+
+
+def test_walk_reports_what_it_skipped(repo: Path) -> None:
+    result = Localizer().localize(repo, ISSUE)
+    reasons = {s.path: s.reason for s in result.skipped}
+    assert reasons["shop/blob.py"] == "binary"
+    assert reasons["shop/tests"] == "test"
+    assert "shop/legacy.py" in result.stats["lossy_files"]
+    assert "shop/broken.py" in result.stats["syntax_error_files"]
+    assert all("tests/" not in p for p in result.paths)
+
+
+def test_tests_can_be_included(repo: Path) -> None:
+    result = Localizer(top_k=20, include_tests=True).localize(repo, ISSUE)
+    assert "shop/tests/test_pricing.py" in result.paths
+
+
+def test_index_is_reusable_across_issues(repo: Path) -> None:
+    localizer = Localizer(top_k=2)
+    index = localizer.index(repo)
+    assert index.num_files == 6
+    assert index.num_chunks > 6
+    first = localizer.localize(index, ISSUE)
+    second = localizer.localize(index, "Inventory.reserve ignores the stock")
+    assert first.paths[0] == "shop/pricing.py"
+    assert second.paths[0] == "shop/inventory.py"
+
+
+@pytest.mark.parametrize("issue", ["", "   \n\t  "])
+def test_empty_issue_is_an_input_error(repo: Path, issue: str) -> None:
+    with pytest.raises(InputError, match="empty"):
+        Localizer().localize(repo, issue)
+
+
+def test_missing_repository_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="repository not found"):
+        Localizer().localize(tmp_path / "nope", ISSUE)
+
+
+def test_a_file_as_repository_is_an_input_error(repo: Path) -> None:
+    with pytest.raises(InputError, match="not a directory"):
+        Localizer().localize(repo / "shop" / "cart.py", ISSUE)
+
+
+def test_invalid_options_are_input_errors() -> None:
+    with pytest.raises(InputError, match="top_k"):
+        Localizer(top_k=0)
+    with pytest.raises(InputError, match="unknown fusion weights"):
+        Localizer(weights={"nonsense": 1.0})
+
+
+def test_hostile_issue_text_still_ranks(repo: Path) -> None:
+    hostile = "`" * 5000 + "(" * 5000 + "\x00\u202e" + "File \"" * 1000 + "a" * 100_000
+    result = Localizer().localize(repo, hostile)
+    assert isinstance(result.paths, list)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_symlink_leaving_the_repository_is_never_read(repo: Path, outside_secret: Path) -> None:
+    (repo / "shop" / "leak.py").symlink_to(outside_secret)
+    result = Localizer(top_k=50).localize(repo, "PASSWORD hunter2 secret")
+    assert "shop/leak.py" not in result.paths
+    assert {s.path: s.reason for s in result.skipped}["shop/leak.py"] == "symlink_outside"
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads everything")
+def test_unreadable_file_is_skipped_not_fatal(repo: Path) -> None:
+    target = repo / "shop" / "inventory.py"
+    target.chmod(0)
+    try:
+        result = Localizer().localize(repo, ISSUE)
+    finally:
+        target.chmod(0o644)
+    assert {s.path: s.reason for s in result.skipped}["shop/inventory.py"] == "unreadable"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_special_files_are_skipped_without_blocking(repo: Path) -> None:
+    os.mkfifo(repo / "shop" / "pipe.py")
+    result = Localizer().localize(repo, ISSUE)
+    assert {s.path: s.reason for s in result.skipped}["shop/pipe.py"] == "not_regular_file"
