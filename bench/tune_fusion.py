@@ -17,8 +17,8 @@ import json
 import math
 from typing import Any
 
-SIGNALS = ["bm25_file", "bm25_chunk", "path_mention", "module_mention", "stack_frame", "definition", "error_message"]
-LEXICAL = {0, 1}
+SIGNALS = ["bm25_file", "bm25_chunk", "bm25_identifiers", "path_mention", "module_mention", "stack_frame", "definition", "error_message"]
+LEXICAL = {0, 1, 2}
 GRID = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
 
 

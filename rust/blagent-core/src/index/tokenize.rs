@@ -1,7 +1,14 @@
 //! A code-aware tokenizer: identifiers are split at `_`, `.` and camelCase boundaries, and the
 //! whole identifier is kept too, so `QuerySet.bulk_create` matches `bulk_create`, `bulk`,
 //! `query` and `queryset.bulk_create` alike. Tokens are lowercased; stop words and pure
-//! numbers are dropped.
+//! numbers are dropped; single words (not compound identifiers) are Porter-stemmed, as
+//! Pyserini does, so `ordering` in an issue meets `order` in code.
+
+use std::sync::LazyLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
 /// English words too common in issue text to carry signal, plus words that fill every
 /// GitHub issue template.
@@ -63,17 +70,32 @@ fn emit_identifier(ident: &str, lower: &mut String, sink: &mut dyn FnMut(&str)) 
     let whole = ident.trim_matches('_');
     lower.clear();
     lower.extend(whole.chars().flat_map(char::to_lowercase));
-    if keep(lower) {
-        sink(lower);
-    }
     if parts.len() > 1 {
+        if keep(lower) {
+            sink(lower);
+        }
         for part in parts {
             lower.clear();
             lower.extend(part.chars().flat_map(char::to_lowercase));
-            if keep(lower) {
-                sink(lower);
-            }
+            emit_word(lower, sink);
         }
+    } else {
+        emit_word(lower, sink);
+    }
+}
+
+/// Emits a lowercased single word, stemmed when it is alphabetic ASCII.
+fn emit_word(word: &str, sink: &mut dyn FnMut(&str)) {
+    if !keep(word) {
+        return;
+    }
+    if word.bytes().all(|b| b.is_ascii_lowercase()) {
+        let stem = STEMMER.stem(word);
+        if keep(&stem) {
+            sink(&stem);
+        }
+    } else {
+        sink(word);
     }
 }
 
@@ -118,7 +140,7 @@ mod tests {
     fn splits_snake_camel_and_dotted_keeping_the_whole() {
         assert_eq!(
             tokenize("QuerySet.bulk_create() fails"),
-            ["queryset.bulk_create", "queryset", "query", "set", "bulk_create", "bulk", "create", "fails"]
+            ["queryset.bulk_create", "queryset", "queri", "set", "bulk_create", "bulk", "creat", "fail"]
         );
         assert_eq!(identifier_parts("parseHTTPResponse2"), ["parse", "HTTP", "Response2"]);
         assert_eq!(identifier_parts("__init__"), ["init"]);
@@ -126,7 +148,12 @@ mod tests {
 
     #[test]
     fn drops_stop_words_numbers_and_single_characters() {
-        assert_eq!(tokenize("the value of x is 42 in django.db"), ["value", "django.db", "django", "db"]);
+        assert_eq!(tokenize("the value of x is 42 in django.db"), ["valu", "django.db", "django", "db"]);
+    }
+
+    #[test]
+    fn stems_words_but_not_compound_identifiers() {
+        assert_eq!(tokenize("ordering ordered order_by"), ["order", "order", "order_by", "order"]);
     }
 
     #[test]

@@ -20,8 +20,7 @@ static DOTTED: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"));
 static BACKTICK: LazyLock<Regex> = LazyLock::new(|| re(r"`([^`\n]{1,200})`"));
 static CALL: LazyLock<Regex> = LazyLock::new(|| re(r"\b([A-Za-z_][A-Za-z0-9_]*)\("));
-static CAMEL: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\b_?[A-Za-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z]\w*\b"));
+static WORD: LazyLock<Regex> = LazyLock::new(|| re(r"\b[A-Za-z_][A-Za-z0-9_]*\b"));
 static SNAKE: LazyLock<Regex> = LazyLock::new(|| re(r"\b_*[A-Za-z][A-Za-z0-9]*_\w*[A-Za-z0-9]\b"));
 static IDENT: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"));
 static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
@@ -195,6 +194,13 @@ fn collect_imports(snippets: &[String], modules: &mut Vec<String>, identifiers: 
     }
 }
 
+/// `OneModel`, `getItem`, `HTTPResponse`: an uppercase letter after the first character and a
+/// lowercase letter somewhere. Not `Model` (a capitalized word) nor `INNER` (shouting).
+fn is_camel_case(word: &str) -> bool {
+    let word = word.trim_start_matches('_');
+    word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase) && !word.contains('_')
+}
+
 fn is_file_name(dotted: &str) -> bool {
     dotted.rsplit_once('.').is_some_and(|(_, ext)| FILE_EXTENSIONS.contains(&ext))
 }
@@ -222,8 +228,17 @@ fn collect_prose_identifiers(text: &str, modules: &mut Vec<String>, identifiers:
     for c in CALL.captures_iter(text) {
         identifiers.add(&c[1], IdentifierSource::Call);
     }
-    for m in CAMEL.find_iter(text) {
-        identifiers.add(m.as_str(), IdentifierSource::CamelCase);
+    for m in WORD.find_iter(text) {
+        let word = m.as_str();
+        if is_camel_case(word) {
+            identifiers.add(word, IdentifierSource::CamelCase);
+        }
+        // Django-style lookups (`record__root_id`, `__isnull`) name their parts.
+        if word.contains("__") && !(word.starts_with("__") && word.ends_with("__")) {
+            for part in word.split("__").filter(|p| p.len() > 1) {
+                identifiers.add(part, IdentifierSource::SnakeCase);
+            }
+        }
     }
     for m in SNAKE.find_iter(text) {
         identifiers.add(m.as_str(), IdentifierSource::SnakeCase);

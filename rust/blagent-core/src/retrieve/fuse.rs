@@ -17,6 +17,8 @@ pub struct FusionWeights {
     pub bm25_file: f32,
     /// Best-chunk BM25 (normalized by the best file).
     pub bm25_chunk: f32,
+    /// Whole-file BM25 of the named identifiers (normalized by the best file).
+    pub bm25_identifiers: f32,
     /// Path or file name mentioned.
     pub path_mention: f32,
     /// Dotted module name mentioned.
@@ -34,6 +36,7 @@ impl Default for FusionWeights {
         FusionWeights {
             bm25_file: 1.0,
             bm25_chunk: 1.0,
+            bm25_identifiers: 0.5,
             path_mention: 1.0,
             module_mention: 0.5,
             stack_frame: 0.5,
@@ -48,6 +51,7 @@ impl FusionWeights {
         match signal {
             Signal::Bm25File => self.bm25_file,
             Signal::Bm25Chunk => self.bm25_chunk,
+            Signal::Bm25Identifiers => self.bm25_identifiers,
             Signal::PathMention => self.path_mention,
             Signal::ModuleMention => self.module_mention,
             Signal::StackFrame => self.stack_frame,
@@ -58,7 +62,7 @@ impl FusionWeights {
 }
 
 fn is_lexical(signal: Signal) -> bool {
-    matches!(signal, Signal::Bm25File | Signal::Bm25Chunk)
+    matches!(signal, Signal::Bm25File | Signal::Bm25Chunk | Signal::Bm25Identifiers)
 }
 
 /// Fused score of every file with any signal, best first (ties broken by file index, so the
@@ -97,17 +101,17 @@ pub fn fuse(signals: &[FileSignals], weights: &FusionWeights) -> Vec<(usize, f32
 mod tests {
     use super::*;
 
-    fn with(scores: [f32; 7]) -> FileSignals {
+    fn with(scores: [f32; 8]) -> FileSignals {
         FileSignals { scores, evidence: Vec::new() }
     }
 
     #[test]
     fn normalizes_bm25_caps_the_rest_and_orders_deterministically() {
         let signals = [
-            with([10.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
-            with([5.0, 10.0, 0.0, 0.0, 0.0, 3.0, 0.0]),
-            with([0.0; 7]),
-            with([10.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+            with([10.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+            with([5.0, 10.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.0]),
+            with([0.0; 8]),
+            with([10.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
         ];
         let weights = FusionWeights::default();
         let ranked = fuse(&signals, &weights);

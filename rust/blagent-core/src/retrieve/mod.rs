@@ -17,6 +17,8 @@ pub enum Signal {
     Bm25File,
     /// BM25 of the file's best chunk against the issue.
     Bm25Chunk,
+    /// BM25 of the whole file against the identifiers the issue names.
+    Bm25Identifiers,
     /// The issue mentions the file's path or name.
     PathMention,
     /// The issue mentions a dotted module name that is the file.
@@ -31,9 +33,10 @@ pub enum Signal {
 
 impl Signal {
     /// Every signal, in the order of [`FileSignals::scores`].
-    pub const ALL: [Signal; 7] = [
+    pub const ALL: [Signal; 8] = [
         Signal::Bm25File,
         Signal::Bm25Chunk,
+        Signal::Bm25Identifiers,
         Signal::PathMention,
         Signal::ModuleMention,
         Signal::StackFrame,
@@ -68,7 +71,7 @@ pub struct Evidence {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FileSignals {
     /// Raw score per signal, indexed by [`Signal::index`].
-    pub scores: [f32; 7],
+    pub scores: [f32; Signal::ALL.len()],
     /// Evidence, strongest first within each signal.
     pub evidence: Vec<Evidence>,
 }

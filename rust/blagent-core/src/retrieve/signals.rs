@@ -36,6 +36,7 @@ pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSign
     let mut out = vec![FileSignals::default(); index.files.len()];
     bm25_file(index, query, &mut out);
     bm25_chunks(index, query, &mut out);
+    bm25_identifiers(index, query, &mut out);
     mentions(index, query, &mut out);
     stack_frames(index, query, &mut out);
     definitions(index, query, &mut out);
@@ -50,6 +51,24 @@ fn bm25_file(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) 
                 signal: Signal::Bm25File,
                 score,
                 detail: "whole-file BM25".to_owned(),
+                lines: None,
+                symbol: None,
+            });
+        }
+    }
+}
+
+fn bm25_identifiers(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
+    let names: Vec<&str> = query.identifiers.iter().map(|i| i.name.as_str()).collect();
+    if names.is_empty() {
+        return;
+    }
+    for (file, score) in index.file_bm25.score(&names.join(" ")).into_iter().enumerate() {
+        if score > 0.0 {
+            out[file].add(Evidence {
+                signal: Signal::Bm25Identifiers,
+                score,
+                detail: "whole-file BM25 of the named identifiers".to_owned(),
                 lines: None,
                 symbol: None,
             });

@@ -1,0 +1,125 @@
+"""The `blagent` command line, run as a subprocess: JSON on stdout, exit codes 0/1/2/3."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+from test_localizer import ISSUE
+
+
+def run(*args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "blagent", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_localize_prints_json_with_evidence(repo: Path) -> None:
+    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--top-k", "2")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert [f["rank"] for f in result["files"]] == [1, 2]
+    assert result["files"][0]["path"] == "shop/pricing.py"
+    assert result["files"][0]["evidence"]
+
+
+def test_localize_reads_the_issue_from_a_file_or_stdin(repo: Path, tmp_path: Path) -> None:
+    issue_file = tmp_path / "issue.md"
+    issue_file.write_text(ISSUE)
+    from_file = run("localize", "--repo", str(repo), "--issue", str(issue_file))
+    from_stdin = run("localize", "--repo", str(repo), stdin=ISSUE)
+    assert from_file.returncode == from_stdin.returncode == 0
+    paths = lambda out: [f["path"] for f in json.loads(out)["files"]]  # noqa: E731
+    assert paths(from_file.stdout) == paths(from_stdin.stdout)
+
+
+def test_text_format_lists_ranks_and_evidence(repo: Path) -> None:
+    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--format", "text", "--top-k", "1")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("  1. shop/pricing.py")
+    assert "stack_frame" in proc.stdout
+
+
+def test_bad_input_exits_1_with_a_message(repo: Path, tmp_path: Path) -> None:
+    missing = run("localize", "--repo", str(tmp_path / "nope"), "--issue-text", ISSUE)
+    assert missing.returncode == 1
+    assert "repository not found" in missing.stderr
+    assert missing.stdout == ""
+    empty = run("localize", "--repo", str(repo), "--issue-text", "  ")
+    assert empty.returncode == 1
+    assert "empty" in empty.stderr
+    no_file = run("localize", "--repo", str(repo), "--issue", str(tmp_path / "none.md"))
+    assert no_file.returncode == 1
+
+
+def test_usage_errors_exit_2(repo: Path) -> None:
+    assert run("localize").returncode == 2
+    assert run("localize", "--repo", str(repo), "--top-k", "many").returncode == 2
+    assert run("frobnicate").returncode == 2
+
+
+def test_help_on_every_command() -> None:
+    for command in ([], ["localize"], ["eval"]):
+        proc = run(*command, "--help")
+        assert proc.returncode == 0
+        assert "usage: blagent" in proc.stdout
+
+
+def _dataset(tmp_path: Path, repo: Path) -> Path:
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    (trees / "shop-1").symlink_to(repo, target_is_directory=True)
+    patch = "diff --git a/shop/inventory.py b/shop/inventory.py\n--- a/shop/inventory.py\n+++ b/shop/inventory.py\n"
+    rows = [
+        {"instance_id": "shop-1", "repo": "acme/shop", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]},
+        {"instance_id": "shop-1b", "repo": "acme/shop", "problem_statement": "Inventory.reserve ignores stock", "patch": patch},
+        {"instance_id": "absent", "repo": "acme/shop", "problem_statement": ISSUE, "gold_files": ["x.py"]},
+    ]
+    (trees / "shop-1b").symlink_to(repo, target_is_directory=True)
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dataset
+
+
+def test_eval_prints_metrics_and_writes_predictions(repo: Path, tmp_path: Path) -> None:
+    dataset = _dataset(tmp_path, repo)
+    out = tmp_path / "preds.jsonl"
+    proc = run("eval", "--dataset", str(dataset), "--repos", str(tmp_path / "trees"), "--out", str(out), "--format", "json", "--top-k", "3")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["overall"]["instances"] == 2
+    assert report["overall"]["mrr"] == 1.0
+    assert report["overall"]["acc"] == [1.0, 1.0, 1.0, 1.0]
+    assert report["missing_trees"] == ["absent"]
+    assert set(report["per_repo"]) == {"acme/shop"}
+    preds = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [p["instance_id"] for p in preds] == ["shop-1", "shop-1b"]
+    assert preds[0]["found_files"][0] == "shop/pricing.py"
+    assert len(preds[0]["found_files"]) <= 3
+    assert preds[1]["gold_rank"] == 1
+
+
+def test_eval_selects_ids_and_prints_a_table(repo: Path, tmp_path: Path) -> None:
+    dataset = _dataset(tmp_path, repo)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("shop-1b\n")
+    proc = run("eval", "--dataset", str(dataset), "--repos", str(tmp_path / "trees"), "--ids-file", str(ids))
+    assert proc.returncode == 0, proc.stderr
+    overall = next(line for line in proc.stdout.splitlines() if line.startswith("overall"))
+    assert overall.split()[1] == "1"
+    assert "MRR" in proc.stdout
+
+
+def test_eval_rejects_a_malformed_dataset(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instance_id": "a", "problem_statement": "x"}\n{not json\n')
+    proc = run("eval", "--dataset", str(bad), "--repos", str(tmp_path))
+    assert proc.returncode == 1
+    assert "bad.jsonl:2" in proc.stderr
