@@ -17,8 +17,8 @@ import json
 import math
 from typing import Any
 
-SIGNALS = ["bm25_file", "bm25_chunk", "bm25_identifiers", "path_mention", "module_mention", "stack_frame", "definition", "error_message"]
-LEXICAL = {0, 1, 2}
+SIGNALS = ["bm25_file", "bm25_chunk", "title_file", "title_chunk", "path_mention", "module_mention", "stack_frame", "definition", "error_message"]
+LEXICAL = {0, 1, 2, 3}
 GRID = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
 
 
@@ -82,7 +82,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("signals")
     ap.add_argument("--holdout", help="file of instance ids held out from tuning")
-    ap.add_argument("--weights", help="JSON object of the current weights", default=None)
+    ap.add_argument("--weights", help="JSON object of the current weights (default: blagent's defaults)")
     args = ap.parse_args()
 
     insts = load(args.signals)
@@ -95,10 +95,13 @@ def main() -> None:
         w = [0.0] * len(SIGNALS)
         w[i] = 1.0
         print(f"  {name:<15} alone: {fmt(metrics(everything, w))}")
-    current = [1.0] * len(SIGNALS)
     if args.weights:
         given = json.loads(args.weights)
-        current = [given.get(n, 0.0) for n in SIGNALS]
+    else:
+        from blagent import default_weights
+
+        given = default_weights()
+    current = [given.get(n, 0.0) for n in SIGNALS]
     print(f"current weights: {fmt(metrics(everything, current))}")
     tuned = ascend(tune or everything, current)
     print("tuned weights:", json.dumps(dict(zip(SIGNALS, tuned))))

@@ -4,6 +4,7 @@
 
 #![allow(missing_docs)]
 
+use std::fmt::Write as _;
 use std::hint::black_box;
 
 use blagent_core::chunk::{parse_file, ChunkOptions};
@@ -15,9 +16,10 @@ use criterion::{criterion_group, criterion_main, Criterion};
 fn module(n: usize) -> String {
     let mut text = String::from("import os\nfrom typing import Optional\n\n");
     for i in 0..n {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "class Handler{i}(BaseHandler):\n    \"\"\"Handle request kind {i}.\"\"\"\n\n    def get_queryset(self, request, pk: Optional[int] = None):\n        qs = self.model.objects.filter(owner=request.user, kind={i})\n        return qs.order_by('-created_at')\n\n    def validate_payload(self, payload):\n        if 'name' not in payload:\n            raise ValueError('missing name for handler {i}')\n        return payload\n\n"
-        ));
+        );
     }
     text
 }

@@ -112,13 +112,18 @@ impl Bm25 {
     /// matches). Each query token counts as often as it occurs, as in Lucene's bag-of-words
     /// queries.
     pub fn score(&self, query: &str) -> Vec<f32> {
+        self.score_terms(&self.query_terms(query))
+    }
+
+    /// The query's known terms with how often each occurs.
+    pub fn query_terms(&self, query: &str) -> HashMap<u32, f32> {
         let mut weights: HashMap<u32, f32> = HashMap::new();
         tokenize_into(query, &mut |token| {
             if let Some(id) = self.term_id(token) {
                 *weights.entry(id).or_insert(0.0) += 1.0;
             }
         });
-        self.score_terms(&weights)
+        weights
     }
 
     /// BM25 score of every document for weighted term ids.

@@ -50,6 +50,7 @@ pub fn reformulate(issue: &str) -> Reformulation {
     collect_imports(&code_snippets, &mut modules, &mut identifiers);
     let error_messages = error_messages(&explanation);
     Reformulation {
+        title: title(&explanation),
         explanation,
         paths,
         filenames,
@@ -59,6 +60,19 @@ pub fn reformulate(issue: &str) -> Reformulation {
         stack_frames,
         error_messages,
     }
+}
+
+/// The first line that is prose: not blank, not a markdown heading, not a bold template label
+/// (`**Describe the bug**`), not a code fence.
+fn title(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|l| {
+            let template_label = l.starts_with("**") && l.trim_end_matches(':').ends_with("**");
+            !(l.is_empty() || l.starts_with('#') || l.starts_with("```") || template_label)
+        })
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn dedup(items: Vec<String>) -> Vec<String> {
@@ -283,6 +297,7 @@ ValueError: Unknown format code 'd' for object of type 'float'
     #[test]
     fn extracts_every_field() {
         let r = reformulate(ISSUE);
+        assert_eq!(r.title, "Calling `QuerySet.bulk_create()` with `update_conflicts=True` crashes.");
         assert_eq!(
             r.paths,
             ["django/db/models/query.py", "sql/compiler.py", "github.com/django/django/blob/main/django/db/backends/base/schema.py"]
@@ -304,6 +319,12 @@ ValueError: Unknown format code 'd' for object of type 'float'
         assert_eq!(find("Q"), None, "single letters are too short");
         assert_eq!(find("Thing"), Some(IdentifierSource::Import));
         assert_eq!(find("parse_expr"), Some(IdentifierSource::Call));
+    }
+
+    #[test]
+    fn title_skips_template_headings_and_labels() {
+        assert_eq!(title("### Bug report\n\n**Bug summary**\n\nBar plots crash on NaN\n"), "Bar plots crash on NaN");
+        assert_eq!(title("\n  \n"), "");
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub struct StackFrame {
 pub struct Reformulation {
     /// The issue text without template boilerplate (what BM25 is queried with).
     pub explanation: String,
+    /// The issue's title: its first line of prose (headings and template labels skipped).
+    pub title: String,
     /// Paths the issue mentions (with at least one `/`), in order of first mention.
     pub paths: Vec<String>,
     /// Bare file names the issue mentions (`utils.py`).

@@ -15,10 +15,12 @@ pub use self::signals::compute_signals;
 pub enum Signal {
     /// BM25 of the whole file against the issue.
     Bm25File,
-    /// BM25 of the file's best chunk against the issue.
+    /// BM25 of the file's three best chunks (summed) against the issue.
     Bm25Chunk,
-    /// BM25 of the whole file against the identifiers the issue names.
-    Bm25Identifiers,
+    /// BM25 of the whole file against the issue's title.
+    TitleFile,
+    /// BM25 of the file's best chunk against the issue's title.
+    TitleChunk,
     /// The issue mentions the file's path or name.
     PathMention,
     /// The issue mentions a dotted module name that is the file.
@@ -33,10 +35,11 @@ pub enum Signal {
 
 impl Signal {
     /// Every signal, in the order of [`FileSignals::scores`].
-    pub const ALL: [Signal; 8] = [
+    pub const ALL: [Signal; 9] = [
         Signal::Bm25File,
         Signal::Bm25Chunk,
-        Signal::Bm25Identifiers,
+        Signal::TitleFile,
+        Signal::TitleChunk,
         Signal::PathMention,
         Signal::ModuleMention,
         Signal::StackFrame,

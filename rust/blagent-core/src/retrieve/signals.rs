@@ -9,6 +9,9 @@ use crate::query::{IdentifierSource, Reformulation};
 
 /// How many of a file's best chunks are kept as evidence.
 const CHUNK_EVIDENCE_PER_FILE: usize = 3;
+/// A file's issue-chunk score sums its best chunks: a bug report usually touches a few places of
+/// the file it concerns (on Lite, the sum of three beat the best chunk alone).
+const ISSUE_CHUNKS_PER_FILE: usize = 3;
 /// A name defined in more files than this says nothing about where the bug is.
 const MAX_DEFINING_FILES: usize = 50;
 /// An error-message fragment found in more files than this is boilerplate.
@@ -34,9 +37,10 @@ fn source_weight(source: IdentifierSource) -> f32 {
 /// Raw scores and evidence of every signal for every file of `index` (one entry per file).
 pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSignals> {
     let mut out = vec![FileSignals::default(); index.files.len()];
-    bm25_file(index, query, &mut out);
-    bm25_chunks(index, query, &mut out);
-    bm25_identifiers(index, query, &mut out);
+    bm25_file(index, &query.explanation, Signal::Bm25File, &mut out);
+    bm25_chunks(index, &query.explanation, Signal::Bm25Chunk, ISSUE_CHUNKS_PER_FILE, &mut out);
+    bm25_file(index, &query.title, Signal::TitleFile, &mut out);
+    bm25_chunks(index, &query.title, Signal::TitleChunk, 1, &mut out);
     mentions(index, query, &mut out);
     stack_frames(index, query, &mut out);
     definitions(index, query, &mut out);
@@ -44,11 +48,14 @@ pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSign
     out
 }
 
-fn bm25_file(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
-    for (file, score) in index.file_bm25.score(&query.explanation).into_iter().enumerate() {
+fn bm25_file(index: &RepoIndex, query: &str, signal: Signal, out: &mut [FileSignals]) {
+    if query.trim().is_empty() {
+        return;
+    }
+    for (file, score) in index.file_bm25.score(query).into_iter().enumerate() {
         if score > 0.0 {
             out[file].add(Evidence {
-                signal: Signal::Bm25File,
+                signal,
                 score,
                 detail: "whole-file BM25".to_owned(),
                 lines: None,
@@ -58,26 +65,13 @@ fn bm25_file(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) 
     }
 }
 
-fn bm25_identifiers(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
-    let names: Vec<&str> = query.identifiers.iter().map(|i| i.name.as_str()).collect();
-    if names.is_empty() {
+/// Chunk BM25 aggregated per file: the sum of its best `take` chunks. The best chunks are
+/// the evidence.
+fn bm25_chunks(index: &RepoIndex, query: &str, signal: Signal, take: usize, out: &mut [FileSignals]) {
+    if query.trim().is_empty() {
         return;
     }
-    for (file, score) in index.file_bm25.score(&names.join(" ")).into_iter().enumerate() {
-        if score > 0.0 {
-            out[file].add(Evidence {
-                signal: Signal::Bm25Identifiers,
-                score,
-                detail: "whole-file BM25 of the named identifiers".to_owned(),
-                lines: None,
-                symbol: None,
-            });
-        }
-    }
-}
-
-fn bm25_chunks(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
-    let scores = index.chunk_bm25.score(&query.explanation);
+    let scores = index.chunk_bm25.score(query);
     let mut per_file: HashMap<u32, Vec<(f32, u32)>> = HashMap::new();
     for (doc, &score) in scores.iter().enumerate() {
         if score > 0.0 {
@@ -88,11 +82,11 @@ fn bm25_chunks(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]
     for (file, mut chunks) in per_file {
         chunks.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let signals = &mut out[file as usize];
-        signals.scores[Signal::Bm25Chunk.index()] = chunks[0].0;
-        for &(score, chunk) in chunks.iter().take(CHUNK_EVIDENCE_PER_FILE) {
+        signals.scores[signal.index()] = chunks.iter().take(take).map(|c| c.0).sum();
+        for &(score, chunk) in chunks.iter().take(CHUNK_EVIDENCE_PER_FILE.min(take)) {
             let chunk = &index.files[file as usize].parsed.chunks[chunk as usize];
             signals.evidence.push(Evidence {
-                signal: Signal::Bm25Chunk,
+                signal,
                 score,
                 detail: format!("chunk BM25 ({:?})", chunk.kind).to_lowercase(),
                 lines: Some((chunk.start_line, chunk.end_line)),
