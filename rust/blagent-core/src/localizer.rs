@@ -131,6 +131,12 @@ impl Localizer {
 
     /// Localizes `issue` in an already built index.
     pub fn localize_in(&self, index: &RepoIndex, issue: &str) -> Result<LocalizeResult> {
+        self.localize_with_signals(index, issue).map(|(result, _)| result)
+    }
+
+    /// Like [`Localizer::localize_in`], also returning every file's raw signal scores (one entry
+    /// per indexed file), for measuring and tuning the fusion.
+    pub fn localize_with_signals(&self, index: &RepoIndex, issue: &str) -> Result<(LocalizeResult, Vec<FileSignals>)> {
         check_issue(issue)?;
         let start = Instant::now();
         let query = reformulate(issue);
@@ -143,7 +149,7 @@ impl Localizer {
             .map(|(rank, (file, score))| ranked_file(index, &signals[file], file, rank + 1, score))
             .collect();
         let query_ms = start.elapsed().as_secs_f64() * 1000.0;
-        Ok(LocalizeResult {
+        let result = LocalizeResult {
             schema_version: SCHEMA_VERSION.to_owned(),
             files,
             query,
@@ -160,7 +166,8 @@ impl Localizer {
                     .collect(),
             },
             timings: Timings { index: index.timings, query_ms },
-        })
+        };
+        Ok((result, signals))
     }
 }
 

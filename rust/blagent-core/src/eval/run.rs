@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
 use crate::error::{Error, Result};
 use crate::localizer::{LocalizeOptions, Localizer};
-use crate::query::reformulate;
-use crate::retrieve::{compute_signals, Signal};
+use crate::index::RepoIndex;
+use crate::retrieve::{FileSignals, Signal};
 
 /// Metrics need at least this many ranked files (Acc@10, MAP@10).
 const MIN_RANKED_FOR_METRICS: usize = 10;
@@ -174,9 +174,9 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         bar.set_message(instance.instance_id.clone());
         let tree = config.repos.join(&instance.instance_id);
         let outcome = localizer.index(&tree).and_then(|index| {
-            let result = localizer.localize_in(&index, &instance.problem_statement)?;
+            let (result, signals) = localizer.localize_with_signals(&index, &instance.problem_statement)?;
             if let (Some(writer), Some(path)) = (signals_out.as_mut(), config.signals_out.as_deref()) {
-                write_line(writer, path, &signal_dump(&index, instance))?;
+                write_line(writer, path, &signal_dump(&index, &signals, instance))?;
             }
             Ok(result)
         });
@@ -212,8 +212,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
 
 /// Raw scores of the files that any signal ranks in its top [`DUMP_TOP_PER_SIGNAL`], plus the
 /// gold files, for offline tuning of the fusion weights.
-fn signal_dump(index: &crate::index::RepoIndex, instance: &Instance) -> serde_json::Value {
-    let signals = compute_signals(index, &reformulate(&instance.problem_statement));
+fn signal_dump(index: &RepoIndex, signals: &[FileSignals], instance: &Instance) -> serde_json::Value {
     let mut keep: HashSet<usize> = HashSet::new();
     for signal in Signal::ALL {
         let mut order: Vec<(usize, f32)> =

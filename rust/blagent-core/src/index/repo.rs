@@ -131,7 +131,7 @@ impl RepoIndex {
         let index_ms = elapsed_ms(start);
 
         Ok(RepoIndex {
-            root: crate::repo::canonical_root(root)?,
+            root: walked.root,
             files,
             skipped: walked.skipped,
             file_bm25,

@@ -4,5 +4,4 @@ mod lang;
 mod walk;
 
 pub use self::lang::{language_for_path, Language, LANGUAGES};
-pub(crate) use self::walk::canonical_root;
 pub use self::walk::{is_test_path, walk, SkipReason, Skipped, SourceFile, WalkOptions, WalkOutput};

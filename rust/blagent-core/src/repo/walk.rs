@@ -87,6 +87,8 @@ pub struct Skipped {
 /// What [`walk`] found.
 #[derive(Debug, Default)]
 pub struct WalkOutput {
+    /// The repository root, canonicalized.
+    pub root: PathBuf,
     /// Selected source files, sorted by path.
     pub files: Vec<SourceFile>,
     /// Left-out files and directories, sorted by path.
@@ -168,7 +170,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         .into_par_iter()
         .map(|(abs, rel, language)| read_source(&abs, rel, language, options))
         .collect();
-    let mut output = WalkOutput::default();
+    let mut output = WalkOutput { root, ..WalkOutput::default() };
     for item in read {
         match item {
             Ok(file) => output.files.push(file),
@@ -183,7 +185,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
 }
 
 /// Canonical form of the repository root, with clear errors for a missing or non-directory path.
-pub(crate) fn canonical_root(root: &Path) -> Result<PathBuf> {
+fn canonical_root(root: &Path) -> Result<PathBuf> {
     let meta = fs::metadata(root).map_err(|err| match err.kind() {
         std::io::ErrorKind::NotFound => Error::RepoNotFound(root.to_path_buf()),
         _ => Error::io(root, err),
