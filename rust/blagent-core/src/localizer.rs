@@ -94,6 +94,17 @@ impl LocalizeResult {
     }
 }
 
+/// The full ranking of one issue in one index, before the cut at `top_k`.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    /// What the issue was reformulated into.
+    pub query: Reformulation,
+    /// Raw signal scores and evidence, one entry per indexed file.
+    pub signals: Vec<FileSignals>,
+    /// `(file, fused score)` of every file with any signal, best first.
+    pub ranked: Vec<(usize, f32)>,
+}
+
 /// Localizes bug reports in repositories, with no LLM.
 #[derive(Debug, Clone, Default)]
 pub struct Localizer {
@@ -129,13 +140,20 @@ impl Localizer {
         self.localize_in(&index, issue)
     }
 
-    /// Localizes `issue` in an already built index.
-    pub fn localize_in(&self, index: &RepoIndex, issue: &str) -> Result<LocalizeResult> {
+    /// Every file with any signal, best first, with the signals behind the scores: the ranking
+    /// before the cut at `top_k`, for callers that adjust it (caller hints) or read it whole.
+    pub fn score(&self, index: &RepoIndex, issue: &str) -> Result<Scored> {
         check_issue(issue)?;
-        let start = Instant::now();
         let query = reformulate(issue);
         let signals = compute_signals(index, &query);
         let ranked = fuse(&signals, &self.options.weights);
+        Ok(Scored { query, signals, ranked })
+    }
+
+    /// Localizes `issue` in an already built index.
+    pub fn localize_in(&self, index: &RepoIndex, issue: &str) -> Result<LocalizeResult> {
+        let start = Instant::now();
+        let Scored { query, signals, ranked } = self.score(index, issue)?;
         let files = ranked
             .into_iter()
             .take(self.options.top_k)
