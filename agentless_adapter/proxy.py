@@ -111,6 +111,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             requested = payload["model"]
             payload["model"] = config.model
             config.rewrites.append((str(requested), config.model))
+            self.log_message("model %r -> %r", requested, config.model)
             body = json.dumps(payload).encode()
         self._forward(body)
 

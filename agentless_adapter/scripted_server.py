@@ -3,10 +3,13 @@
 It answers `POST /v1/chat/completions` with plausible canned text read off the prompt:
 Agentless's related-level prompt (`### File: path ###` blocks of skeletons) gets a locations
 block naming, for each file, its first class and that class's first method, or its first
-function; the edit-location prompt gets the same with a `line:`; anything else gets an empty
-code block. `"stream": true` is answered with server-sent events. A model named `error-NNN`
-is answered with status NNN and an OpenAI-style error body. Every request is appended to the
-log (JSONL: model, stream, the first prompt line) when one is given. Standard library only.
+function; the edit-location prompt (numbered lines) gets the same with the method's `line:`;
+the repair prompt gets a SEARCH/REPLACE edit adding a comment to the first definition line it
+shows; anything else gets an empty code block. It returns `n` choices when asked for `n` samples
+(Agentless's edit location asks for several at once). `"stream": true` is answered with
+server-sent events. A model named `error-NNN` is answered with status NNN and an OpenAI-style
+error body. Every request is appended to the log (JSONL: path, model, stream, authorization,
+the prompt's first 80 characters) when one is given. Standard library only.
 
     python -m agentless_adapter.scripted_server --port 8000 --log requests.jsonl
 """
@@ -23,53 +26,76 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Optional
 
+# Related level: "### File: path ###" then a fenced skeleton. Edit location: "### path" then
+# numbered lines ("12|    def f(...):").
 FILE_BLOCK = re.compile(r"^### File: (\S+) ###\n```(?:python)?\n(.*?)\n```", re.MULTILINE | re.DOTALL)
-CLASS = re.compile(r"^class (\w+)", re.MULTILINE)
-METHOD = re.compile(r"^[ \t]+def (\w+)", re.MULTILINE)
-FUNCTION = re.compile(r"^def (\w+)", re.MULTILINE)
-LINE_NUMBER = re.compile(r"^(\d+)\|", re.MULTILINE)
+EDIT_BLOCK = re.compile(r"^### (\S+\.py)\n(.*?)(?=^###|\Z)", re.MULTILINE | re.DOTALL)
+NUMBERED = re.compile(r"^(\d+)\|(.*)$")
+DEFINITION = re.compile(r"^([ \t]*)(class|def) (\w+)")
 
 
-def _locations(prompt: str, with_line: bool) -> str:
-    """One `path` / `class:` / `function:` group per file block of the prompt."""
-    groups = []
-    for path, code in FILE_BLOCK.findall(prompt):
-        lines = [path]
-        cls = CLASS.search(code)
-        if cls:
-            lines.append(f"class: {cls.group(1)}")
-            method = METHOD.search(code, cls.end())
-            if method:
-                lines.append(f"function: {cls.group(1)}.{method.group(1)}")
-        else:
-            func = FUNCTION.search(code)
-            if func:
-                lines.append(f"function: {func.group(1)}")
-        number = LINE_NUMBER.search(code)
-        if with_line and number:
-            lines.append(f"line: {number.group(1)}")
-        groups.append("\n".join(lines))
+def _first_definitions(code: str) -> list[str]:
+    """`class: C` and `function: C.m` (or `function: f`) for the first definitions of `code`,
+    with `line: N` of the function when the code is numbered."""
+    found: list[str] = []
+    cls = None
+    for raw in code.splitlines():
+        numbered = NUMBERED.match(raw)
+        number, text = (numbered.group(1), numbered.group(2)) if numbered else (None, raw)
+        match = DEFINITION.match(text)
+        if not match:
+            continue
+        indent, kind, name = match.groups()
+        if kind == "class" and not indent and cls is None:
+            cls = name
+            found.append(f"class: {name}")
+        elif kind == "def" and (not indent or cls is not None):
+            found.append(f"function: {cls}.{name}" if indent and cls else f"function: {name}")
+            if number:
+                found.append(f"line: {number}")
+            break
+    return found
+
+
+def _locations(blocks: list[tuple[str, str]]) -> str:
+    """One `path` / `class:` / `function:` (/ `line:`) group per file block."""
+    groups = ["\n".join([path, *_first_definitions(code)]) for path, code in blocks]
     return "```\n" + "\n\n".join(groups) + "\n```"
+
+
+def _repair(prompt: str) -> str:
+    """A SEARCH/REPLACE edit that comments the first definition line of the first file shown."""
+    shown = prompt.split("--- BEGIN FILE ---", 1)[-1].split("--- END FILE ---", 1)[0]
+    for path, code in EDIT_BLOCK.findall(shown):
+        line = next((x for x in code.splitlines() if DEFINITION.match(x)), None)
+        if line is not None:
+            edit = f"### {path}\n<<<<<<< SEARCH\n{line}\n=======\n{line}  # scripted edit\n>>>>>>> REPLACE"
+            return f"The bug is in {path}.\n\n```python\n{edit}\n```"
+    return "```\n```"
 
 
 def answer(prompt: str) -> str:
     """The canned reply to a prompt."""
+    if "*SEARCH/REPLACE* edits" in prompt:
+        return _repair(prompt)
     if "Skeleton of Relevant Files" in prompt or "### Relevant Files ###" in prompt:
-        return _locations(prompt, with_line=False)
+        return _locations(FILE_BLOCK.findall(prompt))
     if "locations that need to be edited" in prompt:
-        return _locations(prompt, with_line=True)
+        return _locations(EDIT_BLOCK.findall(prompt))
     return "```\n```"
 
 
-def _completion(model: str, text: str, prompt: str) -> dict[str, Any]:
-    usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}
+def _completion(model: str, text: str, prompt: str, n: int) -> dict[str, Any]:
+    usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": n * len(text.split())}
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     return {
         "id": f"chatcmpl-scripted-{time.monotonic_ns()}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [
+            {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"} for i in range(n)
+        ],
         "usage": usage,
     }
 
@@ -106,7 +132,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             return
         text = answer(prompt)
         if not request.get("stream"):
-            self._send(200, _completion(model, text, prompt))
+            self._send(200, _completion(model, text, prompt, max(1, int(request.get("n") or 1))))
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
