@@ -60,11 +60,17 @@ def contract_problems(line: dict[str, Any]) -> list[str]:
     for key in ("additional_artifact_loc_file", "file_traj"):
         if key in line and not isinstance(line[key], dict):
             problems.append(f"`{key}` is not an object")
-    problems += [f"`{key}` present: Agentless would skip its related level" for key in RELATED_LEVEL_KEYS if key in line]
+    problems += [
+        f"`{key}` present: Agentless would skip its related level"
+        for key in RELATED_LEVEL_KEYS
+        if key in line
+    ]
     return problems
 
 
-def write_loc_outputs(results: Iterable[Union[LocalizationResult, dict[str, Any]]], path: Union[str, Path]) -> int:
+def write_loc_outputs(
+    results: Iterable[Union[LocalizationResult, dict[str, Any]]], path: Union[str, Path]
+) -> int:
     """Appends one line per result to `path`; returns how many were written."""
     count = 0
     with Path(path).open("a", encoding="utf-8") as f:

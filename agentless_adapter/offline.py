@@ -27,10 +27,18 @@ from typing import Any, Optional
 
 #: Agentless's `repo_to_top_folder`: the folder its clone of each repository gets.
 TOP_FOLDER = {
-    "django/django": "django", "sphinx-doc/sphinx": "sphinx", "scikit-learn/scikit-learn": "scikit-learn",
-    "sympy/sympy": "sympy", "pytest-dev/pytest": "pytest", "matplotlib/matplotlib": "matplotlib",
-    "astropy/astropy": "astropy", "pydata/xarray": "xarray", "mwaskom/seaborn": "seaborn",
-    "psf/requests": "requests", "pylint-dev/pylint": "pylint", "pallets/flask": "flask",
+    "django/django": "django",
+    "sphinx-doc/sphinx": "sphinx",
+    "scikit-learn/scikit-learn": "scikit-learn",
+    "sympy/sympy": "sympy",
+    "pytest-dev/pytest": "pytest",
+    "matplotlib/matplotlib": "matplotlib",
+    "astropy/astropy": "astropy",
+    "pydata/xarray": "xarray",
+    "mwaskom/seaborn": "seaborn",
+    "psf/requests": "requests",
+    "pylint-dev/pylint": "pylint",
+    "pallets/flask": "flask",
 }
 DATASET_DIR = Path("princeton-nlp") / "SWE-bench_Lite"
 
@@ -51,7 +59,9 @@ def write_dataset(dataset: Path, work: Path, ids: Optional[set[str]]) -> Path:
     return out
 
 
-def write_structures(dataset: Path, repos: Path, out: Path, agentless_src: Path, ids: Optional[set[str]]) -> int:
+def write_structures(
+    dataset: Path, repos: Path, out: Path, agentless_src: Path, ids: Optional[set[str]]
+) -> int:
     """Writes Agentless's structure JSON of each selected instance's tree; returns how many."""
     sys.path.insert(0, str(agentless_src))
     from get_repo_structure.get_repo_structure import create_structure  # Agentless's own code
@@ -67,8 +77,12 @@ def write_structures(dataset: Path, repos: Path, out: Path, agentless_src: Path,
             seen_as = Path(tmp) / TOP_FOLDER.get(row["repo"], row["repo"].split("/")[-1])
             seen_as.symlink_to(tree.resolve(), target_is_directory=True)
             structure = create_structure(str(seen_as))
-        record = {"repo": row["repo"], "base_commit": row.get("base_commit"), "structure": structure,
-                  "instance_id": row["instance_id"]}
+        record = {
+            "repo": row["repo"],
+            "base_commit": row.get("base_commit"),
+            "structure": structure,
+            "instance_id": row["instance_id"],
+        }
         (out / f"{row['instance_id']}.json").write_text(json.dumps(record))
         count += 1
     return count
@@ -97,7 +111,9 @@ def align(start_file: Path, structures: Path, out: Path) -> tuple[int, int]:
             if not text.strip():
                 continue
             line = json.loads(text)
-            known = python_files(json.loads((structures / f"{line['instance_id']}.json").read_text())["structure"])
+            known = python_files(
+                json.loads((structures / f"{line['instance_id']}.json").read_text())["structure"]
+            )
             kept = [f for f in line["found_files"] if f in known]
             dropped = [f for f in line["found_files"] if f not in known]
             line["found_files"] = kept
@@ -110,14 +126,19 @@ def align(start_file: Path, structures: Path, out: Path) -> tuple[int, int]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentless_adapter.offline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m agentless_adapter.offline",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("dataset", "structures"):
         p = sub.add_parser(name)
         p.add_argument("--dataset", type=Path, required=True, help="local SWE-bench-style JSONL")
         p.add_argument("--ids", help="comma-separated instance ids (all when absent)")
-    sub.choices["dataset"].add_argument("--work", type=Path, required=True, help="the folder Agentless runs from")
+    sub.choices["dataset"].add_argument(
+        "--work", type=Path, required=True, help="the folder Agentless runs from"
+    )
     st = sub.choices["structures"]
     st.add_argument("--repos", type=Path, required=True, help="trees at REPOS/<instance_id>")
     st.add_argument("--out", type=Path, required=True, help="the PROJECT_FILE_LOC folder")
@@ -135,7 +156,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"offline: wrote {count} structures to {args.out}", file=sys.stderr)
     else:
         lines, dropped = align(args.start_file, args.structures, args.out)
-        print(f"offline: {lines} lines to {args.out}; {dropped} paths Agentless cannot open dropped", file=sys.stderr)
+        print(
+            f"offline: {lines} lines to {args.out}; {dropped} paths Agentless cannot open dropped",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -39,7 +39,13 @@ AGENTLESS_MODELS = (
     "deepseek-coder",
 )
 #: Request headers forwarded upstream (the rest are hop-by-hop or recomputed).
-FORWARDED_HEADERS = ("Content-Type", "Accept", "Authorization", "OpenAI-Organization", "OpenAI-Project")
+FORWARDED_HEADERS = (
+    "Content-Type",
+    "Accept",
+    "Authorization",
+    "OpenAI-Organization",
+    "OpenAI-Project",
+)
 CHUNK_BYTES = 8192
 
 
@@ -76,7 +82,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # one request per connection: a stream ends when it closes
     server: _ProxyServer
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         if self.server.config.log:
             sys.stderr.write(f"proxy: {format % args}\n")
 
@@ -91,14 +97,17 @@ class ProxyHandler(BaseHTTPRequestHandler):
         path = self.path[3:] if self.path.startswith("/v1") else self.path
         return self.server.config.upstream.rstrip("/") + path
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            data = [{"id": name, "object": "model", "owned_by": "blagent-proxy"} for name in self.server.config.aliases]
+            data = [
+                {"id": name, "object": "model", "owned_by": "blagent-proxy"}
+                for name in self.server.config.aliases
+            ]
             self._reply(200, json.dumps({"object": "list", "data": data}).encode())
         else:
             self._forward(None)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         try:
@@ -120,9 +129,11 @@ class ProxyHandler(BaseHTTPRequestHandler):
         headers = {k: v for k in FORWARDED_HEADERS if (v := self.headers.get(k)) is not None}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
-        request = urllib.request.Request(self._target(), data=body, headers=headers, method=self.command)
+        request = urllib.request.Request(
+            self._target(), data=body, headers=headers, method=self.command
+        )
         try:
-            response = urllib.request.urlopen(request, timeout=config.timeout)  # noqa: S310
+            response = urllib.request.urlopen(request, timeout=config.timeout)
         except urllib.error.HTTPError as err:  # the endpoint's own error: pass it through
             self._reply(err.code, err.read(), err.headers.get("Content-Type", "application/json"))
             return
@@ -131,7 +142,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
             return
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
-            self._reply(502, _error_body(f"upstream {config.upstream} unreachable: {reason}", "proxy_error"))
+            self._reply(
+                502, _error_body(f"upstream {config.upstream} unreachable: {reason}", "proxy_error")
+            )
             return
         with response:
             content_type = response.headers.get("Content-Type", "application/json")
@@ -158,7 +171,9 @@ class _ProxyServer(ThreadingHTTPServer):
         self.config = config
 
 
-def start_proxy(config: ProxyConfig, host: str = "127.0.0.1", port: int = 0) -> tuple[_ProxyServer, str]:
+def start_proxy(
+    config: ProxyConfig, host: str = "127.0.0.1", port: int = 0
+) -> tuple[_ProxyServer, str]:
     """Starts the proxy in a background thread; returns the server and its base URL (`.../v1`).
 
     Stop it with `server.shutdown(); server.server_close()`.
@@ -169,23 +184,40 @@ def start_proxy(config: ProxyConfig, host: str = "127.0.0.1", port: int = 0) -> 
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentless_adapter.proxy", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--upstream", required=True, help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1")
+    parser = argparse.ArgumentParser(
+        prog="python -m agentless_adapter.proxy",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--upstream", required=True, help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1"
+    )
     parser.add_argument("--model", required=True, help="the model name the endpoint serves")
-    parser.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0 picks one)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0 picks one)"
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
     parser.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the endpoint")
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds to wait for the endpoint"
+    )
     parser.add_argument("--quiet", action="store_true", help="do not log requests on stderr")
     args = parser.parse_args(argv)
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
     if args.api_key_env and not api_key:
         parser.error(f"environment variable {args.api_key_env} is not set")
-    config = ProxyConfig(args.upstream, args.model, api_key=api_key, timeout=args.timeout, log=not args.quiet)
+    config = ProxyConfig(
+        args.upstream, args.model, api_key=api_key, timeout=args.timeout, log=not args.quiet
+    )
     server = _ProxyServer((args.host, args.port), config)
-    print(f"proxy: serving {args.upstream} ({args.model}) as {', '.join(config.aliases)} "
-          f"at http://{args.host}:{server.server_address[1]}/v1", file=sys.stderr, flush=True)
+    print(
+        f"proxy: serving {args.upstream} ({args.model}) as {', '.join(config.aliases)} "
+        f"at http://{args.host}:{server.server_address[1]}/v1",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -28,7 +28,9 @@ from typing import Any, Optional
 
 # Related level: "### File: path ###" then a fenced skeleton. Edit location: "### path" then
 # numbered lines ("12|    def f(...):").
-FILE_BLOCK = re.compile(r"^### File: (\S+) ###\n```(?:python)?\n(.*?)\n```", re.MULTILINE | re.DOTALL)
+FILE_BLOCK = re.compile(
+    r"^### File: (\S+) ###\n```(?:python)?\n(.*?)\n```", re.MULTILINE | re.DOTALL
+)
 EDIT_BLOCK = re.compile(r"^### (\S+\.py)\n(.*?)(?=^###|\Z)", re.MULTILINE | re.DOTALL)
 NUMBERED = re.compile(r"^(\d+)\|(.*)$")
 DEFINITION = re.compile(r"^([ \t]*)(class|def) (\w+)")
@@ -94,7 +96,8 @@ def _completion(model: str, text: str, prompt: str, n: int) -> dict[str, Any]:
         "created": int(time.time()),
         "model": model,
         "choices": [
-            {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"} for i in range(n)
+            {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            for i in range(n)
         ],
         "usage": usage,
     }
@@ -106,7 +109,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
     server: ScriptedServer
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
@@ -117,18 +120,28 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         model = str(request.get("model", ""))
         messages = request.get("messages") or [{}]
         prompt = str(messages[-1].get("content", ""))
-        self.server.record({"path": self.path, "model": model, "stream": bool(request.get("stream")),
-                            "authorization": self.headers.get("Authorization"), "prompt_head": prompt.strip()[:80]})
+        self.server.record(
+            {
+                "path": self.path,
+                "model": model,
+                "stream": bool(request.get("stream")),
+                "authorization": self.headers.get("Authorization"),
+                "prompt_head": prompt.strip()[:80],
+            }
+        )
         if not self.path.endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         if model.startswith("error-") and model[6:].isdigit():
-            self._send(int(model[6:]), {"error": {"message": f"scripted {model}", "type": "scripted_error"}})
+            self._send(
+                int(model[6:]),
+                {"error": {"message": f"scripted {model}", "type": "scripted_error"}},
+            )
             return
         text = answer(prompt)
         if not request.get("stream"):
@@ -140,8 +153,12 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         pieces = [text[i : i + 16] for i in range(0, len(text), 16)] or [""]
         for i, piece in enumerate(pieces):
             delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
-            chunk = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "model": model,
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            chunk = {
+                "id": "chatcmpl-scripted",
+                "object": "chat.completion.chunk",
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            }
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
         self.wfile.write(b"data: [DONE]\n\n")
@@ -174,13 +191,20 @@ def start_scripted(port: int = 0, log: Optional[Path] = None) -> tuple[ScriptedS
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentless_adapter.scripted_server", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m agentless_adapter.scripted_server",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--log", type=Path, help="append every request here (JSONL)")
     args = parser.parse_args(argv)
     server = ScriptedServer(("127.0.0.1", args.port), args.log)
-    print(f"scripted: serving http://127.0.0.1:{server.server_address[1]}/v1", file=sys.stderr, flush=True)
+    print(
+        f"scripted: serving http://127.0.0.1:{server.server_address[1]}/v1",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

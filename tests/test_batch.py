@@ -21,7 +21,11 @@ def _setup(tmp_path: Path, repo: Path) -> tuple[Path, Path]:
     rows = [
         {"instance_id": "shop-1", "repo": "acme/shop", "problem_statement": ISSUE},
         {"instance_id": "shop-2", "repo": "acme/shop", "problem_statement": ISSUE},
-        {"instance_id": "shop-3", "repo": "acme/shop", "problem_statement": "Inventory.reserve ignores the stock"},
+        {
+            "instance_id": "shop-3",
+            "repo": "acme/shop",
+            "problem_statement": "Inventory.reserve ignores the stock",
+        },
     ]
     dataset = tmp_path / "lite.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -32,18 +36,36 @@ def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_batch_writes_agentless_lines_records_failures_and_resumes(repo: Path, tmp_path: Path) -> None:
+def test_batch_writes_agentless_lines_records_failures_and_resumes(
+    repo: Path, tmp_path: Path
+) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "fl" / "loc_outputs.jsonl"
-    args = ("batch", "--dataset", str(dataset), "--repos", str(trees), "--out", str(out), "--top-k", "3")
+    args = (
+        "batch",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--top-k",
+        "3",
+    )
     first = run(*args)
     assert first.returncode == 3, first.stderr
     report = json.loads(first.stdout)
     assert (report["selected"], report["written"], report["resumed"]) == (3, 2, 0)
-    assert [(f["instance_id"], f["kind"]) for f in report["failures"]] == [("shop-2", "missing_tree")]
+    assert [(f["instance_id"], f["kind"]) for f in report["failures"]] == [
+        ("shop-2", "missing_tree")
+    ]
     failures = out.with_name("loc_outputs.failures.jsonl")
-    assert [json.loads(line)["instance_id"] for line in failures.read_text().splitlines()] == ["shop-2"]
-    assert "[3/3] shop-3: " in first.stderr, first.stderr  # line progress when stderr is not a terminal
+    assert [json.loads(line)["instance_id"] for line in failures.read_text().splitlines()] == [
+        "shop-2"
+    ]
+    assert "[3/3] shop-3: " in first.stderr, (
+        first.stderr
+    )  # line progress when stderr is not a terminal
     assert "1 failed" in first.stderr
 
     lines = _lines(out)
@@ -71,8 +93,21 @@ def test_batch_writes_agentless_lines_records_failures_and_resumes(repo: Path, t
 def test_batch_recovers_from_an_interrupted_write(repo: Path, tmp_path: Path) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "loc_outputs.jsonl"
-    out.write_text('{"instance_id": "shop-1", "found_files": ["shop/pricing.py"], "additional_artifact_loc_file": {}, "file_traj": {}}\n{"instance_id": "shop-3", "found')
-    proc = run("batch", "--dataset", str(dataset), "--repos", str(trees), "--out", str(out), "--ids", "shop-1,shop-3", "--quiet")
+    out.write_text(
+        '{"instance_id": "shop-1", "found_files": ["shop/pricing.py"], "additional_artifact_loc_file": {}, "file_traj": {}}\n{"instance_id": "shop-3", "found'
+    )
+    proc = run(
+        "batch",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--ids",
+        "shop-1,shop-3",
+        "--quiet",
+    )
     assert proc.returncode == 0, proc.stderr
     assert [line["instance_id"] for line in _lines(out)] == ["shop-1", "shop-3"]
 
@@ -80,7 +115,19 @@ def test_batch_recovers_from_an_interrupted_write(repo: Path, tmp_path: Path) ->
 def test_batch_function_granularity_carries_entities(repo: Path, tmp_path: Path) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "loc_outputs.jsonl"
-    proc = run("batch", "--dataset", str(dataset), "--repos", str(trees), "--out", str(out), "--ids", "shop-1", "--granularity", "function")
+    proc = run(
+        "batch",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--ids",
+        "shop-1",
+        "--granularity",
+        "function",
+    )
     assert proc.returncode == 0, proc.stderr
     (line,) = _lines(out)
     schema_validator("agentless-loc-line").validate(line)
@@ -90,7 +137,17 @@ def test_batch_function_granularity_carries_entities(repo: Path, tmp_path: Path)
 def test_batch_bad_input_exits_1(repo: Path, tmp_path: Path) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "loc_outputs.jsonl"
-    unknown = run("batch", "--dataset", str(dataset), "--repos", str(trees), "--out", str(out), "--ids", "nope")
+    unknown = run(
+        "batch",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--ids",
+        "nope",
+    )
     assert unknown.returncode == 1 and "nope" in unknown.stderr
     out.write_text("this is not a loc_outputs file\n")
     foreign = run("batch", "--dataset", str(dataset), "--repos", str(trees), "--out", str(out))

@@ -6,21 +6,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-from conftest import schema_validator
-from test_cli import run
-from test_localizer import ISSUE
-
 import blagent
+import pytest
 from blagent import (
     FileLocalizer,
     Hints,
     InputError,
     LocalizationResult,
-    LocalizeRequest,
     Localizer,
+    LocalizeRequest,
     LocalizerInfo,
 )
+from conftest import schema_validator
+from test_cli import run
+from test_localizer import ISSUE
 
 
 def request_for(repo: Path, **kwargs: object) -> LocalizeRequest:
@@ -33,7 +32,12 @@ def test_blagent_implements_the_protocol() -> None:
 
 
 def test_request_round_trips_and_validates_against_the_schema(repo: Path) -> None:
-    request = request_for(repo, hints=Hints(files=["shop/cart.py"], language="python"), top_k=3, granularity="function")
+    request = request_for(
+        repo,
+        hints=Hints(files=["shop/cart.py"], language="python"),
+        top_k=3,
+        granularity="function",
+    )
     data = request.to_dict()
     schema_validator("localize-request").validate(data)
     assert LocalizeRequest.from_dict(data) == request
@@ -50,7 +54,9 @@ def test_file_granularity_result_is_schema_valid_and_llm_free(repo: Path) -> Non
     assert result.paths[0] == "shop/pricing.py"
     assert [f.rank for f in result.files] == [1, 2, 3]
     assert result.entities is None
-    assert result.usage.prompt_tokens == result.usage.completion_tokens == result.usage.llm_calls == 0
+    assert (
+        result.usage.prompt_tokens == result.usage.completion_tokens == result.usage.llm_calls == 0
+    )
     assert result.localizer.mode == "llm-free"
     assert result.timings["total_ms"] >= result.timings["query_ms"] > 0
     assert LocalizationResult.from_dict(result.to_dict()) == result
@@ -69,7 +75,10 @@ def test_function_granularity_lists_entities_of_the_top_files(repo: Path) -> Non
 
 def test_hints_boost_the_suspected_file_and_warn_about_the_rest(repo: Path) -> None:
     plain = Localizer().localize_request(request_for(repo, top_k=10))
-    hints = Hints(files=["shop/inventory.py", "shop/nowhere.py", "shop/tests/test_pricing.py"], language="rust")
+    hints = Hints(
+        files=["shop/inventory.py", "shop/nowhere.py", "shop/tests/test_pricing.py"],
+        language="rust",
+    )
     hinted = Localizer().localize_request(request_for(repo, top_k=10, hints=hints))
     schema_validator("localize-result").validate(hinted.to_dict())
     before = next((f.score for f in plain.files if f.path == "shop/inventory.py"), 0.0)
@@ -109,7 +118,14 @@ def test_another_localizer_can_build_schema_valid_results() -> None:
     other = LocalizationResult(
         instance_id="x-1",
         localizer=LocalizerInfo("dense-retriever", "0.3", "llm-free"),
-        files=[blagent.FileHit(1, "pkg/a.py", 0.9, evidence=[blagent.Evidence("dense", 0.9, "cosine", (3, 9), "A.f")])],
+        files=[
+            blagent.FileHit(
+                1,
+                "pkg/a.py",
+                0.9,
+                evidence=[blagent.Evidence("dense", 0.9, "cosine", (3, 9), "A.f")],
+            )
+        ],
     )
     schema_validator("localize-result").validate(other.to_dict())
 
@@ -124,13 +140,20 @@ def test_cli_reads_a_request_from_a_file_or_stdin(repo: Path, tmp_path: Path) ->
     result = json.loads(from_file.stdout)
     schema_validator("localize-result").validate(result)
     assert result["files"][0]["path"] == "shop/pricing.py"
-    assert [f["path"] for f in json.loads(from_stdin.stdout)["files"]] == [f["path"] for f in result["files"]]
+    assert [f["path"] for f in json.loads(from_stdin.stdout)["files"]] == [
+        f["path"] for f in result["files"]
+    ]
 
 
 def test_cli_request_errors_exit_1_and_usage_errors_exit_2(repo: Path, tmp_path: Path) -> None:
     assert run("localize", "--request-json", "-", stdin="{not json").returncode == 1
     assert run("localize", "--request-json", "-", stdin="[1, 2]").returncode == 1
-    missing = run("localize", "--request-json", "-", stdin=json.dumps({"instance_id": "a", "repo_path": str(tmp_path / "no"), "issue": "x"}))
+    missing = run(
+        "localize",
+        "--request-json",
+        "-",
+        stdin=json.dumps({"instance_id": "a", "repo_path": str(tmp_path / "no"), "issue": "x"}),
+    )
     assert missing.returncode == 1 and "repository not found" in missing.stderr
     assert run("localize", "--request-json", str(tmp_path / "absent.json")).returncode == 1
     both = run("localize", "--repo", str(repo), "--request-json", "-", stdin="{}")

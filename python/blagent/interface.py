@@ -130,7 +130,14 @@ class FileHit:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FileHit:
         evidence = [Evidence.from_dict(e) for e in d.get("evidence", [])]
-        return cls(d["rank"], d["path"], d["score"], dict(d.get("signals", {})), evidence, d.get("hinted", False))
+        return cls(
+            d["rank"],
+            d["path"],
+            d["score"],
+            dict(d.get("signals", {})),
+            evidence,
+            d.get("hinted", False),
+        )
 
 
 @dataclass(frozen=True)
@@ -150,7 +157,9 @@ class Entity:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Entity:
-        return cls(d["id"], d["path"], d["name"], d["kind"], tuple(d["lines"]), d["score"], d["file_rank"])  # type: ignore[arg-type]
+        return cls(
+            d["id"], d["path"], d["name"], d["kind"], tuple(d["lines"]), d["score"], d["file_rank"]
+        )  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
