@@ -20,6 +20,9 @@ def _default_options() -> dict[str, Any]:
 class Localizer:
     """Ranks the files of a repository most likely to need a change for a bug report.
 
+    Implements `blagent.FileLocalizer` (`localize_request`) as well as the plain
+    `localize(repo, issue)`.
+
     Args:
         top_k: how many files to return.
         include_tests: index test files too (by default any path component starting with
