@@ -9,12 +9,19 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install wheel test test-rust lint test-python bench-build bench clean
 
+# Build and test tools only: jsonschema validates outputs against schemas/ in the tests and is
+# not a dependency of the wheel. The stamp re-runs the install when this list changes.
+DEV_DEPS := "maturin>=1.5,<2" "pytest>=7" "jsonschema>=4.18"
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet "maturin>=1.5,<2" "pytest>=7"
+
+$(VENV)/.dev-deps: Makefile | $(BIN)/python
+	$(BIN)/pip install --quiet $(DEV_DEPS)
+	touch $@
 
 ## Build the wheel (release) and install it into .venv.
-install: $(BIN)/python
+install: $(VENV)/.dev-deps
 	rm -rf $(TARGET_DIR)/wheels
 	$(BIN)/maturin build --release --quiet --out $(TARGET_DIR)/wheels
 	$(BIN)/pip install --quiet --force-reinstall --no-deps $(TARGET_DIR)/wheels/blagent-*.whl
@@ -31,7 +38,7 @@ lint:
 bench-build:
 	cargo bench --workspace --locked --no-run
 
-test-python:
+test-python: $(VENV)/.dev-deps
 	$(BIN)/python -m pytest -q tests
 
 ## Index time, memory and query latency on one tree: make bench REPO=path/to/checkout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -51,3 +52,18 @@ def outside_secret(tmp_path: Path) -> Path:
 
 def can_make_unreadable() -> bool:
     return os.name == "posix" and os.geteuid() != 0
+
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+
+
+def schema_validator(name: str):  # type: ignore[no-untyped-def]
+    """A jsonschema validator for `schemas/<name>.schema.json`, resolving the others by `$id`."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    schemas = {p.name: json.loads(p.read_text()) for p in SCHEMAS.glob("*.schema.json")}
+    registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas.values())
+    schema = schemas[f"{name}.schema.json"]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema, registry=registry)

@@ -6,6 +6,7 @@
 """
 
 from ._core import (
+    INTERFACE_SCHEMA_VERSION,
     SCHEMA_VERSION,
     BlagentError,
     BlagentIOError,
@@ -14,21 +15,40 @@ from ._core import (
     RepoIndex,
     __version__,
 )
+from .interface import (
+    Entity,
+    FileHit,
+    FileLocalizer,
+    Hints,
+    LocalizationResult,
+    LocalizeRequest,
+    LocalizerInfo,
+    TokenUsage,
+)
 from .localizer import Localizer, default_weights
 from .results import Evidence, LocalizeResult, RankedFile, Skipped
 
 __all__ = [
+    "INTERFACE_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "BlagentError",
     "BlagentIOError",
+    "Entity",
     "Evidence",
+    "FileHit",
+    "FileLocalizer",
+    "Hints",
     "InputError",
     "InternalError",
+    "LocalizationResult",
+    "LocalizeRequest",
     "LocalizeResult",
     "Localizer",
+    "LocalizerInfo",
     "RankedFile",
     "RepoIndex",
     "Skipped",
+    "TokenUsage",
     "__version__",
     "default_weights",
 ]

@@ -5,6 +5,7 @@ from typing import Optional
 
 __version__: str
 SCHEMA_VERSION: str
+INTERFACE_SCHEMA_VERSION: str
 
 class BlagentError(Exception): ...
 class InputError(BlagentError): ...
@@ -24,6 +25,8 @@ class Localizer:
     def index(self, repo: "str | PathLike[str]") -> RepoIndex: ...
     def localize(self, repo: "str | PathLike[str]", issue: str) -> str: ...
     def localize_in(self, index: RepoIndex, issue: str) -> str: ...
+    def localize_request(self, request_json: str) -> str: ...
+    def localize_request_in(self, index: RepoIndex, request_json: str) -> str: ...
 
 def evaluate(
     dataset: "str | PathLike[str]",
@@ -32,6 +35,17 @@ def evaluate(
     options_json: Optional[str] = None,
     out: "Optional[str | PathLike[str]]" = None,
     signals_out: "Optional[str | PathLike[str]]" = None,
+    progress: bool = True,
+) -> str: ...
+def batch(
+    dataset: "str | PathLike[str]",
+    repos: "str | PathLike[str]",
+    out: "str | PathLike[str]",
+    failures_out: "str | PathLike[str]",
+    ids: Optional[list[str]] = None,
+    options_json: Optional[str] = None,
+    top_k: int = 10,
+    granularity: str = "file",
     progress: bool = True,
 ) -> str: ...
 def reformulate(issue: str) -> str: ...

@@ -43,7 +43,25 @@ def _print_ranking(result: dict[str, Any]) -> None:
             print(f"       - {e['signal']}: {e['detail']}{where}{symbol}")
 
 
+def _read_request(source: str) -> dict[str, Any]:
+    """The request JSON from a file, or standard input for `-`."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as err:
+        raise _core.InputError(f"cannot read request file {source}: {err.strerror}") from err
+    request = json.loads(text)
+    if not isinstance(request, dict):
+        raise _core.InputError("the request must be a JSON object")
+    return request
+
+
 def cmd_localize(args: argparse.Namespace) -> int:
+    if args.request_json is not None:
+        request = _read_request(args.request_json)
+        result = Localizer(include_tests=args.include_tests).localize_request(request)
+        json.dump(result.to_dict(), sys.stdout, indent=2)
+        print()
+        return EXIT_OK
     issue = _read_issue(args)
     localizer = Localizer(top_k=args.top_k, include_tests=args.include_tests)
     result = localizer.localize(args.repo, issue).to_dict()
@@ -111,20 +129,78 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    failures = Path(args.failures_out) if args.failures_out else out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
+    options = Localizer(top_k=args.top_k, include_tests=args.include_tests).options_json()
+    report = json.loads(
+        _core.batch(
+            args.dataset,
+            args.repos,
+            str(out),
+            str(failures),
+            ids=_ids(args),
+            options_json=options,
+            top_k=args.top_k,
+            granularity=args.granularity,
+            progress=not args.quiet,
+        )
+    )
+    json.dump(report, sys.stdout, indent=2)
+    print()
+    done = report["resumed"] + report["written"]
+    rate = report["written"] / report["seconds"] if report["seconds"] > 0 else 0.0
+    print(
+        f"blagent batch: {done}/{report['selected']} instances in {out} "
+        f"({report['written']} new, {report['resumed']} resumed; {report['seconds']:.1f} s, {rate:.2f}/s)",
+        file=sys.stderr,
+    )
+    if report["failures"]:
+        print(f"blagent batch: {len(report['failures'])} failed, listed in {failures}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"blagent {_core.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     loc = sub.add_parser("localize", help="rank the files of a repository for a bug report")
-    loc.add_argument("--repo", required=True, help="repository checkout")
+    loc.add_argument("--repo", help="repository checkout (required unless --request-json)")
     src = loc.add_mutually_exclusive_group()
     src.add_argument("--issue", help="file holding the issue text")
     src.add_argument("--issue-text", help="the issue text itself")
+    src.add_argument(
+        "--request-json",
+        metavar="FILE|-",
+        help="a standardized request (schemas/localize-request.schema.json) from FILE or stdin; "
+        "prints a standardized result (schemas/localize-result.schema.json)",
+    )
     loc.add_argument("--top-k", type=int, default=10, help="files to return (default 10)")
     loc.add_argument("--format", choices=["json", "text"], default="json")
     loc.add_argument("--include-tests", action="store_true", help="index test files too")
     loc.set_defaults(func=cmd_localize)
+
+    ba = sub.add_parser(
+        "batch",
+        help="localize many instances into an Agentless loc_outputs.jsonl (resumable)",
+        description="Localize every selected instance whose tree is DIR/<instance_id> and append one "
+        "Agentless file-level line per instance to --out. Instances already in --out are skipped; "
+        "failures are listed in the report and --failures-out, and the others go on. "
+        "Exit 0 when every selected instance has a line, 3 when any failed, 1 for bad input.",
+    )
+    ba.add_argument("--dataset", required=True, help="JSONL with instance_id and problem_statement")
+    ba.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
+    ba.add_argument("--out", required=True, help="the loc_outputs.jsonl to append to")
+    ba.add_argument("--failures-out", help="this run's failures (JSONL; default: OUT with .failures.jsonl)")
+    ba.add_argument("--ids", help="comma-separated instance ids")
+    ba.add_argument("--ids-file", help="file with one instance id per line")
+    ba.add_argument("--top-k", type=int, default=10, help="files per instance (default 10)")
+    ba.add_argument("--granularity", choices=["file", "function"], default="file", help="function: entities too, under the blagent key")
+    ba.add_argument("--include-tests", action="store_true", help="index test files too")
+    ba.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ba.set_defaults(func=cmd_batch)
 
     ev = sub.add_parser("eval", help="measure localization on a SWE-bench-style dataset")
     ev.add_argument("--dataset", required=True, help="JSONL with instance_id, problem_statement, gold_files or patch")
@@ -143,7 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "localize" and (args.request_json is None) == (args.repo is None):
+        parser.error("localize needs --repo (with an issue) or --request-json, not both")
     try:
         return int(args.func(args))
     except _core.InputError as err:

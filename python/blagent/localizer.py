@@ -7,6 +7,7 @@ import os
 from typing import Any, Optional, Union
 
 from . import _core
+from .interface import LocalizationResult, LocalizeRequest
 from .results import LocalizeResult
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -18,6 +19,9 @@ def _default_options() -> dict[str, Any]:
 
 class Localizer:
     """Ranks the files of a repository most likely to need a change for a bug report.
+
+    Implements `blagent.FileLocalizer` (`localize_request`) as well as the plain
+    `localize(repo, issue)`.
 
     Args:
         top_k: how many files to return.
@@ -75,6 +79,27 @@ class Localizer:
         else:
             raw = self._inner.localize(os.fspath(repo), issue)
         return LocalizeResult.from_dict(json.loads(raw))
+
+    def localize_request(
+        self,
+        request: Union[LocalizeRequest, dict[str, Any]],
+        index: Optional[_core.RepoIndex] = None,
+    ) -> LocalizationResult:
+        """Answer a standardized request (the `FileLocalizer` protocol).
+
+        The request's `top_k` and `granularity` apply; the other options are this localizer's.
+
+        Args:
+            request: a `LocalizeRequest`, or its JSON data as a dict.
+            index: a prebuilt index of the request's repository, to skip indexing.
+
+        Raises:
+            InputError: an invalid request, a missing repository, an empty issue.
+        """
+        data = request.to_dict() if isinstance(request, LocalizeRequest) else request
+        text = json.dumps(data)
+        raw = self._inner.localize_request(text) if index is None else self._inner.localize_request_in(index, text)
+        return LocalizationResult.from_dict(json.loads(raw))
 
 
 def default_weights() -> dict[str, float]:

@@ -8,13 +8,15 @@
 //! fields × indexes ─retrieve─▶ per-signal file scores ─fuse─▶ ranked files with evidence
 //! ```
 //!
-//! [`Localizer`] runs it end to end; [`eval`] measures it on SWE-bench-style datasets.
+//! [`Localizer`] runs it end to end; [`interface`] is the request/result contract APR pipelines
+//! call (and the Agentless batch); [`eval`] measures it on SWE-bench-style datasets.
 
 mod error;
 
 pub mod chunk;
 pub mod eval;
 pub mod index;
+pub mod interface;
 pub mod query;
 pub mod repo;
 pub mod retrieve;
@@ -24,5 +26,5 @@ mod localizer;
 pub use crate::error::{Error, Result};
 pub use crate::index::RepoIndex;
 pub use crate::localizer::{
-    signal_name, IndexStats, LocalizeOptions, LocalizeResult, Localizer, RankedFile, Timings, SCHEMA_VERSION,
+    signal_name, IndexStats, LocalizeOptions, LocalizeResult, Localizer, RankedFile, Scored, Timings, SCHEMA_VERSION,
 };

@@ -94,6 +94,17 @@ impl LocalizeResult {
     }
 }
 
+/// The full ranking of one issue in one index, before the cut at `top_k`.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    /// What the issue was reformulated into.
+    pub query: Reformulation,
+    /// Raw signal scores and evidence, one entry per indexed file.
+    pub signals: Vec<FileSignals>,
+    /// `(file, fused score)` of every file with any signal, best first.
+    pub ranked: Vec<(usize, f32)>,
+}
+
 /// Localizes bug reports in repositories, with no LLM.
 #[derive(Debug, Clone, Default)]
 pub struct Localizer {
@@ -129,30 +140,38 @@ impl Localizer {
         self.localize_in(&index, issue)
     }
 
-    /// Localizes `issue` in an already built index.
-    pub fn localize_in(&self, index: &RepoIndex, issue: &str) -> Result<LocalizeResult> {
-        self.localize_with_signals(index, issue).map(|(result, _)| result)
-    }
-
-    /// Like [`Localizer::localize_in`], also returning every file's raw signal scores (one entry
-    /// per indexed file), for measuring and tuning the fusion.
-    pub fn localize_with_signals(&self, index: &RepoIndex, issue: &str) -> Result<(LocalizeResult, Vec<FileSignals>)> {
+    /// Every file with any signal, best first, with the signals behind the scores: the ranking
+    /// before the cut at `top_k`, for callers that adjust it (caller hints), read it whole, or
+    /// measure the signals (`blagent eval --signals-out`).
+    pub fn score(&self, index: &RepoIndex, issue: &str) -> Result<Scored> {
         check_issue(issue)?;
-        let start = Instant::now();
         let query = reformulate(issue);
         let signals = compute_signals(index, &query);
         let ranked = fuse(&signals, &self.options.weights);
-        let files = ranked
-            .into_iter()
+        Ok(Scored { query, signals, ranked })
+    }
+
+    /// Localizes `issue` in an already built index.
+    pub fn localize_in(&self, index: &RepoIndex, issue: &str) -> Result<LocalizeResult> {
+        let start = Instant::now();
+        let scored = self.score(index, issue)?;
+        Ok(self.result(index, &scored, start.elapsed().as_secs_f64() * 1000.0))
+    }
+
+    /// The result for a scored issue: its best `top_k` files with their evidence, and the
+    /// index's statistics. `query_ms` is the time the scoring took.
+    pub fn result(&self, index: &RepoIndex, scored: &Scored, query_ms: f64) -> LocalizeResult {
+        let files = scored
+            .ranked
+            .iter()
             .take(self.options.top_k)
             .enumerate()
-            .map(|(rank, (file, score))| ranked_file(index, &signals[file], file, rank + 1, score))
+            .map(|(rank, &(file, score))| ranked_file(index, &scored.signals[file], file, rank + 1, score))
             .collect();
-        let query_ms = start.elapsed().as_secs_f64() * 1000.0;
-        let result = LocalizeResult {
+        LocalizeResult {
             schema_version: SCHEMA_VERSION.to_owned(),
             files,
-            query,
+            query: scored.query.clone(),
             skipped: index.skipped.clone(),
             stats: IndexStats {
                 files: index.files.len(),
@@ -166,8 +185,7 @@ impl Localizer {
                     .collect(),
             },
             timings: Timings { index: index.timings, query_ms },
-        };
-        Ok((result, signals))
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 use blagent_core::eval::{run_eval, EvalConfig};
+use blagent_core::interface::{run_batch, BatchConfig, Granularity, LocalizeRequest};
 use blagent_core::{Error, LocalizeOptions, Localizer, RepoIndex};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -53,6 +54,11 @@ fn parse_options(options_json: Option<&str>) -> PyResult<LocalizeOptions> {
         None => Ok(LocalizeOptions::default()),
         Some(text) => serde_json::from_str(text).map_err(|e| InputError::new_err(format!("invalid options: {e}"))),
     }
+}
+
+fn parse_granularity(granularity: &str) -> PyResult<Granularity> {
+    serde_json::from_value(serde_json::Value::String(granularity.to_owned()))
+        .map_err(|_| InputError::new_err(format!("invalid granularity {granularity:?}: use \"file\" or \"function\"")))
 }
 
 /// A repository's index, reusable across issues.
@@ -119,6 +125,27 @@ impl PyLocalizer {
         let index = &index.inner;
         run(py, || to_json(&self.inner.localize_in(index, issue)?))
     }
+
+    /// Answers a standardized request (`schemas/localize-request.schema.json`).
+    ///
+    /// Args:
+    ///     request_json: the request as JSON text.
+    ///
+    /// Returns:
+    ///     The result as JSON text (`schemas/localize-result.schema.json`).
+    fn localize_request(&self, py: Python<'_>, request_json: &str) -> PyResult<String> {
+        run(py, || to_json(&self.inner.localize_request(&LocalizeRequest::from_json(request_json)?)?))
+    }
+
+    /// Answers a standardized request in a prebuilt index of its repository.
+    ///
+    /// Args:
+    ///     index: the index of the request's repository.
+    ///     request_json: the request as JSON text.
+    fn localize_request_in(&self, py: Python<'_>, index: &PyRepoIndex, request_json: &str) -> PyResult<String> {
+        let index = &index.inner;
+        run(py, || to_json(&self.inner.localize_request_in(index, &LocalizeRequest::from_json(request_json)?)?))
+    }
 }
 
 /// Runs an evaluation; returns the report as JSON.
@@ -146,6 +173,41 @@ fn evaluate(
     let options = parse_options(options_json)?;
     let config = EvalConfig { dataset, repos, ids, options, out, signals_out, progress };
     run(py, || to_json(&run_eval(&config)?))
+}
+
+/// Localizes many instances into an Agentless `loc_outputs.jsonl`; returns the report as JSON.
+///
+/// Resumable: instances already in `out` are skipped. A failing instance is recorded in
+/// `failures_out` and the report, and the others go on.
+///
+/// Args:
+///     dataset: JSONL dataset path (`instance_id`, `problem_statement`).
+///     repos: directory of per-instance trees, `repos/<instance_id>`.
+///     out: the `loc_outputs.jsonl` to append to.
+///     failures_out: where this run's failures go (JSONL; removed when none).
+///     ids: instance ids to run (all when None).
+///     options_json: `LocalizeOptions` as JSON.
+///     top_k: files per instance.
+///     granularity: "file" or "function".
+///     progress: show progress on stderr.
+#[pyfunction]
+#[pyo3(signature = (dataset, repos, out, failures_out, ids=None, options_json=None, top_k=10, granularity="file", progress=true))]
+fn batch(
+    py: Python<'_>,
+    dataset: PathBuf,
+    repos: PathBuf,
+    out: PathBuf,
+    failures_out: PathBuf,
+    ids: Option<Vec<String>>,
+    options_json: Option<&str>,
+    top_k: usize,
+    granularity: &str,
+    progress: bool,
+) -> PyResult<String> {
+    let options = parse_options(options_json)?;
+    let granularity = parse_granularity(granularity)?;
+    let config = BatchConfig { dataset, repos, out, failures_out, ids, options, top_k, granularity, progress };
+    run(py, || to_json(&run_batch(&config)?))
 }
 
 /// Reformulates an issue into the extracted fields; returns JSON.
@@ -178,10 +240,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BlagentIOError", py.get_type::<BlagentIOError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
     m.add("SCHEMA_VERSION", blagent_core::SCHEMA_VERSION)?;
+    m.add("INTERFACE_SCHEMA_VERSION", blagent_core::interface::SCHEMA_VERSION)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyLocalizer>()?;
     m.add_class::<PyRepoIndex>()?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(reformulate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_source, m)?)?;
     Ok(())

@@ -174,9 +174,11 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         bar.set_message(instance.instance_id.clone());
         let tree = config.repos.join(&instance.instance_id);
         let outcome = localizer.index(&tree).and_then(|index| {
-            let (result, signals) = localizer.localize_with_signals(&index, &instance.problem_statement)?;
+            let start = Instant::now();
+            let scored = localizer.score(&index, &instance.problem_statement)?;
+            let result = localizer.result(&index, &scored, start.elapsed().as_secs_f64() * 1000.0);
             if let (Some(writer), Some(path)) = (signals_out.as_mut(), config.signals_out.as_deref()) {
-                write_line(writer, path, &signal_dump(&index, &signals, instance))?;
+                write_line(writer, path, &signal_dump(&index, &scored.signals, instance))?;
             }
             Ok(result)
         });

@@ -1,0 +1,167 @@
+"""Running Agentless's later stages on local trees, with no network: its inputs, prepared.
+
+Agentless loads the benchmark with `datasets.load_dataset(args.dataset, split="test")` and each
+repository's structure with `get_repo_structure`, which clones from GitHub unless
+`PROJECT_FILE_LOC` names a folder of `<instance_id>.json` structures. Three subcommands:
+
+- `dataset`: writes `WORK/princeton-nlp/SWE-bench_Lite/test.jsonl` from a local JSONL;
+  `load_dataset` reads a local folder of that name before trying the hub, so Agentless run
+  from `WORK` (with `HF_DATASETS_OFFLINE=1`) loads it.
+- `structures`: writes `<instance_id>.json` for each local tree with Agentless's own
+  `create_structure` (imported from `--agentless-src`, not copied), the tree seen under its
+  repository's folder name as Agentless's clone would be; run it with Agentless's Python.
+- `align`: keeps the `found_files` Agentless can open (present in the structure as a Python file
+  and not under a `test*` component, the filters Agentless applies), recording dropped paths
+  under `blagent.dropped_for_agentless`. Agentless asserts on a file missing from its
+  structure; its structures put top-level files under the repository's folder name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+#: Agentless's `repo_to_top_folder`: the folder its clone of each repository gets.
+TOP_FOLDER = {
+    "django/django": "django",
+    "sphinx-doc/sphinx": "sphinx",
+    "scikit-learn/scikit-learn": "scikit-learn",
+    "sympy/sympy": "sympy",
+    "pytest-dev/pytest": "pytest",
+    "matplotlib/matplotlib": "matplotlib",
+    "astropy/astropy": "astropy",
+    "pydata/xarray": "xarray",
+    "mwaskom/seaborn": "seaborn",
+    "psf/requests": "requests",
+    "pylint-dev/pylint": "pylint",
+    "pallets/flask": "flask",
+}
+DATASET_DIR = Path("princeton-nlp") / "SWE-bench_Lite"
+
+
+def _rows(dataset: Path, ids: Optional[set[str]]) -> list[dict[str, Any]]:
+    with dataset.open(encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return [r for r in rows if ids is None or r["instance_id"] in ids]
+
+
+def write_dataset(dataset: Path, work: Path, ids: Optional[set[str]]) -> Path:
+    """Writes the selected rows where `load_dataset("princeton-nlp/SWE-bench_Lite")` finds them."""
+    out = work / DATASET_DIR / "test.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as f:
+        for row in _rows(dataset, ids):
+            f.write(json.dumps(row) + "\n")
+    return out
+
+
+def write_structures(
+    dataset: Path, repos: Path, out: Path, agentless_src: Path, ids: Optional[set[str]]
+) -> int:
+    """Writes Agentless's structure JSON of each selected instance's tree; returns how many."""
+    sys.path.insert(0, str(agentless_src))
+    from get_repo_structure.get_repo_structure import create_structure  # Agentless's own code
+
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for row in _rows(dataset, ids):
+        tree = repos / row["instance_id"]
+        if not tree.is_dir():
+            print(f"offline: no tree at {tree}; skipped", file=sys.stderr)
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            seen_as = Path(tmp) / TOP_FOLDER.get(row["repo"], row["repo"].split("/")[-1])
+            seen_as.symlink_to(tree.resolve(), target_is_directory=True)
+            structure = create_structure(str(seen_as))
+        record = {
+            "repo": row["repo"],
+            "base_commit": row.get("base_commit"),
+            "structure": structure,
+            "instance_id": row["instance_id"],
+        }
+        (out / f"{row['instance_id']}.json").write_text(json.dumps(record))
+        count += 1
+    return count
+
+
+def python_files(structure: dict[str, Any], prefix: str = "") -> set[str]:
+    """Paths of the Python files of an Agentless structure that survive its test filter."""
+    found = set()
+    for name, value in structure.items():
+        if name.startswith("test") or not isinstance(value, dict):
+            continue
+        path = f"{prefix}{name}"
+        if name.endswith(".py") and "text" in value:
+            found.add(path)
+        elif "text" not in value:
+            found |= python_files(value, path + "/")
+    return found
+
+
+def align(start_file: Path, structures: Path, out: Path) -> tuple[int, int]:
+    """Writes `start_file` with each `found_files` cut to what Agentless can open; returns
+    (lines, paths dropped)."""
+    lines, dropped_total = 0, 0
+    with start_file.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
+        for text in src:
+            if not text.strip():
+                continue
+            line = json.loads(text)
+            known = python_files(
+                json.loads((structures / f"{line['instance_id']}.json").read_text())["structure"]
+            )
+            kept = [f for f in line["found_files"] if f in known]
+            dropped = [f for f in line["found_files"] if f not in known]
+            line["found_files"] = kept
+            if dropped:
+                line.setdefault("blagent", {})["dropped_for_agentless"] = dropped
+                dropped_total += len(dropped)
+            dst.write(json.dumps(line) + "\n")
+            lines += 1
+    return lines, dropped_total
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m agentless_adapter.offline",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("dataset", "structures"):
+        p = sub.add_parser(name)
+        p.add_argument("--dataset", type=Path, required=True, help="local SWE-bench-style JSONL")
+        p.add_argument("--ids", help="comma-separated instance ids (all when absent)")
+    sub.choices["dataset"].add_argument(
+        "--work", type=Path, required=True, help="the folder Agentless runs from"
+    )
+    st = sub.choices["structures"]
+    st.add_argument("--repos", type=Path, required=True, help="trees at REPOS/<instance_id>")
+    st.add_argument("--out", type=Path, required=True, help="the PROJECT_FILE_LOC folder")
+    st.add_argument("--agentless-src", type=Path, required=True, help="an Agentless checkout")
+    al = sub.add_parser("align")
+    al.add_argument("--start-file", type=Path, required=True)
+    al.add_argument("--structures", type=Path, required=True, help="the PROJECT_FILE_LOC folder")
+    al.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    ids = set(args.ids.split(",")) if getattr(args, "ids", None) else None
+    if args.command == "dataset":
+        print(f"offline: wrote {write_dataset(args.dataset, args.work, ids)}", file=sys.stderr)
+    elif args.command == "structures":
+        count = write_structures(args.dataset, args.repos, args.out, args.agentless_src, ids)
+        print(f"offline: wrote {count} structures to {args.out}", file=sys.stderr)
+    else:
+        lines, dropped = align(args.start_file, args.structures, args.out)
+        print(
+            f"offline: {lines} lines to {args.out}; {dropped} paths Agentless cannot open dropped",
+            file=sys.stderr,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""A model-renaming proxy for OpenAI-compatible endpoints, so that Agentless can run against any.
+
+Agentless creates its client with `openai.OpenAI(base_url=None)`, so `OPENAI_BASE_URL` points it
+anywhere; but its `--model` accepts only a fixed list of names (`gpt-4o-2024-05-13`, ...). This
+proxy listens on 127.0.0.1, takes requests made under any of those names, rewrites the JSON
+body's `model` to the model the endpoint really serves, and forwards them:
+
+    python -m agentless_adapter.proxy --upstream http://127.0.0.1:8000/v1 --model Qwen2.5-Coder-32B
+    export OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=unused
+
+Responses (status, body, `Content-Type`) pass through unchanged: JSON whole, server-sent events
+chunk by chunk as they arrive, upstream errors with their status. An unreachable upstream is
+answered 502, a timeout 504, both with an OpenAI-style error body. `GET /v1/models` lists the
+accepted names. The upstream key, if any, comes from an environment variable (`--api-key-env`)
+and replaces the client's `Authorization`; without one the client's header is forwarded.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Optional
+
+#: The model names Agentless's `localize.py` and `repair.py` accept (`--model` choices).
+AGENTLESS_MODELS = (
+    "gpt-4o-2024-05-13",
+    "gpt-4o-mini-2024-07-18",
+    "claude-3-5-sonnet-20241022",
+    "deepseek-coder",
+)
+#: Request headers forwarded upstream (the rest are hop-by-hop or recomputed).
+FORWARDED_HEADERS = (
+    "Content-Type",
+    "Accept",
+    "Authorization",
+    "OpenAI-Organization",
+    "OpenAI-Project",
+)
+CHUNK_BYTES = 8192
+
+
+@dataclass
+class ProxyConfig:
+    """Where to forward, under which model name.
+
+    Args:
+        upstream: the endpoint's base URL, up to and including its `/v1`.
+        model: the model name the endpoint serves; every request's `model` becomes this.
+        api_key: the endpoint's key (replaces the client's `Authorization`), if any.
+        aliases: the names listed by `GET /v1/models`.
+        timeout: seconds to wait for the endpoint.
+        log: log each request on stderr.
+    """
+
+    upstream: str
+    model: str
+    api_key: Optional[str] = None
+    aliases: tuple[str, ...] = AGENTLESS_MODELS
+    timeout: float = 600.0
+    log: bool = True
+    #: The last `(requested, forwarded)` model names, newest last.
+    rewrites: deque[tuple[str, str]] = field(default_factory=lambda: deque(maxlen=100))
+
+
+def _error_body(message: str, kind: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind, "code": None}}).encode()
+
+
+class ProxyHandler(BaseHTTPRequestHandler):
+    """Forwards one request; the server's `config` says where."""
+
+    protocol_version = "HTTP/1.0"  # one request per connection: a stream ends when it closes
+    server: _ProxyServer
+
+    def log_message(self, format: str, *args: object) -> None:
+        if self.server.config.log:
+            sys.stderr.write(f"proxy: {format % args}\n")
+
+    def _reply(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _target(self) -> str:
+        path = self.path[3:] if self.path.startswith("/v1") else self.path
+        return self.server.config.upstream.rstrip("/") + path
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            data = [
+                {"id": name, "object": "model", "owned_by": "blagent-proxy"}
+                for name in self.server.config.aliases
+            ]
+            self._reply(200, json.dumps({"object": "list", "data": data}).encode())
+        else:
+            self._forward(None)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            self._reply(400, _error_body("request body is not JSON", "invalid_request_error"))
+            return
+        if isinstance(payload, dict) and "model" in payload:
+            config = self.server.config
+            requested = payload["model"]
+            payload["model"] = config.model
+            config.rewrites.append((str(requested), config.model))
+            self.log_message("model %r -> %r", requested, config.model)
+            body = json.dumps(payload).encode()
+        self._forward(body)
+
+    def _forward(self, body: Optional[bytes]) -> None:
+        config = self.server.config
+        headers = {k: v for k in FORWARDED_HEADERS if (v := self.headers.get(k)) is not None}
+        if config.api_key:
+            headers["Authorization"] = f"Bearer {config.api_key}"
+        request = urllib.request.Request(
+            self._target(), data=body, headers=headers, method=self.command
+        )
+        try:
+            response = urllib.request.urlopen(request, timeout=config.timeout)
+        except urllib.error.HTTPError as err:  # the endpoint's own error: pass it through
+            self._reply(err.code, err.read(), err.headers.get("Content-Type", "application/json"))
+            return
+        except (socket.timeout, TimeoutError):
+            self._reply(504, _error_body(f"upstream {config.upstream} timed out", "proxy_timeout"))
+            return
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            self._reply(
+                502, _error_body(f"upstream {config.upstream} unreachable: {reason}", "proxy_error")
+            )
+            return
+        with response:
+            content_type = response.headers.get("Content-Type", "application/json")
+            self.send_response(response.status)
+            self.send_header("Content-Type", content_type)
+            if content_type.startswith("text/event-stream"):
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                while chunk := response.read1(CHUNK_BYTES):
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            else:
+                data = response.read()
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+
+class _ProxyServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], config: ProxyConfig) -> None:
+        super().__init__(address, ProxyHandler)
+        self.config = config
+
+
+def start_proxy(
+    config: ProxyConfig, host: str = "127.0.0.1", port: int = 0
+) -> tuple[_ProxyServer, str]:
+    """Starts the proxy in a background thread; returns the server and its base URL (`.../v1`).
+
+    Stop it with `server.shutdown(); server.server_close()`.
+    """
+    server = _ProxyServer((host, port), config)
+    threading.Thread(target=server.serve_forever, name="blagent-proxy", daemon=True).start()
+    return server, f"http://{host}:{server.server_address[1]}/v1"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m agentless_adapter.proxy",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--upstream", required=True, help="the endpoint's base URL, e.g. http://127.0.0.1:8000/v1"
+    )
+    parser.add_argument("--model", required=True, help="the model name the endpoint serves")
+    parser.add_argument(
+        "--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0 picks one)"
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds to wait for the endpoint"
+    )
+    parser.add_argument("--quiet", action="store_true", help="do not log requests on stderr")
+    args = parser.parse_args(argv)
+    api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    if args.api_key_env and not api_key:
+        parser.error(f"environment variable {args.api_key_env} is not set")
+    config = ProxyConfig(
+        args.upstream, args.model, api_key=api_key, timeout=args.timeout, log=not args.quiet
+    )
+    server = _ProxyServer((args.host, args.port), config)
+    print(
+        f"proxy: serving {args.upstream} ({args.model}) as {', '.join(config.aliases)} "
+        f"at http://{args.host}:{server.server_address[1]}/v1",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

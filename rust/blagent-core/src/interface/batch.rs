@@ -1,0 +1,187 @@
+//! Localizing many instances into one Agentless `loc_outputs.jsonl`: resumable (instances
+//! already in the output are skipped), one line flushed per instance, and a failing instance
+//! recorded and passed over, never losing the others.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::agentless::AgentlessLine;
+use super::progress::Progress;
+use super::request::{Granularity, LocalizeRequest};
+use super::resume::{existing_ids, panic_message};
+use super::SCHEMA_VERSION;
+use crate::error::{Error, Result};
+use crate::eval::load_dataset;
+use crate::localizer::{LocalizeOptions, Localizer};
+
+/// What to localize and where to write it.
+#[derive(Debug, Clone)]
+pub struct BatchConfig {
+    /// The dataset (JSONL with `instance_id` and `problem_statement`).
+    pub dataset: PathBuf,
+    /// Directory holding one tree per instance, `<repos>/<instance_id>`.
+    pub repos: PathBuf,
+    /// The Agentless `loc_outputs.jsonl` to append to.
+    pub out: PathBuf,
+    /// Where to write this run's failures (JSONL); replaced at each run, absent when none failed.
+    pub failures_out: PathBuf,
+    /// Only these instances, in dataset order (all when `None`); unknown ids are an input error.
+    pub ids: Option<Vec<String>>,
+    /// Localizer options (walk, chunking, weights).
+    pub options: LocalizeOptions,
+    /// Files per instance.
+    pub top_k: usize,
+    /// Files only, or entities too (carried in the `blagent` key).
+    pub granularity: Granularity,
+    /// Show progress on stderr.
+    pub progress: bool,
+}
+
+/// One instance that produced no line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchFailure {
+    /// The instance.
+    pub instance_id: String,
+    /// `missing_tree`, `input`, `io` or `internal`.
+    pub kind: String,
+    /// What went wrong.
+    pub error: String,
+}
+
+/// What a batch run did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct BatchReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: String,
+    /// The output file.
+    pub out: PathBuf,
+    /// The failures file (written only when `failures` is not empty).
+    pub failures_out: PathBuf,
+    /// Instances selected.
+    pub selected: usize,
+    /// Instances already in the output, skipped.
+    pub resumed: usize,
+    /// Lines written by this run.
+    pub written: usize,
+    /// Instances that failed, in order.
+    pub failures: Vec<BatchFailure>,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+fn failure(instance_id: &str, kind: &str, error: impl Into<String>) -> BatchFailure {
+    BatchFailure { instance_id: instance_id.to_owned(), kind: kind.to_owned(), error: error.into() }
+}
+
+fn kind_of(err: &Error) -> &'static str {
+    match err {
+        Error::Io { .. } => "io",
+        Error::Internal(_) | Error::Json(_) => "internal",
+        _ => "input",
+    }
+}
+
+fn append_line(writer: &mut impl Write, path: &Path, value: &impl Serialize) -> Result<()> {
+    let mut line = serde_json::to_vec(value)?;
+    line.push(b'\n');
+    writer.write_all(&line).and_then(|()| writer.flush()).map_err(|e| Error::io(path, e))
+}
+
+/// Runs the batch (see the module documentation). Per-instance failures are in the report;
+/// an `Err` means the run could not start or could not write its output.
+pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
+    let start = Instant::now();
+    let mut instances = load_dataset(&config.dataset)?;
+    if let Some(ids) = &config.ids {
+        let known: HashSet<&str> = instances.iter().map(|i| i.instance_id.as_str()).collect();
+        let unknown: Vec<&str> = ids.iter().map(String::as_str).filter(|id| !known.contains(id)).collect();
+        if !unknown.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "{} selected id(s) not in {}: {}",
+                unknown.len(),
+                config.dataset.display(),
+                unknown.iter().take(5).copied().collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        instances.retain(|i| wanted.contains(i.instance_id.as_str()));
+    }
+    let mut seen = HashSet::new();
+    instances.retain(|i| seen.insert(i.instance_id.clone()));
+    let localizer = Localizer::new(LocalizeOptions { top_k: config.top_k, ..config.options.clone() })?;
+
+    let (done, truncated) = existing_ids(&config.out)?;
+    if let Some(parent) = config.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let file = OpenOptions::new().create(true).append(true).open(&config.out).map_err(|e| Error::io(&config.out, e))?;
+    let mut out = BufWriter::new(file);
+    match std::fs::remove_file(&config.failures_out) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&config.failures_out, e)),
+        _ => {}
+    }
+    let mut failures_file: Option<BufWriter<File>> = None;
+
+    let mut report = BatchReport {
+        schema_version: SCHEMA_VERSION.to_owned(),
+        out: config.out.clone(),
+        failures_out: config.failures_out.clone(),
+        selected: instances.len(),
+        ..BatchReport::default()
+    };
+    let todo: Vec<_> = instances.into_iter().filter(|i| !done.contains(&i.instance_id)).collect();
+    report.resumed = report.selected - todo.len();
+    let mut progress = Progress::new(config.progress, todo.len() as u64);
+    if truncated {
+        progress.note(&format!("{}: dropped an incomplete last line (an interrupted write)", config.out.display()));
+    }
+    if report.resumed > 0 {
+        progress.note(&format!("resuming: {} of {} instances already in {}", report.resumed, report.selected, config.out.display()));
+    }
+    for instance in &todo {
+        let id = &instance.instance_id;
+        progress.start(id);
+        let begun = Instant::now();
+        let tree = config.repos.join(id);
+        let outcome = if tree.is_dir() {
+            let mut request = LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
+            request.top_k = config.top_k;
+            request.granularity = config.granularity;
+            match catch_unwind(AssertUnwindSafe(|| localizer.localize_request(&request))) {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(err)) => Err(failure(id, kind_of(&err), err.to_string())),
+                Err(panic) => Err(failure(id, "internal", format!("internal error (panic): {}", panic_message(&*panic)))),
+            }
+        } else {
+            Err(failure(id, "missing_tree", format!("no tree at {}", tree.display())))
+        };
+        match outcome {
+            Ok(result) => {
+                let files = result.files.len();
+                append_line(&mut out, &config.out, &AgentlessLine::from_result(result))?;
+                report.written += 1;
+                progress.finish_one(id, &format!("{files} files, {:.2} s", begun.elapsed().as_secs_f64()));
+            }
+            Err(failed) => {
+                if failures_file.is_none() {
+                    let file = File::create(&config.failures_out).map_err(|e| Error::io(&config.failures_out, e))?;
+                    failures_file = Some(BufWriter::new(file));
+                }
+                if let Some(writer) = failures_file.as_mut() {
+                    append_line(writer, &config.failures_out, &failed)?;
+                }
+                progress.finish_one(id, &format!("FAILED ({}): {}", failed.kind, failed.error));
+                report.failures.push(failed);
+            }
+        }
+    }
+    progress.finish();
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok(report)
+}

@@ -1,0 +1,105 @@
+//! Caller hints: files the caller already suspects.
+//!
+//! A hinted file is scored as if the issue had named its full path: its `path_mention` signal is
+//! raised to its cap (1). The boost is therefore `weights.path_mention × (1 − path_mention)`,
+//! 3.0 with the default weights for a file the issue did not mention and nothing for one it
+//! already named in full. A hint is thus as strong as the strongest single clue of the fusion,
+//! never stronger, never counted twice, and a hinted file with no other signal still enters the
+//! ranking (with that score alone). Each hinted file also carries a `hint` evidence item.
+
+use std::path::Path;
+
+use super::result::EvidenceItem;
+use crate::index::RepoIndex;
+use crate::localizer::Scored;
+use crate::retrieve::{FusionWeights, Signal};
+
+/// Signal name of the evidence a hint adds.
+pub const HINT_SIGNAL: &str = "hint";
+
+/// Hints resolved to indexed files, and what could not be resolved.
+#[derive(Debug, Default)]
+pub(super) struct AppliedHints {
+    /// `(file, boost)` of each hinted file, in the order given.
+    pub files: Vec<(usize, f32)>,
+    /// One message per hint that names no indexed file.
+    pub warnings: Vec<String>,
+}
+
+impl AppliedHints {
+    /// The boost given to `file`, if it was hinted.
+    pub fn boost(&self, file: usize) -> Option<f32> {
+        self.files.iter().find(|&&(f, _)| f == file).map(|&(_, boost)| boost)
+    }
+
+    /// The evidence a hinted file carries.
+    pub fn evidence(boost: f32) -> EvidenceItem {
+        EvidenceItem {
+            signal: HINT_SIGNAL.to_owned(),
+            score: boost,
+            detail: "the caller suspects this file (scored as a full path mention)".to_owned(),
+            lines: None,
+            symbol: None,
+        }
+    }
+}
+
+/// A hint as a repository-relative, `/`-separated path: `./`, `a/` / `b/` diff prefixes are not
+/// stripped (they may be real directories), but the repository root of an absolute path is.
+fn normalize(hint: &str, root: &Path) -> String {
+    let hint = hint.trim().replace('\\', "/");
+    let root = root.to_string_lossy().replace('\\', "/");
+    let relative = hint.strip_prefix(&format!("{}/", root.trim_end_matches('/'))).unwrap_or(&hint);
+    let mut relative = relative;
+    while let Some(rest) = relative.strip_prefix("./") {
+        relative = rest;
+    }
+    relative.to_owned()
+}
+
+/// Applies `hints` to `scored` (boosting and re-sorting its ranking) and reports the outcome.
+pub(super) fn apply_hints(
+    index: &RepoIndex,
+    scored: &mut Scored,
+    weights: &FusionWeights,
+    hints: &[String],
+    repo_path: &Path,
+) -> AppliedHints {
+    let mut applied = AppliedHints::default();
+    for hint in hints {
+        let path = normalize(hint, &index.root);
+        let path = if path.starts_with('/') { normalize(&path, repo_path) } else { path };
+        let Ok(file) = index.files.binary_search_by(|f| f.path().cmp(path.as_str())) else {
+            applied.warnings.push(format!(
+                "hint `{hint}` names no indexed source file (missing, excluded as a test, or not a supported language); ignored"
+            ));
+            continue;
+        };
+        if applied.boost(file).is_some() {
+            continue;
+        }
+        let mention = scored.signals[file].get(Signal::PathMention).min(1.0);
+        let boost = weights.path_mention * (1.0 - mention);
+        match scored.ranked.iter_mut().find(|(f, _)| *f == file) {
+            Some((_, score)) => *score += boost,
+            None => scored.ranked.push((file, boost)),
+        }
+        applied.files.push((file, boost));
+    }
+    scored.ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    applied
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_relative_and_absolute_hints() {
+        let root = Path::new("/work/repo");
+        assert_eq!(normalize("./a/b.py", root), "a/b.py");
+        assert_eq!(normalize("/work/repo/a/b.py", root), "a/b.py");
+        assert_eq!(normalize(" a\\b.py ", root), "a/b.py");
+        assert_eq!(normalize("/elsewhere/b.py", root), "/elsewhere/b.py");
+    }
+}

@@ -1,0 +1,82 @@
+//! Batch progress on stderr: an indicatif bar on a terminal, one line per instance otherwise
+//! (logs and CI), nothing when turned off.
+
+use std::io::{IsTerminal, Write};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// How progress is shown.
+pub(super) enum Progress {
+    /// A bar redrawn in place.
+    Bar(ProgressBar),
+    /// One line per finished instance.
+    Lines {
+        /// Instances to do.
+        total: u64,
+        /// Instances done.
+        done: u64,
+    },
+    /// Nothing.
+    Off,
+}
+
+impl Progress {
+    /// Progress over `total` instances; a bar when `enabled` and stderr is a terminal.
+    pub fn new(enabled: bool, total: u64) -> Self {
+        if !enabled {
+            return Progress::Off;
+        }
+        if !std::io::stderr().is_terminal() {
+            return Progress::Lines { total, done: 0 };
+        }
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} [{elapsed_precise}<{eta_precise}, {per_sec}] {msg}",
+        ) {
+            bar.set_style(style);
+        }
+        Progress::Bar(bar)
+    }
+
+    /// A note above the bar (or a line), e.g. how many instances a resumed run skips.
+    pub fn note(&self, message: &str) {
+        match self {
+            Progress::Bar(bar) => bar.println(message),
+            Progress::Lines { .. } => {
+                let _ = writeln!(std::io::stderr(), "{message}");
+            }
+            Progress::Off => {}
+        }
+    }
+
+    /// Shows which instance is being worked on.
+    pub fn start(&self, instance_id: &str) {
+        if let Progress::Bar(bar) = self {
+            bar.set_message(instance_id.to_owned());
+        }
+    }
+
+    /// Records one finished instance with its outcome in words.
+    pub fn finish_one(&mut self, instance_id: &str, outcome: &str) {
+        match self {
+            Progress::Bar(bar) => {
+                if outcome.starts_with("FAILED") {
+                    bar.println(format!("{instance_id}: {outcome}"));
+                }
+                bar.inc(1);
+            }
+            Progress::Lines { total, done } => {
+                *done += 1;
+                let _ = writeln!(std::io::stderr(), "[{done}/{total}] {instance_id}: {outcome}");
+            }
+            Progress::Off => {}
+        }
+    }
+
+    /// Clears the bar.
+    pub fn finish(&self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The request of the standardized localizer interface (`schemas/localize-request.schema.json`).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::SCHEMA_VERSION;
+use crate::error::{Error, Result};
+
+/// Default number of files a request asks for.
+pub const DEFAULT_TOP_K: usize = 10;
+
+/// What a result ranks: files alone, or files and the functions, methods and classes in them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Granularity {
+    /// Ranked files only.
+    #[default]
+    File,
+    /// Ranked files plus `path::Class.method` entities of those files.
+    Function,
+}
+
+/// What the caller already suspects.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hints {
+    /// Repository-relative paths the caller suspects. Each indexed one gets `hint` evidence and
+    /// the boost described in [`crate::interface`]; the others are reported as warnings.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// The repository's main language (`python`); an unsupported one is reported as a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+}
+
+/// One localization request: which issue, in which tree, how much back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalizeRequest {
+    /// The interface version the request was written for ([`SCHEMA_VERSION`] when absent).
+    #[serde(default = "current_version")]
+    pub schema_version: String,
+    /// The caller's id of the task (a SWE-bench `instance_id`), echoed in the result.
+    pub instance_id: String,
+    /// The repository checkout to search.
+    pub repo_path: PathBuf,
+    /// The issue text (bug report).
+    pub issue: String,
+    /// What the caller already suspects.
+    #[serde(default)]
+    pub hints: Hints,
+    /// How many files to return.
+    #[serde(default = "default_top_k")]
+    pub top_k: usize,
+    /// Files only, or files and entities.
+    #[serde(default)]
+    pub granularity: Granularity,
+}
+
+fn current_version() -> String {
+    SCHEMA_VERSION.to_owned()
+}
+
+fn default_top_k() -> usize {
+    DEFAULT_TOP_K
+}
+
+/// The major part of a `major.minor` version.
+fn major(version: &str) -> &str {
+    version.split('.').next().unwrap_or_default()
+}
+
+impl LocalizeRequest {
+    /// A request with the default hints, `top_k` and granularity.
+    pub fn new(instance_id: impl Into<String>, repo_path: impl Into<PathBuf>, issue: impl Into<String>) -> Self {
+        LocalizeRequest {
+            schema_version: current_version(),
+            instance_id: instance_id.into(),
+            repo_path: repo_path.into(),
+            issue: issue.into(),
+            hints: Hints::default(),
+            top_k: DEFAULT_TOP_K,
+            granularity: Granularity::File,
+        }
+    }
+
+    /// Parses and validates a request from JSON text.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let request: LocalizeRequest =
+            serde_json::from_str(text).map_err(|e| Error::InvalidInput(format!("invalid request: {e}")))?;
+        request.validate()?;
+        Ok(request)
+    }
+
+    /// Checks what serde cannot: a compatible version, a non-empty id and issue, `top_k ≥ 1`.
+    pub fn validate(&self) -> Result<()> {
+        if major(&self.schema_version) != major(SCHEMA_VERSION) {
+            return Err(Error::InvalidInput(format!(
+                "unsupported request schema_version {:?} (this blagent speaks {SCHEMA_VERSION})",
+                self.schema_version
+            )));
+        }
+        if self.instance_id.trim().is_empty() {
+            return Err(Error::InvalidInput("the request's instance_id is empty".to_owned()));
+        }
+        if self.top_k == 0 {
+            return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
+        }
+        if self.issue.trim().is_empty() {
+            return Err(Error::InvalidInput("the issue text is empty".to_owned()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_fill_the_optional_fields() {
+        let request = LocalizeRequest::from_json(r#"{"instance_id": "a-1", "repo_path": "/r", "issue": "boom"}"#)
+            .expect("valid");
+        assert_eq!(request, LocalizeRequest::new("a-1", "/r", "boom"));
+    }
+
+    #[test]
+    fn rejects_typos_bad_versions_and_empty_fields() {
+        let bad = [
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "topk": 3}"#,
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "schema_version": "2.0"}"#,
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "top_k": 0}"#,
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "  "}"#,
+            r#"{"instance_id": "", "repo_path": "/r", "issue": "x"}"#,
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "granularity": "line"}"#,
+        ];
+        for text in bad {
+            let err = LocalizeRequest::from_json(text).expect_err(text);
+            assert!(err.is_input_error(), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn accepts_any_minor_version_of_the_same_major() {
+        let text = r#"{"schema_version": "1.7", "instance_id": "a", "repo_path": "/r", "issue": "x",
+                       "hints": {"files": ["a.py"], "language": "python"}, "granularity": "function"}"#;
+        let request = LocalizeRequest::from_json(text).expect("valid");
+        assert_eq!(request.granularity, Granularity::Function);
+        assert_eq!(request.hints.files, ["a.py"]);
+    }
+}

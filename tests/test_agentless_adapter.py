@@ -1,0 +1,271 @@
+"""The Agentless adapter without Agentless: the loc_outputs contract on fixtures we write, the
+offline helpers, and the model-renaming proxy for real on loopback against a scripted upstream."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import blagent
+import pytest
+from conftest import schema_validator
+
+from agentless_adapter import offline
+from agentless_adapter.loc_format import (
+    contract_problems,
+    read_loc_outputs,
+    to_loc_line,
+    write_loc_outputs,
+)
+from agentless_adapter.proxy import AGENTLESS_MODELS, ProxyConfig, start_proxy
+from agentless_adapter.scripted_server import answer, start_scripted
+
+# The related-level prompt as Agentless renders it (file blocks of skeletons), shortened.
+RELATED_PROMPT = """Please look through the following GitHub Problem Description and the Skeleton of Relevant Files.
+### GitHub Problem Description ###
+Discount goes negative.
+
+### Skeleton of Relevant Files ###
+
+### File: shop/pricing.py ###
+```python
+class Pricer:
+    def rate(self):
+...
+def apply_discount(total, percent):
+...
+```
+
+### File: shop/cart.py ###
+```python
+def total(items):
+...
+```
+"""
+
+
+def other_localizer_result() -> blagent.LocalizationResult:
+    return blagent.LocalizationResult(
+        instance_id="acme__shop-7",
+        localizer=blagent.LocalizerInfo("other", "1.0", "gpt-x"),
+        files=[blagent.FileHit(1, "shop/pricing.py", 0.8), blagent.FileHit(2, "shop/cart.py", 0.3)],
+        usage=blagent.TokenUsage(1200, 80, 1),
+    )
+
+
+def test_any_file_localizer_result_becomes_an_agentless_line(tmp_path: Path) -> None:
+    line = to_loc_line(other_localizer_result())
+    assert line["found_files"] == ["shop/pricing.py", "shop/cart.py"]
+    assert contract_problems(line) == []
+    schema_validator("agentless-loc-line").validate(line)
+    path = tmp_path / "loc_outputs.jsonl"
+    assert write_loc_outputs([other_localizer_result(), line["blagent"]], path) == 2
+    assert [entry["instance_id"] for entry in read_loc_outputs(path)] == ["acme__shop-7"] * 2
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ({"instance_id": "a", "found_files": ["x.py"]}, "missing `file_traj`"),
+        (
+            {
+                "instance_id": "a",
+                "found_files": "x.py",
+                "additional_artifact_loc_file": {},
+                "file_traj": {},
+            },
+            "not a list",
+        ),
+        (
+            {
+                "instance_id": "a",
+                "found_files": ["/abs/x.py"],
+                "additional_artifact_loc_file": {},
+                "file_traj": {},
+            },
+            "repository-relative",
+        ),
+        (
+            {
+                "instance_id": "a",
+                "found_files": ["x.py", "x.py"],
+                "additional_artifact_loc_file": {},
+                "file_traj": {},
+            },
+            "repeats",
+        ),
+        (
+            {
+                "instance_id": "a",
+                "found_files": ["x.py"],
+                "additional_artifact_loc_file": {},
+                "file_traj": {},
+                "found_related_locs": {},
+            },
+            "related level",
+        ),
+    ],
+)
+def test_contract_and_schema_reject_what_agentless_would_misread(
+    line: dict[str, Any], problem: str
+) -> None:
+    assert any(problem in p for p in contract_problems(line)), contract_problems(line)
+    assert not schema_validator("agentless-loc-line").is_valid(line)
+
+
+def test_offline_dataset_structures_filter_and_align(tmp_path: Path) -> None:
+    rows = [
+        {"instance_id": "acme__shop-7", "repo": "acme/shop", "problem_statement": "x"},
+        {"instance_id": "b", "repo": "acme/shop", "problem_statement": "y"},
+    ]
+    dataset = tmp_path / "lite.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    written = offline.write_dataset(dataset, tmp_path / "work", {"acme__shop-7"})
+    assert written == tmp_path / "work" / "princeton-nlp" / "SWE-bench_Lite" / "test.jsonl"
+    assert [json.loads(x)["instance_id"] for x in written.read_text().splitlines()] == [
+        "acme__shop-7"
+    ]
+
+    py = {"classes": [], "functions": [], "text": ["pass"]}
+    structure = {
+        "shop": {
+            "shop": {"pricing.py": py, "tests": {"test_a.py": py}, "README": {}},
+            "setup.py": py,
+        }
+    }
+    assert offline.python_files(structure) == {"shop/shop/pricing.py", "shop/setup.py"}
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    (structures / "acme__shop-7.json").write_text(
+        json.dumps({"structure": {"shop": {"pricing.py": py}, "setup.py": py}})
+    )
+    start = tmp_path / "ours.jsonl"
+    start.write_text(json.dumps(to_loc_line(other_localizer_result())) + "\n")
+    aligned = tmp_path / "aligned.jsonl"
+    assert offline.align(start, structures, aligned) == (1, 1)
+    (line,) = read_loc_outputs(aligned)
+    assert line["found_files"] == ["shop/pricing.py"]
+    assert line["blagent"]["dropped_for_agentless"] == ["shop/cart.py"]
+    assert contract_problems(line) == []
+
+
+def test_scripted_server_answers_the_related_level_prompt_plausibly() -> None:
+    text = answer(RELATED_PROMPT)
+    assert (
+        text
+        == "```\nshop/pricing.py\nclass: Pricer\nfunction: Pricer.rate\n\nshop/cart.py\nfunction: total\n```"
+    )
+
+
+@pytest.fixture
+def upstream() -> Iterator[tuple[Any, str]]:
+    server, url = start_scripted()
+    yield server, url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def proxy(upstream: tuple[Any, str]) -> Iterator[tuple[Any, str]]:
+    server, url = start_proxy(
+        ProxyConfig(upstream[1], "served-model", api_key="upstream-key", log=False)
+    )
+    yield server, url
+    server.shutdown()
+    server.server_close()
+
+
+def post(
+    url: str, body: dict[str, Any], key: Optional[str] = "client-key"
+) -> tuple[int, str, bytes]:
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(
+        url + "/chat/completions", data=json.dumps(body).encode(), headers=headers
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers["Content-Type"], response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers["Content-Type"], err.read()
+
+
+def agentless_request(model: str, **extra: Any) -> dict[str, Any]:
+    """What Agentless's `create_chatgpt_config` sends (`n`, `max_tokens`, temperature 0)."""
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": RELATED_PROMPT},
+    ]
+    return {
+        "model": model,
+        "max_tokens": 300,
+        "temperature": 0,
+        "n": 1,
+        "messages": messages,
+        **extra,
+    }
+
+
+def test_proxy_rewrites_the_model_as_agentless_calls_it(
+    upstream: tuple[Any, str], proxy: tuple[Any, str]
+) -> None:
+    status, content_type, body = post(proxy[1], agentless_request(AGENTLESS_MODELS[0]))
+    assert status == 200 and content_type == "application/json"
+    completion = json.loads(body)
+    assert completion["choices"][0]["message"]["content"].startswith(
+        "```\nshop/pricing.py\nclass: Pricer"
+    )
+    assert completion["usage"]["prompt_tokens"] > 0
+    seen = upstream[0].requests[-1]
+    assert seen["model"] == "served-model" and seen["path"] == "/v1/chat/completions"
+    assert seen["authorization"] == "Bearer upstream-key"
+    assert list(proxy[0].config.rewrites) == [(AGENTLESS_MODELS[0], "served-model")]
+
+
+def test_proxy_streams_server_sent_events(
+    upstream: tuple[Any, str], proxy: tuple[Any, str]
+) -> None:
+    status, content_type, body = post(proxy[1], agentless_request(AGENTLESS_MODELS[1], stream=True))
+    assert status == 200 and content_type.startswith("text/event-stream")
+    events = [line[6:] for line in body.decode().splitlines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    text = "".join(json.loads(e)["choices"][0]["delta"].get("content", "") for e in events[:-1])
+    assert text == answer(RELATED_PROMPT)
+    assert (
+        upstream[0].requests[-1]["stream"] is True
+        and upstream[0].requests[-1]["model"] == "served-model"
+    )
+
+
+def test_proxy_passes_upstream_errors_through(upstream: tuple[Any, str]) -> None:
+    server, url = start_proxy(ProxyConfig(upstream[1], "error-429", log=False))
+    try:
+        status, _, body = post(url, agentless_request(AGENTLESS_MODELS[0]))
+        assert status == 429 and json.loads(body)["error"]["message"] == "scripted error-429"
+        assert upstream[0].requests[-1]["authorization"] == "Bearer client-key"  # no key: forwarded
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_proxy_reports_an_unreachable_upstream_and_bad_bodies() -> None:
+    server, url = start_proxy(ProxyConfig("http://127.0.0.1:9/v1", "m", timeout=5, log=False))
+    try:
+        status, _, body = post(url, agentless_request(AGENTLESS_MODELS[0]))
+        assert status == 502 and json.loads(body)["error"]["type"] == "proxy_error"
+        bad = urllib.request.Request(
+            url + "/chat/completions", data=b"{nope", headers={"Content-Type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(bad, timeout=10)
+        assert err.value.code == 400
+        with urllib.request.urlopen(url + "/models", timeout=10) as response:
+            assert [m["id"] for m in json.loads(response.read())["data"]] == list(AGENTLESS_MODELS)
+    finally:
+        server.shutdown()
+        server.server_close()

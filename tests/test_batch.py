@@ -1,0 +1,155 @@
+"""`blagent batch`: Agentless lines checked against the format contract and its schema,
+resumption, recorded failures with the exit code that says so, progress on stderr."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import schema_validator
+from test_cli import run
+from test_localizer import ISSUE
+
+from agentless_adapter.loc_format import contract_problems
+
+
+def _setup(tmp_path: Path, repo: Path) -> tuple[Path, Path]:
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    for iid in ("shop-1", "shop-3"):
+        (trees / iid).symlink_to(repo, target_is_directory=True)
+    rows = [
+        {"instance_id": "shop-1", "repo": "acme/shop", "problem_statement": ISSUE},
+        {"instance_id": "shop-2", "repo": "acme/shop", "problem_statement": ISSUE},
+        {
+            "instance_id": "shop-3",
+            "repo": "acme/shop",
+            "problem_statement": "Inventory.reserve ignores the stock",
+        },
+    ]
+    dataset = tmp_path / "lite.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dataset, trees
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_batch_writes_agentless_lines_records_failures_and_resumes(
+    repo: Path, tmp_path: Path
+) -> None:
+    dataset, trees = _setup(tmp_path, repo)
+    out = tmp_path / "fl" / "loc_outputs.jsonl"
+    args = (
+        "batch",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--top-k",
+        "3",
+    )
+    first = run(*args)
+    assert first.returncode == 3, first.stderr
+    report = json.loads(first.stdout)
+    assert (report["selected"], report["written"], report["resumed"]) == (3, 2, 0)
+    assert [(f["instance_id"], f["kind"]) for f in report["failures"]] == [
+        ("shop-2", "missing_tree")
+    ]
+    failures = out.with_name("loc_outputs.failures.jsonl")
+    assert [json.loads(line)["instance_id"] for line in failures.read_text().splitlines()] == [
+        "shop-2"
+    ]
+    assert "[3/3] shop-3: " in first.stderr, (
+        first.stderr
+    )  # line progress when stderr is not a terminal
+    assert "1 failed" in first.stderr
+
+    lines = _lines(out)
+    validator = schema_validator("agentless-loc-line")
+    for line in lines:
+        validator.validate(line)
+        assert contract_problems(line) == []
+        assert line["additional_artifact_loc_file"] == {} and line["file_traj"] == {}
+        assert len(line["found_files"]) <= 3
+        assert line["found_files"] == [f["path"] for f in line["blagent"]["files"]]
+    assert [line["instance_id"] for line in lines] == ["shop-1", "shop-3"]
+    assert lines[0]["found_files"][0] == "shop/pricing.py"
+    assert lines[1]["found_files"][0] == "shop/inventory.py"
+
+    (trees / "shop-2").symlink_to(repo, target_is_directory=True)
+    second = run(*args)
+    assert second.returncode == 0, second.stderr
+    report = json.loads(second.stdout)
+    assert (report["written"], report["resumed"], report["failures"]) == (1, 2, [])
+    assert "resuming: 2 of 3" in second.stderr
+    assert not failures.exists()
+    assert [line["instance_id"] for line in _lines(out)] == ["shop-1", "shop-3", "shop-2"]
+
+
+def test_batch_recovers_from_an_interrupted_write(repo: Path, tmp_path: Path) -> None:
+    dataset, trees = _setup(tmp_path, repo)
+    out = tmp_path / "loc_outputs.jsonl"
+    out.write_text(
+        '{"instance_id": "shop-1", "found_files": ["shop/pricing.py"], "additional_artifact_loc_file": {}, "file_traj": {}}\n{"instance_id": "shop-3", "found'
+    )
+    proc = run(
+        "batch",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--ids",
+        "shop-1,shop-3",
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [line["instance_id"] for line in _lines(out)] == ["shop-1", "shop-3"]
+
+
+def test_batch_function_granularity_carries_entities(repo: Path, tmp_path: Path) -> None:
+    dataset, trees = _setup(tmp_path, repo)
+    out = tmp_path / "loc_outputs.jsonl"
+    proc = run(
+        "batch",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--ids",
+        "shop-1",
+        "--granularity",
+        "function",
+    )
+    assert proc.returncode == 0, proc.stderr
+    (line,) = _lines(out)
+    schema_validator("agentless-loc-line").validate(line)
+    assert line["blagent"]["entities"][0]["id"] == "shop/pricing.py::apply_discount"  # type: ignore[index]
+
+
+def test_batch_bad_input_exits_1(repo: Path, tmp_path: Path) -> None:
+    dataset, trees = _setup(tmp_path, repo)
+    out = tmp_path / "loc_outputs.jsonl"
+    unknown = run(
+        "batch",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--ids",
+        "nope",
+    )
+    assert unknown.returncode == 1 and "nope" in unknown.stderr
+    out.write_text("this is not a loc_outputs file\n")
+    foreign = run("batch", "--dataset", str(dataset), "--repos", str(trees), "--out", str(out))
+    assert foreign.returncode == 1 and "refusing to append" in foreign.stderr
+    assert run("batch", "--dataset", str(dataset)).returncode == 2

@@ -1,0 +1,160 @@
+"""The standardized interface: typed request/result, the FileLocalizer protocol, hints and
+entities, `blagent localize --request-json`, and real outputs checked against `schemas/`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import blagent
+import pytest
+from blagent import (
+    FileLocalizer,
+    Hints,
+    InputError,
+    LocalizationResult,
+    Localizer,
+    LocalizeRequest,
+    LocalizerInfo,
+)
+from conftest import schema_validator
+from test_cli import run
+from test_localizer import ISSUE
+
+
+def request_for(repo: Path, **kwargs: object) -> LocalizeRequest:
+    return LocalizeRequest("shop-1", str(repo), ISSUE, **kwargs)  # type: ignore[arg-type]
+
+
+def test_blagent_implements_the_protocol() -> None:
+    assert isinstance(Localizer(), FileLocalizer)
+    assert not isinstance(object(), FileLocalizer)
+
+
+def test_request_round_trips_and_validates_against_the_schema(repo: Path) -> None:
+    request = request_for(
+        repo,
+        hints=Hints(files=["shop/cart.py"], language="python"),
+        top_k=3,
+        granularity="function",
+    )
+    data = request.to_dict()
+    schema_validator("localize-request").validate(data)
+    assert LocalizeRequest.from_dict(data) == request
+    minimal = {"instance_id": "a", "repo_path": "/r", "issue": "boom"}
+    schema_validator("localize-request").validate(minimal)
+    assert LocalizeRequest.from_dict(minimal).top_k == 10
+
+
+def test_file_granularity_result_is_schema_valid_and_llm_free(repo: Path) -> None:
+    result = Localizer().localize_request(request_for(repo, top_k=3))
+    schema_validator("localize-result").validate(result.to_dict())
+    assert result.schema_version == blagent.INTERFACE_SCHEMA_VERSION
+    assert result.instance_id == "shop-1"
+    assert result.paths[0] == "shop/pricing.py"
+    assert [f.rank for f in result.files] == [1, 2, 3]
+    assert result.entities is None
+    assert (
+        result.usage.prompt_tokens == result.usage.completion_tokens == result.usage.llm_calls == 0
+    )
+    assert result.localizer.mode == "llm-free"
+    assert result.timings["total_ms"] >= result.timings["query_ms"] > 0
+    assert LocalizationResult.from_dict(result.to_dict()) == result
+
+
+def test_function_granularity_lists_entities_of_the_top_files(repo: Path) -> None:
+    result = Localizer().localize_request(request_for(repo, top_k=2, granularity="function"))
+    schema_validator("localize-result").validate(result.to_dict())
+    assert result.entities
+    assert result.entities[0].id == "shop/pricing.py::apply_discount"
+    assert result.entities[0].kind == "function"
+    assert {e.path for e in result.entities} <= set(result.paths)
+    ranks = [e.file_rank for e in result.entities]
+    assert ranks == sorted(ranks)
+
+
+def test_hints_boost_the_suspected_file_and_warn_about_the_rest(repo: Path) -> None:
+    plain = Localizer().localize_request(request_for(repo, top_k=10))
+    hints = Hints(
+        files=["shop/inventory.py", "shop/nowhere.py", "shop/tests/test_pricing.py"],
+        language="rust",
+    )
+    hinted = Localizer().localize_request(request_for(repo, top_k=10, hints=hints))
+    schema_validator("localize-result").validate(hinted.to_dict())
+    before = next((f.score for f in plain.files if f.path == "shop/inventory.py"), 0.0)
+    after = next(f for f in hinted.files if f.path == "shop/inventory.py")
+    weight = blagent.default_weights()["path_mention"]
+    assert after.hinted and after.evidence[0].signal == "hint"
+    assert after.score == pytest.approx(before + weight, rel=1e-5)
+    assert sum("shop/nowhere.py" in w for w in hinted.warnings) == 1
+    assert sum("test_pricing.py" in w for w in hinted.warnings) == 1
+    assert sum("rust" in w for w in hinted.warnings) == 1
+
+
+def test_a_prebuilt_index_answers_requests_too(repo: Path) -> None:
+    localizer = Localizer()
+    index = localizer.index(repo)
+    result = localizer.localize_request(request_for(repo, top_k=2).to_dict(), index=index)
+    assert result.paths[0] == "shop/pricing.py"
+    assert result.timings["walk_ms"] == 0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"instance_id": "a", "repo_path": "/r", "issue": "x", "topk": 3},
+        {"instance_id": "a", "repo_path": "/r", "issue": "x", "schema_version": "2.0"},
+        {"instance_id": "a", "repo_path": "/r", "issue": "x", "granularity": "line"},
+        {"instance_id": "a", "repo_path": "/r", "issue": "   "},
+    ],
+)
+def test_invalid_requests_are_input_errors_and_schema_invalid(bad: dict[str, object]) -> None:
+    assert not schema_validator("localize-request").is_valid(bad)
+    with pytest.raises(InputError):
+        Localizer().localize_request(bad)
+
+
+def test_another_localizer_can_build_schema_valid_results() -> None:
+    other = LocalizationResult(
+        instance_id="x-1",
+        localizer=LocalizerInfo("dense-retriever", "0.3", "llm-free"),
+        files=[
+            blagent.FileHit(
+                1,
+                "pkg/a.py",
+                0.9,
+                evidence=[blagent.Evidence("dense", 0.9, "cosine", (3, 9), "A.f")],
+            )
+        ],
+    )
+    schema_validator("localize-result").validate(other.to_dict())
+
+
+def test_cli_reads_a_request_from_a_file_or_stdin(repo: Path, tmp_path: Path) -> None:
+    request = request_for(repo, top_k=2, granularity="function").to_dict()
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    from_file = run("localize", "--request-json", str(path))
+    from_stdin = run("localize", "--request-json", "-", stdin=json.dumps(request))
+    assert from_file.returncode == from_stdin.returncode == 0, from_file.stderr
+    result = json.loads(from_file.stdout)
+    schema_validator("localize-result").validate(result)
+    assert result["files"][0]["path"] == "shop/pricing.py"
+    assert [f["path"] for f in json.loads(from_stdin.stdout)["files"]] == [
+        f["path"] for f in result["files"]
+    ]
+
+
+def test_cli_request_errors_exit_1_and_usage_errors_exit_2(repo: Path, tmp_path: Path) -> None:
+    assert run("localize", "--request-json", "-", stdin="{not json").returncode == 1
+    assert run("localize", "--request-json", "-", stdin="[1, 2]").returncode == 1
+    missing = run(
+        "localize",
+        "--request-json",
+        "-",
+        stdin=json.dumps({"instance_id": "a", "repo_path": str(tmp_path / "no"), "issue": "x"}),
+    )
+    assert missing.returncode == 1 and "repository not found" in missing.stderr
+    assert run("localize", "--request-json", str(tmp_path / "absent.json")).returncode == 1
+    both = run("localize", "--repo", str(repo), "--request-json", "-", stdin="{}")
+    assert both.returncode == 2
