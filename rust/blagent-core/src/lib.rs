@@ -8,10 +8,12 @@
 //! fields × indexes ─retrieve─▶ per-signal file scores ─fuse─▶ ranked files with evidence
 //! ```
 //!
-//! [`Localizer`] runs it end to end; [`eval`] measures it on SWE-bench-style datasets.
+//! [`Localizer`] runs it end to end; [`eval`] measures it on SWE-bench-style datasets;
+//! [`analysis`] finds the stage where automated program repair runs failed.
 
 mod error;
 
+pub mod analysis;
 pub mod chunk;
 pub mod eval;
 pub mod index;
