@@ -90,7 +90,7 @@ impl Summary {
         let mut md = String::from("# Failure-stage analysis\n\n");
         let _ = writeln!(
             md,
-            "{} instances: {} resolved, {} empty patches, {} unresolved with a patch. File stage: gold files in the top {} localized files.\n",
+            "{} instances: {} resolved, {} with an empty patch, {} unresolved with a patch. File stage: gold files in the top {} localized files.\n",
             self.instances, self.resolved, self.empty_patch, self.unresolved, self.top_k
         );
         md.push_str("| first failed stage | instances | % of unresolved |\n|---|---:|---:|\n");

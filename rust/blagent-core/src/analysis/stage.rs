@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::inputs::{GoldInstance, Localization, Outcome};
 use super::lines::{match_first_lines, LineMatch, LineVerdict};
 use super::patch::parse_patch;
+use super::functions::FunctionRef;
 use super::view::PatchView;
 use crate::eval::gold_files_from_patch;
 
@@ -143,7 +144,7 @@ pub fn classify(
     let gold_functions = gold_view.functions();
     let edited = gen_view.functions();
     let entries = loc.map(|l| l.entries.as_slice()).unwrap_or_default();
-    let mut function = FunctionEvidence { edited: edited.iter().map(|f| f.id()).collect(), ..FunctionEvidence::default() };
+    let mut function = FunctionEvidence { edited: edited.iter().map(FunctionRef::id).collect(), ..FunctionEvidence::default() };
     for g in &gold_functions {
         function.gold.push(g.id());
         let by_loc = entries.iter().any(|e| e.covers(g));
@@ -195,5 +196,94 @@ pub fn classify(
         function,
         line,
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::functions::LocEntry;
+    use super::*;
+
+    const BASE: &str = "class Pricer:\n    def discount(self, price, percent):\n        # percent is 0..100\n        factor = 1 - percent / 100\n        return price * factor\n\n    def total(self, items):\n        subtotal = 0\n        for item in items:\n            subtotal += item.price\n        taxed = subtotal * 1.2\n        shipping = 5 if taxed < 50 else 0\n        rounded = round(taxed + shipping, 2)\n        return rounded\n";
+    const PATH: &str = "shop/pricing.py";
+
+    /// A git-style patch of `PATH` replacing `from` with `to`.
+    fn patch(from: &str, to: &str) -> String {
+        let new = BASE.replacen(from, to, 1);
+        let diff = similar::TextDiff::from_lines(BASE, &new);
+        format!("diff --git a/{PATH} b/{PATH}\n{}", diff.unified_diff().header(&format!("a/{PATH}"), &format!("b/{PATH}")))
+    }
+
+    fn gold() -> GoldInstance {
+        GoldInstance { instance_id: "i".into(), repo: "acme/shop".into(), patch: patch("percent / 100", "min(percent, 100) / 100") }
+    }
+
+    fn loc(files: &[&str], functions: &[&str]) -> Localization {
+        let entries = functions.iter().map(|f| LocEntry::Function { path: Some(PATH.into()), name: (*f).into() }).collect();
+        Localization { found_files: files.iter().map(|f| (*f).to_owned()).collect(), entries }
+    }
+
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("shop")).unwrap();
+        std::fs::write(dir.path().join(PATH), BASE).unwrap();
+        dir
+    }
+
+    fn stage(loc: &Localization, generated: &str, outcome: Outcome, tree: Option<&Path>) -> InstanceAnalysis {
+        classify(&gold(), Some(loc), Some(generated), outcome, tree, 3)
+    }
+
+    #[test]
+    fn each_stage() {
+        let dir = tree();
+        let t = Some(dir.path());
+        let found = loc(&["a.py", PATH], &[]);
+        let wrong_total = patch("taxed + shipping, 2", "taxed + shipping, 3");
+        let same_line = patch("percent / 100", "percent / 10");
+        let far = loc(&["a.py", "b.py", "c.py", PATH], &[]);
+        assert_eq!(stage(&far, &same_line, Outcome::Unresolved, t).stage, Stage::File);
+        let a = stage(&found, &wrong_total, Outcome::Unresolved, t);
+        assert_eq!(a.stage, Stage::Function);
+        assert_eq!(a.function.gold, ["shop/pricing.py::Pricer.discount"]);
+        assert_eq!(a.function.edited, ["shop/pricing.py::Pricer.total"]);
+        let a = stage(&loc(&[PATH], &["Pricer"]), &wrong_total, Outcome::Unresolved, t);
+        assert_eq!((a.stage, a.line.distance), (Stage::Line, Some(9)));
+        let a = stage(&found, &same_line, Outcome::Unresolved, t);
+        assert_eq!((a.stage, a.line.verdict), (Stage::PatchGeneration, LineVerdict::Correct));
+        assert_eq!(a.line.gold.as_ref().unwrap().text, "factor = 1 - percent / 100", "the comment is skipped");
+        assert_eq!(stage(&found, &same_line, Outcome::Resolved, t).stage, Stage::Resolved);
+        assert_eq!(stage(&found, "", Outcome::EmptyPatch, t).stage, Stage::EmptyPatch);
+        let a = stage(&found, "  \n", Outcome::Unresolved, t);
+        assert_eq!(a.stage, Stage::EmptyPatch);
+        assert!(a.notes.iter().any(|n| n.contains("empty")));
+    }
+
+    #[test]
+    fn without_a_tree_what_can_be_classified_is() {
+        let found = loc(&[PATH], &[]);
+        let a = stage(&found, &patch("percent / 100", "percent / 10"), Outcome::Unresolved, None);
+        assert_eq!((a.stage, a.function.passed), (Stage::PatchGeneration, None));
+        assert!(a.notes[0].contains("base tree not found"));
+        let a = stage(&found, &patch("taxed + shipping, 2", "taxed + shipping, 3"), Outcome::Unresolved, None);
+        assert_eq!(a.stage, Stage::Unclassified);
+        let a = stage(&loc(&["x.py"], &[]), &patch("taxed + shipping, 2", "taxed + shipping, 3"), Outcome::Unresolved, None);
+        assert_eq!(a.stage, Stage::File);
+    }
+
+    #[test]
+    fn unparsable_patches_are_noted_not_fatal() {
+        let dir = tree();
+        let broken = "--- a/shop/pricing.py\n+++ b/shop/pricing.py\n@@ -4,2 +4,2 @@\n garbage\n";
+        let a = stage(&loc(&[PATH], &["Pricer.discount"]), broken, Outcome::Unresolved, Some(dir.path()));
+        assert_eq!(a.stage, Stage::PatchGeneration);
+        assert!(a.notes.iter().any(|n| n.starts_with("generated patch does not parse")), "{:?}", a.notes);
+        let mut bad_gold = gold();
+        bad_gold.patch = broken.into();
+        let a = classify(&bad_gold, None, Some(""), Outcome::Unresolved, Some(dir.path()), 3);
+        assert_eq!(a.stage, Stage::EmptyPatch);
+        let a = classify(&bad_gold, None, Some(&patch("a", "b")), Outcome::Unresolved, Some(dir.path()), 3);
+        assert_eq!(a.stage, Stage::Unclassified);
+        assert!(a.notes.iter().any(|n| n.starts_with("gold patch does not parse")));
     }
 }

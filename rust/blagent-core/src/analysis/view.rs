@@ -64,28 +64,26 @@ fn view_file(patch: FilePatch, tree: Option<&Path>, label: &str, notes: &mut Vec
         let code_lines = code_lines(&patch, None, None);
         return FileView { patch, code_lines, functions: Vec::new() };
     };
-    let path = &patch.path;
+    let file_path = &patch.path;
     let base = if patch.is_new {
         Some(String::new())
     } else {
-        match std::fs::read(tree.join(path)) {
-            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-            Err(_) => {
-                notes.push(format!("{label}: {path} is not in the base tree"));
-                None
-            }
+        let text = std::fs::read(tree.join(file_path)).ok().map(|b| String::from_utf8_lossy(&b).into_owned());
+        if text.is_none() {
+            notes.push(format!("{label}: {file_path} is not in the base tree"));
         }
+        text
     };
     let new = base.as_deref().and_then(|b| {
         let applied = if patch.is_deleted { Some(String::new()) } else { apply(b, &patch) };
         if applied.is_none() {
-            notes.push(format!("{label}: hunks of {path} do not match the base file; added lines placed by base position"));
+            notes.push(format!("{label}: hunks of {file_path} do not match the base file; added lines placed by base position"));
         }
         applied
     });
     let code = code_lines(&patch, base.as_deref(), new.as_deref());
-    let base_symbols = base.as_deref().and_then(|t| symbols_of(path, t)).unwrap_or_default();
-    let new_symbols = new.as_deref().and_then(|t| symbols_of(path, t));
+    let base_symbols = base.as_deref().and_then(|t| symbols_of(file_path, t)).unwrap_or_default();
+    let new_symbols = new.as_deref().and_then(|t| symbols_of(file_path, t));
     let mut functions: BTreeSet<FunctionRef> = BTreeSet::new();
     for line in &code {
         let symbol = match (line.kind, &new_symbols) {
@@ -97,7 +95,7 @@ fn view_file(patch: FilePatch, tree: Option<&Path>, label: &str, notes: &mut Vec
         let Some(symbol) = symbol else { continue };
         let in_base = base_symbols.iter().find(|s| s.qualified == symbol.qualified && !s.in_function);
         functions.insert(FunctionRef {
-            path: path.clone(),
+            path: file_path.clone(),
             qualified: symbol.qualified.clone(),
             base_lines: in_base.map(|s| (s.start_line, s.end_line)),
         });
