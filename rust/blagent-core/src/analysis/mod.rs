@@ -30,7 +30,7 @@ pub use self::inputs::{
     load_gold, load_localizations, load_predictions, load_report, GoldInstance, Localization, Outcome, FUNCTION_FIELDS,
 };
 pub use self::lines::{
-    code_lines, docstring_mask, is_blank_or_comment, line_similarity, match_first_lines, CodeLine, LineMatch,
+    code_lines, docstring_mask, hunk_docstring_mask, is_blank_or_comment, line_similarity, match_first_lines, CodeLine, LineMatch,
     LineVerdict, APPROX_LINE_DISTANCE, APPROX_SIMILARITY, EXACT_LINE_DISTANCE,
 };
 pub use self::patch::{apply, parse_patch, ChangeKind, FilePatch, Hunk, HunkLine};
