@@ -15,6 +15,7 @@
 //! summary and the PNG chart.
 
 mod chart;
+mod docstrings;
 mod functions;
 mod inputs;
 mod lines;
@@ -25,12 +26,13 @@ mod stage;
 mod view;
 
 pub use self::chart::render_chart;
+pub use self::docstrings::{docstring_mask, hunk_docstring_mask};
 pub use self::functions::{collect_entries, enclosing, FunctionRef, LocEntry};
 pub use self::inputs::{
     load_gold, load_localizations, load_predictions, load_report, GoldInstance, Localization, Outcome, FUNCTION_FIELDS,
 };
 pub use self::lines::{
-    code_lines, docstring_mask, hunk_docstring_mask, is_blank_or_comment, line_similarity, match_first_lines, CodeLine, LineMatch,
+    code_lines, is_blank_or_comment, line_similarity, match_first_lines, CodeLine, LineMatch,
     LineVerdict, APPROX_LINE_DISTANCE, APPROX_SIMILARITY, EXACT_LINE_DISTANCE,
 };
 pub use self::patch::{apply, parse_patch, ChangeKind, FilePatch, Hunk, HunkLine};
