@@ -48,5 +48,14 @@ def batch(
     granularity: str = "file",
     progress: bool = True,
 ) -> str: ...
+def analyze_failures(
+    dataset: "str | PathLike[str]",
+    locs: "str | PathLike[str]",
+    predictions: "str | PathLike[str]",
+    report: "str | PathLike[str]",
+    repos: "Optional[str | PathLike[str]]" = None,
+    top_k: int = 3,
+    out_dir: "Optional[str | PathLike[str]]" = None,
+) -> str: ...
 def reformulate(issue: str) -> str: ...
 def parse_source(path: str, text: str) -> str: ...

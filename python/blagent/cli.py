@@ -161,6 +161,65 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+ANALYZE_HELP = """\
+For every unresolved instance, the first stage that failed:
+  file              a gold file is not among the top-k localized files
+  function          a gold function is neither localized nor edited by the generated patch
+  line              the first changed code lines (not comment, docstring or blank) of the
+                    generated and gold patches are in different files, or more than 5 lines
+                    apart and not (within 10 lines and similarity >= 0.6)
+  patch generation  everything localized, the patch still wrong
+Empty patches and resolved instances are counted apart.
+
+Inputs:
+  --dataset      JSONL: instance_id, patch (the gold patch), repo
+  --locs         JSONL: instance_id, found_files, and optionally function-level entries in
+                 found_functions / found_entities / found_modules ("path::Class.method",
+                 "path:Class.method", "path:10-20") or found_related_locs / found_edit_locs
+                 (Agentless: "function: X", "class: X", "line: N", per file)
+  --predictions  SWE-bench predictions JSONL (or JSON list): instance_id, model_patch
+  --report       JSON, one of: SWE-bench's run report (resolved_ids, unresolved_ids,
+                 empty_patch_ids, error_ids); {"resolved": [...], "unresolved": [...],
+                 "empty_patch": [...], "error": [...]}; SWE-bench's per-instance report
+                 {id: {"resolved": bool, ...}}. error ids are analysed as unresolved.
+  --repos        base trees at DIR/<instance_id> (as for `blagent eval`); without a tree the
+                 function stage is not checked and the instance says so
+
+Outputs: the JSON summary on stdout; with --out-dir, instances/<id>.json, summary.md,
+summary.json and chart.png.
+"""
+
+
+def cmd_analyze_failures(args: argparse.Namespace) -> int:
+    for flag in ("dataset", "locs", "predictions", "report"):
+        path = Path(getattr(args, flag))
+        if not path.is_file():
+            raise _core.InputError(f"--{flag}: no such file: {path}")
+    raw = _core.analyze_failures(
+        args.dataset,
+        args.locs,
+        args.predictions,
+        args.report,
+        repos=args.repos,
+        top_k=args.top_k,
+        out_dir=args.out_dir,
+    )
+    analysis = json.loads(raw)
+    for warning in analysis["warnings"]:
+        print(f"blagent: warning: {warning}", file=sys.stderr)
+    summary = {k: analysis[k] for k in ("summary", "warnings", "outputs")}
+    json.dump(summary, sys.stdout, indent=2)
+    print()
+    return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"blagent {_core.__version__}")
@@ -215,6 +274,21 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--format", choices=["json", "text"], default="text")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_eval)
+
+    an = sub.add_parser(
+        "analyze-failures",
+        help="find the stage (file, function, line, patch generation) where APR runs failed",
+        description=ANALYZE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    an.add_argument("--dataset", required=True, help="JSONL with instance_id, patch (gold), repo")
+    an.add_argument("--locs", required=True, help="localization outputs (JSONL with found_files)")
+    an.add_argument("--predictions", required=True, help="generated patches (SWE-bench predictions)")
+    an.add_argument("--report", required=True, help="evaluation report JSON")
+    an.add_argument("--repos", help="directory with one base tree per instance: DIR/<instance_id>")
+    an.add_argument("--top-k", type=_positive_int, default=3, help="localized files the file stage looks at (default 3)")
+    an.add_argument("--out-dir", help="write instances/<id>.json, summary.md, summary.json, chart.png here")
+    an.set_defaults(func=cmd_analyze_failures)
     return parser
 
 

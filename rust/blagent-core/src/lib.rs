@@ -9,10 +9,12 @@
 //! ```
 //!
 //! [`Localizer`] runs it end to end; [`interface`] is the request/result contract APR pipelines
-//! call (and the Agentless batch); [`eval`] measures it on SWE-bench-style datasets.
+//! call (and the Agentless batch); [`eval`] measures it on SWE-bench-style datasets;
+//! [`analysis`] finds the stage where automated program repair runs failed.
 
 mod error;
 
+pub mod analysis;
 pub mod chunk;
 pub mod eval;
 pub mod index;

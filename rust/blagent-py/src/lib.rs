@@ -9,6 +9,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
+use blagent_core::analysis::{analyze_failures as run_analysis, write_outputs, AnalysisConfig};
 use blagent_core::eval::{run_eval, EvalConfig};
 use blagent_core::interface::{run_batch, BatchConfig, Granularity, LocalizeRequest};
 use blagent_core::{Error, LocalizeOptions, Localizer, RepoIndex};
@@ -210,6 +211,40 @@ fn batch(
     run(py, || to_json(&run_batch(&config)?))
 }
 
+/// Finds, for every unresolved instance of an APR run, the first stage that failed (file,
+/// function, line, patch generation); returns the analysis as JSON (`summary`, `instances`,
+/// `warnings`, and `outputs`: the files written).
+///
+/// Args:
+///     dataset: JSONL with `instance_id`, `patch` (gold patch), `repo`.
+///     locs: localization outputs (JSONL: `instance_id`, `found_files`, optional function entries).
+///     predictions: generated patches (SWE-bench predictions JSONL: `instance_id`, `model_patch`).
+///     report: evaluation report JSON (resolved / unresolved / empty-patch ids).
+///     repos: directory of base trees `<repos>/<instance_id>` (no function stage without it).
+///     top_k: localized files the file stage looks at.
+///     out_dir: where to write `instances/<id>.json`, `summary.md`, `summary.json`, `chart.png`.
+#[pyfunction]
+#[pyo3(signature = (dataset, locs, predictions, report, repos=None, top_k=3, out_dir=None))]
+fn analyze_failures(
+    py: Python<'_>,
+    dataset: PathBuf,
+    locs: PathBuf,
+    predictions: PathBuf,
+    report: PathBuf,
+    repos: Option<PathBuf>,
+    top_k: usize,
+    out_dir: Option<PathBuf>,
+) -> PyResult<String> {
+    let config = AnalysisConfig { dataset, locs, predictions, report, repos, top_k };
+    run(py, || {
+        let analysis = run_analysis(&config)?;
+        let outputs = out_dir.as_deref().map(|dir| write_outputs(&analysis, dir)).transpose()?.unwrap_or_default();
+        let mut value = serde_json::to_value(&analysis)?;
+        value["outputs"] = serde_json::to_value(outputs)?;
+        to_json(&value)
+    })
+}
+
 /// Reformulates an issue into the extracted fields; returns JSON.
 #[pyfunction]
 fn reformulate(py: Python<'_>, issue: &str) -> PyResult<String> {
@@ -246,6 +281,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRepoIndex>()?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;
     m.add_function(wrap_pyfunction!(reformulate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_source, m)?)?;
     Ok(())

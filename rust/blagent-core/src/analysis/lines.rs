@@ -1,0 +1,190 @@
+//! The line-level check of the BLAgent study: the first changed code line of the generated
+//! patch against the gold patch's, by distance and by text similarity.
+
+use serde::{Deserialize, Serialize};
+
+use super::docstrings::{docstring_mask, hunk_docstring_mask};
+use super::patch::{ChangeKind, FilePatch};
+
+/// First lines at most this many lines apart are a correct line localization.
+pub const EXACT_LINE_DISTANCE: usize = 5;
+/// First lines at most this many lines apart and similar enough are an approximate match.
+pub const APPROX_LINE_DISTANCE: usize = 10;
+/// The similarity ratio (`similar`'s character diff) an approximate match needs.
+pub const APPROX_SIMILARITY: f32 = 0.6;
+
+/// A changed line that is code: not blank, not a comment, not inside a docstring.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeLine {
+    /// Repository-relative path.
+    pub path: String,
+    /// Base-file line (see [`super::HunkLine::base_line`]), the coordinate both patches share.
+    pub line: usize,
+    /// Line in the patched file.
+    pub new_line: usize,
+    /// Added or removed.
+    pub kind: ChangeKind,
+    /// The line's text, trimmed.
+    pub text: String,
+}
+
+/// How the generated patch's first code line compares to the gold patch's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineVerdict {
+    /// Same file, at most [`EXACT_LINE_DISTANCE`] lines apart.
+    Correct,
+    /// Same file, at most [`APPROX_LINE_DISTANCE`] lines apart, similarity ≥ [`APPROX_SIMILARITY`].
+    Approximate,
+    /// Anything else, or a side without a code line.
+    Failed,
+}
+
+/// The evidence of the line-level check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineMatch {
+    /// The gold patch's first code line.
+    pub gold: Option<CodeLine>,
+    /// The generated patch's first code line (in the gold line's file when it changes it).
+    pub generated: Option<CodeLine>,
+    /// Lines between them, when in the same file.
+    pub distance: Option<usize>,
+    /// Similarity ratio of their trimmed texts, in `0..=1`.
+    pub similarity: Option<f32>,
+    /// The verdict.
+    pub verdict: LineVerdict,
+}
+
+/// Similarity of two lines: `similar::TextDiff::from_chars(a, b).ratio()` (2·matches / total
+/// characters, 1.0 for two empty strings).
+pub fn line_similarity(a: &str, b: &str) -> f32 {
+    similar::TextDiff::from_chars(a, b).ratio()
+}
+
+/// Whether a line is a comment or blank (so not a code line).
+pub fn is_blank_or_comment(text: &str) -> bool {
+    let t = text.trim();
+    t.is_empty() || t.starts_with('#')
+}
+
+/// The code lines a patch changes in one file, in patch order. `base` and `new` are the file
+/// before and after the patch when known; they make docstring detection exact, otherwise the
+/// hunks' own context is scanned ([`hunk_docstring_mask`]).
+pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Vec<CodeLine> {
+    let base_mask = base.map(|t| docstring_mask(t.lines()));
+    let new_mask = new.map(|t| docstring_mask(t.lines()));
+    let mut out = Vec::new();
+    for hunk in &file.hunks {
+        let old_view: Vec<&str> = hunk.lines.iter().filter(|l| l.change != Some(ChangeKind::Added)).map(|l| l.text.as_str()).collect();
+        let new_view: Vec<&str> = hunk.lines.iter().filter(|l| l.change != Some(ChangeKind::Removed)).map(|l| l.text.as_str()).collect();
+        let (hunk_old, hunk_new) = (hunk_docstring_mask(&old_view), hunk_docstring_mask(&new_view));
+        let (mut oi, mut ni) = (0, 0);
+        for line in &hunk.lines {
+            let in_doc = match line.change {
+                None => {
+                    oi += 1;
+                    ni += 1;
+                    continue;
+                }
+                Some(ChangeKind::Removed) => {
+                    oi += 1;
+                    lookup(base_mask.as_deref(), line.base_line).unwrap_or(hunk_old[oi - 1])
+                }
+                Some(ChangeKind::Added) => {
+                    ni += 1;
+                    lookup(new_mask.as_deref(), line.new_line).unwrap_or(hunk_new[ni - 1])
+                }
+            };
+            if !in_doc && !is_blank_or_comment(&line.text) {
+                let kind = line.change.expect("context lines skipped above");
+                out.push(CodeLine {
+                    path: file.path.clone(),
+                    line: line.base_line,
+                    new_line: line.new_line,
+                    kind,
+                    text: line.text.trim().to_owned(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn lookup(mask: Option<&[bool]>, line: usize) -> Option<bool> {
+    mask.and_then(|m| m.get(line.checked_sub(1)?).copied())
+}
+
+/// Compares the first code lines: same file and within [`EXACT_LINE_DISTANCE`] lines is
+/// correct; same file, within [`APPROX_LINE_DISTANCE`] lines and similarity at least
+/// [`APPROX_SIMILARITY`] is approximate; anything else fails.
+pub fn match_first_lines(gold: Option<&CodeLine>, generated: Option<&CodeLine>) -> LineMatch {
+    let mut result = LineMatch { gold: gold.cloned(), generated: generated.cloned(), distance: None, similarity: None, verdict: LineVerdict::Failed };
+    let (Some(g), Some(p)) = (gold, generated) else { return result };
+    let similarity = line_similarity(&g.text, &p.text);
+    result.similarity = Some(similarity);
+    if g.path != p.path {
+        return result;
+    }
+    let distance = g.line.abs_diff(p.line);
+    result.distance = Some(distance);
+    result.verdict = if distance <= EXACT_LINE_DISTANCE {
+        LineVerdict::Correct
+    } else if distance <= APPROX_LINE_DISTANCE && similarity >= APPROX_SIMILARITY {
+        LineVerdict::Approximate
+    } else {
+        LineVerdict::Failed
+    };
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::patch::parse_patch;
+    use super::*;
+
+    fn line(path: &str, line: usize, text: &str) -> CodeLine {
+        CodeLine { path: path.into(), line, new_line: line, kind: ChangeKind::Added, text: text.into() }
+    }
+
+    #[test]
+    fn similarity_is_the_character_diff_ratio() {
+        assert!((line_similarity("abcd", "abcd") - 1.0).abs() < 1e-6);
+        assert!((line_similarity("abcd", "abxy") - 0.5).abs() < 1e-6);
+        assert!(line_similarity("return total", "raise ValueError()") < 0.6);
+    }
+
+    #[test]
+    fn thresholds_decide_correct_approximate_and_failed() {
+        let gold = line("a.py", 100, "return price * (1 - discount)");
+        let verdict = |p: &CodeLine| match_first_lines(Some(&gold), Some(p)).verdict;
+        assert_eq!(verdict(&line("a.py", 105, "anything")), LineVerdict::Correct);
+        assert_eq!(verdict(&line("a.py", 95, "x")), LineVerdict::Correct);
+        assert_eq!(verdict(&line("a.py", 106, "x = 1")), LineVerdict::Failed);
+        assert_eq!(verdict(&line("a.py", 110, "return price * (1 - discount / 100)")), LineVerdict::Approximate);
+        assert_eq!(verdict(&line("a.py", 111, "return price * (1 - discount / 100)")), LineVerdict::Failed);
+        assert_eq!(verdict(&line("b.py", 100, "return price * (1 - discount)")), LineVerdict::Failed);
+        assert_eq!(match_first_lines(Some(&gold), None).verdict, LineVerdict::Failed);
+    }
+
+    #[test]
+    fn comments_blank_lines_and_docstrings_are_skipped() {
+        let patch = "--- a/m.py\n+++ b/m.py\n@@ -1,4 +1,9 @@\n def f(x):\n-    \"\"\"Old doc.\"\"\"\n+    \"\"\"New doc,\n+    over lines.\n+    \"\"\"\n+    # a comment\n+\n+    x = int(x)\n     y = 2\n-    return x\n+    return x + y\n";
+        let files = parse_patch(patch).unwrap();
+        let lines = code_lines(&files[0], None, None);
+        let texts: Vec<_> = lines.iter().map(|l| (l.kind, l.line, l.text.as_str())).collect();
+        assert_eq!(
+            texts,
+            [(ChangeKind::Added, 3, "x = int(x)"), (ChangeKind::Removed, 4, "return x"), (ChangeKind::Added, 5, "return x + y")]
+        );
+    }
+
+    #[test]
+    fn the_whole_file_settles_a_hunk_that_starts_inside_a_docstring() {
+        let base = "def f():\n    \"\"\"Doc\n    more doc\n    old text\n    \"\"\"\n    return 1\n";
+        let patch = "--- a/m.py\n+++ b/m.py\n@@ -3,2 +3,2 @@\n     more doc\n-    old text\n+    new text\n";
+        let files = parse_patch(patch).unwrap();
+        assert_eq!(code_lines(&files[0], None, None).len(), 2, "the hunk alone cannot tell");
+        let new = super::super::patch::apply(base, &files[0]).unwrap();
+        assert!(code_lines(&files[0], Some(base), Some(&new)).is_empty());
+    }
+}

@@ -1,0 +1,42 @@
+//! Failure-stage analysis of automated program repair runs: for every unresolved instance,
+//! the first stage that failed.
+//!
+//! ```text
+//! gold patch ─parse─▶ hunks ─map onto base tree─▶ gold files, functions, first code line ─┐
+//! generated patch ─parse─▶ hunks ─map onto base tree─▶ edited functions, first code line ─┼─▶ stage
+//! localization output ─▶ top-k files, function entries, line ranges ──────────────────────┘
+//! ```
+//!
+//! Stages, in order: **file** (a gold file is not among the top-k localized files),
+//! **function** (a gold function is neither localized nor edited), **line** (the first changed
+//! code lines differ: see [`match_first_lines`]), **patch generation** (all localized, the
+//! patch still wrong). Empty patches and resolved instances are counted apart.
+//! [`analyze_failures`] runs it; [`write_outputs`] writes the per-instance JSON, the markdown
+//! summary and the PNG chart.
+
+mod chart;
+mod docstrings;
+mod functions;
+mod inputs;
+mod lines;
+mod patch;
+mod report;
+mod run;
+mod stage;
+mod view;
+
+pub use self::chart::render_chart;
+pub use self::docstrings::{docstring_mask, hunk_docstring_mask};
+pub use self::functions::{collect_entries, enclosing, FunctionRef, LocEntry};
+pub use self::inputs::{
+    load_gold, load_localizations, load_predictions, load_report, GoldInstance, Localization, Outcome, FUNCTION_FIELDS,
+};
+pub use self::lines::{
+    code_lines, is_blank_or_comment, line_similarity, match_first_lines, CodeLine, LineMatch,
+    LineVerdict, APPROX_LINE_DISTANCE, APPROX_SIMILARITY, EXACT_LINE_DISTANCE,
+};
+pub use self::patch::{apply, parse_patch, ChangeKind, FilePatch, Hunk, HunkLine};
+pub use self::report::{StageCount, Summary};
+pub use self::run::{analyze_failures, write_outputs, AnalysisConfig, AnalysisReport};
+pub use self::stage::{classify, FileEvidence, FunctionEvidence, InstanceAnalysis, Stage};
+pub use self::view::{FileView, PatchView};

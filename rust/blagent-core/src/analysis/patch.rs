@@ -1,0 +1,263 @@
+//! Unified diffs (`git diff` / SWE-bench patches) parsed into files, hunks and changed lines,
+//! each changed line placed in base-file coordinates.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Whether a changed line was added or removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// A `+` line.
+    Added,
+    /// A `-` line.
+    Removed,
+}
+
+/// One line of a hunk body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HunkLine {
+    /// `Some` for a changed line, `None` for context.
+    pub change: Option<ChangeKind>,
+    /// The text without its prefix character.
+    pub text: String,
+    /// Base-file line: the line itself for context and removed lines; for an added line, the
+    /// base line it is inserted before (so both patches of an instance share coordinates).
+    pub base_line: usize,
+    /// Line in the patched file (for removed lines, where the line would have been).
+    pub new_line: usize,
+}
+
+/// One `@@ -a,b +c,d @@` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    /// First base line of the hunk (1-based; 0 for an empty range).
+    pub old_start: usize,
+    /// First patched line of the hunk.
+    pub new_start: usize,
+    /// The body, in order.
+    pub lines: Vec<HunkLine>,
+}
+
+/// The changes a patch makes to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilePatch {
+    /// Repository-relative path after the change (before it, for a deleted file).
+    pub path: String,
+    /// Whether the file is created by the patch (`--- /dev/null`).
+    pub is_new: bool,
+    /// Whether the file is deleted by the patch (`+++ /dev/null`).
+    pub is_deleted: bool,
+    /// Hunks in order.
+    pub hunks: Vec<Hunk>,
+}
+
+impl FilePatch {
+    /// The changed lines of every hunk, in patch order.
+    pub fn changed_lines(&self) -> impl Iterator<Item = &HunkLine> {
+        self.hunks.iter().flat_map(|h| h.lines.iter()).filter(|l| l.change.is_some())
+    }
+}
+
+static HUNK_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@").expect("valid pattern")
+});
+
+/// Parses a unified diff. Text before the first file header is ignored, as `git apply` does;
+/// an empty line inside a hunk is read as a blank context line, as GNU `patch` does.
+///
+/// Fails on a malformed hunk header, a hunk body line with an unknown prefix, a hunk shorter
+/// than its header says, or a hunk outside any file; the message names the 1-based line.
+pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
+    let mut files: Vec<FilePatch> = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    let bad = |line: usize, message: String| Error::InvalidInput(format!("patch line {line}: {message}"));
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            let path = rest.split_once(" b/").map_or(rest, |(_, b)| b);
+            files.push(FilePatch { path: path.to_owned(), is_new: false, is_deleted: false, hunks: Vec::new() });
+        } else if line.starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ ")) {
+            let old = header_path(&line[4..]);
+            let new = header_path(&lines[i + 1][4..]);
+            let fresh_header = files.last().is_none_or(|f| !f.hunks.is_empty());
+            if fresh_header {
+                files.push(FilePatch { path: String::new(), is_new: false, is_deleted: false, hunks: Vec::new() });
+            }
+            let file = files.last_mut().expect("pushed above");
+            file.is_new = old.is_none();
+            file.is_deleted = new.is_none();
+            file.path = new.or(old).unwrap_or_default();
+            i += 2;
+            continue;
+        } else if line.starts_with("@@") {
+            let Some(file) = files.last_mut() else {
+                return Err(bad(i + 1, "hunk before any file header".into()));
+            };
+            let caps = HUNK_HEADER.captures(line).ok_or_else(|| bad(i + 1, format!("malformed hunk header {line:?}")))?;
+            let num = |k: usize| caps.get(k).map_or(Ok(1), |m| m.as_str().parse::<usize>());
+            let parsed = (num(1), num(2), num(3), num(4));
+            let (Ok(old_start), Ok(old_len), Ok(new_start), Ok(new_len)) = parsed else {
+                return Err(bad(i + 1, format!("line number out of range in {line:?}")));
+            };
+            if (old_start == 0 && old_len > 0) || (new_start == 0 && new_len > 0) {
+                return Err(bad(i + 1, format!("a non-empty range starts at line 0 in {line:?}")));
+            }
+            let (hunk, next) = parse_hunk(&lines, i + 1, [old_start, old_len, new_start, new_len]).map_err(|(l, m)| bad(l, m))?;
+            file.hunks.push(hunk);
+            i = next;
+            continue;
+        }
+        i += 1;
+    }
+    files.retain(|f| !f.path.is_empty());
+    Ok(files)
+}
+
+/// The path of a `---` / `+++` header without its `a/` / `b/` prefix and trailing timestamp;
+/// `None` for `/dev/null`.
+fn header_path(raw: &str) -> Option<String> {
+    let raw = raw.split('\t').next().unwrap_or(raw).trim_end();
+    if raw == "/dev/null" {
+        return None;
+    }
+    let path = raw.strip_prefix("a/").or_else(|| raw.strip_prefix("b/")).unwrap_or(raw);
+    Some(path.to_owned())
+}
+
+/// Reads a hunk body starting at `lines[start]`; returns the hunk and the index after it, or
+/// `(1-based line, message)`.
+fn parse_hunk(lines: &[&str], start: usize, header: [usize; 4]) -> std::result::Result<(Hunk, usize), (usize, String)> {
+    let [old_start, old_len, new_start, new_len] = header;
+    let (mut old_left, mut new_left) = (old_len, new_len);
+    // An empty range's start names the line before it.
+    let mut base = if old_len == 0 { old_start + 1 } else { old_start };
+    let mut new = if new_len == 0 { new_start + 1 } else { new_start };
+    let mut body = Vec::new();
+    let mut i = start;
+    while old_left > 0 || new_left > 0 {
+        let Some(&line) = lines.get(i) else {
+            return Err((i, format!("hunk ends early: {old_left} base and {new_left} new lines missing")));
+        };
+        let (prefix, text) = line.split_at(line.chars().next().map_or(0, char::len_utf8));
+        let change = match prefix {
+            " " | "" if old_left > 0 && new_left > 0 => None,
+            "-" if old_left > 0 => Some(ChangeKind::Removed),
+            "+" if new_left > 0 => Some(ChangeKind::Added),
+            "\\" => {
+                i += 1;
+                continue;
+            }
+            _ => return Err((i + 1, format!("unexpected line in hunk: {line:?}"))),
+        };
+        body.push(HunkLine { change, text: text.to_owned(), base_line: base, new_line: new });
+        if change != Some(ChangeKind::Added) {
+            base += 1;
+            old_left -= 1;
+        }
+        if change != Some(ChangeKind::Removed) {
+            new += 1;
+            new_left -= 1;
+        }
+        i += 1;
+    }
+    while lines.get(i).is_some_and(|l| l.starts_with('\\')) {
+        i += 1;
+    }
+    Ok((Hunk { old_start, new_start, lines: body }, i))
+}
+
+/// The file after the patch: `base` with `file`'s hunks applied by their line numbers.
+/// Returns `None` when a context or removed line does not match the base text.
+pub fn apply(base: &str, file: &FilePatch) -> Option<String> {
+    let old: Vec<&str> = base.lines().collect();
+    let mut out: Vec<&str> = Vec::with_capacity(old.len());
+    let mut next = 1; // next base line to copy
+    for hunk in &file.hunks {
+        let first = hunk.lines.first().map_or(hunk.old_start, |l| l.base_line);
+        if first < next {
+            return None;
+        }
+        out.extend(old.get(next - 1..first - 1)?);
+        next = first;
+        for line in &hunk.lines {
+            if line.change != Some(ChangeKind::Added) {
+                if old.get(line.base_line - 1).map(|t| t.trim_end()) != Some(line.text.trim_end()) {
+                    return None;
+                }
+                next = line.base_line + 1;
+            }
+            if line.change != Some(ChangeKind::Removed) {
+                out.push(&line.text);
+            }
+        }
+    }
+    out.extend(old.get(next - 1..)?);
+    let mut text = out.join("\n");
+    text.push('\n');
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATCH: &str = "diff --git a/pkg/mod.py b/pkg/mod.py\nindex 1..2 100644\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -2,4 +2,4 @@ def f():\n a = 1\n-b = 2\n+b = 3\n c = 4\n d = 5\n@@ -10,2 +10,3 @@\n x\n+y\n z\n";
+
+    #[test]
+    fn hunk_headers_give_base_and_new_lines() {
+        let files = parse_patch(PATCH).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].path, "pkg/mod.py");
+        let changed: Vec<_> = files[0].changed_lines().map(|l| (l.change.unwrap(), l.base_line, l.new_line, l.text.as_str())).collect();
+        assert_eq!(
+            changed,
+            [(ChangeKind::Removed, 3, 3, "b = 2"), (ChangeKind::Added, 4, 3, "b = 3"), (ChangeKind::Added, 11, 11, "y")]
+        );
+    }
+
+    #[test]
+    fn new_and_deleted_files() {
+        let patch = "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+import os\n+X = 1\ndiff --git a/old.py b/old.py\ndeleted file mode 100644\n--- a/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-Y = 2\n";
+        let files = parse_patch(patch).unwrap();
+        assert!(files[0].is_new && !files[0].is_deleted);
+        assert_eq!(files[0].path, "new.py");
+        assert_eq!(files[0].changed_lines().map(|l| l.new_line).collect::<Vec<_>>(), [1, 2]);
+        assert!(files[1].is_deleted);
+        assert_eq!(files[1].path, "old.py");
+    }
+
+    #[test]
+    fn plain_diff_without_git_headers_and_no_newline_marker() {
+        let patch = "--- a/x.py\t2020-01-01\n+++ b/x.py\t2020-01-02\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n";
+        let files = parse_patch(patch).unwrap();
+        assert_eq!(files[0].path, "x.py");
+        assert_eq!(files[0].changed_lines().count(), 2);
+    }
+
+    #[test]
+    fn malformed_patches_are_errors_naming_the_line() {
+        let truncated = "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n";
+        assert!(parse_patch(truncated).unwrap_err().to_string().contains("hunk ends early"));
+        let header = "--- a/x.py\n+++ b/x.py\n@@ -one +1 @@\n";
+        assert!(parse_patch(header).unwrap_err().to_string().contains("patch line 3"));
+        let prefix = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n a\n*b\n";
+        assert!(parse_patch(prefix).unwrap_err().to_string().contains("unexpected line"));
+        assert!(parse_patch("@@ -1 +1 @@\n-a\n+b\n").is_err());
+        assert!(parse_patch("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn apply_rebuilds_the_patched_file_and_checks_context() {
+        let base = "l1\na = 1\nb = 2\nc = 4\nd = 5\nl6\nl7\nl8\nl9\nx\nz\n";
+        let files = parse_patch(PATCH).unwrap();
+        let new = apply(base, &files[0]).unwrap();
+        assert_eq!(new, "l1\na = 1\nb = 3\nc = 4\nd = 5\nl6\nl7\nl8\nl9\nx\ny\nz\n");
+        assert!(apply("something else\n", &files[0]).is_none());
+    }
+}

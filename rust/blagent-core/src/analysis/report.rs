@@ -1,0 +1,119 @@
+//! The summary of an analysis: counts and shares per stage, rendered as a markdown table.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::lines::LineVerdict;
+use super::stage::{InstanceAnalysis, Stage};
+
+/// How many instances ended at one stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageCount {
+    /// The stage.
+    pub stage: Stage,
+    /// Instances.
+    pub count: usize,
+    /// Percent of the unresolved instances with a patch (failure stages) or of all instances
+    /// (empty patch, resolved).
+    pub percent: f64,
+}
+
+/// Counts over all analysed instances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Instances analysed (every instance the report lists that the dataset holds).
+    pub instances: usize,
+    /// Resolved instances.
+    pub resolved: usize,
+    /// Instances without a generated patch.
+    pub empty_patch: usize,
+    /// Unresolved instances with a patch: the denominator of the failure stages.
+    pub unresolved: usize,
+    /// One entry per stage, in [`Stage::ALL`] order.
+    pub stages: Vec<StageCount>,
+    /// Unresolved instances whose first lines matched exactly (≤ 5 lines apart).
+    pub line_correct: usize,
+    /// Unresolved instances whose first lines matched approximately.
+    pub line_approximate: usize,
+    /// Instances whose base tree was missing.
+    pub missing_trees: usize,
+    /// The k of the file stage.
+    pub top_k: usize,
+}
+
+fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+impl Summary {
+    /// Counts `instances`.
+    pub fn new(instances: &[InstanceAnalysis], top_k: usize) -> Self {
+        let count = |stage: Stage| instances.iter().filter(|i| i.stage == stage).count();
+        let resolved = count(Stage::Resolved);
+        let empty_patch = count(Stage::EmptyPatch);
+        let unresolved = instances.len() - resolved - empty_patch;
+        let stages = Stage::ALL
+            .iter()
+            .map(|&stage| {
+                let n = count(stage);
+                let whole = if matches!(stage, Stage::Resolved | Stage::EmptyPatch) { instances.len() } else { unresolved };
+                StageCount { stage, count: n, percent: percent(n, whole) }
+            })
+            .collect();
+        let failed = || instances.iter().filter(|i| !matches!(i.stage, Stage::Resolved | Stage::EmptyPatch));
+        Summary {
+            instances: instances.len(),
+            resolved,
+            empty_patch,
+            unresolved,
+            stages,
+            line_correct: failed().filter(|i| i.line.verdict == LineVerdict::Correct).count(),
+            line_approximate: failed().filter(|i| i.line.verdict == LineVerdict::Approximate).count(),
+            missing_trees: instances.iter().filter(|i| !i.tree_found).count(),
+            top_k,
+        }
+    }
+
+    /// The count of one stage.
+    pub fn count(&self, stage: Stage) -> usize {
+        self.stages.iter().find(|s| s.stage == stage).map_or(0, |s| s.count)
+    }
+
+    /// The summary as markdown: a table of the first failed stage of the unresolved
+    /// instances, then empty patches and resolved instances apart.
+    pub fn to_markdown(&self) -> String {
+        let mut md = String::from("# Failure-stage analysis\n\n");
+        let _ = writeln!(
+            md,
+            "{} instances: {} resolved, {} with an empty patch, {} unresolved with a patch. File stage: gold files in the top {} localized files.\n",
+            self.instances, self.resolved, self.empty_patch, self.unresolved, self.top_k
+        );
+        md.push_str("| first failed stage | instances | % of unresolved |\n|---|---:|---:|\n");
+        for s in self.stages.iter().filter(|s| !matches!(s.stage, Stage::Resolved | Stage::EmptyPatch)) {
+            if s.stage != Stage::Unclassified || s.count > 0 {
+                let _ = writeln!(md, "| {} | {} | {:.1}% |", s.stage.label(), s.count, s.percent);
+            }
+        }
+        let _ = writeln!(md, "| **unresolved with a patch** | **{}** | {:.1}% |\n", self.unresolved, percent(self.unresolved, self.unresolved));
+        md.push_str("| counted apart | instances | % of all |\n|---|---:|---:|\n");
+        for stage in [Stage::EmptyPatch, Stage::Resolved] {
+            let n = self.count(stage);
+            let _ = writeln!(md, "| {} | {} | {:.1}% |", stage.label(), n, percent(n, self.instances));
+        }
+        let _ = writeln!(md, "| **all** | **{}** | 100.0% |", self.instances);
+        let _ = write!(
+            md,
+            "\nFirst changed code lines of the unresolved patches: {} within 5 lines of the gold patch's, {} approximate (same file, ≤ 10 lines, similarity ≥ 0.6).\n",
+            self.line_correct, self.line_approximate
+        );
+        if self.missing_trees > 0 {
+            let _ = writeln!(md, "\n{} instances had no base tree: their function stage was not checked.", self.missing_trees);
+        }
+        md
+    }
+}

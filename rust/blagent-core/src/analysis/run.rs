@@ -1,0 +1,134 @@
+//! The analysis loop: read the inputs, classify every instance the report lists, summarize,
+//! and write the per-instance JSON, `summary.md` and `chart.png`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::chart::render_chart;
+use super::inputs::{load_gold, load_localizations, load_predictions, load_report};
+use super::report::Summary;
+use super::stage::{classify, InstanceAnalysis};
+use crate::error::{Error, Result};
+
+/// What to analyse.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AnalysisConfig {
+    /// Dataset JSONL: `instance_id`, `patch` (gold), `repo`.
+    pub dataset: PathBuf,
+    /// Localization outputs JSONL: `instance_id`, `found_files`, optional function entries.
+    pub locs: PathBuf,
+    /// Generated patches: SWE-bench predictions JSONL (`instance_id`, `model_patch`).
+    pub predictions: PathBuf,
+    /// Evaluation report JSON (see [`super::load_report`] for the accepted shapes).
+    pub report: PathBuf,
+    /// Directory of base trees, `<repos>/<instance_id>`; without it no function stage.
+    pub repos: Option<PathBuf>,
+    /// How many localized files the file stage looks at.
+    pub top_k: usize,
+}
+
+/// The analysis of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AnalysisReport {
+    /// Counts per stage.
+    pub summary: Summary,
+    /// One analysis per instance, in report order (sorted by id).
+    pub instances: Vec<InstanceAnalysis>,
+    /// Inconsistencies between the inputs (unknown ids, duplicates, missing records).
+    pub warnings: Vec<String>,
+}
+
+/// Runs the analysis. Fails on unreadable or malformed inputs, a zero `top_k`, or a report
+/// that shares no instance with the dataset; everything else becomes a warning or a note.
+pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
+    if config.top_k == 0 {
+        return Err(Error::InvalidInput("top-k must be at least 1".into()));
+    }
+    if let Some(repos) = config.repos.as_deref().filter(|r| !r.is_dir()) {
+        return Err(Error::RepoNotFound(repos.to_path_buf()));
+    }
+    let mut warnings = Vec::new();
+    let gold = load_gold(&config.dataset, &mut warnings)?;
+    let locs = load_localizations(&config.locs, &mut warnings)?;
+    let predictions = load_predictions(&config.predictions, &mut warnings)?;
+    let outcomes = load_report(&config.report, &mut warnings)?;
+
+    let known: HashSet<&str> = gold.iter().map(|g| g.instance_id.as_str()).collect();
+    let unknown = |what: &str, ids: &mut dyn Iterator<Item = &String>, warnings: &mut Vec<String>| {
+        let mut ids: Vec<&String> = ids.filter(|id| !known.contains(id.as_str())).collect();
+        ids.sort();
+        for id in ids {
+            warnings.push(format!("{what} for unknown instance {id} (not in the dataset); ignored"));
+        }
+    };
+    unknown("evaluation outcome", &mut outcomes.keys(), &mut warnings);
+    unknown("prediction", &mut predictions.keys(), &mut warnings);
+    unknown("localization", &mut locs.keys(), &mut warnings);
+    let mut not_evaluated: Vec<&String> = predictions.keys().filter(|id| known.contains(id.as_str()) && !outcomes.contains_key(*id)).collect();
+    not_evaluated.sort();
+    for id in not_evaluated {
+        warnings.push(format!("prediction for {id} has no outcome in the report; skipped"));
+    }
+
+    let by_id: HashMap<&str, _> = gold.iter().map(|g| (g.instance_id.as_str(), g)).collect();
+    let selected: Vec<_> = outcomes.iter().filter_map(|(id, &o)| by_id.get(id.as_str()).map(|g| (*g, o))).collect();
+    if selected.is_empty() {
+        return Err(Error::InvalidInput(format!(
+            "no instance of the report {} is in the dataset {}",
+            config.report.display(),
+            config.dataset.display()
+        )));
+    }
+    let instances: Vec<InstanceAnalysis> = selected
+        .par_iter()
+        .map(|&(g, outcome)| {
+            let tree = config.repos.as_deref().map(|r| r.join(&g.instance_id)).filter(|t| t.is_dir());
+            let patch = predictions.get(&g.instance_id).map(String::as_str);
+            classify(g, locs.get(&g.instance_id), patch, outcome, tree.as_deref(), config.top_k)
+        })
+        .collect();
+    Ok(AnalysisReport { summary: Summary::new(&instances, config.top_k), instances, warnings })
+}
+
+/// A file name for an instance id: characters other than letters, digits, `-`, `_` and `.`
+/// become `_`.
+fn file_name(instance_id: &str) -> String {
+    let safe: String = instance_id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+    format!("{safe}.json")
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
+    std::fs::write(path, bytes).map_err(|e| Error::io(path, e))?;
+    Ok(path.to_path_buf())
+}
+
+/// Writes `out_dir/instances/<instance_id>.json` (one per instance), `out_dir/summary.md`,
+/// `out_dir/summary.json` (summary and warnings) and `out_dir/chart.png`; returns the paths
+/// of the summary, JSON summary and chart.
+pub fn write_outputs(report: &AnalysisReport, out_dir: &Path) -> Result<Vec<PathBuf>> {
+    let instances_dir = out_dir.join("instances");
+    std::fs::create_dir_all(&instances_dir).map_err(|e| Error::io(&instances_dir, e))?;
+    for instance in &report.instances {
+        write(&instances_dir.join(file_name(&instance.instance_id)), &serde_json::to_vec_pretty(instance)?)?;
+    }
+    let summary = serde_json::json!({"summary": report.summary, "warnings": report.warnings});
+    Ok(vec![
+        write(&out_dir.join("summary.md"), report.summary.to_markdown().as_bytes())?,
+        write(&out_dir.join("summary.json"), &serde_json::to_vec_pretty(&summary)?)?,
+        write(&out_dir.join("chart.png"), &render_chart(&report.summary)?)?,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_safe() {
+        assert_eq!(file_name("django__django-11099"), "django__django-11099.json");
+        assert_eq!(file_name("../x y"), ".._x_y.json");
+    }
+}

@@ -1,0 +1,281 @@
+//! End-to-end failure-stage analysis over a generated-patch set with known answers: a small
+//! shop repository, gold patches, and generated patches that fail at every stage.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use blagent_core::analysis::{analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, LineVerdict, Stage};
+use serde_json::json;
+
+const INIT: &str = "\"\"\"A small shop.\"\"\"\n";
+
+const PRICING: &str = r#""""Pricing rules for the shop: discounts, totals and reports."""
+
+import math
+
+TAX = 0.2
+
+
+def round_price(value):
+    """Round a price to cents, halves up."""
+    return math.floor(value * 100 + 0.5) / 100
+
+
+class Pricer:
+    """Computes the prices of a cart."""
+
+    def __init__(self, rate=TAX):
+        self.rate = rate
+
+    def discount(self, price, percent):
+        # percent is 0..100
+        factor = 1 - percent / 100
+        return round_price(price * factor)
+
+    def total(self, items):
+        subtotal = 0
+        for item in items:
+            subtotal += item.price * item.quantity
+        taxed = subtotal * (1 + self.rate)
+        shipping = 5 if taxed < 50 else 0
+        return round_price(taxed + shipping)
+
+    def report(self, orders):
+        """A text report of the orders."""
+        lines = ["orders"]
+        total = sum(order.amount for order in orders)
+        count = len(orders)
+        first = total / count
+        lines.append("first: %s" % first)
+        for order in orders:
+            lines.append("%s: %s" % (order.id, order.amount))
+        lines.append("total: %s" % total)
+        lines.append("count: %s" % count)
+        average = total / count
+        lines.append("average: %s" % average)
+        lines.append("end")
+        return "\n".join(lines)
+"#;
+
+const INVENTORY: &str = r#""""Stock levels and reservations."""
+
+
+class OutOfStock(Exception):
+    """Raised when a reservation exceeds the stock."""
+
+
+class Inventory:
+    def __init__(self):
+        self.stock = {}
+
+    def add(self, sku, quantity):
+        self.stock[sku] = self.stock.get(sku, 0) + quantity
+
+    def reserve(self, sku, quantity):
+        available = self.stock.get(sku, 0)
+        if quantity > available:
+            raise OutOfStock(sku)
+        self.stock[sku] = available - quantity
+        return quantity
+"#;
+
+const CART: &str = r#""""The shopping cart."""
+
+from shop.pricing import Pricer
+
+
+class Cart:
+    def __init__(self):
+        self.items = []
+
+    def add(self, item):
+        self.items.append(item)
+
+    def total(self):
+        return Pricer().total(self.items)
+"#;
+
+const FILES: [(&str, &str); 4] =
+    [("shop/__init__.py", INIT), ("shop/pricing.py", PRICING), ("shop/inventory.py", INVENTORY), ("shop/cart.py", CART)];
+
+/// A git patch applying each `(path, from, to)` replacement; a path not in the repository is
+/// created with `to` as its content.
+fn patch(edits: &[(&str, &str, &str)]) -> String {
+    let mut out = String::new();
+    for &(path, from, to) in edits {
+        let old = FILES.iter().find(|f| f.0 == path).map_or("", |f| f.1);
+        let new = if old.is_empty() { to.to_owned() } else { old.replacen(from, to, 1) };
+        assert_ne!(old, new, "edit of {path} changes nothing");
+        let a = if old.is_empty() { "/dev/null".to_owned() } else { format!("a/{path}") };
+        let diff = similar::TextDiff::from_lines(old, &new);
+        let _ = write!(out, "diff --git a/{path} b/{path}\n{}", diff.unified_diff().header(&a, &format!("b/{path}")));
+    }
+    out
+}
+
+const DISCOUNT_FIX: [(&str, &str, &str); 1] = [(
+    "shop/pricing.py",
+    "        # percent is 0..100\n        factor = 1 - percent / 100",
+    "        # percent is clamped to 0..100\n        factor = 1 - min(percent, 100) / 100",
+)];
+const AVERAGE_FIX: [(&str, &str, &str); 1] =
+    [("shop/pricing.py", "average = total / count\n", "average = total / count if count else 0\n")];
+
+/// `(instance id, gold edits, generated edits, found files, function entries, expected stage)`.
+type Case = (&'static str, Vec<(&'static str, &'static str, &'static str)>, Vec<(&'static str, &'static str, &'static str)>, Vec<&'static str>, serde_json::Value, Stage);
+
+fn cases() -> Vec<Case> {
+    let errors = ("shop/errors.py", "", "class PricingError(ValueError):\n    \"\"\"Bad price.\"\"\"\n");
+    let shipping = ("shop/pricing.py", "taxed < 50", "taxed <= 50");
+    vec![
+        ("shop-resolved", vec![shipping, errors], vec![shipping, errors], vec!["shop/pricing.py", "shop/errors.py"], json!(null), Stage::Resolved),
+        (
+            "shop-file",
+            vec![("shop/inventory.py", "if quantity > available:", "if quantity <= 0 or quantity > available:")],
+            vec![("shop/cart.py", "self.items.append(item)", "self.items.append(item.copy())")],
+            vec!["shop/cart.py", "shop/pricing.py", "shop/__init__.py", "shop/inventory.py"],
+            json!(null),
+            Stage::File,
+        ),
+        (
+            "shop-function",
+            DISCOUNT_FIX.to_vec(),
+            vec![("shop/pricing.py", "return round_price(taxed + shipping)", "return round_price(taxed) + shipping")],
+            vec!["shop/pricing.py", "shop/cart.py"],
+            json!([["function: Pricer.total\nclass: Cart"], ["function: Cart.total"]]),
+            Stage::Function,
+        ),
+        ("shop-line", AVERAGE_FIX.to_vec(), vec![("shop/pricing.py", "lines = [\"orders\"]", "lines = [\"orders:\"]")], vec!["shop/pricing.py"], json!(null), Stage::Line),
+        (
+            "shop-approx",
+            AVERAGE_FIX.to_vec(),
+            vec![("shop/pricing.py", "first = total / count\n", "first = total / count if count else 0\n")],
+            vec!["shop/pricing.py"],
+            json!(["shop/pricing.py::Pricer.report"]),
+            Stage::PatchGeneration,
+        ),
+        (
+            "shop-patchgen",
+            DISCOUNT_FIX.to_vec(),
+            vec![("shop/pricing.py", "factor = 1 - percent / 100", "factor = 1 - percent / 1000")],
+            vec!["shop/cart.py", "shop/pricing.py"],
+            json!(null),
+            Stage::PatchGeneration,
+        ),
+        ("shop-empty", DISCOUNT_FIX.to_vec(), vec![], vec!["shop/pricing.py"], json!(null), Stage::EmptyPatch),
+    ]
+}
+
+struct Inputs {
+    dir: tempfile::TempDir,
+    config: AnalysisConfig,
+}
+
+fn write_jsonl(path: &Path, rows: &[serde_json::Value]) {
+    let text: Vec<String> = rows.iter().map(ToString::to_string).collect();
+    std::fs::write(path, text.join("\n") + "\n").unwrap();
+}
+
+fn inputs() -> Inputs {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (mut dataset, mut locs, mut preds) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut resolved, mut unresolved, mut empty) = (Vec::new(), Vec::new(), Vec::new());
+    for (id, gold, generated, found, functions, stage) in cases() {
+        for (path, text) in FILES {
+            let file = root.join("trees").join(id).join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        dataset.push(json!({"instance_id": id, "repo": "acme/shop", "patch": patch(&gold), "problem_statement": "..."}));
+        let mut loc = json!({"instance_id": id, "found_files": found});
+        let key = if functions.get(0).is_some_and(serde_json::Value::is_array) { "found_related_locs" } else { "found_functions" };
+        loc[key] = functions;
+        locs.push(loc);
+        preds.push(json!({"instance_id": id, "model_name_or_path": "fake", "model_patch": patch(&generated)}));
+        match stage {
+            Stage::Resolved => resolved.push(id),
+            Stage::EmptyPatch => empty.push(id),
+            _ => unresolved.push(id),
+        }
+    }
+    write_jsonl(&root.join("lite.jsonl"), &dataset);
+    write_jsonl(&root.join("locs.jsonl"), &locs);
+    write_jsonl(&root.join("preds.jsonl"), &preds);
+    let report = json!({"resolved_ids": resolved, "unresolved_ids": unresolved, "empty_patch_ids": empty, "error_ids": []});
+    std::fs::write(root.join("report.json"), report.to_string()).unwrap();
+    let config = AnalysisConfig {
+        dataset: root.join("lite.jsonl"),
+        locs: root.join("locs.jsonl"),
+        predictions: root.join("preds.jsonl"),
+        report: root.join("report.json"),
+        repos: Some(root.join("trees")),
+        top_k: 3,
+    };
+    Inputs { dir, config }
+}
+
+fn stage_of<'a>(report: &'a AnalysisReport, id: &str) -> &'a blagent_core::analysis::InstanceAnalysis {
+    report.instances.iter().find(|i| i.instance_id == id).unwrap()
+}
+
+#[test]
+fn every_stage_of_the_known_answer_set() {
+    let Inputs { dir, config } = inputs();
+    let report = analyze_failures(&config).unwrap();
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    for (id, .., expected) in cases() {
+        let got = stage_of(&report, id);
+        assert_eq!(got.stage, expected, "{id}: {got:#?}");
+        assert!(got.notes.is_empty() || id == "shop-resolved", "{id}: {:?}", got.notes);
+    }
+    assert_eq!(stage_of(&report, "shop-approx").line.verdict, LineVerdict::Approximate);
+    assert_eq!(stage_of(&report, "shop-patchgen").line.verdict, LineVerdict::Correct);
+    let function = &stage_of(&report, "shop-function").function;
+    assert_eq!(function.missing, ["shop/pricing.py::Pricer.discount"]);
+    assert_eq!(stage_of(&report, "shop-file").file.missing, ["shop/inventory.py"]);
+    let resolved = stage_of(&report, "shop-resolved");
+    assert!(resolved.function.gold.contains(&"shop/errors.py::PricingError".to_owned()), "{resolved:#?}");
+
+    let written = write_outputs(&report, &dir.path().join("out")).unwrap();
+    let names: Vec<PathBuf> = written.iter().map(|p| PathBuf::from(p.file_name().unwrap())).collect();
+    assert_eq!(names, [PathBuf::from("summary.md"), "summary.json".into(), "chart.png".into()]);
+    assert!(std::fs::read(&written[2]).unwrap().starts_with(b"\x89PNG"));
+    let one: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("out/instances/shop-line.json")).unwrap()).unwrap();
+    assert_eq!(one["stage"], "line");
+    insta::assert_snapshot!(report.summary.to_markdown());
+}
+
+#[test]
+fn bad_input_is_an_error_or_a_warning_never_a_panic() {
+    let Inputs { dir, mut config } = inputs();
+    let mut preds = std::fs::read_to_string(&config.predictions).unwrap();
+    preds += "{\"instance_id\": \"nobody-1\", \"model_patch\": \"\"}\n";
+    std::fs::write(&config.predictions, &preds).unwrap();
+    let report = analyze_failures(&config).unwrap();
+    assert_eq!(report.warnings, ["prediction for unknown instance nobody-1 (not in the dataset); ignored"]);
+
+    std::fs::write(&config.predictions, preds.replace("shop-line\"", "shop-line\"}{")).unwrap();
+    let err = analyze_failures(&config).unwrap_err();
+    assert!(err.is_input_error() && err.to_string().contains("preds.jsonl:4"), "{err}");
+
+    let garbled: String =
+        preds.lines().map(|l| if l.contains("shop-approx") { l.replace("@@ -", "@@ -x") } else { l.to_owned() } + "\n").collect();
+    std::fs::write(&config.predictions, garbled).unwrap();
+    let report = analyze_failures(&config).unwrap();
+    let approx = stage_of(&report, "shop-approx");
+    assert_eq!(approx.stage, Stage::PatchGeneration, "functions localized, the patch unusable");
+    assert!(approx.notes[0].contains("malformed hunk header"), "{:?}", approx.notes);
+    assert_eq!(stage_of(&report, "shop-line").stage, Stage::Line);
+
+    std::fs::write(&config.report, "{\"resolved\": [\"other\"]}").unwrap();
+    assert!(analyze_failures(&config).unwrap_err().to_string().contains("no instance of the report"));
+    config.top_k = 0;
+    assert!(analyze_failures(&config).is_err());
+    config.top_k = 3;
+    std::fs::remove_dir_all(dir.path().join("trees/shop-patchgen")).unwrap();
+    std::fs::write(&config.report, "{\"unresolved\": [\"shop-patchgen\"]}").unwrap();
+    let report = analyze_failures(&config).unwrap();
+    assert_eq!(report.instances[0].stage, Stage::PatchGeneration);
+    assert!(!report.instances[0].tree_found && report.summary.missing_trees == 1);
+}
