@@ -13,6 +13,7 @@
 mod error;
 
 pub mod chunk;
+pub mod embed;
 pub mod eval;
 pub mod index;
 pub mod query;
