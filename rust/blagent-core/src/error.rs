@@ -37,6 +37,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A model folder is missing, malformed, or the model failed to run.
+    #[error("model error: {0}")]
+    Model(String),
     /// JSON (de)serialization failed.
     #[error("JSON error: {0}")]
     Json(#[from] serde_json::Error),

@@ -16,9 +16,16 @@ use blagent_core::{Error, LocalizeOptions, Localizer, RepoIndex};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
+/// The encoder allocates and frees large tensors at a high rate; mimalloc keeps those pages
+/// mapped instead of returning them to the kernel after each batch (measured in
+/// `bench/encoder_bench.py`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pyo3::create_exception!(_core, BlagentError, PyException, "Base class of every blagent error.");
 pyo3::create_exception!(_core, InputError, BlagentError, "Bad input: missing repository, empty issue, malformed file.");
 pyo3::create_exception!(_core, BlagentIOError, BlagentError, "Reading or writing failed.");
+pyo3::create_exception!(_core, ModelError, BlagentError, "An embedding model folder is missing or malformed, or the model failed.");
 pyo3::create_exception!(_core, InternalError, BlagentError, "A bug in blagent (an invariant failed or a panic was caught).");
 
 /// The one conversion point from core errors to Python exceptions.
@@ -27,6 +34,7 @@ fn to_py(err: Error) -> PyErr {
     match err {
         Error::Io { .. } => BlagentIOError::new_err(message),
         Error::Internal(_) | Error::Json(_) => InternalError::new_err(message),
+        Error::Model(_) => ModelError::new_err(message),
         _ if err.is_input_error() => InputError::new_err(message),
         _ => BlagentError::new_err(message),
     }
@@ -146,6 +154,51 @@ impl PyLocalizer {
     fn localize_request_in(&self, py: Python<'_>, index: &PyRepoIndex, request_json: &str) -> PyResult<String> {
         let index = &index.inner;
         run(py, || to_json(&self.inner.localize_request_in(index, &LocalizeRequest::from_json(request_json)?)?))
+    }
+}
+
+/// A sentence encoder loaded from a model folder.
+#[pyclass(name = "Encoder", module = "blagent._core", frozen)]
+struct PyEncoder {
+    inner: blagent_core::embed::Encoder,
+}
+
+#[pymethods]
+impl PyEncoder {
+    /// Args:
+    ///     model_dir: a sentence-transformers / Hugging Face model folder.
+    #[new]
+    fn new(py: Python<'_>, model_dir: PathBuf) -> PyResult<Self> {
+        let inner = run(py, || blagent_core::embed::Encoder::load(&model_dir))?;
+        Ok(PyEncoder { inner })
+    }
+
+    /// Embedding width.
+    #[getter]
+    fn dimension(&self) -> usize {
+        self.inner.folder().dimension
+    }
+
+    /// Identifies the model's weights (used as the embedding cache key).
+    #[getter]
+    fn identity(&self) -> String {
+        self.inner.folder().identity.clone()
+    }
+
+    /// Embeds texts; one vector per text.
+    ///
+    /// Args:
+    ///     texts: the texts.
+    ///     kind: "document" or "query" (models with task prefixes embed them differently).
+    #[pyo3(signature = (texts, kind="document"))]
+    fn embed(&self, py: Python<'_>, texts: Vec<String>, kind: &str) -> PyResult<Vec<Vec<f32>>> {
+        let kind = match kind {
+            "document" => blagent_core::embed::TextKind::Document,
+            "query" => blagent_core::embed::TextKind::Query,
+            other => return Err(InputError::new_err(format!("kind must be 'document' or 'query', not {other:?}"))),
+        };
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        run(py, || self.inner.embed(&refs, kind))
     }
 }
 
@@ -274,11 +327,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", py.get_type::<InputError>())?;
     m.add("BlagentIOError", py.get_type::<BlagentIOError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
+    m.add("ModelError", py.get_type::<ModelError>())?;
     m.add("SCHEMA_VERSION", blagent_core::SCHEMA_VERSION)?;
     m.add("INTERFACE_SCHEMA_VERSION", blagent_core::interface::SCHEMA_VERSION)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyLocalizer>()?;
     m.add_class::<PyRepoIndex>()?;
+    m.add_class::<PyEncoder>()?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;

@@ -1,0 +1,175 @@
+//! Running the encoder: tokenize, sort by length, batch under a token budget so that padding
+//! stays small, run the batches on the CPU, pool and normalize as the folder says.
+
+use std::path::Path;
+
+use candle_core::{DType, Device, IndexOp, Tensor, D};
+use candle_nn::VarBuilder;
+use candle_transformers::models::{bert, nomic_bert};
+use rayon::prelude::*;
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
+
+use super::folder::{Architecture, ModelFolder, Pooling};
+use crate::error::{Error, Result};
+
+/// Padded tokens per batch at most (rows × longest row): large enough to keep matrix
+/// multiplications efficient, small enough that a long outlier does not pad many short rows.
+const BATCH_TOKENS: usize = 4096;
+/// Rows per batch at most.
+const BATCH_ROWS: usize = 64;
+
+/// Whether a text is a query or a document (models with task prefixes embed them differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// A search query (an issue, a rewritten query).
+    Query,
+    /// A document (a code chunk).
+    Document,
+}
+
+enum Model {
+    Bert(bert::BertModel),
+    NomicBert(nomic_bert::NomicBertModel),
+}
+
+/// A loaded sentence encoder.
+pub struct Encoder {
+    folder: ModelFolder,
+    tokenizer: Tokenizer,
+    model: Model,
+    device: Device,
+}
+
+impl std::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder").field("folder", &self.folder).finish_non_exhaustive()
+    }
+}
+
+fn model_err(e: impl std::fmt::Display) -> Error {
+    Error::Model(e.to_string())
+}
+
+impl Encoder {
+    /// Loads the model folder at `dir` onto the CPU.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let folder = ModelFolder::read(dir)?;
+        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| Error::Model(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
+        tokenizer
+            .with_truncation(Some(TruncationParams { max_length: folder.max_seq_length, ..TruncationParams::default() }))
+            .map_err(model_err)?;
+        tokenizer.with_padding(None);
+        let device = Device::Cpu;
+        let weights_path = dir.join("model.safetensors");
+        let weights = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device).map_err(model_err)?;
+        let model = match folder.architecture {
+            Architecture::Bert => {
+                let config: bert::Config = serde_json::from_value(folder.config.clone())
+                    .map_err(|e| Error::Model(format!("config.json: {e}")))?;
+                Model::Bert(bert::BertModel::load(vb, &config).map_err(model_err)?)
+            }
+            Architecture::NomicBert => {
+                let config: nomic_bert::Config = serde_json::from_value(folder.config.clone())
+                    .map_err(|e| Error::Model(format!("config.json: {e}")))?;
+                Model::NomicBert(nomic_bert::NomicBertModel::load(vb, &config).map_err(model_err)?)
+            }
+        };
+        Ok(Encoder { folder, tokenizer, model, device })
+    }
+
+    /// The folder's configuration (dimension, pooling, identity, …).
+    pub fn folder(&self) -> &ModelFolder {
+        &self.folder
+    }
+
+    /// Embeds `texts`, one vector per text in the same order.
+    pub fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>> {
+        let prefix = match kind {
+            TextKind::Query => &self.folder.query_prefix,
+            TextKind::Document => &self.folder.document_prefix,
+        };
+        let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let encodings = self.tokenizer.encode_batch(inputs, true).map_err(model_err)?;
+        let batches = length_batches(&encodings);
+        let embedded: Vec<Vec<(usize, Vec<f32>)>> = batches
+            .par_iter()
+            .map(|batch| {
+                let rows: Vec<&Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
+                let vectors = self.embed_batch(&rows)?;
+                Ok(batch.iter().copied().zip(vectors).collect())
+            })
+            .collect::<Result<_>>()?;
+        let mut out = vec![Vec::new(); texts.len()];
+        for (i, vector) in embedded.into_iter().flatten() {
+            out[i] = vector;
+        }
+        Ok(out)
+    }
+
+    fn embed_batch(&self, rows: &[&Encoding]) -> Result<Vec<Vec<f32>>> {
+        let width = rows.iter().map(|e| e.get_ids().len()).max().unwrap_or(0).max(1);
+        let mut ids = Vec::with_capacity(rows.len() * width);
+        let mut mask = Vec::with_capacity(rows.len() * width);
+        for row in rows {
+            let n = row.get_ids().len();
+            ids.extend_from_slice(row.get_ids());
+            ids.extend(std::iter::repeat_n(0u32, width - n));
+            mask.extend(std::iter::repeat_n(1u32, n));
+            mask.extend(std::iter::repeat_n(0u32, width - n));
+        }
+        let shape = (rows.len(), width);
+        let ids = Tensor::from_vec(ids, shape, &self.device).map_err(model_err)?;
+        let mask = Tensor::from_vec(mask, shape, &self.device).map_err(model_err)?;
+        let hidden = match &self.model {
+            Model::Bert(model) => model.forward(&ids, &ids.zeros_like().map_err(model_err)?, Some(&mask)),
+            Model::NomicBert(model) => model.forward(&ids, None, Some(&mask)),
+        }
+        .map_err(model_err)?;
+        let pooled = pool(&hidden, &mask, self.folder.pooling).map_err(model_err)?;
+        let pooled = if self.folder.normalize { l2_normalize(&pooled).map_err(model_err)? } else { pooled };
+        pooled.to_vec2::<f32>().map_err(model_err)
+    }
+}
+
+/// Indices grouped into batches of similar length, longest first.
+fn length_batches(encodings: &[Encoding]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..encodings.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    let mut width = 0;
+    for i in order {
+        let len = encodings[i].get_ids().len().max(1);
+        let new_width = width.max(len);
+        if !current.is_empty() && (current.len() >= BATCH_ROWS || new_width * (current.len() + 1) > BATCH_TOKENS) {
+            batches.push(std::mem::take(&mut current));
+            width = 0;
+        }
+        width = width.max(len);
+        current.push(i);
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    batches
+}
+
+fn pool(hidden: &Tensor, mask: &Tensor, pooling: Pooling) -> candle_core::Result<Tensor> {
+    match pooling {
+        Pooling::Mean => nomic_bert::mean_pooling(hidden, mask),
+        Pooling::Cls => hidden.i((.., 0)),
+        Pooling::Max => {
+            // Padded positions get a large negative value so they never win the maximum.
+            let mask = mask.to_dtype(hidden.dtype())?.unsqueeze(2)?;
+            let penalty = ((mask.ones_like()? - &mask)? * -1e9)?;
+            hidden.broadcast_add(&penalty)?.max(1)
+        }
+    }
+}
+
+fn l2_normalize(x: &Tensor) -> candle_core::Result<Tensor> {
+    let norm = x.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+    x.broadcast_div(&norm)
+}

