@@ -4,6 +4,7 @@ resumption, recorded failures with the exit code that says so, progress on stder
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from conftest import schema_validator
@@ -32,6 +33,10 @@ def _setup(tmp_path: Path, repo: Path) -> tuple[Path, Path]:
     return dataset, trees
 
 
+def _batch(dataset: Path, trees: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run("batch", "--dataset", str(dataset), "--repos", str(trees), "--out", str(out), *extra)
+
+
 def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -41,18 +46,7 @@ def test_batch_writes_agentless_lines_records_failures_and_resumes(
 ) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "fl" / "loc_outputs.jsonl"
-    args = (
-        "batch",
-        "--dataset",
-        str(dataset),
-        "--repos",
-        str(trees),
-        "--out",
-        str(out),
-        "--top-k",
-        "3",
-    )
-    first = run(*args)
+    first = _batch(dataset, trees, out, "--top-k", "3")
     assert first.returncode == 3, first.stderr
     report = json.loads(first.stdout)
     assert (report["selected"], report["written"], report["resumed"]) == (3, 2, 0)
@@ -81,7 +75,7 @@ def test_batch_writes_agentless_lines_records_failures_and_resumes(
     assert lines[1]["found_files"][0] == "shop/inventory.py"
 
     (trees / "shop-2").symlink_to(repo, target_is_directory=True)
-    second = run(*args)
+    second = _batch(dataset, trees, out, "--top-k", "3")
     assert second.returncode == 0, second.stderr
     report = json.loads(second.stdout)
     assert (report["written"], report["resumed"], report["failures"]) == (1, 2, [])
@@ -96,18 +90,7 @@ def test_batch_recovers_from_an_interrupted_write(repo: Path, tmp_path: Path) ->
     out.write_text(
         '{"instance_id": "shop-1", "found_files": ["shop/pricing.py"], "additional_artifact_loc_file": {}, "file_traj": {}}\n{"instance_id": "shop-3", "found'
     )
-    proc = run(
-        "batch",
-        "--dataset",
-        str(dataset),
-        "--repos",
-        str(trees),
-        "--out",
-        str(out),
-        "--ids",
-        "shop-1,shop-3",
-        "--quiet",
-    )
+    proc = _batch(dataset, trees, out, "--ids", "shop-1,shop-3", "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert [line["instance_id"] for line in _lines(out)] == ["shop-1", "shop-3"]
 
@@ -115,19 +98,7 @@ def test_batch_recovers_from_an_interrupted_write(repo: Path, tmp_path: Path) ->
 def test_batch_function_granularity_carries_entities(repo: Path, tmp_path: Path) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "loc_outputs.jsonl"
-    proc = run(
-        "batch",
-        "--dataset",
-        str(dataset),
-        "--repos",
-        str(trees),
-        "--out",
-        str(out),
-        "--ids",
-        "shop-1",
-        "--granularity",
-        "function",
-    )
+    proc = _batch(dataset, trees, out, "--ids", "shop-1", "--granularity", "function")
     assert proc.returncode == 0, proc.stderr
     (line,) = _lines(out)
     schema_validator("agentless-loc-line").validate(line)
@@ -137,19 +108,9 @@ def test_batch_function_granularity_carries_entities(repo: Path, tmp_path: Path)
 def test_batch_bad_input_exits_1(repo: Path, tmp_path: Path) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "loc_outputs.jsonl"
-    unknown = run(
-        "batch",
-        "--dataset",
-        str(dataset),
-        "--repos",
-        str(trees),
-        "--out",
-        str(out),
-        "--ids",
-        "nope",
-    )
+    unknown = _batch(dataset, trees, out, "--ids", "nope")
     assert unknown.returncode == 1 and "nope" in unknown.stderr
     out.write_text("this is not a loc_outputs file\n")
-    foreign = run("batch", "--dataset", str(dataset), "--repos", str(trees), "--out", str(out))
+    foreign = _batch(dataset, trees, out)
     assert foreign.returncode == 1 and "refusing to append" in foreign.stderr
     assert run("batch", "--dataset", str(dataset)).returncode == 2
