@@ -57,3 +57,21 @@ def test_bad_folders_and_kinds_are_clear_errors(tmp_path: Path, encoder: _core.E
         _core.Encoder(str(tmp_path))
     with pytest.raises(_core.InputError, match="kind"):
         encoder.embed(["x"], "sideways")
+
+
+def test_cache_serves_repeats_and_recovers_from_corruption(encoder: _core.Encoder, tmp_path: Path) -> None:
+    texts = REFERENCE["texts"][:4]
+    first, stats = encoder.embed_cached(texts, tmp_path)
+    assert stats == {"hits": 0, "misses": 4, "discarded": 0}
+    # Another commit of the same repository: two chunks unchanged, one new.
+    second, stats = encoder.embed_cached([*texts[:2], "# new.py\nx = 1"], tmp_path)
+    assert stats == {"hits": 2, "misses": 1, "discarded": 0}
+    assert second[:2] == first[:2]
+    entries = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    assert len(entries) == 5
+    for entry in entries:
+        entry.write_bytes(entry.read_bytes()[:-3])
+    again, stats = encoder.embed_cached(texts, tmp_path)
+    assert stats == {"hits": 0, "misses": 4, "discarded": 4}
+    for got, want in zip(again, first):
+        assert cosine(got, want) >= 0.9999

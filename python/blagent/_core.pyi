@@ -20,6 +20,9 @@ class Encoder:
     @property
     def identity(self) -> str: ...
     def embed(self, texts: list[str], kind: str = "document") -> list[list[float]]: ...
+    def embed_cached(
+        self, texts: list[str], cache_dir: "str | PathLike[str]", kind: str = "document"
+    ) -> tuple[list[list[float]], dict[str, int]]: ...
 
 class RepoIndex:
     @property

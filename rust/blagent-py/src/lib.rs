@@ -157,6 +157,17 @@ impl PyLocalizer {
     }
 }
 
+/// Cache hits, misses and discarded entries, by name, as Python receives them.
+type CacheCounts = std::collections::HashMap<&'static str, usize>;
+
+fn text_kind(kind: &str) -> PyResult<blagent_core::embed::TextKind> {
+    match kind {
+        "document" => Ok(blagent_core::embed::TextKind::Document),
+        "query" => Ok(blagent_core::embed::TextKind::Query),
+        other => Err(InputError::new_err(format!("kind must be 'document' or 'query', not {other:?}"))),
+    }
+}
+
 /// A sentence encoder loaded from a model folder.
 #[pyclass(name = "Encoder", module = "blagent._core", frozen)]
 struct PyEncoder {
@@ -192,13 +203,37 @@ impl PyEncoder {
     ///     kind: "document" or "query" (models with task prefixes embed them differently).
     #[pyo3(signature = (texts, kind="document"))]
     fn embed(&self, py: Python<'_>, texts: Vec<String>, kind: &str) -> PyResult<Vec<Vec<f32>>> {
-        let kind = match kind {
-            "document" => blagent_core::embed::TextKind::Document,
-            "query" => blagent_core::embed::TextKind::Query,
-            other => return Err(InputError::new_err(format!("kind must be 'document' or 'query', not {other:?}"))),
-        };
+        let kind = text_kind(kind)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         run(py, || self.inner.embed(&refs, kind))
+    }
+
+    /// Embeds texts through the on-disk cache under `cache_dir`: cached vectors are read,
+    /// the others computed and stored.
+    ///
+    /// Args:
+    ///     texts: the texts.
+    ///     cache_dir: the cache's root folder (one sub-folder per model).
+    ///     kind: "document" or "query".
+    ///
+    /// Returns:
+    ///     (vectors, {"hits": int, "misses": int, "discarded": int})
+    #[pyo3(signature = (texts, cache_dir, kind="document"))]
+    fn embed_cached(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        cache_dir: PathBuf,
+        kind: &str,
+    ) -> PyResult<(Vec<Vec<f32>>, CacheCounts)> {
+        let kind = text_kind(kind)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (vectors, stats) = run(py, || {
+            let cache = blagent_core::embed::EmbeddingCache::open(&cache_dir, &self.inner.folder().identity)?;
+            cache.embed(&self.inner, &refs, kind)
+        })?;
+        let stats = [("hits", stats.hits), ("misses", stats.misses), ("discarded", stats.discarded)].into_iter().collect();
+        Ok((vectors, stats))
     }
 }
 

@@ -2,8 +2,10 @@
 //! `model.safetensors`, `tokenizer.json`, pooling config) loaded with candle and run on the CPU,
 //! with length-bucketed batches so that padding wastes little work.
 
+mod cache;
 mod encoder;
 mod folder;
 
+pub use self::cache::{CacheStats, EmbeddingCache};
 pub use self::encoder::{Encoder, TextKind};
 pub use self::folder::{Architecture, ModelFolder, Pooling};

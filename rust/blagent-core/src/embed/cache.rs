@@ -1,0 +1,184 @@
+//! A content-addressed embedding cache on disk: one file per (model identity, exact text)
+//! key, so indexing another commit of a repository embeds only the chunks it has not seen.
+//!
+//! An entry is `MAGIC`, the vector's length (u32), the vector (f32, little-endian) and the
+//! first 8 bytes of the BLAKE3 hash of everything before them. Writes go to a temporary file
+//! in the same folder and are renamed into place, so readers never see half an entry and
+//! concurrent writers of the same key are harmless. A truncated or corrupt entry is removed
+//! and reported as a miss.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::encoder::{Encoder, TextKind};
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 4] = b"BLE1";
+const CHECKSUM_BYTES: usize = 8;
+
+/// Hits and misses of one [`EmbeddingCache::embed`] call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Vectors read from the cache.
+    pub hits: usize,
+    /// Vectors computed (and stored).
+    pub misses: usize,
+    /// Entries found corrupt and discarded (counted in `misses` too).
+    pub discarded: usize,
+}
+
+/// The embedding cache of one model.
+#[derive(Debug, Clone)]
+pub struct EmbeddingCache {
+    dir: PathBuf,
+}
+
+impl EmbeddingCache {
+    /// The cache for the model `identity` under `root` (created if needed).
+    pub fn open(root: &Path, identity: &str) -> Result<Self> {
+        let dir = root.join(&blake3::hash(identity.as_bytes()).to_hex()[..16]);
+        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(EmbeddingCache { dir })
+    }
+
+    fn path(&self, text: &str, kind: TextKind) -> PathBuf {
+        let tag: &[u8] = match kind {
+            TextKind::Query => b"q\0",
+            TextKind::Document => b"d\0",
+        };
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(tag);
+        hasher.update(text.as_bytes());
+        let name = hasher.finalize().to_hex();
+        self.dir.join(&name[..2]).join(&name[2..])
+    }
+
+    /// The cached vector for `text`, if a sound entry exists. A corrupt entry is removed;
+    /// the second value says whether that happened.
+    pub fn get(&self, text: &str, kind: TextKind) -> (Option<Vec<f32>>, bool) {
+        let path = self.path(text, kind);
+        let Ok(bytes) = fs::read(&path) else { return (None, false) };
+        if let Some(vector) = decode(&bytes) {
+            (Some(vector), false)
+        } else {
+            let _ = fs::remove_file(&path);
+            (None, true)
+        }
+    }
+
+    /// Stores `vector` for `text` atomically.
+    pub fn put(&self, text: &str, kind: TextKind, vector: &[f32]) -> Result<()> {
+        let path = self.path(text, kind);
+        let parent = path.parent().expect("entries live in a shard folder");
+        fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        let mut file = tempfile::NamedTempFile::new_in(parent).map_err(|e| Error::io(parent, e))?;
+        file.write_all(&encode(vector)).map_err(|e| Error::io(file.path(), e))?;
+        file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+        Ok(())
+    }
+
+    /// Embeds `texts`, reading what the cache has and computing (and storing) the rest.
+    pub fn embed(&self, encoder: &Encoder, texts: &[&str], kind: TextKind) -> Result<(Vec<Vec<f32>>, CacheStats)> {
+        let mut stats = CacheStats::default();
+        let mut out: Vec<Option<Vec<f32>>> = Vec::with_capacity(texts.len());
+        let mut missing = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            let (vector, discarded) = self.get(text, kind);
+            stats.discarded += usize::from(discarded);
+            if vector.is_none() {
+                missing.push(i);
+            }
+            out.push(vector);
+        }
+        stats.hits = texts.len() - missing.len();
+        stats.misses = missing.len();
+        let to_embed: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+        for (&i, vector) in missing.iter().zip(encoder.embed(&to_embed, kind)?) {
+            self.put(texts[i], kind, &vector)?;
+            out[i] = Some(vector);
+        }
+        Ok((out.into_iter().map(Option::unwrap_or_default).collect(), stats))
+    }
+}
+
+fn encode(vector: &[f32]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(8 + vector.len() * 4 + CHECKSUM_BYTES);
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&(vector.len() as u32).to_le_bytes());
+    for x in vector {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    let checksum = blake3::hash(&bytes);
+    bytes.extend_from_slice(&checksum.as_bytes()[..CHECKSUM_BYTES]);
+    bytes
+}
+
+fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
+    let body_len = bytes.len().checked_sub(CHECKSUM_BYTES)?;
+    let (body, checksum) = bytes.split_at(body_len);
+    if body.len() < 8 || &body[..4] != MAGIC || blake3::hash(body).as_bytes()[..CHECKSUM_BYTES] != *checksum {
+        return None;
+    }
+    let len = u32::from_le_bytes(body[4..8].try_into().ok()?) as usize;
+    let payload = &body[8..];
+    if payload.len() != len * 4 {
+        return None;
+    }
+    Some(payload.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_separates_models_and_kinds() {
+        let root = tempfile::tempdir().unwrap();
+        let a = EmbeddingCache::open(root.path(), "model-a").unwrap();
+        let b = EmbeddingCache::open(root.path(), "model-b").unwrap();
+        a.put("# x.py\ndef f(): pass", TextKind::Document, &[1.0, -2.5, 3.25]).unwrap();
+        assert_eq!(a.get("# x.py\ndef f(): pass", TextKind::Document).0, Some(vec![1.0, -2.5, 3.25]));
+        assert_eq!(a.get("# x.py\ndef f(): pass", TextKind::Query).0, None);
+        assert_eq!(b.get("# x.py\ndef f(): pass", TextKind::Document).0, None);
+        assert_eq!(a.get("# y.py\ndef f(): pass", TextKind::Document).0, None, "the path header is part of the key");
+    }
+
+    #[test]
+    fn truncated_or_corrupt_entries_are_discarded() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = EmbeddingCache::open(root.path(), "m").unwrap();
+        for (text, damage) in [("truncated", 0usize), ("flipped", 1)] {
+            cache.put(text, TextKind::Document, &[0.5; 8]).unwrap();
+            let path = cache.path(text, TextKind::Document);
+            let mut bytes = fs::read(&path).unwrap();
+            if damage == 0 {
+                bytes.truncate(bytes.len() - 5);
+            } else {
+                bytes[12] ^= 0x40;
+            }
+            fs::write(&path, bytes).unwrap();
+            assert_eq!(cache.get(text, TextKind::Document), (None, true));
+            assert!(!path.exists(), "a corrupt entry is removed");
+        }
+    }
+
+    #[test]
+    fn concurrent_writers_of_one_key_leave_a_sound_entry() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = EmbeddingCache::open(root.path(), "m").unwrap();
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    for _ in 0..20 {
+                        cache.put("same", TextKind::Document, &[1.0, 2.0]).unwrap();
+                        if let (Some(v), _) = cache.get("same", TextKind::Document) {
+                            assert_eq!(v, vec![1.0, 2.0]);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(cache.get("same", TextKind::Document).0, Some(vec![1.0, 2.0]));
+    }
+}
