@@ -90,6 +90,21 @@ impl PyRepoIndex {
         self.inner.num_chunks()
     }
 
+    /// The path-augmented text of every chunk, in index order (what dense retrieval embeds).
+    fn chunk_texts(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let index = &self.inner;
+        run(py, || {
+            Ok(index
+                .chunk_refs
+                .iter()
+                .map(|&(f, c)| {
+                    let file = &index.files[f as usize];
+                    file.parsed.chunks[c as usize].text(&file.text)
+                })
+                .collect())
+        })
+    }
+
     /// Indexing time per stage, as JSON.
     fn timings_json(&self) -> PyResult<String> {
         to_json(&self.inner.timings).map_err(to_py)
