@@ -73,6 +73,10 @@ def test_index_is_reusable_across_issues(repo: Path) -> None:
     index = localizer.index(repo)
     assert index.num_files == 6
     assert index.num_chunks > 6
+    texts = index.chunk_texts()
+    assert len(texts) == index.num_chunks
+    assert all(t.startswith("# shop/") for t in texts)
+    assert any("def apply_discount(total, percent):" in t for t in texts)
     first = localizer.localize(index, ISSUE)
     second = localizer.localize(index, "Inventory.reserve ignores the stock")
     assert first.paths[0] == "shop/pricing.py"
