@@ -11,90 +11,11 @@ from typing import Any
 import pytest
 from test_cli import run
 
-INIT = '"""A small shop."""\n'
-
-PRICING = '''"""Pricing rules for the shop: discounts, totals and reports."""
-
-import math
-
-TAX = 0.2
-
-
-def round_price(value):
-    """Round a price to cents, halves up."""
-    return math.floor(value * 100 + 0.5) / 100
-
-
-class Pricer:
-    """Computes the prices of a cart."""
-
-    def __init__(self, rate=TAX):
-        self.rate = rate
-
-    def discount(self, price, percent):
-        # percent is 0..100
-        factor = 1 - percent / 100
-        return round_price(price * factor)
-
-    def total(self, items):
-        subtotal = 0
-        for item in items:
-            subtotal += item.price * item.quantity
-        taxed = subtotal * (1 + self.rate)
-        shipping = 5 if taxed < 50 else 0
-        return round_price(taxed + shipping)
-
-    def report(self, orders):
-        """A text report of the orders."""
-        lines = ["orders"]
-        total = sum(order.amount for order in orders)
-        count = len(orders)
-        first = total / count
-        lines.append("first: %s" % first)
-        for order in orders:
-            lines.append("%s: %s" % (order.id, order.amount))
-        lines.append("total: %s" % total)
-        lines.append("count: %s" % count)
-        average = total / count
-        lines.append("average: %s" % average)
-        lines.append("end")
-        return "\\n".join(lines)
-'''
-
-INVENTORY = '''"""Stock levels and reservations."""
-
-
-class OutOfStock(Exception):
-    """Raised when a reservation exceeds the stock."""
-
-
-class Inventory:
-    def __init__(self):
-        self.stock = {}
-
-    def reserve(self, sku, quantity):
-        available = self.stock.get(sku, 0)
-        if quantity > available:
-            raise OutOfStock(sku)
-        self.stock[sku] = available - quantity
-        return quantity
-'''
-
-CART = '''"""The shopping cart."""
-
-from shop.pricing import Pricer
-
-
-class Cart:
-    def __init__(self):
-        self.items = []
-
-    def add(self, item):
-        self.items.append(item)
-
-    def total(self):
-        return Pricer().total(self.items)
-'''
+# The shop repository is shared with the Rust known-answer test (rust/blagent-core/tests/analysis.rs).
+SHOP = Path(__file__).resolve().parents[1] / "rust" / "blagent-core" / "tests" / "fixtures" / "analysis_shop" / "shop"
+INIT, PRICING, INVENTORY, CART = (
+    (SHOP / name).read_text() for name in ("__init__.py", "pricing.py", "inventory.py", "cart.py")
+)
 
 FILES = {"shop/__init__.py": INIT, "shop/pricing.py": PRICING, "shop/inventory.py": INVENTORY, "shop/cart.py": CART}
 

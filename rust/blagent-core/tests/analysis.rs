@@ -7,93 +7,13 @@ use std::path::{Path, PathBuf};
 use blagent_core::analysis::{analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, LineVerdict, Stage};
 use serde_json::json;
 
-const INIT: &str = "\"\"\"A small shop.\"\"\"\n";
+const INIT: &str = include_str!("fixtures/analysis_shop/shop/__init__.py");
 
-const PRICING: &str = r#""""Pricing rules for the shop: discounts, totals and reports."""
+const PRICING: &str = include_str!("fixtures/analysis_shop/shop/pricing.py");
 
-import math
+const INVENTORY: &str = include_str!("fixtures/analysis_shop/shop/inventory.py");
 
-TAX = 0.2
-
-
-def round_price(value):
-    """Round a price to cents, halves up."""
-    return math.floor(value * 100 + 0.5) / 100
-
-
-class Pricer:
-    """Computes the prices of a cart."""
-
-    def __init__(self, rate=TAX):
-        self.rate = rate
-
-    def discount(self, price, percent):
-        # percent is 0..100
-        factor = 1 - percent / 100
-        return round_price(price * factor)
-
-    def total(self, items):
-        subtotal = 0
-        for item in items:
-            subtotal += item.price * item.quantity
-        taxed = subtotal * (1 + self.rate)
-        shipping = 5 if taxed < 50 else 0
-        return round_price(taxed + shipping)
-
-    def report(self, orders):
-        """A text report of the orders."""
-        lines = ["orders"]
-        total = sum(order.amount for order in orders)
-        count = len(orders)
-        first = total / count
-        lines.append("first: %s" % first)
-        for order in orders:
-            lines.append("%s: %s" % (order.id, order.amount))
-        lines.append("total: %s" % total)
-        lines.append("count: %s" % count)
-        average = total / count
-        lines.append("average: %s" % average)
-        lines.append("end")
-        return "\n".join(lines)
-"#;
-
-const INVENTORY: &str = r#""""Stock levels and reservations."""
-
-
-class OutOfStock(Exception):
-    """Raised when a reservation exceeds the stock."""
-
-
-class Inventory:
-    def __init__(self):
-        self.stock = {}
-
-    def add(self, sku, quantity):
-        self.stock[sku] = self.stock.get(sku, 0) + quantity
-
-    def reserve(self, sku, quantity):
-        available = self.stock.get(sku, 0)
-        if quantity > available:
-            raise OutOfStock(sku)
-        self.stock[sku] = available - quantity
-        return quantity
-"#;
-
-const CART: &str = r#""""The shopping cart."""
-
-from shop.pricing import Pricer
-
-
-class Cart:
-    def __init__(self):
-        self.items = []
-
-    def add(self, item):
-        self.items.append(item)
-
-    def total(self):
-        return Pricer().total(self.items)
-"#;
+const CART: &str = include_str!("fixtures/analysis_shop/shop/cart.py");
 
 const FILES: [(&str, &str); 4] =
     [("shop/__init__.py", INIT), ("shop/pricing.py", PRICING), ("shop/inventory.py", INVENTORY), ("shop/cart.py", CART)];
