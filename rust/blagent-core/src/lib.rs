@@ -27,6 +27,11 @@ pub mod retrieve;
 mod localizer;
 
 pub use crate::error::{Error, Result};
+
+/// Milliseconds since `start`, as every timing in the results reports them.
+pub(crate) fn elapsed_ms(start: std::time::Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}
 pub use crate::index::RepoIndex;
 pub use crate::localizer::{
     signal_name, IndexStats, LocalizeOptions, LocalizeResult, Localizer, RankedFile, Scored, Timings, SCHEMA_VERSION,

@@ -155,7 +155,7 @@ impl Localizer {
     pub fn localize_in(&self, index: &RepoIndex, issue: &str) -> Result<LocalizeResult> {
         let start = Instant::now();
         let scored = self.score(index, issue)?;
-        Ok(self.result(index, &scored, start.elapsed().as_secs_f64() * 1000.0))
+        Ok(self.result(index, &scored, crate::elapsed_ms(start)))
     }
 
     /// The result for a scored issue: its best `top_k` files with their evidence, and the

@@ -176,7 +176,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         let outcome = localizer.index(&tree).and_then(|index| {
             let start = Instant::now();
             let scored = localizer.score(&index, &instance.problem_statement)?;
-            let result = localizer.result(&index, &scored, start.elapsed().as_secs_f64() * 1000.0);
+            let result = localizer.result(&index, &scored, crate::elapsed_ms(start));
             if let (Some(writer), Some(path)) = (signals_out.as_mut(), config.signals_out.as_deref()) {
                 write_line(writer, path, &signal_dump(&index, &scored.signals, instance))?;
             }

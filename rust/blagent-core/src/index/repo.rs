@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::bm25::{Bm25, Bm25Params};
 use super::paths::PathResolver;
 use crate::chunk::{parse_file, ChunkOptions, ParsedFile};
+use crate::elapsed_ms;
 use crate::error::Result;
 use crate::repo::{walk, Skipped, WalkOptions};
 
@@ -74,10 +75,6 @@ pub struct RepoIndex {
     pub resolver: PathResolver,
     /// Time spent building.
     pub timings: IndexTimings,
-}
-
-fn elapsed_ms(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1000.0
 }
 
 impl RepoIndex {

@@ -8,15 +8,12 @@ use super::hints::{apply_hints, AppliedHints};
 use super::request::{Granularity, LocalizeRequest};
 use super::result::{EvidenceItem, FileHit, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage};
 use super::SCHEMA_VERSION;
+use crate::elapsed_ms;
 use crate::error::Result;
 use crate::index::RepoIndex;
 use crate::localizer::{signal_name, Localizer, Scored};
 use crate::repo::LANGUAGES;
 use crate::retrieve::Signal;
-
-fn elapsed_ms(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1000.0
-}
 
 impl Localizer {
     /// Answers `request`: indexes its repository, ranks its issue, applies its hints.
