@@ -26,14 +26,22 @@ fn module(n: usize) -> String {
 
 fn benches(c: &mut Criterion) {
     let text = module(200);
-    c.bench_function("tokenize 200-class module", |b| b.iter(|| tokenize(black_box(&text))));
-    let docs: Vec<String> = (0..500).map(|i| module(5).replace("Handler", &format!("H{i}x"))).collect();
+    c.bench_function("tokenize 200-class module", |b| {
+        b.iter(|| tokenize(black_box(&text)))
+    });
+    let docs: Vec<String> = (0..500)
+        .map(|i| module(5).replace("Handler", &format!("H{i}x")))
+        .collect();
     c.bench_function("bm25 build 500 docs", |b| {
         b.iter(|| Bm25::build(docs.iter().map(String::as_str), Bm25Params::default()));
     });
     let index = Bm25::build(docs.iter().map(String::as_str), Bm25Params::default());
     c.bench_function("bm25 query", |b| {
-        b.iter(|| index.score(black_box("get_queryset raises ValueError missing name for handler")));
+        b.iter(|| {
+            index.score(black_box(
+                "get_queryset raises ValueError missing name for handler",
+            ))
+        });
     });
     let file = SourceFile {
         path: "pkg/handlers.py".to_owned(),

@@ -40,6 +40,9 @@ pub enum Error {
     /// A model folder is missing, malformed, or the model failed to run.
     #[error("model error: {0}")]
     Model(String),
+    /// The LLM endpoint failed after retries, or no LLM is configured.
+    #[error("LLM error: {0}")]
+    Llm(String),
     /// JSON (de)serialization failed.
     #[error("JSON error: {0}")]
     Json(#[from] serde_json::Error),
@@ -51,7 +54,10 @@ pub enum Error {
 impl Error {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     /// Whether the error is the caller's fault (bad input) rather than the environment's.

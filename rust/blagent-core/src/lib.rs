@@ -20,6 +20,7 @@ pub mod embed;
 pub mod eval;
 pub mod index;
 pub mod interface;
+pub mod llm;
 pub mod query;
 pub mod repo;
 pub mod retrieve;
@@ -34,5 +35,6 @@ pub(crate) fn elapsed_ms(start: std::time::Instant) -> f64 {
 }
 pub use crate::index::RepoIndex;
 pub use crate::localizer::{
-    signal_name, IndexStats, LocalizeOptions, LocalizeResult, Localizer, RankedFile, Scored, Timings, SCHEMA_VERSION,
+    signal_name, IndexStats, LocalizeOptions, LocalizeResult, Localizer, RankedFile, Scored,
+    Timings, SCHEMA_VERSION,
 };

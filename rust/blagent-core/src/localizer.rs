@@ -28,7 +28,11 @@ pub struct LocalizeOptions {
 
 impl Default for LocalizeOptions {
     fn default() -> Self {
-        LocalizeOptions { top_k: 10, index: IndexOptions::default(), weights: FusionWeights::default() }
+        LocalizeOptions {
+            top_k: 10,
+            index: IndexOptions::default(),
+            weights: FusionWeights::default(),
+        }
     }
 }
 
@@ -118,7 +122,9 @@ impl Localizer {
             return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
         }
         if options.index.chunk.max_bytes == 0 {
-            return Err(Error::InvalidInput("chunk max_bytes must be at least 1".to_owned()));
+            return Err(Error::InvalidInput(
+                "chunk max_bytes must be at least 1".to_owned(),
+            ));
         }
         Ok(Localizer { options })
     }
@@ -148,7 +154,11 @@ impl Localizer {
         let query = reformulate(issue);
         let signals = compute_signals(index, &query);
         let ranked = fuse(&signals, &self.options.weights);
-        Ok(Scored { query, signals, ranked })
+        Ok(Scored {
+            query,
+            signals,
+            ranked,
+        })
     }
 
     /// Localizes `issue` in an already built index.
@@ -166,7 +176,9 @@ impl Localizer {
             .iter()
             .take(self.options.top_k)
             .enumerate()
-            .map(|(rank, &(file, score))| ranked_file(index, &scored.signals[file], file, rank + 1, score))
+            .map(|(rank, &(file, score))| {
+                ranked_file(index, &scored.signals[file], file, rank + 1, score)
+            })
             .collect();
         LocalizeResult {
             schema_version: SCHEMA_VERSION.to_owned(),
@@ -176,7 +188,12 @@ impl Localizer {
             stats: IndexStats {
                 files: index.files.len(),
                 chunks: index.num_chunks(),
-                lossy_files: index.files.iter().filter(|f| f.lossy).map(|f| f.path().to_owned()).collect(),
+                lossy_files: index
+                    .files
+                    .iter()
+                    .filter(|f| f.lossy)
+                    .map(|f| f.path().to_owned())
+                    .collect(),
                 syntax_error_files: index
                     .files
                     .iter()
@@ -184,7 +201,10 @@ impl Localizer {
                     .map(|f| f.path().to_owned())
                     .collect(),
             },
-            timings: Timings { index: index.timings, query_ms },
+            timings: Timings {
+                index: index.timings,
+                query_ms,
+            },
         }
     }
 }
@@ -196,7 +216,13 @@ fn check_issue(issue: &str) -> Result<()> {
     Ok(())
 }
 
-fn ranked_file(index: &RepoIndex, signals: &FileSignals, file: usize, rank: usize, score: f32) -> RankedFile {
+fn ranked_file(
+    index: &RepoIndex,
+    signals: &FileSignals,
+    file: usize,
+    rank: usize,
+    score: f32,
+) -> RankedFile {
     let fired = Signal::ALL
         .iter()
         .filter(|&&s| signals.get(s) > 0.0)
@@ -213,5 +239,8 @@ fn ranked_file(index: &RepoIndex, signals: &FileSignals, file: usize, rank: usiz
 
 /// The `snake_case` name of a signal, as in the JSON output.
 pub fn signal_name(signal: Signal) -> String {
-    serde_json::to_value(signal).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    serde_json::to_value(signal)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }

@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use blagent_core::analysis::{analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, LineVerdict, Stage};
+use blagent_core::analysis::{
+    analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, LineVerdict, Stage,
+};
 use serde_json::json;
 
 const INIT: &str = include_str!("fixtures/analysis_shop/shop/__init__.py");
@@ -15,8 +17,12 @@ const INVENTORY: &str = include_str!("fixtures/analysis_shop/shop/inventory.py")
 
 const CART: &str = include_str!("fixtures/analysis_shop/shop/cart.py");
 
-const FILES: [(&str, &str); 4] =
-    [("shop/__init__.py", INIT), ("shop/pricing.py", PRICING), ("shop/inventory.py", INVENTORY), ("shop/cart.py", CART)];
+const FILES: [(&str, &str); 4] = [
+    ("shop/__init__.py", INIT),
+    ("shop/pricing.py", PRICING),
+    ("shop/inventory.py", INVENTORY),
+    ("shop/cart.py", CART),
+];
 
 /// A git patch applying each `(path, from, to)` replacement; a path not in the repository is
 /// created with `to` as its content.
@@ -24,11 +30,23 @@ fn patch(edits: &[(&str, &str, &str)]) -> String {
     let mut out = String::new();
     for &(path, from, to) in edits {
         let old = FILES.iter().find(|f| f.0 == path).map_or("", |f| f.1);
-        let new = if old.is_empty() { to.to_owned() } else { old.replacen(from, to, 1) };
+        let new = if old.is_empty() {
+            to.to_owned()
+        } else {
+            old.replacen(from, to, 1)
+        };
         assert_ne!(old, new, "edit of {path} changes nothing");
-        let a = if old.is_empty() { "/dev/null".to_owned() } else { format!("a/{path}") };
+        let a = if old.is_empty() {
+            "/dev/null".to_owned()
+        } else {
+            format!("a/{path}")
+        };
         let diff = similar::TextDiff::from_lines(old, &new);
-        let _ = write!(out, "diff --git a/{path} b/{path}\n{}", diff.unified_diff().header(&a, &format!("b/{path}")));
+        let _ = write!(
+            out,
+            "diff --git a/{path} b/{path}\n{}",
+            diff.unified_diff().header(&a, &format!("b/{path}"))
+        );
     }
     out
 }
@@ -38,38 +56,94 @@ const DISCOUNT_FIX: [(&str, &str, &str); 1] = [(
     "        # percent is 0..100\n        factor = 1 - percent / 100",
     "        # percent is clamped to 0..100\n        factor = 1 - min(percent, 100) / 100",
 )];
-const AVERAGE_FIX: [(&str, &str, &str); 1] =
-    [("shop/pricing.py", "average = total / count\n", "average = total / count if count else 0\n")];
+const AVERAGE_FIX: [(&str, &str, &str); 1] = [(
+    "shop/pricing.py",
+    "average = total / count\n",
+    "average = total / count if count else 0\n",
+)];
 
 /// `(instance id, gold edits, generated edits, found files, function entries, expected stage)`.
-type Case = (&'static str, Vec<(&'static str, &'static str, &'static str)>, Vec<(&'static str, &'static str, &'static str)>, Vec<&'static str>, serde_json::Value, Stage);
+type Case = (
+    &'static str,
+    Vec<(&'static str, &'static str, &'static str)>,
+    Vec<(&'static str, &'static str, &'static str)>,
+    Vec<&'static str>,
+    serde_json::Value,
+    Stage,
+);
 
 fn cases() -> Vec<Case> {
-    let errors = ("shop/errors.py", "", "class PricingError(ValueError):\n    \"\"\"Bad price.\"\"\"\n");
+    let errors = (
+        "shop/errors.py",
+        "",
+        "class PricingError(ValueError):\n    \"\"\"Bad price.\"\"\"\n",
+    );
     let shipping = ("shop/pricing.py", "taxed < 50", "taxed <= 50");
     vec![
-        ("shop-resolved", vec![shipping, errors], vec![shipping, errors], vec!["shop/pricing.py", "shop/errors.py"], json!(null), Stage::Resolved),
+        (
+            "shop-resolved",
+            vec![shipping, errors],
+            vec![shipping, errors],
+            vec!["shop/pricing.py", "shop/errors.py"],
+            json!(null),
+            Stage::Resolved,
+        ),
         (
             "shop-file",
-            vec![("shop/inventory.py", "if quantity > available:", "if quantity <= 0 or quantity > available:")],
-            vec![("shop/cart.py", "self.items.append(item)", "self.items.append(item.copy())")],
-            vec!["shop/cart.py", "shop/pricing.py", "shop/__init__.py", "shop/inventory.py"],
+            vec![(
+                "shop/inventory.py",
+                "if quantity > available:",
+                "if quantity <= 0 or quantity > available:",
+            )],
+            vec![(
+                "shop/cart.py",
+                "self.items.append(item)",
+                "self.items.append(item.copy())",
+            )],
+            vec![
+                "shop/cart.py",
+                "shop/pricing.py",
+                "shop/__init__.py",
+                "shop/inventory.py",
+            ],
             json!(null),
             Stage::File,
         ),
         (
             "shop-function",
             DISCOUNT_FIX.to_vec(),
-            vec![("shop/pricing.py", "return round_price(taxed + shipping)", "return round_price(taxed) + shipping")],
+            vec![(
+                "shop/pricing.py",
+                "return round_price(taxed + shipping)",
+                "return round_price(taxed) + shipping",
+            )],
             vec!["shop/pricing.py", "shop/cart.py"],
-            json!([["function: Pricer.total\nclass: Cart"], ["function: Cart.total"]]),
+            json!([
+                ["function: Pricer.total\nclass: Cart"],
+                ["function: Cart.total"]
+            ]),
             Stage::Function,
         ),
-        ("shop-line", AVERAGE_FIX.to_vec(), vec![("shop/pricing.py", "lines = [\"orders\"]", "lines = [\"orders:\"]")], vec!["shop/pricing.py"], json!(null), Stage::Line),
+        (
+            "shop-line",
+            AVERAGE_FIX.to_vec(),
+            vec![(
+                "shop/pricing.py",
+                "lines = [\"orders\"]",
+                "lines = [\"orders:\"]",
+            )],
+            vec!["shop/pricing.py"],
+            json!(null),
+            Stage::Line,
+        ),
         (
             "shop-approx",
             AVERAGE_FIX.to_vec(),
-            vec![("shop/pricing.py", "first = total / count\n", "first = total / count if count else 0\n")],
+            vec![(
+                "shop/pricing.py",
+                "first = total / count\n",
+                "first = total / count if count else 0\n",
+            )],
             vec!["shop/pricing.py"],
             json!(["shop/pricing.py::Pricer.report"]),
             Stage::PatchGeneration,
@@ -77,12 +151,23 @@ fn cases() -> Vec<Case> {
         (
             "shop-patchgen",
             DISCOUNT_FIX.to_vec(),
-            vec![("shop/pricing.py", "factor = 1 - percent / 100", "factor = 1 - percent / 1000")],
+            vec![(
+                "shop/pricing.py",
+                "factor = 1 - percent / 100",
+                "factor = 1 - percent / 1000",
+            )],
             vec!["shop/cart.py", "shop/pricing.py"],
             json!(null),
             Stage::PatchGeneration,
         ),
-        ("shop-empty", DISCOUNT_FIX.to_vec(), vec![], vec!["shop/pricing.py"], json!(null), Stage::EmptyPatch),
+        (
+            "shop-empty",
+            DISCOUNT_FIX.to_vec(),
+            vec![],
+            vec!["shop/pricing.py"],
+            json!(null),
+            Stage::EmptyPatch,
+        ),
     ]
 }
 
@@ -109,7 +194,11 @@ fn inputs() -> Inputs {
         }
         dataset.push(json!({"instance_id": id, "repo": "acme/shop", "patch": patch(&gold), "problem_statement": "..."}));
         let mut loc = json!({"instance_id": id, "found_files": found});
-        let key = if functions.get(0).is_some_and(serde_json::Value::is_array) { "found_related_locs" } else { "found_functions" };
+        let key = if functions.get(0).is_some_and(serde_json::Value::is_array) {
+            "found_related_locs"
+        } else {
+            "found_functions"
+        };
         loc[key] = functions;
         locs.push(loc);
         preds.push(json!({"instance_id": id, "model_name_or_path": "fake", "model_patch": patch(&generated)}));
@@ -135,8 +224,15 @@ fn inputs() -> Inputs {
     Inputs { dir, config }
 }
 
-fn stage_of<'a>(report: &'a AnalysisReport, id: &str) -> &'a blagent_core::analysis::InstanceAnalysis {
-    report.instances.iter().find(|i| i.instance_id == id).unwrap()
+fn stage_of<'a>(
+    report: &'a AnalysisReport,
+    id: &str,
+) -> &'a blagent_core::analysis::InstanceAnalysis {
+    report
+        .instances
+        .iter()
+        .find(|i| i.instance_id == id)
+        .unwrap()
 }
 
 #[test]
@@ -147,21 +243,53 @@ fn every_stage_of_the_known_answer_set() {
     for (id, .., expected) in cases() {
         let got = stage_of(&report, id);
         assert_eq!(got.stage, expected, "{id}: {got:#?}");
-        assert!(got.notes.is_empty() || id == "shop-resolved", "{id}: {:?}", got.notes);
+        assert!(
+            got.notes.is_empty() || id == "shop-resolved",
+            "{id}: {:?}",
+            got.notes
+        );
     }
-    assert_eq!(stage_of(&report, "shop-approx").line.verdict, LineVerdict::Approximate);
-    assert_eq!(stage_of(&report, "shop-patchgen").line.verdict, LineVerdict::Correct);
+    assert_eq!(
+        stage_of(&report, "shop-approx").line.verdict,
+        LineVerdict::Approximate
+    );
+    assert_eq!(
+        stage_of(&report, "shop-patchgen").line.verdict,
+        LineVerdict::Correct
+    );
     let function = &stage_of(&report, "shop-function").function;
     assert_eq!(function.missing, ["shop/pricing.py::Pricer.discount"]);
-    assert_eq!(stage_of(&report, "shop-file").file.missing, ["shop/inventory.py"]);
+    assert_eq!(
+        stage_of(&report, "shop-file").file.missing,
+        ["shop/inventory.py"]
+    );
     let resolved = stage_of(&report, "shop-resolved");
-    assert!(resolved.function.gold.contains(&"shop/errors.py::PricingError".to_owned()), "{resolved:#?}");
+    assert!(
+        resolved
+            .function
+            .gold
+            .contains(&"shop/errors.py::PricingError".to_owned()),
+        "{resolved:#?}"
+    );
 
     let written = write_outputs(&report, &dir.path().join("out")).unwrap();
-    let names: Vec<PathBuf> = written.iter().map(|p| PathBuf::from(p.file_name().unwrap())).collect();
-    assert_eq!(names, [PathBuf::from("summary.md"), "summary.json".into(), "chart.png".into()]);
+    let names: Vec<PathBuf> = written
+        .iter()
+        .map(|p| PathBuf::from(p.file_name().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            PathBuf::from("summary.md"),
+            "summary.json".into(),
+            "chart.png".into()
+        ]
+    );
     assert!(std::fs::read(&written[2]).unwrap().starts_with(b"\x89PNG"));
-    let one: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("out/instances/shop-line.json")).unwrap()).unwrap();
+    let one: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("out/instances/shop-line.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(one["stage"], "line");
     insta::assert_snapshot!(report.summary.to_markdown());
 }
@@ -173,23 +301,44 @@ fn bad_input_is_an_error_or_a_warning_never_a_panic() {
     preds += "{\"instance_id\": \"nobody-1\", \"model_patch\": \"\"}\n";
     std::fs::write(&config.predictions, &preds).unwrap();
     let report = analyze_failures(&config).unwrap();
-    assert_eq!(report.warnings, ["prediction for unknown instance nobody-1 (not in the dataset); ignored"]);
+    assert_eq!(
+        report.warnings,
+        ["prediction for unknown instance nobody-1 (not in the dataset); ignored"]
+    );
 
-    std::fs::write(&config.predictions, preds.replace("shop-line\"", "shop-line\"}{")).unwrap();
+    std::fs::write(
+        &config.predictions,
+        preds.replace("shop-line\"", "shop-line\"}{"),
+    )
+    .unwrap();
     let err = analyze_failures(&config).unwrap_err();
-    assert!(err.is_input_error() && err.to_string().contains("preds.jsonl:4"), "{err}");
+    assert!(
+        err.is_input_error() && err.to_string().contains("preds.jsonl:4"),
+        "{err}"
+    );
 
     let garbled: String =
         preds.lines().map(|l| if l.contains("shop-approx") { l.replace("@@ -", "@@ -x") } else { l.to_owned() } + "\n").collect();
     std::fs::write(&config.predictions, garbled).unwrap();
     let report = analyze_failures(&config).unwrap();
     let approx = stage_of(&report, "shop-approx");
-    assert_eq!(approx.stage, Stage::PatchGeneration, "functions localized, the patch unusable");
-    assert!(approx.notes[0].contains("malformed hunk header"), "{:?}", approx.notes);
+    assert_eq!(
+        approx.stage,
+        Stage::PatchGeneration,
+        "functions localized, the patch unusable"
+    );
+    assert!(
+        approx.notes[0].contains("malformed hunk header"),
+        "{:?}",
+        approx.notes
+    );
     assert_eq!(stage_of(&report, "shop-line").stage, Stage::Line);
 
     std::fs::write(&config.report, "{\"resolved\": [\"other\"]}").unwrap();
-    assert!(analyze_failures(&config).unwrap_err().to_string().contains("no instance of the report"));
+    assert!(analyze_failures(&config)
+        .unwrap_err()
+        .to_string()
+        .contains("no instance of the report"));
     config.top_k = 0;
     assert!(analyze_failures(&config).is_err());
     config.top_k = 3;

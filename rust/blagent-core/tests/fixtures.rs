@@ -10,18 +10,34 @@ use blagent_core::repo::{walk, SourceFile, WalkOptions};
 
 fn fixtures() -> Vec<SourceFile> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python");
-    let options = WalkOptions { include_tests: true, ..WalkOptions::default() };
+    let options = WalkOptions {
+        include_tests: true,
+        ..WalkOptions::default()
+    };
     let out = walk(&root, &options).expect("fixture folder walks");
-    assert!(out.skipped.is_empty(), "fixtures skipped: {:?}", out.skipped);
+    assert!(
+        out.skipped.is_empty(),
+        "fixtures skipped: {:?}",
+        out.skipped
+    );
     out.files
 }
 
 fn render(file: &SourceFile, parsed: &ParsedFile) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "lossy: {}  syntax_errors: {}", file.lossy, parsed.syntax_errors);
+    let _ = writeln!(
+        out,
+        "lossy: {}  syntax_errors: {}",
+        file.lossy, parsed.syntax_errors
+    );
     let _ = writeln!(out, "\n## chunks");
     for chunk in &parsed.chunks {
-        let first = chunk.code(&file.text).lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        let first = chunk
+            .code(&file.text)
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
         let _ = writeln!(
             out,
             "{:?} {}-{} {} | {}",
@@ -34,7 +50,11 @@ fn render(file: &SourceFile, parsed: &ParsedFile) -> String {
     }
     let _ = writeln!(out, "\n## symbols");
     for s in &parsed.symbols {
-        let _ = writeln!(out, "{:?} {} {}-{}", s.kind, s.qualified, s.start_line, s.end_line);
+        let _ = writeln!(
+            out,
+            "{:?} {} {}-{}",
+            s.kind, s.qualified, s.start_line, s.end_line
+        );
     }
     let _ = writeln!(out, "\n## skeleton\n{}", parsed.skeleton);
     out
@@ -45,16 +65,30 @@ fn assert_covers_every_line(file: &SourceFile, parsed: &ParsedFile) {
     let mut covered = vec![0u32; file.text.lines().count() + 2];
     let mut previous_end = 0;
     for chunk in &parsed.chunks {
-        assert!(chunk.start_byte >= previous_end, "{}: chunks overlap or go backwards", file.path);
+        assert!(
+            chunk.start_byte >= previous_end,
+            "{}: chunks overlap or go backwards",
+            file.path
+        );
         previous_end = chunk.end_byte;
-        assert!(file.text.is_char_boundary(chunk.start_byte) && file.text.is_char_boundary(chunk.end_byte));
+        assert!(
+            file.text.is_char_boundary(chunk.start_byte)
+                && file.text.is_char_boundary(chunk.end_byte)
+        );
         for count in &mut covered[chunk.start_line..=chunk.end_line] {
             *count += 1;
         }
     }
     for (i, line) in file.text.lines().enumerate() {
         if !line.trim().is_empty() {
-            assert_eq!(covered[i + 1], 1, "{}: line {} covered {} times: {line:?}", file.path, i + 1, covered[i + 1]);
+            assert_eq!(
+                covered[i + 1],
+                1,
+                "{}: line {} covered {} times: {line:?}",
+                file.path,
+                i + 1,
+                covered[i + 1]
+            );
         }
     }
 }
@@ -62,7 +96,11 @@ fn assert_covers_every_line(file: &SourceFile, parsed: &ParsedFile) {
 #[test]
 fn fixture_snapshots() {
     let files = fixtures();
-    assert!(files.len() >= 8, "expected the fixture folder, found {}", files.len());
+    assert!(
+        files.len() >= 8,
+        "expected the fixture folder, found {}",
+        files.len()
+    );
     let options = ChunkOptions::default();
     for file in &files {
         let parsed = parse_file(file, &options);
@@ -75,25 +113,50 @@ fn fixture_snapshots() {
 #[test]
 fn long_function_is_split_at_statement_boundaries_within_budget() {
     let files = fixtures();
-    let file = files.iter().find(|f| f.path == "long_function.py").expect("fixture");
+    let file = files
+        .iter()
+        .find(|f| f.path == "long_function.py")
+        .expect("fixture");
     let options = ChunkOptions::default();
     let parsed = parse_file(file, &options);
-    let pieces: Vec<_> = parsed.chunks.iter().filter(|c| c.symbol.as_deref() == Some("dispatch")).collect();
-    assert!(pieces.len() > 20, "a 2,000-line function must be split, got {} pieces", pieces.len());
+    let pieces: Vec<_> = parsed
+        .chunks
+        .iter()
+        .filter(|c| c.symbol.as_deref() == Some("dispatch"))
+        .collect();
+    assert!(
+        pieces.len() > 20,
+        "a 2,000-line function must be split, got {} pieces",
+        pieces.len()
+    );
     for chunk in &pieces {
         let code = chunk.code(&file.text);
-        assert!(code.len() <= options.max_bytes + 200, "piece {}-{} has {} bytes", chunk.start_line, chunk.end_line, code.len());
+        assert!(
+            code.len() <= options.max_bytes + 200,
+            "piece {}-{} has {} bytes",
+            chunk.start_line,
+            chunk.end_line,
+            code.len()
+        );
         // Each piece starts at a statement: its first line is a complete `if`/`for`/`try`
         // header or a simple statement, never the middle of an expression.
         let first = code.lines().next().unwrap().trim_start();
-        assert!(!first.starts_with(')') && !first.starts_with(','), "piece starts mid-construct: {first}");
+        assert!(
+            !first.starts_with(')') && !first.starts_with(','),
+            "piece starts mid-construct: {first}"
+        );
     }
 }
 
 #[test]
 fn path_augmented_text_starts_with_the_path() {
     let files = fixtures();
-    let file = files.iter().find(|f| f.path == "nested.py").expect("fixture");
+    let file = files
+        .iter()
+        .find(|f| f.path == "nested.py")
+        .expect("fixture");
     let parsed = parse_file(file, &ChunkOptions::default());
-    assert!(parsed.chunks[0].text(&file.text).starts_with("# nested.py\n"));
+    assert!(parsed.chunks[0]
+        .text(&file.text)
+        .starts_with("# nested.py\n"));
 }

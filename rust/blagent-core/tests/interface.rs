@@ -8,7 +8,8 @@ use blagent_core::interface::{
 };
 use blagent_core::{LocalizeOptions, Localizer};
 
-const ISSUE: &str = "apply_discount returns a negative total\n\n`apply_discount(100, 10)` returns -900.\n\
+const ISSUE: &str =
+    "apply_discount returns a negative total\n\n`apply_discount(100, 10)` returns -900.\n\
 Traceback (most recent call last):\n  File \"shop/pricing.py\", line 9, in apply_discount\n";
 
 fn write_repo(root: &Path) {
@@ -37,24 +38,49 @@ fn a_hint_boosts_a_file_as_a_path_mention_would() {
     let mut request = LocalizeRequest::new("shop-1", dir.path(), ISSUE);
     let plain = localizer.localize_request(&request).expect("localizes");
     assert_eq!(plain.paths()[0], "shop/pricing.py");
-    let before = plain.files.iter().find(|f| f.path == "shop/inventory.py").map_or(0.0, |f| f.score);
-    assert!(plain.files.iter().all(|f| !f.hinted && (f.path != "shop/inventory.py" || !f.signals.contains_key("path_mention"))));
+    let before = plain
+        .files
+        .iter()
+        .find(|f| f.path == "shop/inventory.py")
+        .map_or(0.0, |f| f.score);
+    assert!(plain
+        .files
+        .iter()
+        .all(|f| !f.hinted
+            && (f.path != "shop/inventory.py" || !f.signals.contains_key("path_mention"))));
     assert_eq!(plain.usage.prompt_tokens + plain.usage.completion_tokens, 0);
 
-    request.hints.files = vec!["./shop/inventory.py".to_owned(), "shop/missing.py".to_owned()];
+    request.hints.files = vec![
+        "./shop/inventory.py".to_owned(),
+        "shop/missing.py".to_owned(),
+    ];
     request.hints.language = Some("cobol".to_owned());
     let hinted = localizer.localize_request(&request).expect("localizes");
-    let inventory = hinted.files.iter().find(|f| f.path == "shop/inventory.py").expect("hinted file ranked");
+    let inventory = hinted
+        .files
+        .iter()
+        .find(|f| f.path == "shop/inventory.py")
+        .expect("hinted file ranked");
     let boost = LocalizeOptions::default().weights.path_mention;
     assert!(inventory.hinted);
-    assert!((inventory.score - before - boost).abs() < 1e-5, "not mentioned: the full boost");
+    assert!(
+        (inventory.score - before - boost).abs() < 1e-5,
+        "not mentioned: the full boost"
+    );
     assert_eq!(inventory.evidence[0].signal, HINT_SIGNAL);
     assert_eq!(hinted.warnings.len(), 2, "{:?}", hinted.warnings);
-    assert!(hinted.warnings.iter().any(|w| w.contains("shop/missing.py")));
+    assert!(hinted
+        .warnings
+        .iter()
+        .any(|w| w.contains("shop/missing.py")));
     assert!(hinted.warnings.iter().any(|w| w.contains("cobol")));
 
     // A file the issue already names in full gets no second credit.
-    let mut named = LocalizeRequest::new("shop-1", dir.path(), "Wrong total in shop/cart.py when empty");
+    let mut named = LocalizeRequest::new(
+        "shop-1",
+        dir.path(),
+        "Wrong total in shop/cart.py when empty",
+    );
     let without = localizer.localize_request(&named).expect("localizes");
     named.hints.files = vec!["shop/cart.py".to_owned()];
     let with = localizer.localize_request(&named).expect("localizes");
@@ -70,14 +96,23 @@ fn function_granularity_lists_entities_of_the_top_files() {
     let mut request = LocalizeRequest::new("shop-1", dir.path(), ISSUE);
     request.granularity = Granularity::Function;
     request.top_k = 2;
-    let result = Localizer::default().localize_request(&request).expect("localizes");
+    let result = Localizer::default()
+        .localize_request(&request)
+        .expect("localizes");
     let entities = result.entities.expect("entities for function granularity");
     assert_eq!(entities[0].id, "shop/pricing.py::apply_discount");
     assert_eq!(entities[0].kind, "function");
     assert_eq!(entities[0].lines, (6, 9));
-    assert!(entities.iter().all(|e| result.files.iter().any(|f| f.path == e.path && f.rank == e.file_rank)));
+    assert!(entities.iter().all(|e| result
+        .files
+        .iter()
+        .any(|f| f.path == e.path && f.rank == e.file_rank)));
     request.granularity = Granularity::File;
-    assert!(Localizer::default().localize_request(&request).expect("localizes").entities.is_none());
+    assert!(Localizer::default()
+        .localize_request(&request)
+        .expect("localizes")
+        .entities
+        .is_none());
 }
 
 #[test]
@@ -109,7 +144,13 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
     let first = run_batch(&config).expect("runs");
     assert_eq!((first.selected, first.resumed, first.written), (3, 0, 2));
     assert_eq!(first.failures.len(), 1);
-    assert_eq!((first.failures[0].instance_id.as_str(), first.failures[0].kind.as_str()), ("shop-2", "missing_tree"));
+    assert_eq!(
+        (
+            first.failures[0].instance_id.as_str(),
+            first.failures[0].kind.as_str()
+        ),
+        ("shop-2", "missing_tree")
+    );
     assert!(config.failures_out.is_file());
     let lines: Vec<AgentlessLine> = std::fs::read_to_string(&out)
         .expect("read")
@@ -118,14 +159,30 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
         .collect();
     assert_eq!(lines[0].found_files[0], "shop/pricing.py");
     assert_eq!(lines[1].found_files[0], "shop/inventory.py");
-    assert!(lines.iter().all(|l| l.found_files.len() <= 3 && l.file_traj.is_empty()));
+    assert!(lines
+        .iter()
+        .all(|l| l.found_files.len() <= 3 && l.file_traj.is_empty()));
 
     write_repo(&config.repos.join("shop-2"));
     let second = run_batch(&config).expect("runs");
-    assert_eq!((second.resumed, second.written, second.failures.len()), (2, 1, 0));
-    assert!(!config.failures_out.exists(), "a clean run leaves no failures file");
-    assert_eq!(std::fs::read_to_string(&out).expect("read").lines().count(), 3);
+    assert_eq!(
+        (second.resumed, second.written, second.failures.len()),
+        (2, 1, 0)
+    );
+    assert!(
+        !config.failures_out.exists(),
+        "a clean run leaves no failures file"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("read").lines().count(),
+        3
+    );
 
-    let unknown = BatchConfig { ids: Some(vec!["nope".to_owned()]), ..config };
-    assert!(run_batch(&unknown).expect_err("unknown id").is_input_error());
+    let unknown = BatchConfig {
+        ids: Some(vec!["nope".to_owned()]),
+        ..config
+    };
+    assert!(run_batch(&unknown)
+        .expect_err("unknown id")
+        .is_input_error());
 }

@@ -4,7 +4,11 @@
 
 // Doc comments here are Python docstrings (Args: sections name Python parameters), pyo3
 // extracts arguments as owned values, and Python keyword signatures may be long.
-#![allow(clippy::doc_markdown, clippy::needless_pass_by_value, clippy::too_many_arguments)]
+#![allow(
+    clippy::doc_markdown,
+    clippy::needless_pass_by_value,
+    clippy::too_many_arguments
+)]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -22,11 +26,42 @@ use pyo3::prelude::*;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-pyo3::create_exception!(_core, BlagentError, PyException, "Base class of every blagent error.");
-pyo3::create_exception!(_core, InputError, BlagentError, "Bad input: missing repository, empty issue, malformed file.");
-pyo3::create_exception!(_core, BlagentIOError, BlagentError, "Reading or writing failed.");
-pyo3::create_exception!(_core, ModelError, BlagentError, "An embedding model folder is missing or malformed, or the model failed.");
-pyo3::create_exception!(_core, InternalError, BlagentError, "A bug in blagent (an invariant failed or a panic was caught).");
+pyo3::create_exception!(
+    _core,
+    BlagentError,
+    PyException,
+    "Base class of every blagent error."
+);
+pyo3::create_exception!(
+    _core,
+    InputError,
+    BlagentError,
+    "Bad input: missing repository, empty issue, malformed file."
+);
+pyo3::create_exception!(
+    _core,
+    BlagentIOError,
+    BlagentError,
+    "Reading or writing failed."
+);
+pyo3::create_exception!(
+    _core,
+    ModelError,
+    BlagentError,
+    "An embedding model folder is missing or malformed, or the model failed."
+);
+pyo3::create_exception!(
+    _core,
+    LlmError,
+    BlagentError,
+    "The LLM endpoint failed after retries, or no LLM is configured."
+);
+pyo3::create_exception!(
+    _core,
+    InternalError,
+    BlagentError,
+    "A bug in blagent (an invariant failed or a panic was caught)."
+);
 
 /// The one conversion point from core errors to Python exceptions.
 fn to_py(err: Error) -> PyErr {
@@ -35,13 +70,17 @@ fn to_py(err: Error) -> PyErr {
         Error::Io { .. } => BlagentIOError::new_err(message),
         Error::Internal(_) | Error::Json(_) => InternalError::new_err(message),
         Error::Model(_) => ModelError::new_err(message),
+        Error::Llm(_) => LlmError::new_err(message),
         _ if err.is_input_error() => InputError::new_err(message),
         _ => BlagentError::new_err(message),
     }
 }
 
 /// Runs `work` with the GIL released, turning errors and panics into Python exceptions.
-fn run<T: Send>(py: Python<'_>, work: impl FnOnce() -> blagent_core::Result<T> + Send) -> PyResult<T> {
+fn run<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> blagent_core::Result<T> + Send,
+) -> PyResult<T> {
     py.detach(|| catch_unwind(AssertUnwindSafe(work)))
         .map_err(|panic| {
             let detail = panic
@@ -61,13 +100,17 @@ fn to_json<T: serde::Serialize>(value: &T) -> blagent_core::Result<String> {
 fn parse_options(options_json: Option<&str>) -> PyResult<LocalizeOptions> {
     match options_json {
         None => Ok(LocalizeOptions::default()),
-        Some(text) => serde_json::from_str(text).map_err(|e| InputError::new_err(format!("invalid options: {e}"))),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| InputError::new_err(format!("invalid options: {e}"))),
     }
 }
 
 fn parse_granularity(granularity: &str) -> PyResult<Granularity> {
-    serde_json::from_value(serde_json::Value::String(granularity.to_owned()))
-        .map_err(|_| InputError::new_err(format!("invalid granularity {granularity:?}: use \"file\" or \"function\"")))
+    serde_json::from_value(serde_json::Value::String(granularity.to_owned())).map_err(|_| {
+        InputError::new_err(format!(
+            "invalid granularity {granularity:?}: use \"file\" or \"function\""
+        ))
+    })
 }
 
 /// A repository's index, reusable across issues.
@@ -125,7 +168,9 @@ impl PyLocalizer {
     #[pyo3(signature = (options_json=None))]
     fn new(options_json: Option<&str>) -> PyResult<Self> {
         let options = parse_options(options_json)?;
-        Ok(PyLocalizer { inner: Localizer::new(options).map_err(to_py)? })
+        Ok(PyLocalizer {
+            inner: Localizer::new(options).map_err(to_py)?,
+        })
     }
 
     /// The options in force, as JSON.
@@ -158,7 +203,13 @@ impl PyLocalizer {
     /// Returns:
     ///     The result as JSON text (`schemas/localize-result.schema.json`).
     fn localize_request(&self, py: Python<'_>, request_json: &str) -> PyResult<String> {
-        run(py, || to_json(&self.inner.localize_request(&LocalizeRequest::from_json(request_json)?)?))
+        run(py, || {
+            to_json(
+                &self
+                    .inner
+                    .localize_request(&LocalizeRequest::from_json(request_json)?)?,
+            )
+        })
     }
 
     /// Answers a standardized request in a prebuilt index of its repository.
@@ -166,9 +217,20 @@ impl PyLocalizer {
     /// Args:
     ///     index: the index of the request's repository.
     ///     request_json: the request as JSON text.
-    fn localize_request_in(&self, py: Python<'_>, index: &PyRepoIndex, request_json: &str) -> PyResult<String> {
+    fn localize_request_in(
+        &self,
+        py: Python<'_>,
+        index: &PyRepoIndex,
+        request_json: &str,
+    ) -> PyResult<String> {
         let index = &index.inner;
-        run(py, || to_json(&self.inner.localize_request_in(index, &LocalizeRequest::from_json(request_json)?)?))
+        run(py, || {
+            to_json(
+                &self
+                    .inner
+                    .localize_request_in(index, &LocalizeRequest::from_json(request_json)?)?,
+            )
+        })
     }
 }
 
@@ -179,7 +241,9 @@ fn text_kind(kind: &str) -> PyResult<blagent_core::embed::TextKind> {
     match kind {
         "document" => Ok(blagent_core::embed::TextKind::Document),
         "query" => Ok(blagent_core::embed::TextKind::Query),
-        other => Err(InputError::new_err(format!("kind must be 'document' or 'query', not {other:?}"))),
+        other => Err(InputError::new_err(format!(
+            "kind must be 'document' or 'query', not {other:?}"
+        ))),
     }
 }
 
@@ -244,10 +308,19 @@ impl PyEncoder {
         let kind = text_kind(kind)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let (vectors, stats) = run(py, || {
-            let cache = blagent_core::embed::EmbeddingCache::open(&cache_dir, &self.inner.folder().identity)?;
+            let cache = blagent_core::embed::EmbeddingCache::open(
+                &cache_dir,
+                &self.inner.folder().identity,
+            )?;
             cache.embed(&self.inner, &refs, kind)
         })?;
-        let stats = [("hits", stats.hits), ("misses", stats.misses), ("discarded", stats.discarded)].into_iter().collect();
+        let stats = [
+            ("hits", stats.hits),
+            ("misses", stats.misses),
+            ("discarded", stats.discarded),
+        ]
+        .into_iter()
+        .collect();
         Ok((vectors, stats))
     }
 }
@@ -275,7 +348,15 @@ fn evaluate(
     progress: bool,
 ) -> PyResult<String> {
     let options = parse_options(options_json)?;
-    let config = EvalConfig { dataset, repos, ids, options, out, signals_out, progress };
+    let config = EvalConfig {
+        dataset,
+        repos,
+        ids,
+        options,
+        out,
+        signals_out,
+        progress,
+    };
     run(py, || to_json(&run_eval(&config)?))
 }
 
@@ -310,7 +391,17 @@ fn batch(
 ) -> PyResult<String> {
     let options = parse_options(options_json)?;
     let granularity = parse_granularity(granularity)?;
-    let config = BatchConfig { dataset, repos, out, failures_out, ids, options, top_k, granularity, progress };
+    let config = BatchConfig {
+        dataset,
+        repos,
+        out,
+        failures_out,
+        ids,
+        options,
+        top_k,
+        granularity,
+        progress,
+    };
     run(py, || to_json(&run_batch(&config)?))
 }
 
@@ -338,10 +429,21 @@ fn analyze_failures(
     top_k: usize,
     out_dir: Option<PathBuf>,
 ) -> PyResult<String> {
-    let config = AnalysisConfig { dataset, locs, predictions, report, repos, top_k };
+    let config = AnalysisConfig {
+        dataset,
+        locs,
+        predictions,
+        report,
+        repos,
+        top_k,
+    };
     run(py, || {
         let analysis = run_analysis(&config)?;
-        let outputs = out_dir.as_deref().map(|dir| write_outputs(&analysis, dir)).transpose()?.unwrap_or_default();
+        let outputs = out_dir
+            .as_deref()
+            .map(|dir| write_outputs(&analysis, dir))
+            .transpose()?
+            .unwrap_or_default();
         let mut value = serde_json::to_value(&analysis)?;
         value["outputs"] = serde_json::to_value(outputs)?;
         to_json(&value)
@@ -364,8 +466,16 @@ fn parse_source(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
     run(py, || {
         let language = blagent_core::repo::language_for_path(path)
             .ok_or_else(|| Error::InvalidInput(format!("no supported language for {path}")))?;
-        let file = blagent_core::repo::SourceFile { path: path.to_owned(), language, text: text.to_owned(), lossy: false };
-        to_json(&blagent_core::chunk::parse_file(&file, &blagent_core::chunk::ChunkOptions::default()))
+        let file = blagent_core::repo::SourceFile {
+            path: path.to_owned(),
+            language,
+            text: text.to_owned(),
+            lossy: false,
+        };
+        to_json(&blagent_core::chunk::parse_file(
+            &file,
+            &blagent_core::chunk::ChunkOptions::default(),
+        ))
     })
 }
 
@@ -378,8 +488,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BlagentIOError", py.get_type::<BlagentIOError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
     m.add("ModelError", py.get_type::<ModelError>())?;
+    m.add("LlmError", py.get_type::<LlmError>())?;
     m.add("SCHEMA_VERSION", blagent_core::SCHEMA_VERSION)?;
-    m.add("INTERFACE_SCHEMA_VERSION", blagent_core::interface::SCHEMA_VERSION)?;
+    m.add(
+        "INTERFACE_SCHEMA_VERSION",
+        blagent_core::interface::SCHEMA_VERSION,
+    )?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyLocalizer>()?;
     m.add_class::<PyRepoIndex>()?;

@@ -41,7 +41,11 @@ struct Canvas {
 
 impl Canvas {
     fn new(width: usize, height: usize) -> Self {
-        Canvas { width, height, pixels: BACKGROUND.repeat(width * height) }
+        Canvas {
+            width,
+            height,
+            pixels: BACKGROUND.repeat(width * height),
+        }
     }
 
     fn rect(&mut self, x: usize, y: usize, w: usize, h: usize, rgb: Rgb) {
@@ -56,12 +60,22 @@ impl Canvas {
     /// Draws `text` with its top-left corner at (x, y); characters outside ASCII show as `?`.
     fn text(&mut self, x: usize, y: usize, text: &str, rgb: Rgb) {
         for (i, c) in text.chars().enumerate() {
-            let code = if c.is_ascii() { c as usize } else { '?' as usize };
+            let code = if c.is_ascii() {
+                c as usize
+            } else {
+                '?' as usize
+            };
             let glyph = font8x8::legacy::BASIC_LEGACY[code];
             for (row, bits) in glyph.iter().enumerate() {
                 for col in 0..8 {
                     if (bits >> col) & 1 == 1 {
-                        self.rect(x + i * GLYPH + col * SCALE, y + row * SCALE, SCALE, SCALE, rgb);
+                        self.rect(
+                            x + i * GLYPH + col * SCALE,
+                            y + row * SCALE,
+                            SCALE,
+                            SCALE,
+                            rgb,
+                        );
                     }
                 }
             }
@@ -91,21 +105,43 @@ pub fn render_chart(summary: &Summary) -> Result<Vec<u8>> {
         .collect();
     let height = TOP + rows.len() * ROW_HEIGHT + 50;
     let mut canvas = Canvas::new(WIDTH, height);
-    let title = format!("Where APR runs fail: {} instances, top-{} files", summary.instances, summary.top_k);
+    let title = format!(
+        "Where APR runs fail: {} instances, top-{} files",
+        summary.instances, summary.top_k
+    );
     canvas.text(20, 20, &title, INK);
-    canvas.text(20, 46, "first failed stage; bars: share of all instances", AXIS);
+    canvas.text(
+        20,
+        46,
+        "first failed stage; bars: share of all instances",
+        AXIS,
+    );
     let max = rows.iter().map(|r| r.1).max().unwrap_or(0).max(1);
     for (i, &(stage, n)) in rows.iter().enumerate() {
         let y = TOP + i * ROW_HEIGHT;
         let label = stage.label();
-        canvas.text((LEFT - 16).saturating_sub(label.len() * GLYPH), y + 12, label, INK);
+        canvas.text(
+            (LEFT - 16).saturating_sub(label.len() * GLYPH),
+            y + 12,
+            label,
+            INK,
+        );
         let len = (n * BAR_MAX).div_ceil(max);
         canvas.rect(LEFT, y + 4, len, ROW_HEIGHT - 10, color(stage));
-        let share = if summary.instances == 0 { 0.0 } else { 100.0 * n as f64 / summary.instances as f64 };
+        let share = if summary.instances == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / summary.instances as f64
+        };
         canvas.text(LEFT + len + 12, y + 12, &format!("{n} ({share:.1}%)"), INK);
     }
     canvas.rect(LEFT - 2, TOP, 2, rows.len() * ROW_HEIGHT, AXIS);
-    canvas.text(LEFT, height - 34, &format!("{} unresolved with a patch", summary.unresolved), AXIS);
+    canvas.text(
+        LEFT,
+        height - 34,
+        &format!("{} unresolved with a patch", summary.unresolved),
+        AXIS,
+    );
     canvas.encode()
 }
 
@@ -121,14 +157,19 @@ mod tests {
         let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
         let reader = decoder.read_info().unwrap();
         let info = reader.info();
-        assert_eq!((info.width as usize, info.height as usize), (WIDTH, TOP + 6 * ROW_HEIGHT + 50));
+        assert_eq!(
+            (info.width as usize, info.height as usize),
+            (WIDTH, TOP + 6 * ROW_HEIGHT + 50)
+        );
     }
 
     #[test]
     fn text_draws_ink_and_skips_spaces() {
         let mut canvas = Canvas::new(40, 20);
         canvas.text(0, 0, " A", INK);
-        let inked = |x0: usize, x1: usize| (0..20).any(|y| (x0..x1).any(|x| canvas.pixels[3 * (y * 40 + x)] == INK[0]));
+        let inked = |x0: usize, x1: usize| {
+            (0..20).any(|y| (x0..x1).any(|x| canvas.pixels[3 * (y * 40 + x)] == INK[0]))
+        };
         assert!(!inked(0, GLYPH));
         assert!(inked(GLYPH, 2 * GLYPH));
     }

@@ -14,7 +14,10 @@ const QUOTES: [&str; 2] = ["\"\"\"", "'''"];
 /// also returns the state after the last line. Triple-quoted strings that do not start their
 /// statement (`x = """…`) are followed too, so that their closing line opens nothing, but their
 /// lines are not docstring lines.
-fn scan_docstrings<'a>(lines: impl IntoIterator<Item = &'a str>, start: Option<&'static str>) -> (Vec<bool>, Option<&'static str>) {
+fn scan_docstrings<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    start: Option<&'static str>,
+) -> (Vec<bool>, Option<&'static str>) {
     let mut open: Option<(&'static str, bool)> = start.map(|q| (q, true));
     let mut mask = Vec::new();
     for line in lines {
@@ -26,7 +29,12 @@ fn scan_docstrings<'a>(lines: impl IntoIterator<Item = &'a str>, start: Option<&
             }
             continue;
         }
-        let Some(quote) = QUOTES.into_iter().filter_map(|q| t.find(q).map(|i| (i, q))).min().map(|(_, q)| q) else {
+        let Some(quote) = QUOTES
+            .into_iter()
+            .filter_map(|q| t.find(q).map(|i| (i, q)))
+            .min()
+            .map(|(_, q)| q)
+        else {
             mask.push(false);
             continue;
         };
@@ -46,15 +54,26 @@ fn scan_docstrings<'a>(lines: impl IntoIterator<Item = &'a str>, start: Option<&
 /// line of text it closes one. A hunk that starts with a lone delimiter takes the reading that
 /// leaves no docstring open at its end.
 pub fn hunk_docstring_mask(lines: &[&str]) -> Vec<bool> {
-    let first = lines.iter().enumerate().find_map(|(i, l)| QUOTES.into_iter().find(|q| l.contains(q)).map(|q| (i, q)));
-    let Some((at, quote)) = first else { return vec![false; lines.len()] };
+    let first = lines
+        .iter()
+        .enumerate()
+        .find_map(|(i, l)| QUOTES.into_iter().find(|q| l.contains(q)).map(|q| (i, q)));
+    let Some((at, quote)) = first else {
+        return vec![false; lines.len()];
+    };
     let (outside, open_outside) = scan_docstrings(lines.iter().copied(), None);
     let (inside, open_inside) = scan_docstrings(lines.iter().copied(), Some(quote));
     let t = lines[at].trim();
-    let previous = lines[..at].iter().rev().map(|l| l.trim()).find(|l| !l.is_empty());
+    let previous = lines[..at]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty());
     let body = t.trim_start_matches(['r', 'R', 'u', 'U', 'b', 'B', 'f', 'F']);
     let start_inside = if t == quote {
-        previous.map_or(open_outside.is_some() && open_inside.is_none(), |p| !p.ends_with(':'))
+        previous.map_or(open_outside.is_some() && open_inside.is_none(), |p| {
+            !p.ends_with(':')
+        })
     } else if body.starts_with(quote) {
         false
     } else {
@@ -74,24 +93,53 @@ mod tests {
 
     #[test]
     fn a_hunk_starting_inside_a_docstring_is_recognized() {
-        let hunk = ["        parse the arguments.", "        \"\"\"", "        kwargs.setdefault(1)", "        parser = Parser("];
+        let hunk = [
+            "        parse the arguments.",
+            "        \"\"\"",
+            "        kwargs.setdefault(1)",
+            "        parser = Parser(",
+        ];
         assert_eq!(hunk_docstring_mask(&hunk), [true, true, false, false]);
-        let opening = ["    def f(self):", "        \"\"\"Doc.", "        more\"\"\"", "        return 1"];
+        let opening = [
+            "    def f(self):",
+            "        \"\"\"Doc.",
+            "        more\"\"\"",
+            "        return 1",
+        ];
         assert_eq!(hunk_docstring_mask(&opening), [false, true, true, false]);
         let one_liners = ["    \"\"\"One.\"\"\"", "    x = 1", "    '''Two.'''"];
         assert_eq!(hunk_docstring_mask(&one_liners), [true, false, true]);
         assert_eq!(hunk_docstring_mask(&["x = 1"]), [false]);
-        let next_docstring = ["            setattr(cls, name)", "", "    def get(self, obj):", "        \"\"\""];
-        assert_eq!(hunk_docstring_mask(&next_docstring), [false, false, false, true]);
+        let next_docstring = [
+            "            setattr(cls, name)",
+            "",
+            "    def get(self, obj):",
+            "        \"\"\"",
+        ];
+        assert_eq!(
+            hunk_docstring_mask(&next_docstring),
+            [false, false, false, true]
+        );
         let closer = ["        more text.\"\"\"", "        return 1"];
         assert_eq!(hunk_docstring_mask(&closer), [true, false]);
         let assignment = ["    x = \"\"\"", "    text", "    \"\"\"", "    y = 2"];
-        assert_eq!(hunk_docstring_mask(&assignment), [false, false, false, false]);
+        assert_eq!(
+            hunk_docstring_mask(&assignment),
+            [false, false, false, false]
+        );
     }
 
     #[test]
     fn docstring_mask_handles_prefixes_and_one_line_docstrings() {
-        let mask = docstring_mask(["r'''raw", "body'''", "x = 1", "\"\"\"One.\"\"\"", "y = '''not a docstring", "z'''", "w = 1"]);
+        let mask = docstring_mask([
+            "r'''raw",
+            "body'''",
+            "x = 1",
+            "\"\"\"One.\"\"\"",
+            "y = '''not a docstring",
+            "z'''",
+            "w = 1",
+        ]);
         assert_eq!(mask, [true, true, false, true, false, false, false]);
     }
 }

@@ -68,11 +68,15 @@ impl LocEntry {
                 }
                 let q = &function.qualified;
                 q == name
-                    || q.strip_prefix(name.as_str()).is_some_and(|rest| rest.starts_with('.'))
+                    || q.strip_prefix(name.as_str())
+                        .is_some_and(|rest| rest.starts_with('.'))
                     || (!name.contains('.') && q.rsplit('.').next() == Some(name.as_str()))
             }
             LocEntry::Lines { path, start, end } => {
-                path == &function.path && function.base_lines.is_some_and(|(s, e)| s <= *end && *start <= e)
+                path == &function.path
+                    && function
+                        .base_lines
+                        .is_some_and(|(s, e)| s <= *end && *start <= e)
             }
         }
     }
@@ -82,7 +86,12 @@ impl LocEntry {
 /// `path:Class.method`, `path:10-20`, or Agentless's `function: X` / `class: X` /
 /// `method: X` / `line: N` lines), objects keyed by path, lists of any of these, and lists
 /// aligned with `found_files` (one element per file, Agentless's `found_related_locs`).
-pub fn collect_entries(value: &Value, path: Option<&str>, found_files: &[String], out: &mut Vec<LocEntry>) {
+pub fn collect_entries(
+    value: &Value,
+    path: Option<&str>,
+    found_files: &[String],
+    out: &mut Vec<LocEntry>,
+) {
     match value {
         Value::String(text) => out.extend(text.lines().filter_map(|line| parse_entry(line, path))),
         Value::Object(map) => {
@@ -97,7 +106,11 @@ pub fn collect_entries(value: &Value, path: Option<&str>, found_files: &[String]
                 && items.iter().any(Value::is_array)
                 && items.iter().all(|v| v.is_string() || per_file(v));
             for (i, item) in items.iter().enumerate() {
-                let item_path = if aligned { Some(found_files[i].as_str()) } else { path };
+                let item_path = if aligned {
+                    Some(found_files[i].as_str())
+                } else {
+                    path
+                };
                 collect_entries(item, item_path, found_files, out);
             }
         }
@@ -137,13 +150,23 @@ fn entry(path: Option<&str>, value: &str) -> Option<LocEntry> {
     if name.is_empty() {
         return None;
     }
-    Some(LocEntry::Function { path: path.map(str::to_owned), name: name.to_owned() })
+    Some(LocEntry::Function {
+        path: path.map(str::to_owned),
+        name: name.to_owned(),
+    })
 }
 
 fn lines_entry(path: &str, value: &str) -> Option<LocEntry> {
     let (a, b) = value.split_once('-').unwrap_or((value, value));
-    let (start, end) = (a.trim().parse::<usize>().ok()?, b.trim().parse::<usize>().ok()?);
-    Some(LocEntry::Lines { path: path.to_owned(), start: start.min(end), end: start.max(end) })
+    let (start, end) = (
+        a.trim().parse::<usize>().ok()?,
+        b.trim().parse::<usize>().ok()?,
+    );
+    Some(LocEntry::Lines {
+        path: path.to_owned(),
+        start: start.min(end),
+        end: start.max(end),
+    })
 }
 
 #[cfg(test)]
@@ -153,13 +176,22 @@ mod tests {
     use crate::repo::{language_for_path, SourceFile};
 
     fn f(path: &str, q: &str, lines: Option<(usize, usize)>) -> FunctionRef {
-        FunctionRef { path: path.into(), qualified: q.into(), base_lines: lines }
+        FunctionRef {
+            path: path.into(),
+            qualified: q.into(),
+            base_lines: lines,
+        }
     }
 
     #[test]
     fn enclosing_rolls_closures_up_and_stops_at_module_level() {
         let text = "import os\n\nclass A:\n    x = 1\n\n    def m(self):\n        def inner():\n            return 1\n        return inner\n";
-        let file = SourceFile { path: "a.py".into(), language: language_for_path("a.py").unwrap(), text: text.into(), lossy: false };
+        let file = SourceFile {
+            path: "a.py".into(),
+            language: language_for_path("a.py").unwrap(),
+            text: text.into(),
+            lossy: false,
+        };
         let symbols = parse_file(&file, &ChunkOptions::default()).symbols;
         let at = |line| enclosing(&symbols, line).map(|s| s.qualified.clone());
         assert_eq!(at(1), None);
@@ -173,11 +205,26 @@ mod tests {
         let mut out = Vec::new();
         let value = serde_json::json!(["a.py::Cart.total", "b.py:helper", "a.py:10-20", "c.py::7"]);
         collect_entries(&value, None, &found, &mut out);
-        let related = serde_json::json!([["class: Cart\nfunction: Cart.add\nvariable: X"], ["function: helper\nline: 33"]]);
+        let related = serde_json::json!([
+            ["class: Cart\nfunction: Cart.add\nvariable: X"],
+            ["function: helper\nline: 33"]
+        ]);
         collect_entries(&related, None, &found, &mut out);
-        collect_entries(&serde_json::json!({"d.py": ["run"]}), None, &found, &mut out);
-        let func = |p: &str, n: &str| LocEntry::Function { path: Some(p.into()), name: n.into() };
-        let lines = |p: &str, s, e| LocEntry::Lines { path: p.into(), start: s, end: e };
+        collect_entries(
+            &serde_json::json!({"d.py": ["run"]}),
+            None,
+            &found,
+            &mut out,
+        );
+        let func = |p: &str, n: &str| LocEntry::Function {
+            path: Some(p.into()),
+            name: n.into(),
+        };
+        let lines = |p: &str, s, e| LocEntry::Lines {
+            path: p.into(),
+            start: s,
+            end: e,
+        };
         assert_eq!(
             out,
             [
@@ -197,15 +244,33 @@ mod tests {
     #[test]
     fn coverage_by_name_class_bare_name_and_lines() {
         let gold = f("a.py", "Cart.total", Some((10, 20)));
-        let func = |p: Option<&str>, n: &str| LocEntry::Function { path: p.map(Into::into), name: n.into() };
+        let func = |p: Option<&str>, n: &str| LocEntry::Function {
+            path: p.map(Into::into),
+            name: n.into(),
+        };
         assert!(func(Some("a.py"), "Cart.total").covers(&gold));
         assert!(func(Some("a.py"), "Cart").covers(&gold));
         assert!(func(None, "total").covers(&gold));
         assert!(!func(Some("b.py"), "Cart.total").covers(&gold));
         assert!(!func(Some("a.py"), "Car").covers(&gold));
         assert!(!func(Some("a.py"), "Other.total").covers(&gold));
-        assert!(LocEntry::Lines { path: "a.py".into(), start: 18, end: 30 }.covers(&gold));
-        assert!(!LocEntry::Lines { path: "a.py".into(), start: 21, end: 30 }.covers(&gold));
-        assert!(!LocEntry::Lines { path: "a.py".into(), start: 1, end: 99 }.covers(&f("a.py", "new", None)));
+        assert!(LocEntry::Lines {
+            path: "a.py".into(),
+            start: 18,
+            end: 30
+        }
+        .covers(&gold));
+        assert!(!LocEntry::Lines {
+            path: "a.py".into(),
+            start: 21,
+            end: 30
+        }
+        .covers(&gold));
+        assert!(!LocEntry::Lines {
+            path: "a.py".into(),
+            start: 1,
+            end: 99
+        }
+        .covers(&f("a.py", "new", None)));
     }
 }

@@ -15,8 +15,14 @@ use super::functions::{collect_entries, LocEntry};
 use crate::error::{Error, Result};
 
 /// Localization fields read for function-level entries (see [`collect_entries`]).
-pub const FUNCTION_FIELDS: [&str; 6] =
-    ["found_functions", "found_entities", "found_modules", "found_related_locs", "found_edit_locs", "found_lines"];
+pub const FUNCTION_FIELDS: [&str; 6] = [
+    "found_functions",
+    "found_entities",
+    "found_modules",
+    "found_related_locs",
+    "found_edit_locs",
+    "found_lines",
+];
 
 /// A dataset row: what the analysis needs of it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -53,30 +59,57 @@ pub enum Outcome {
 }
 
 /// Records of a JSONL file (or a JSON array), keyed by `instance_id`, with warnings.
-fn read_records(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<(String, Map<String, Value>)>> {
+fn read_records(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<(String, Map<String, Value>)>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let bad = |line: usize, message: String| Error::Dataset { path: path.to_path_buf(), line, message };
+    let bad = |line: usize, message: String| Error::Dataset {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
     let values: Vec<(usize, Value)> = if text.trim_start().starts_with('[') {
         match serde_json::from_str::<Value>(&text).map_err(|e| bad(e.line(), e.to_string()))? {
-            Value::Array(items) => items.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect(),
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (i + 1, v))
+                .collect(),
             _ => return Err(bad(1, "expected a JSON array".into())),
         }
     } else {
         let mut values = Vec::new();
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            values.push((i + 1, serde_json::from_str(line).map_err(|e| bad(i + 1, e.to_string()))?));
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            values.push((
+                i + 1,
+                serde_json::from_str(line).map_err(|e| bad(i + 1, e.to_string()))?,
+            ));
         }
         values
     };
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut records: Vec<(String, Map<String, Value>)> = Vec::new();
     for (line, value) in values {
-        let Value::Object(map) = value else { return Err(bad(line, "expected a JSON object".into())) };
-        let Some(id) = map.get("instance_id").and_then(Value::as_str).map(str::to_owned) else {
+        let Value::Object(map) = value else {
+            return Err(bad(line, "expected a JSON object".into()));
+        };
+        let Some(id) = map
+            .get("instance_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
             return Err(bad(line, "missing string field `instance_id`".into()));
         };
         if let Some(&at) = seen.get(&id) {
-            warnings.push(format!("{}:{line}: duplicate instance {id}; this record replaces the earlier one", path.display()));
+            warnings.push(format!(
+                "{}:{line}: duplicate instance {id}; this record replaces the earlier one",
+                path.display()
+            ));
             records[at].1 = map;
         } else {
             seen.insert(id.clone(), records.len());
@@ -87,7 +120,10 @@ fn read_records(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<(String, 
 }
 
 fn string_field(map: &Map<String, Value>, key: &str) -> String {
-    map.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
+    map.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Reads the dataset: `instance_id`, `patch` (the gold patch), `repo`.
@@ -95,18 +131,34 @@ pub fn load_gold(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<GoldInst
     let records = read_records(path, warnings)?;
     Ok(records
         .into_iter()
-        .map(|(instance_id, map)| GoldInstance { repo: string_field(&map, "repo"), patch: string_field(&map, "patch"), instance_id })
+        .map(|(instance_id, map)| GoldInstance {
+            repo: string_field(&map, "repo"),
+            patch: string_field(&map, "patch"),
+            instance_id,
+        })
         .collect())
 }
 
 /// Reads localization outputs: `found_files` plus the function-level fields.
-pub fn load_localizations(path: &Path, warnings: &mut Vec<String>) -> Result<HashMap<String, Localization>> {
+pub fn load_localizations(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<HashMap<String, Localization>> {
     let mut out = HashMap::new();
     for (id, map) in read_records(path, warnings)? {
         let found_files: Vec<String> = match map.get("found_files") {
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
             Some(Value::Null) | None => Vec::new(),
-            Some(_) => return Err(Error::InvalidInput(format!("{}: {id}: `found_files` is not a list", path.display()))),
+            Some(_) => {
+                return Err(Error::InvalidInput(format!(
+                    "{}: {id}: `found_files` is not a list",
+                    path.display()
+                )))
+            }
         };
         let mut entries = Vec::new();
         for field in FUNCTION_FIELDS {
@@ -114,14 +166,26 @@ pub fn load_localizations(path: &Path, warnings: &mut Vec<String>) -> Result<Has
                 collect_entries(value, None, &found_files, &mut entries);
             }
         }
-        out.insert(id, Localization { found_files, entries });
+        out.insert(
+            id,
+            Localization {
+                found_files,
+                entries,
+            },
+        );
     }
     Ok(out)
 }
 
 /// Reads generated patches: `model_patch` (missing or null reads as empty).
-pub fn load_predictions(path: &Path, warnings: &mut Vec<String>) -> Result<HashMap<String, String>> {
-    Ok(read_records(path, warnings)?.into_iter().map(|(id, map)| (id, string_field(&map, "model_patch"))).collect())
+pub fn load_predictions(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<HashMap<String, String>> {
+    Ok(read_records(path, warnings)?
+        .into_iter()
+        .map(|(id, map)| (id, string_field(&map, "model_patch")))
+        .collect())
 }
 
 /// The id lists a report may hold, with the outcome each means; earlier lists win ties.
@@ -138,20 +202,32 @@ const REPORT_KEYS: [(&str, &str, Outcome); 4] = [
 /// report (`{id: {"resolved": bool, "patch_exists": bool, ...}}`).
 pub fn load_report(path: &Path, warnings: &mut Vec<String>) -> Result<BTreeMap<String, Outcome>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let bad = |message: String| Error::InvalidInput(format!("{}: {message}", PathBuf::from(path).display()));
-    let Value::Object(map) = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))? else {
+    let bad = |message: String| {
+        Error::InvalidInput(format!("{}: {message}", PathBuf::from(path).display()))
+    };
+    let Value::Object(map) =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?
+    else {
         return Err(bad("expected a JSON object".into()));
     };
     let mut outcomes: BTreeMap<String, Outcome> = BTreeMap::new();
     let mut found_list = false;
     for (long, short, outcome) in REPORT_KEYS {
-        let Some(value) = map.get(long).or_else(|| map.get(short)) else { continue };
+        let Some(value) = map.get(long).or_else(|| map.get(short)) else {
+            continue;
+        };
         let ids = value.as_array().filter(|a| a.iter().all(Value::is_string));
-        let ids = ids.ok_or_else(|| bad(format!("`{long}` / `{short}` must be a list of instance ids")))?;
+        let ids = ids.ok_or_else(|| {
+            bad(format!(
+                "`{long}` / `{short}` must be a list of instance ids"
+            ))
+        })?;
         found_list = true;
         for id in ids.iter().filter_map(Value::as_str) {
             match outcomes.get(id) {
-                Some(earlier) if *earlier != outcome => warnings.push(format!("report lists {id} as both {earlier:?} and {outcome:?}; kept {earlier:?}")),
+                Some(earlier) if *earlier != outcome => warnings.push(format!(
+                    "report lists {id} as both {earlier:?} and {outcome:?}; kept {earlier:?}"
+                )),
                 Some(_) => {}
                 None => {
                     outcomes.insert(id.to_owned(), outcome);
@@ -162,7 +238,10 @@ pub fn load_report(path: &Path, warnings: &mut Vec<String>) -> Result<BTreeMap<S
     if found_list {
         return Ok(outcomes);
     }
-    let per_instance = !map.is_empty() && map.values().all(|v| v.get("resolved").is_some_and(Value::is_boolean));
+    let per_instance = !map.is_empty()
+        && map
+            .values()
+            .all(|v| v.get("resolved").is_some_and(Value::is_boolean));
     if !per_instance {
         return Err(bad("no resolved / unresolved / empty-patch id lists (see `blagent analyze-failures --help`)".into()));
     }
@@ -194,23 +273,44 @@ mod tests {
     fn malformed_lines_are_errors_naming_file_and_line() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Vec::new();
-        let p = write(&dir, "p.jsonl", "{\"instance_id\": \"a\", \"model_patch\": \"\"}\n\n{oops\n");
-        assert!(load_predictions(&p, &mut w).unwrap_err().to_string().contains("p.jsonl:3"));
+        let p = write(
+            &dir,
+            "p.jsonl",
+            "{\"instance_id\": \"a\", \"model_patch\": \"\"}\n\n{oops\n",
+        );
+        assert!(load_predictions(&p, &mut w)
+            .unwrap_err()
+            .to_string()
+            .contains("p.jsonl:3"));
         let p = write(&dir, "q.jsonl", "{\"model_patch\": \"\"}\n");
-        assert!(load_predictions(&p, &mut w).unwrap_err().to_string().contains("instance_id"));
+        assert!(load_predictions(&p, &mut w)
+            .unwrap_err()
+            .to_string()
+            .contains("instance_id"));
         let p = write(&dir, "r.jsonl", "[1, 2]\n");
-        assert!(load_predictions(&p, &mut w).unwrap_err().to_string().contains("r.jsonl:1"));
+        assert!(load_predictions(&p, &mut w)
+            .unwrap_err()
+            .to_string()
+            .contains("r.jsonl:1"));
     }
 
     #[test]
     fn json_arrays_nulls_and_duplicates() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Vec::new();
-        let p = write(&dir, "p.json", r#"[{"instance_id": "a", "model_patch": null}, {"instance_id": "a", "model_patch": "x"}]"#);
+        let p = write(
+            &dir,
+            "p.json",
+            r#"[{"instance_id": "a", "model_patch": null}, {"instance_id": "a", "model_patch": "x"}]"#,
+        );
         let preds = load_predictions(&p, &mut w).unwrap();
         assert_eq!(preds["a"], "x");
         assert_eq!(w.len(), 1);
-        let l = write(&dir, "l.jsonl", r#"{"instance_id": "a", "found_files": ["x.py"], "found_functions": ["x.py::f"]}"#);
+        let l = write(
+            &dir,
+            "l.jsonl",
+            r#"{"instance_id": "a", "found_files": ["x.py"], "found_functions": ["x.py::f"]}"#,
+        );
         let locs = load_localizations(&l, &mut w).unwrap();
         assert_eq!(locs["a"].found_files, ["x.py"]);
         assert_eq!(locs["a"].entries.len(), 1);
@@ -220,17 +320,39 @@ mod tests {
     fn report_shapes() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Vec::new();
-        let swe = write(&dir, "a.json", r#"{"resolved_ids": ["a"], "unresolved_ids": ["b", "a"], "empty_patch_ids": ["c"], "error_ids": ["d"], "total_instances": 4}"#);
+        let swe = write(
+            &dir,
+            "a.json",
+            r#"{"resolved_ids": ["a"], "unresolved_ids": ["b", "a"], "empty_patch_ids": ["c"], "error_ids": ["d"], "total_instances": 4}"#,
+        );
         let r = load_report(&swe, &mut w).unwrap();
-        assert_eq!(r.values().copied().collect::<Vec<_>>(), [Outcome::Resolved, Outcome::Unresolved, Outcome::EmptyPatch, Outcome::Error]);
+        assert_eq!(
+            r.values().copied().collect::<Vec<_>>(),
+            [
+                Outcome::Resolved,
+                Outcome::Unresolved,
+                Outcome::EmptyPatch,
+                Outcome::Error
+            ]
+        );
         assert_eq!(w.len(), 1, "a listed twice");
         let plain = write(&dir, "b.json", r#"{"resolved": [], "unresolved": ["x"]}"#);
-        assert_eq!(load_report(&plain, &mut w).unwrap()["x"], Outcome::Unresolved);
-        let per = write(&dir, "c.json", r#"{"x": {"resolved": false, "patch_exists": false}, "y": {"resolved": true}}"#);
+        assert_eq!(
+            load_report(&plain, &mut w).unwrap()["x"],
+            Outcome::Unresolved
+        );
+        let per = write(
+            &dir,
+            "c.json",
+            r#"{"x": {"resolved": false, "patch_exists": false}, "y": {"resolved": true}}"#,
+        );
         let r = load_report(&per, &mut w).unwrap();
         assert_eq!((r["x"], r["y"]), (Outcome::EmptyPatch, Outcome::Resolved));
         let counts = write(&dir, "d.json", r#"{"resolved": 3}"#);
-        assert!(load_report(&counts, &mut w).unwrap_err().to_string().contains("list of instance ids"));
+        assert!(load_report(&counts, &mut w)
+            .unwrap_err()
+            .to_string()
+            .contains("list of instance ids"));
         let other = write(&dir, "e.json", r#"{"hello": 1}"#);
         assert!(load_report(&other, &mut w).is_err());
     }

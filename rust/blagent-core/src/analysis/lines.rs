@@ -75,9 +75,22 @@ pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Ve
     let new_mask = new.map(|t| docstring_mask(t.lines()));
     let mut out = Vec::new();
     for hunk in &file.hunks {
-        let old_view: Vec<&str> = hunk.lines.iter().filter(|l| l.change != Some(ChangeKind::Added)).map(|l| l.text.as_str()).collect();
-        let new_view: Vec<&str> = hunk.lines.iter().filter(|l| l.change != Some(ChangeKind::Removed)).map(|l| l.text.as_str()).collect();
-        let (hunk_old, hunk_new) = (hunk_docstring_mask(&old_view), hunk_docstring_mask(&new_view));
+        let old_view: Vec<&str> = hunk
+            .lines
+            .iter()
+            .filter(|l| l.change != Some(ChangeKind::Added))
+            .map(|l| l.text.as_str())
+            .collect();
+        let new_view: Vec<&str> = hunk
+            .lines
+            .iter()
+            .filter(|l| l.change != Some(ChangeKind::Removed))
+            .map(|l| l.text.as_str())
+            .collect();
+        let (hunk_old, hunk_new) = (
+            hunk_docstring_mask(&old_view),
+            hunk_docstring_mask(&new_view),
+        );
         let (mut oi, mut ni) = (0, 0);
         for line in &hunk.lines {
             let in_doc = match line.change {
@@ -118,8 +131,16 @@ fn lookup(mask: Option<&[bool]>, line: usize) -> Option<bool> {
 /// correct; same file, within [`APPROX_LINE_DISTANCE`] lines and similarity at least
 /// [`APPROX_SIMILARITY`] is approximate; anything else fails.
 pub fn match_first_lines(gold: Option<&CodeLine>, generated: Option<&CodeLine>) -> LineMatch {
-    let mut result = LineMatch { gold: gold.cloned(), generated: generated.cloned(), distance: None, similarity: None, verdict: LineVerdict::Failed };
-    let (Some(g), Some(p)) = (gold, generated) else { return result };
+    let mut result = LineMatch {
+        gold: gold.cloned(),
+        generated: generated.cloned(),
+        distance: None,
+        similarity: None,
+        verdict: LineVerdict::Failed,
+    };
+    let (Some(g), Some(p)) = (gold, generated) else {
+        return result;
+    };
     let similarity = line_similarity(&g.text, &p.text);
     result.similarity = Some(similarity);
     if g.path != p.path {
@@ -143,7 +164,13 @@ mod tests {
     use super::*;
 
     fn line(path: &str, line: usize, text: &str) -> CodeLine {
-        CodeLine { path: path.into(), line, new_line: line, kind: ChangeKind::Added, text: text.into() }
+        CodeLine {
+            path: path.into(),
+            line,
+            new_line: line,
+            kind: ChangeKind::Added,
+            text: text.into(),
+        }
     }
 
     #[test]
@@ -157,13 +184,28 @@ mod tests {
     fn thresholds_decide_correct_approximate_and_failed() {
         let gold = line("a.py", 100, "return price * (1 - discount)");
         let verdict = |p: &CodeLine| match_first_lines(Some(&gold), Some(p)).verdict;
-        assert_eq!(verdict(&line("a.py", 105, "anything")), LineVerdict::Correct);
+        assert_eq!(
+            verdict(&line("a.py", 105, "anything")),
+            LineVerdict::Correct
+        );
         assert_eq!(verdict(&line("a.py", 95, "x")), LineVerdict::Correct);
         assert_eq!(verdict(&line("a.py", 106, "x = 1")), LineVerdict::Failed);
-        assert_eq!(verdict(&line("a.py", 110, "return price * (1 - discount / 100)")), LineVerdict::Approximate);
-        assert_eq!(verdict(&line("a.py", 111, "return price * (1 - discount / 100)")), LineVerdict::Failed);
-        assert_eq!(verdict(&line("b.py", 100, "return price * (1 - discount)")), LineVerdict::Failed);
-        assert_eq!(match_first_lines(Some(&gold), None).verdict, LineVerdict::Failed);
+        assert_eq!(
+            verdict(&line("a.py", 110, "return price * (1 - discount / 100)")),
+            LineVerdict::Approximate
+        );
+        assert_eq!(
+            verdict(&line("a.py", 111, "return price * (1 - discount / 100)")),
+            LineVerdict::Failed
+        );
+        assert_eq!(
+            verdict(&line("b.py", 100, "return price * (1 - discount)")),
+            LineVerdict::Failed
+        );
+        assert_eq!(
+            match_first_lines(Some(&gold), None).verdict,
+            LineVerdict::Failed
+        );
     }
 
     #[test]
@@ -171,19 +213,31 @@ mod tests {
         let patch = "--- a/m.py\n+++ b/m.py\n@@ -1,4 +1,9 @@\n def f(x):\n-    \"\"\"Old doc.\"\"\"\n+    \"\"\"New doc,\n+    over lines.\n+    \"\"\"\n+    # a comment\n+\n+    x = int(x)\n     y = 2\n-    return x\n+    return x + y\n";
         let files = parse_patch(patch).unwrap();
         let lines = code_lines(&files[0], None, None);
-        let texts: Vec<_> = lines.iter().map(|l| (l.kind, l.line, l.text.as_str())).collect();
+        let texts: Vec<_> = lines
+            .iter()
+            .map(|l| (l.kind, l.line, l.text.as_str()))
+            .collect();
         assert_eq!(
             texts,
-            [(ChangeKind::Added, 3, "x = int(x)"), (ChangeKind::Removed, 4, "return x"), (ChangeKind::Added, 5, "return x + y")]
+            [
+                (ChangeKind::Added, 3, "x = int(x)"),
+                (ChangeKind::Removed, 4, "return x"),
+                (ChangeKind::Added, 5, "return x + y")
+            ]
         );
     }
 
     #[test]
     fn the_whole_file_settles_a_hunk_that_starts_inside_a_docstring() {
-        let base = "def f():\n    \"\"\"Doc\n    more doc\n    old text\n    \"\"\"\n    return 1\n";
+        let base =
+            "def f():\n    \"\"\"Doc\n    more doc\n    old text\n    \"\"\"\n    return 1\n";
         let patch = "--- a/m.py\n+++ b/m.py\n@@ -3,2 +3,2 @@\n     more doc\n-    old text\n+    new text\n";
         let files = parse_patch(patch).unwrap();
-        assert_eq!(code_lines(&files[0], None, None).len(), 2, "the hunk alone cannot tell");
+        assert_eq!(
+            code_lines(&files[0], None, None).len(),
+            2,
+            "the hunk alone cannot tell"
+        );
         let new = super::super::patch::apply(base, &files[0]).unwrap();
         assert!(code_lines(&files[0], Some(base), Some(&new)).is_empty());
     }

@@ -59,7 +59,10 @@ pub struct FilePatch {
 impl FilePatch {
     /// The changed lines of every hunk, in patch order.
     pub fn changed_lines(&self) -> impl Iterator<Item = &HunkLine> {
-        self.hunks.iter().flat_map(|h| h.lines.iter()).filter(|l| l.change.is_some())
+        self.hunks
+            .iter()
+            .flat_map(|h| h.lines.iter())
+            .filter(|l| l.change.is_some())
     }
 }
 
@@ -76,18 +79,31 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
     let mut files: Vec<FilePatch> = Vec::new();
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
-    let bad = |line: usize, message: String| Error::InvalidInput(format!("patch line {line}: {message}"));
+    let bad =
+        |line: usize, message: String| Error::InvalidInput(format!("patch line {line}: {message}"));
     while i < lines.len() {
         let line = lines[i];
         if let Some(rest) = line.strip_prefix("diff --git ") {
             let path = rest.split_once(" b/").map_or(rest, |(_, b)| b);
-            files.push(FilePatch { path: path.to_owned(), is_new: false, is_deleted: false, hunks: Vec::new() });
-        } else if line.starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ ")) {
+            files.push(FilePatch {
+                path: path.to_owned(),
+                is_new: false,
+                is_deleted: false,
+                hunks: Vec::new(),
+            });
+        } else if line.starts_with("--- ")
+            && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
+        {
             let old = header_path(&line[4..]);
             let new = header_path(&lines[i + 1][4..]);
             let fresh_header = files.last().is_none_or(|f| !f.hunks.is_empty());
             if fresh_header {
-                files.push(FilePatch { path: String::new(), is_new: false, is_deleted: false, hunks: Vec::new() });
+                files.push(FilePatch {
+                    path: String::new(),
+                    is_new: false,
+                    is_deleted: false,
+                    hunks: Vec::new(),
+                });
             }
             let file = files.last_mut().expect("pushed above");
             file.is_new = old.is_none();
@@ -99,16 +115,22 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
             let Some(file) = files.last_mut() else {
                 return Err(bad(i + 1, "hunk before any file header".into()));
             };
-            let caps = HUNK_HEADER.captures(line).ok_or_else(|| bad(i + 1, format!("malformed hunk header {line:?}")))?;
+            let caps = HUNK_HEADER
+                .captures(line)
+                .ok_or_else(|| bad(i + 1, format!("malformed hunk header {line:?}")))?;
             let num = |k: usize| caps.get(k).map_or(Ok(1), |m| m.as_str().parse::<usize>());
             let parsed = (num(1), num(2), num(3), num(4));
             let (Ok(old_start), Ok(old_len), Ok(new_start), Ok(new_len)) = parsed else {
                 return Err(bad(i + 1, format!("line number out of range in {line:?}")));
             };
             if (old_start == 0 && old_len > 0) || (new_start == 0 && new_len > 0) {
-                return Err(bad(i + 1, format!("a non-empty range starts at line 0 in {line:?}")));
+                return Err(bad(
+                    i + 1,
+                    format!("a non-empty range starts at line 0 in {line:?}"),
+                ));
             }
-            let (hunk, next) = parse_hunk(&lines, i + 1, [old_start, old_len, new_start, new_len]).map_err(|(l, m)| bad(l, m))?;
+            let (hunk, next) = parse_hunk(&lines, i + 1, [old_start, old_len, new_start, new_len])
+                .map_err(|(l, m)| bad(l, m))?;
             file.hunks.push(hunk);
             i = next;
             continue;
@@ -126,23 +148,41 @@ fn header_path(raw: &str) -> Option<String> {
     if raw == "/dev/null" {
         return None;
     }
-    let path = raw.strip_prefix("a/").or_else(|| raw.strip_prefix("b/")).unwrap_or(raw);
+    let path = raw
+        .strip_prefix("a/")
+        .or_else(|| raw.strip_prefix("b/"))
+        .unwrap_or(raw);
     Some(path.to_owned())
 }
 
 /// Reads a hunk body starting at `lines[start]`; returns the hunk and the index after it, or
 /// `(1-based line, message)`.
-fn parse_hunk(lines: &[&str], start: usize, header: [usize; 4]) -> std::result::Result<(Hunk, usize), (usize, String)> {
+fn parse_hunk(
+    lines: &[&str],
+    start: usize,
+    header: [usize; 4],
+) -> std::result::Result<(Hunk, usize), (usize, String)> {
     let [old_start, old_len, new_start, new_len] = header;
     let (mut old_left, mut new_left) = (old_len, new_len);
     // An empty range's start names the line before it.
-    let mut base = if old_len == 0 { old_start + 1 } else { old_start };
-    let mut new = if new_len == 0 { new_start + 1 } else { new_start };
+    let mut base = if old_len == 0 {
+        old_start + 1
+    } else {
+        old_start
+    };
+    let mut new = if new_len == 0 {
+        new_start + 1
+    } else {
+        new_start
+    };
     let mut body = Vec::new();
     let mut i = start;
     while old_left > 0 || new_left > 0 {
         let Some(&line) = lines.get(i) else {
-            return Err((i, format!("hunk ends early: {old_left} base and {new_left} new lines missing")));
+            return Err((
+                i,
+                format!("hunk ends early: {old_left} base and {new_left} new lines missing"),
+            ));
         };
         let (prefix, text) = line.split_at(line.chars().next().map_or(0, char::len_utf8));
         let change = match prefix {
@@ -155,7 +195,12 @@ fn parse_hunk(lines: &[&str], start: usize, header: [usize; 4]) -> std::result::
             }
             _ => return Err((i + 1, format!("unexpected line in hunk: {line:?}"))),
         };
-        body.push(HunkLine { change, text: text.to_owned(), base_line: base, new_line: new });
+        body.push(HunkLine {
+            change,
+            text: text.to_owned(),
+            base_line: base,
+            new_line: new,
+        });
         if change != Some(ChangeKind::Added) {
             base += 1;
             old_left -= 1;
@@ -169,7 +214,14 @@ fn parse_hunk(lines: &[&str], start: usize, header: [usize; 4]) -> std::result::
     while lines.get(i).is_some_and(|l| l.starts_with('\\')) {
         i += 1;
     }
-    Ok((Hunk { old_start, new_start, lines: body }, i))
+    Ok((
+        Hunk {
+            old_start,
+            new_start,
+            lines: body,
+        },
+        i,
+    ))
 }
 
 /// The file after the patch: `base` with `file`'s hunks applied by their line numbers.
@@ -214,10 +266,17 @@ mod tests {
         let files = parse_patch(PATCH).unwrap();
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].path, "pkg/mod.py");
-        let changed: Vec<_> = files[0].changed_lines().map(|l| (l.change.unwrap(), l.base_line, l.new_line, l.text.as_str())).collect();
+        let changed: Vec<_> = files[0]
+            .changed_lines()
+            .map(|l| (l.change.unwrap(), l.base_line, l.new_line, l.text.as_str()))
+            .collect();
         assert_eq!(
             changed,
-            [(ChangeKind::Removed, 3, 3, "b = 2"), (ChangeKind::Added, 4, 3, "b = 3"), (ChangeKind::Added, 11, 11, "y")]
+            [
+                (ChangeKind::Removed, 3, 3, "b = 2"),
+                (ChangeKind::Added, 4, 3, "b = 3"),
+                (ChangeKind::Added, 11, 11, "y")
+            ]
         );
     }
 
@@ -227,7 +286,13 @@ mod tests {
         let files = parse_patch(patch).unwrap();
         assert!(files[0].is_new && !files[0].is_deleted);
         assert_eq!(files[0].path, "new.py");
-        assert_eq!(files[0].changed_lines().map(|l| l.new_line).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(
+            files[0]
+                .changed_lines()
+                .map(|l| l.new_line)
+                .collect::<Vec<_>>(),
+            [1, 2]
+        );
         assert!(files[1].is_deleted);
         assert_eq!(files[1].path, "old.py");
     }
@@ -243,11 +308,20 @@ mod tests {
     #[test]
     fn malformed_patches_are_errors_naming_the_line() {
         let truncated = "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n";
-        assert!(parse_patch(truncated).unwrap_err().to_string().contains("hunk ends early"));
+        assert!(parse_patch(truncated)
+            .unwrap_err()
+            .to_string()
+            .contains("hunk ends early"));
         let header = "--- a/x.py\n+++ b/x.py\n@@ -one +1 @@\n";
-        assert!(parse_patch(header).unwrap_err().to_string().contains("patch line 3"));
+        assert!(parse_patch(header)
+            .unwrap_err()
+            .to_string()
+            .contains("patch line 3"));
         let prefix = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n a\n*b\n";
-        assert!(parse_patch(prefix).unwrap_err().to_string().contains("unexpected line"));
+        assert!(parse_patch(prefix)
+            .unwrap_err()
+            .to_string()
+            .contains("unexpected line"));
         assert!(parse_patch("@@ -1 +1 @@\n-a\n+b\n").is_err());
         assert!(parse_patch("").unwrap().is_empty());
     }
@@ -257,7 +331,10 @@ mod tests {
         let base = "l1\na = 1\nb = 2\nc = 4\nd = 5\nl6\nl7\nl8\nl9\nx\nz\n";
         let files = parse_patch(PATCH).unwrap();
         let new = apply(base, &files[0]).unwrap();
-        assert_eq!(new, "l1\na = 1\nb = 3\nc = 4\nd = 5\nl6\nl7\nl8\nl9\nx\ny\nz\n");
+        assert_eq!(
+            new,
+            "l1\na = 1\nb = 3\nc = 4\nd = 5\nl6\nl7\nl8\nl9\nx\ny\nz\n"
+        );
         assert!(apply("something else\n", &files[0]).is_none());
     }
 }

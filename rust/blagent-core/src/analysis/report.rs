@@ -61,19 +61,35 @@ impl Summary {
             .iter()
             .map(|&stage| {
                 let n = count(stage);
-                let whole = if matches!(stage, Stage::Resolved | Stage::EmptyPatch) { instances.len() } else { unresolved };
-                StageCount { stage, count: n, percent: percent(n, whole) }
+                let whole = if matches!(stage, Stage::Resolved | Stage::EmptyPatch) {
+                    instances.len()
+                } else {
+                    unresolved
+                };
+                StageCount {
+                    stage,
+                    count: n,
+                    percent: percent(n, whole),
+                }
             })
             .collect();
-        let failed = || instances.iter().filter(|i| !matches!(i.stage, Stage::Resolved | Stage::EmptyPatch));
+        let failed = || {
+            instances
+                .iter()
+                .filter(|i| !matches!(i.stage, Stage::Resolved | Stage::EmptyPatch))
+        };
         Summary {
             instances: instances.len(),
             resolved,
             empty_patch,
             unresolved,
             stages,
-            line_correct: failed().filter(|i| i.line.verdict == LineVerdict::Correct).count(),
-            line_approximate: failed().filter(|i| i.line.verdict == LineVerdict::Approximate).count(),
+            line_correct: failed()
+                .filter(|i| i.line.verdict == LineVerdict::Correct)
+                .count(),
+            line_approximate: failed()
+                .filter(|i| i.line.verdict == LineVerdict::Approximate)
+                .count(),
             missing_trees: instances.iter().filter(|i| !i.tree_found).count(),
             top_k,
         }
@@ -81,7 +97,10 @@ impl Summary {
 
     /// The count of one stage.
     pub fn count(&self, stage: Stage) -> usize {
-        self.stages.iter().find(|s| s.stage == stage).map_or(0, |s| s.count)
+        self.stages
+            .iter()
+            .find(|s| s.stage == stage)
+            .map_or(0, |s| s.count)
     }
 
     /// The summary as markdown: a table of the first failed stage of the unresolved
@@ -94,16 +113,37 @@ impl Summary {
             self.instances, self.resolved, self.empty_patch, self.unresolved, self.top_k
         );
         md.push_str("| first failed stage | instances | % of unresolved |\n|---|---:|---:|\n");
-        for s in self.stages.iter().filter(|s| !matches!(s.stage, Stage::Resolved | Stage::EmptyPatch)) {
+        for s in self
+            .stages
+            .iter()
+            .filter(|s| !matches!(s.stage, Stage::Resolved | Stage::EmptyPatch))
+        {
             if s.stage != Stage::Unclassified || s.count > 0 {
-                let _ = writeln!(md, "| {} | {} | {:.1}% |", s.stage.label(), s.count, s.percent);
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.1}% |",
+                    s.stage.label(),
+                    s.count,
+                    s.percent
+                );
             }
         }
-        let _ = writeln!(md, "| **unresolved with a patch** | **{}** | {:.1}% |\n", self.unresolved, percent(self.unresolved, self.unresolved));
+        let _ = writeln!(
+            md,
+            "| **unresolved with a patch** | **{}** | {:.1}% |\n",
+            self.unresolved,
+            percent(self.unresolved, self.unresolved)
+        );
         md.push_str("| counted apart | instances | % of all |\n|---|---:|---:|\n");
         for stage in [Stage::EmptyPatch, Stage::Resolved] {
             let n = self.count(stage);
-            let _ = writeln!(md, "| {} | {} | {:.1}% |", stage.label(), n, percent(n, self.instances));
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.1}% |",
+                stage.label(),
+                n,
+                percent(n, self.instances)
+            );
         }
         let _ = writeln!(md, "| **all** | **{}** | 100.0% |", self.instances);
         let _ = write!(
@@ -112,7 +152,11 @@ impl Summary {
             self.line_correct, self.line_approximate
         );
         if self.missing_trees > 0 {
-            let _ = writeln!(md, "\n{} instances had no base tree: their function stage was not checked.", self.missing_trees);
+            let _ = writeln!(
+                md,
+                "\n{} instances had no base tree: their function stage was not checked.",
+                self.missing_trees
+            );
         }
         md
     }

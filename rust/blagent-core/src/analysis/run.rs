@@ -57,24 +57,35 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
     let outcomes = load_report(&config.report, &mut warnings)?;
 
     let known: HashSet<&str> = gold.iter().map(|g| g.instance_id.as_str()).collect();
-    let unknown = |what: &str, ids: &mut dyn Iterator<Item = &String>, warnings: &mut Vec<String>| {
-        let mut ids: Vec<&String> = ids.filter(|id| !known.contains(id.as_str())).collect();
-        ids.sort();
-        for id in ids {
-            warnings.push(format!("{what} for unknown instance {id} (not in the dataset); ignored"));
-        }
-    };
+    let unknown =
+        |what: &str, ids: &mut dyn Iterator<Item = &String>, warnings: &mut Vec<String>| {
+            let mut ids: Vec<&String> = ids.filter(|id| !known.contains(id.as_str())).collect();
+            ids.sort();
+            for id in ids {
+                warnings.push(format!(
+                    "{what} for unknown instance {id} (not in the dataset); ignored"
+                ));
+            }
+        };
     unknown("evaluation outcome", &mut outcomes.keys(), &mut warnings);
     unknown("prediction", &mut predictions.keys(), &mut warnings);
     unknown("localization", &mut locs.keys(), &mut warnings);
-    let mut not_evaluated: Vec<&String> = predictions.keys().filter(|id| known.contains(id.as_str()) && !outcomes.contains_key(*id)).collect();
+    let mut not_evaluated: Vec<&String> = predictions
+        .keys()
+        .filter(|id| known.contains(id.as_str()) && !outcomes.contains_key(*id))
+        .collect();
     not_evaluated.sort();
     for id in not_evaluated {
-        warnings.push(format!("prediction for {id} has no outcome in the report; skipped"));
+        warnings.push(format!(
+            "prediction for {id} has no outcome in the report; skipped"
+        ));
     }
 
     let by_id: HashMap<&str, _> = gold.iter().map(|g| (g.instance_id.as_str(), g)).collect();
-    let selected: Vec<_> = outcomes.iter().filter_map(|(id, &o)| by_id.get(id.as_str()).map(|g| (*g, o))).collect();
+    let selected: Vec<_> = outcomes
+        .iter()
+        .filter_map(|(id, &o)| by_id.get(id.as_str()).map(|g| (*g, o)))
+        .collect();
     if selected.is_empty() {
         return Err(Error::InvalidInput(format!(
             "no instance of the report {} is in the dataset {}",
@@ -85,18 +96,42 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
     let instances: Vec<InstanceAnalysis> = selected
         .par_iter()
         .map(|&(g, outcome)| {
-            let tree = config.repos.as_deref().map(|r| r.join(&g.instance_id)).filter(|t| t.is_dir());
+            let tree = config
+                .repos
+                .as_deref()
+                .map(|r| r.join(&g.instance_id))
+                .filter(|t| t.is_dir());
             let patch = predictions.get(&g.instance_id).map(String::as_str);
-            classify(g, locs.get(&g.instance_id), patch, outcome, tree.as_deref(), config.top_k)
+            classify(
+                g,
+                locs.get(&g.instance_id),
+                patch,
+                outcome,
+                tree.as_deref(),
+                config.top_k,
+            )
         })
         .collect();
-    Ok(AnalysisReport { summary: Summary::new(&instances, config.top_k), instances, warnings })
+    Ok(AnalysisReport {
+        summary: Summary::new(&instances, config.top_k),
+        instances,
+        warnings,
+    })
 }
 
 /// A file name for an instance id: characters other than letters, digits, `-`, `_` and `.`
 /// become `_`.
 fn file_name(instance_id: &str) -> String {
-    let safe: String = instance_id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+    let safe: String = instance_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     format!("{safe}.json")
 }
 
@@ -112,12 +147,21 @@ pub fn write_outputs(report: &AnalysisReport, out_dir: &Path) -> Result<Vec<Path
     let instances_dir = out_dir.join("instances");
     std::fs::create_dir_all(&instances_dir).map_err(|e| Error::io(&instances_dir, e))?;
     for instance in &report.instances {
-        write(&instances_dir.join(file_name(&instance.instance_id)), &serde_json::to_vec_pretty(instance)?)?;
+        write(
+            &instances_dir.join(file_name(&instance.instance_id)),
+            &serde_json::to_vec_pretty(instance)?,
+        )?;
     }
     let summary = serde_json::json!({"summary": report.summary, "warnings": report.warnings});
     Ok(vec![
-        write(&out_dir.join("summary.md"), report.summary.to_markdown().as_bytes())?,
-        write(&out_dir.join("summary.json"), &serde_json::to_vec_pretty(&summary)?)?,
+        write(
+            &out_dir.join("summary.md"),
+            report.summary.to_markdown().as_bytes(),
+        )?,
+        write(
+            &out_dir.join("summary.json"),
+            &serde_json::to_vec_pretty(&summary)?,
+        )?,
         write(&out_dir.join("chart.png"), &render_chart(&report.summary)?)?,
     ])
 }
@@ -128,7 +172,10 @@ mod tests {
 
     #[test]
     fn file_names_are_safe() {
-        assert_eq!(file_name("django__django-11099"), "django__django-11099.json");
+        assert_eq!(
+            file_name("django__django-11099"),
+            "django__django-11099.json"
+        );
         assert_eq!(file_name("../x y"), ".._x_y.json");
     }
 }

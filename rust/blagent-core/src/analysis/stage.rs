@@ -5,10 +5,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::functions::FunctionRef;
 use super::inputs::{GoldInstance, Localization, Outcome};
 use super::lines::{match_first_lines, LineMatch, LineVerdict};
 use super::patch::parse_patch;
-use super::functions::FunctionRef;
 use super::view::PatchView;
 use crate::eval::gold_files_from_patch;
 
@@ -35,8 +35,15 @@ pub enum Stage {
 
 impl Stage {
     /// The failure stages in pipeline order, then the rest, as the summary lists them.
-    pub const ALL: [Stage; 7] =
-        [Stage::File, Stage::Function, Stage::Line, Stage::PatchGeneration, Stage::Unclassified, Stage::EmptyPatch, Stage::Resolved];
+    pub const ALL: [Stage; 7] = [
+        Stage::File,
+        Stage::Function,
+        Stage::Line,
+        Stage::PatchGeneration,
+        Stage::Unclassified,
+        Stage::EmptyPatch,
+        Stage::Resolved,
+    ];
 
     /// A human label.
     pub fn label(self) -> &'static str {
@@ -118,59 +125,108 @@ pub fn classify(
         notes.push("base tree not found: function stage not checked".to_owned());
     }
     if outcome == Outcome::Error {
-        notes.push("the evaluation reported an error for this instance; analysed as unresolved".to_owned());
+        notes.push(
+            "the evaluation reported an error for this instance; analysed as unresolved".to_owned(),
+        );
     }
-    let gold_parsed = parse_patch(&gold.patch).map_err(|e| notes.push(format!("gold patch does not parse: {e}"))).ok();
-    let gold_view = PatchView::new(gold_parsed.clone().unwrap_or_default(), tree, "gold patch", &mut notes);
+    let gold_parsed = parse_patch(&gold.patch)
+        .map_err(|e| notes.push(format!("gold patch does not parse: {e}")))
+        .ok();
+    let gold_view = PatchView::new(
+        gold_parsed.clone().unwrap_or_default(),
+        tree,
+        "gold patch",
+        &mut notes,
+    );
     let model_patch = model_patch.unwrap_or_else(|| {
         notes.push("no generated patch in the predictions".to_owned());
         ""
     });
     let empty = model_patch.trim().is_empty();
-    let generated = if empty { Some(Vec::new()) } else { parse_patch(model_patch).map_err(|e| notes.push(format!("generated patch does not parse: {e}"))).ok() };
-    let gen_view = PatchView::new(generated.clone().unwrap_or_default(), tree, "generated patch", &mut notes);
+    let generated = if empty {
+        Some(Vec::new())
+    } else {
+        parse_patch(model_patch)
+            .map_err(|e| notes.push(format!("generated patch does not parse: {e}")))
+            .ok()
+    };
+    let gen_view = PatchView::new(
+        generated.clone().unwrap_or_default(),
+        tree,
+        "generated patch",
+        &mut notes,
+    );
 
     let mut gold_files = gold_files_from_patch(&gold.patch);
     if gold_files.is_empty() {
-        gold_files = gold_view.files.iter().map(|f| f.patch.path.clone()).collect();
+        gold_files = gold_view
+            .files
+            .iter()
+            .map(|f| f.patch.path.clone())
+            .collect();
     }
     if loc.is_none() {
         notes.push("no localization output".to_owned());
     }
-    let localized: Vec<String> = loc.map(|l| l.found_files.iter().take(top_k).cloned().collect()).unwrap_or_default();
-    let missing: Vec<String> = gold_files.iter().filter(|g| !localized.contains(g)).cloned().collect();
-    let file = FileEvidence { passed: !gold_files.is_empty() && missing.is_empty(), gold: gold_files, localized, missing };
+    let localized: Vec<String> = loc
+        .map(|l| l.found_files.iter().take(top_k).cloned().collect())
+        .unwrap_or_default();
+    let missing: Vec<String> = gold_files
+        .iter()
+        .filter(|g| !localized.contains(g))
+        .cloned()
+        .collect();
+    let file = FileEvidence {
+        passed: !gold_files.is_empty() && missing.is_empty(),
+        gold: gold_files,
+        localized,
+        missing,
+    };
 
     let gold_functions = gold_view.functions();
     let edited = gen_view.functions();
     let entries = loc.map(|l| l.entries.as_slice()).unwrap_or_default();
-    let mut function = FunctionEvidence { edited: edited.iter().map(FunctionRef::id).collect(), ..FunctionEvidence::default() };
+    let mut function = FunctionEvidence {
+        edited: edited.iter().map(FunctionRef::id).collect(),
+        ..FunctionEvidence::default()
+    };
     for g in &gold_functions {
         function.gold.push(g.id());
         let by_loc = entries.iter().any(|e| e.covers(g));
         if by_loc {
             function.localized.push(g.id());
         }
-        if !by_loc && !edited.iter().any(|e| e.path == g.path && e.qualified == g.qualified) {
+        if !by_loc
+            && !edited
+                .iter()
+                .any(|e| e.path == g.path && e.qualified == g.qualified)
+        {
             function.missing.push(g.id());
         }
     }
     if tree.is_some() {
         function.passed = Some(function.missing.is_empty());
         if gold_functions.is_empty() && gold_parsed.is_some() {
-            notes.push("the gold patch changes no function or class (module-level code only)".to_owned());
+            notes.push(
+                "the gold patch changes no function or class (module-level code only)".to_owned(),
+            );
         }
     }
 
     let gold_line = gold_view.first_code_line();
-    let gen_line = gold_line.and_then(|g| gen_view.first_code_line_in(&g.path)).or_else(|| gen_view.first_code_line());
+    let gen_line = gold_line
+        .and_then(|g| gen_view.first_code_line_in(&g.path))
+        .or_else(|| gen_view.first_code_line());
     let line = match_first_lines(gold_line, gen_line);
 
     let stage = if outcome == Outcome::Resolved {
         Stage::Resolved
     } else if outcome == Outcome::EmptyPatch || empty {
         if outcome != Outcome::EmptyPatch {
-            notes.push("the generated patch is empty although the report does not list it as such".to_owned());
+            notes.push(
+                "the generated patch is empty although the report does not list it as such"
+                    .to_owned(),
+            );
         }
         Stage::EmptyPatch
     } else if gold_parsed.is_none() || file.gold.is_empty() {
@@ -182,7 +238,11 @@ pub fn classify(
     } else if generated.is_none() {
         Stage::PatchGeneration
     } else if line.verdict == LineVerdict::Failed {
-        if function.passed.is_none() { Stage::Unclassified } else { Stage::Line }
+        if function.passed.is_none() {
+            Stage::Unclassified
+        } else {
+            Stage::Line
+        }
     } else {
         Stage::PatchGeneration
     };
@@ -211,16 +271,33 @@ mod tests {
     fn patch(from: &str, to: &str) -> String {
         let new = BASE.replacen(from, to, 1);
         let diff = similar::TextDiff::from_lines(BASE, &new);
-        format!("diff --git a/{PATH} b/{PATH}\n{}", diff.unified_diff().header(&format!("a/{PATH}"), &format!("b/{PATH}")))
+        format!(
+            "diff --git a/{PATH} b/{PATH}\n{}",
+            diff.unified_diff()
+                .header(&format!("a/{PATH}"), &format!("b/{PATH}"))
+        )
     }
 
     fn gold() -> GoldInstance {
-        GoldInstance { instance_id: "i".into(), repo: "acme/shop".into(), patch: patch("percent / 100", "min(percent, 100) / 100") }
+        GoldInstance {
+            instance_id: "i".into(),
+            repo: "acme/shop".into(),
+            patch: patch("percent / 100", "min(percent, 100) / 100"),
+        }
     }
 
     fn loc(files: &[&str], functions: &[&str]) -> Localization {
-        let entries = functions.iter().map(|f| LocEntry::Function { path: Some(PATH.into()), name: (*f).into() }).collect();
-        Localization { found_files: files.iter().map(|f| (*f).to_owned()).collect(), entries }
+        let entries = functions
+            .iter()
+            .map(|f| LocEntry::Function {
+                path: Some(PATH.into()),
+                name: (*f).into(),
+            })
+            .collect();
+        Localization {
+            found_files: files.iter().map(|f| (*f).to_owned()).collect(),
+            entries,
+        }
     }
 
     fn tree() -> tempfile::TempDir {
@@ -230,7 +307,12 @@ mod tests {
         dir
     }
 
-    fn stage(loc: &Localization, generated: &str, outcome: Outcome, tree: Option<&Path>) -> InstanceAnalysis {
+    fn stage(
+        loc: &Localization,
+        generated: &str,
+        outcome: Outcome,
+        tree: Option<&Path>,
+    ) -> InstanceAnalysis {
         classify(&gold(), Some(loc), Some(generated), outcome, tree, 3)
     }
 
@@ -242,18 +324,39 @@ mod tests {
         let wrong_total = patch("taxed + shipping, 2", "taxed + shipping, 3");
         let same_line = patch("percent / 100", "percent / 10");
         let far = loc(&["a.py", "b.py", "c.py", PATH], &[]);
-        assert_eq!(stage(&far, &same_line, Outcome::Unresolved, t).stage, Stage::File);
+        assert_eq!(
+            stage(&far, &same_line, Outcome::Unresolved, t).stage,
+            Stage::File
+        );
         let a = stage(&found, &wrong_total, Outcome::Unresolved, t);
         assert_eq!(a.stage, Stage::Function);
         assert_eq!(a.function.gold, ["shop/pricing.py::Pricer.discount"]);
         assert_eq!(a.function.edited, ["shop/pricing.py::Pricer.total"]);
-        let a = stage(&loc(&[PATH], &["Pricer"]), &wrong_total, Outcome::Unresolved, t);
+        let a = stage(
+            &loc(&[PATH], &["Pricer"]),
+            &wrong_total,
+            Outcome::Unresolved,
+            t,
+        );
         assert_eq!((a.stage, a.line.distance), (Stage::Line, Some(9)));
         let a = stage(&found, &same_line, Outcome::Unresolved, t);
-        assert_eq!((a.stage, a.line.verdict), (Stage::PatchGeneration, LineVerdict::Correct));
-        assert_eq!(a.line.gold.as_ref().unwrap().text, "factor = 1 - percent / 100", "the comment is skipped");
-        assert_eq!(stage(&found, &same_line, Outcome::Resolved, t).stage, Stage::Resolved);
-        assert_eq!(stage(&found, "", Outcome::EmptyPatch, t).stage, Stage::EmptyPatch);
+        assert_eq!(
+            (a.stage, a.line.verdict),
+            (Stage::PatchGeneration, LineVerdict::Correct)
+        );
+        assert_eq!(
+            a.line.gold.as_ref().unwrap().text,
+            "factor = 1 - percent / 100",
+            "the comment is skipped"
+        );
+        assert_eq!(
+            stage(&found, &same_line, Outcome::Resolved, t).stage,
+            Stage::Resolved
+        );
+        assert_eq!(
+            stage(&found, "", Outcome::EmptyPatch, t).stage,
+            Stage::EmptyPatch
+        );
         let a = stage(&found, "  \n", Outcome::Unresolved, t);
         assert_eq!(a.stage, Stage::EmptyPatch);
         assert!(a.notes.iter().any(|n| n.contains("empty")));
@@ -262,12 +365,27 @@ mod tests {
     #[test]
     fn without_a_tree_what_can_be_classified_is() {
         let found = loc(&[PATH], &[]);
-        let a = stage(&found, &patch("percent / 100", "percent / 10"), Outcome::Unresolved, None);
+        let a = stage(
+            &found,
+            &patch("percent / 100", "percent / 10"),
+            Outcome::Unresolved,
+            None,
+        );
         assert_eq!((a.stage, a.function.passed), (Stage::PatchGeneration, None));
         assert!(a.notes[0].contains("base tree not found"));
-        let a = stage(&found, &patch("taxed + shipping, 2", "taxed + shipping, 3"), Outcome::Unresolved, None);
+        let a = stage(
+            &found,
+            &patch("taxed + shipping, 2", "taxed + shipping, 3"),
+            Outcome::Unresolved,
+            None,
+        );
         assert_eq!(a.stage, Stage::Unclassified);
-        let a = stage(&loc(&["x.py"], &[]), &patch("taxed + shipping, 2", "taxed + shipping, 3"), Outcome::Unresolved, None);
+        let a = stage(
+            &loc(&["x.py"], &[]),
+            &patch("taxed + shipping, 2", "taxed + shipping, 3"),
+            Outcome::Unresolved,
+            None,
+        );
         assert_eq!(a.stage, Stage::File);
     }
 
@@ -275,15 +393,43 @@ mod tests {
     fn unparsable_patches_are_noted_not_fatal() {
         let dir = tree();
         let broken = "--- a/shop/pricing.py\n+++ b/shop/pricing.py\n@@ -4,2 +4,2 @@\n garbage\n";
-        let a = stage(&loc(&[PATH], &["Pricer.discount"]), broken, Outcome::Unresolved, Some(dir.path()));
+        let a = stage(
+            &loc(&[PATH], &["Pricer.discount"]),
+            broken,
+            Outcome::Unresolved,
+            Some(dir.path()),
+        );
         assert_eq!(a.stage, Stage::PatchGeneration);
-        assert!(a.notes.iter().any(|n| n.starts_with("generated patch does not parse")), "{:?}", a.notes);
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.starts_with("generated patch does not parse")),
+            "{:?}",
+            a.notes
+        );
         let mut bad_gold = gold();
         bad_gold.patch = broken.into();
-        let a = classify(&bad_gold, None, Some(""), Outcome::Unresolved, Some(dir.path()), 3);
+        let a = classify(
+            &bad_gold,
+            None,
+            Some(""),
+            Outcome::Unresolved,
+            Some(dir.path()),
+            3,
+        );
         assert_eq!(a.stage, Stage::EmptyPatch);
-        let a = classify(&bad_gold, None, Some(&patch("a", "b")), Outcome::Unresolved, Some(dir.path()), 3);
+        let a = classify(
+            &bad_gold,
+            None,
+            Some(&patch("a", "b")),
+            Outcome::Unresolved,
+            Some(dir.path()),
+            3,
+        );
         assert_eq!(a.stage, Stage::Unclassified);
-        assert!(a.notes.iter().any(|n| n.starts_with("gold patch does not parse")));
+        assert!(a
+            .notes
+            .iter()
+            .any(|n| n.starts_with("gold patch does not parse")));
     }
 }

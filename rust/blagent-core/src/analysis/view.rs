@@ -31,14 +31,26 @@ pub struct PatchView {
 impl PatchView {
     /// Maps `files` onto the base tree at `tree` (if any); what could not be mapped is
     /// described in `notes`, prefixed with `label` ("gold patch", "generated patch").
-    pub fn new(files: Vec<FilePatch>, tree: Option<&Path>, label: &str, notes: &mut Vec<String>) -> Self {
-        let files = files.into_iter().map(|patch| view_file(patch, tree, label, notes)).collect();
+    pub fn new(
+        files: Vec<FilePatch>,
+        tree: Option<&Path>,
+        label: &str,
+        notes: &mut Vec<String>,
+    ) -> Self {
+        let files = files
+            .into_iter()
+            .map(|patch| view_file(patch, tree, label, notes))
+            .collect();
         PatchView { files }
     }
 
     /// Every function touched, deduplicated, in (path, name) order.
     pub fn functions(&self) -> Vec<FunctionRef> {
-        let set: BTreeSet<FunctionRef> = self.files.iter().flat_map(|f| f.functions.iter().cloned()).collect();
+        let set: BTreeSet<FunctionRef> = self
+            .files
+            .iter()
+            .flat_map(|f| f.functions.iter().cloned())
+            .collect();
         set.into_iter().collect()
     }
 
@@ -49,26 +61,45 @@ impl PatchView {
 
     /// The first changed code line in `path`, if the patch changes code there.
     pub fn first_code_line_in(&self, path: &str) -> Option<&CodeLine> {
-        self.files.iter().filter(|f| f.patch.path == path).find_map(|f| f.code_lines.first())
+        self.files
+            .iter()
+            .filter(|f| f.patch.path == path)
+            .find_map(|f| f.code_lines.first())
     }
 }
 
 fn symbols_of(path: &str, text: &str) -> Option<Vec<Symbol>> {
     let language = language_for_path(path)?;
-    let file = SourceFile { path: path.to_owned(), language, text: text.to_owned(), lossy: false };
+    let file = SourceFile {
+        path: path.to_owned(),
+        language,
+        text: text.to_owned(),
+        lossy: false,
+    };
     Some(parse_file(&file, &ChunkOptions::default()).symbols)
 }
 
-fn view_file(patch: FilePatch, tree: Option<&Path>, label: &str, notes: &mut Vec<String>) -> FileView {
+fn view_file(
+    patch: FilePatch,
+    tree: Option<&Path>,
+    label: &str,
+    notes: &mut Vec<String>,
+) -> FileView {
     let Some(tree) = tree else {
         let code_lines = code_lines(&patch, None, None);
-        return FileView { patch, code_lines, functions: Vec::new() };
+        return FileView {
+            patch,
+            code_lines,
+            functions: Vec::new(),
+        };
     };
     let file_path = &patch.path;
     let base = if patch.is_new {
         Some(String::new())
     } else {
-        let text = std::fs::read(tree.join(file_path)).ok().map(|b| String::from_utf8_lossy(&b).into_owned());
+        let text = std::fs::read(tree.join(file_path))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
         if text.is_none() {
             notes.push(format!("{label}: {file_path} is not in the base tree"));
         }
@@ -82,7 +113,10 @@ fn view_file(patch: FilePatch, tree: Option<&Path>, label: &str, notes: &mut Vec
         applied
     });
     let code = code_lines(&patch, base.as_deref(), new.as_deref());
-    let base_symbols = base.as_deref().and_then(|t| symbols_of(file_path, t)).unwrap_or_default();
+    let base_symbols = base
+        .as_deref()
+        .and_then(|t| symbols_of(file_path, t))
+        .unwrap_or_default();
     let new_symbols = new.as_deref().and_then(|t| symbols_of(file_path, t));
     let mut functions: BTreeSet<FunctionRef> = BTreeSet::new();
     for line in &code {
@@ -90,17 +124,24 @@ fn view_file(patch: FilePatch, tree: Option<&Path>, label: &str, notes: &mut Vec
             (ChangeKind::Removed, _) => enclosing(&base_symbols, line.line),
             (ChangeKind::Added, Some(symbols)) => enclosing(symbols, line.new_line),
             // Inserted between base lines `line - 1` and `line`: the line above decides first.
-            (ChangeKind::Added, None) => enclosing(&base_symbols, line.line.saturating_sub(1)).or_else(|| enclosing(&base_symbols, line.line)),
+            (ChangeKind::Added, None) => enclosing(&base_symbols, line.line.saturating_sub(1))
+                .or_else(|| enclosing(&base_symbols, line.line)),
         };
         let Some(symbol) = symbol else { continue };
-        let in_base = base_symbols.iter().find(|s| s.qualified == symbol.qualified && !s.in_function);
+        let in_base = base_symbols
+            .iter()
+            .find(|s| s.qualified == symbol.qualified && !s.in_function);
         functions.insert(FunctionRef {
             path: file_path.clone(),
             qualified: symbol.qualified.clone(),
             base_lines: in_base.map(|s| (s.start_line, s.end_line)),
         });
     }
-    FileView { patch, code_lines: code, functions: functions.into_iter().collect() }
+    FileView {
+        patch,
+        code_lines: code,
+        functions: functions.into_iter().collect(),
+    }
 }
 
 #[cfg(test)]
@@ -122,11 +163,29 @@ mod tests {
         let dir = tree();
         let patch = "--- a/shop/cart.py\n+++ b/shop/cart.py\n@@ -5,7 +5,11 @@ class Cart:\n     \"\"\"A cart.\"\"\"\n \n     def total(self):\n-        return sum(self.items)\n+        return sum(i.price for i in self.items)\n+\n+    def count(self):\n+        # how many\n+        return len(self.items)\n \n     def add(self, item):\n         self.items.append(item)\n";
         let mut notes = Vec::new();
-        let view = PatchView::new(parse_patch(patch).unwrap(), Some(dir.path()), "gold patch", &mut notes);
+        let view = PatchView::new(
+            parse_patch(patch).unwrap(),
+            Some(dir.path()),
+            "gold patch",
+            &mut notes,
+        );
         assert!(notes.is_empty(), "{notes:?}");
-        let ids: Vec<_> = view.functions().iter().map(|f| (f.id(), f.base_lines)).collect();
-        assert_eq!(ids, [("shop/cart.py::Cart.count".into(), None), ("shop/cart.py::Cart.total".into(), Some((7, 8)))]);
-        assert_eq!(view.first_code_line().unwrap().text, "return sum(self.items)");
+        let ids: Vec<_> = view
+            .functions()
+            .iter()
+            .map(|f| (f.id(), f.base_lines))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("shop/cart.py::Cart.count".into(), None),
+                ("shop/cart.py::Cart.total".into(), Some((7, 8)))
+            ]
+        );
+        assert_eq!(
+            view.first_code_line().unwrap().text,
+            "return sum(self.items)"
+        );
         assert_eq!(view.first_code_line_in("shop/cart.py").unwrap().line, 8);
         assert!(view.first_code_line_in("other.py").is_none());
     }
@@ -136,10 +195,24 @@ mod tests {
         let dir = tree();
         let patch = "--- a/shop/none.py\n+++ b/shop/none.py\n@@ -1 +1 @@\n-a\n+b\n--- a/shop/cart.py\n+++ b/shop/cart.py\n@@ -8 +8 @@\n-        return 0\n+        return 1\n";
         let mut notes = Vec::new();
-        let view = PatchView::new(parse_patch(patch).unwrap(), Some(dir.path()), "generated patch", &mut notes);
+        let view = PatchView::new(
+            parse_patch(patch).unwrap(),
+            Some(dir.path()),
+            "generated patch",
+            &mut notes,
+        );
         assert_eq!(notes.len(), 2, "{notes:?}");
-        assert_eq!(view.functions().len(), 1, "removed line still maps onto the base file");
-        let no_tree = PatchView::new(parse_patch(patch).unwrap(), None, "generated patch", &mut notes);
+        assert_eq!(
+            view.functions().len(),
+            1,
+            "removed line still maps onto the base file"
+        );
+        let no_tree = PatchView::new(
+            parse_patch(patch).unwrap(),
+            None,
+            "generated patch",
+            &mut notes,
+        );
         assert!(no_tree.functions().is_empty());
         assert_eq!(no_tree.first_code_line().unwrap().text, "a");
     }

@@ -20,7 +20,10 @@ pub struct ChunkOptions {
 
 impl Default for ChunkOptions {
     fn default() -> Self {
-        ChunkOptions { max_bytes: 1500, window_lines: 40 }
+        ChunkOptions {
+            max_bytes: 1500,
+            window_lines: 40,
+        }
     }
 }
 
@@ -125,7 +128,11 @@ pub(crate) struct LineIndex {
 impl LineIndex {
     pub(crate) fn new(source: &str) -> Self {
         let newlines = source.bytes().enumerate().filter(|&(_, b)| b == b'\n');
-        LineIndex { starts: std::iter::once(0).chain(newlines.map(|(i, _)| i + 1)).collect() }
+        LineIndex {
+            starts: std::iter::once(0)
+                .chain(newlines.map(|(i, _)| i + 1))
+                .collect(),
+        }
     }
 
     /// 1-based line of the byte at `offset`.

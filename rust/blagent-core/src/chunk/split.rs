@@ -49,7 +49,15 @@ pub(super) fn line_windows(
 ) -> Vec<Chunk> {
     let lines = LineIndex::new(source);
     let mut chunks = Vec::new();
-    push_windows(&mut chunks, path, source, &lines, start, end, options.window_lines);
+    push_windows(
+        &mut chunks,
+        path,
+        source,
+        &lines,
+        start,
+        end,
+        options.window_lines,
+    );
     chunks
 }
 
@@ -143,7 +151,13 @@ impl<'a> Splitter<'a> {
     /// Groups `children` into chunks of at most the budget. `header` is text that belongs in
     /// front of the first chunk (a class or function header); definitions become their own
     /// chunks; an oversized compound statement is split recursively.
-    fn split(&mut self, children: &[Node<'_>], header: Option<Group>, scope: Option<&str>, kind: ChunkKind) {
+    fn split(
+        &mut self,
+        children: &[Node<'_>],
+        header: Option<Group>,
+        scope: Option<&str>,
+        kind: ChunkKind,
+    ) {
         let max = self.options.max_bytes;
         let mut group = header;
         for &child in children {
@@ -187,11 +201,19 @@ impl<'a> Splitter<'a> {
             } else {
                 match group {
                     Some(g) if !g.has_content => {
-                        group = Some(Group { start: g.start, end: child.end_byte(), has_content: true });
+                        group = Some(Group {
+                            start: g.start,
+                            end: child.end_byte(),
+                            has_content: true,
+                        });
                     }
                     _ => {
                         self.flush(&mut group, scope, kind);
-                        group = Some(Group { start: child_start, end: child.end_byte(), has_content: true });
+                        group = Some(Group {
+                            start: child_start,
+                            end: child.end_byte(),
+                            has_content: true,
+                        });
                     }
                 }
             }
@@ -209,14 +231,26 @@ impl<'a> Splitter<'a> {
 
     /// Splits a compound statement: its text up to its first block child is a header for the
     /// first piece; blocks and clauses are split in turn.
-    fn split_compound(&mut self, node: Node<'_>, start: usize, scope: Option<&str>, kind: ChunkKind) {
+    fn split_compound(
+        &mut self,
+        node: Node<'_>,
+        start: usize,
+        scope: Option<&str>,
+        kind: ChunkKind,
+    ) {
         let children = named_children(node);
-        let first_part = children.iter().position(|c| c.kind() == "block" || c.kind().ends_with("_clause"));
+        let first_part = children
+            .iter()
+            .position(|c| c.kind() == "block" || c.kind().ends_with("_clause"));
         let header_end = match first_part {
             Some(i) if i > 0 => children[i - 1].end_byte(),
             _ => start.max(node.start_byte()),
         };
-        let header = Group { start, end: header_end.max(start), has_content: false };
+        let header = Group {
+            start,
+            end: header_end.max(start),
+            has_content: false,
+        };
         let rest = &children[first_part.unwrap_or(children.len())..];
         let mut units = Vec::new();
         for part in rest {
@@ -236,7 +270,9 @@ impl<'a> Splitter<'a> {
     /// A class or function (with its decorators in `outer`): one chunk when it fits, else its
     /// header leads the first piece of its body.
     fn split_definition(&mut self, outer: Node<'_>, def: Node<'_>, scope: Option<&str>) {
-        let name = def.child_by_field_name("name").map_or("<anonymous>", |n| self.text(n));
+        let name = def
+            .child_by_field_name("name")
+            .map_or("<anonymous>", |n| self.text(n));
         let qualified = match scope {
             Some(scope) => format!("{scope}.{name}"),
             None => name.to_owned(),
@@ -246,12 +282,24 @@ impl<'a> Splitter<'a> {
         let body = def.child_by_field_name("body");
         let fits = outer.end_byte() - start <= self.options.max_bytes;
         let Some(body) = body.filter(|_| !fits) else {
-            let kind = if is_class { ChunkKind::Class } else { ChunkKind::Function };
+            let kind = if is_class {
+                ChunkKind::Class
+            } else {
+                ChunkKind::Function
+            };
             self.emit(start, outer.end_byte(), Some(&qualified), kind);
             return;
         };
-        let kind = if is_class { ChunkKind::ClassBody } else { ChunkKind::Fragment };
-        let header = Group { start, end: body.start_byte(), has_content: false };
+        let kind = if is_class {
+            ChunkKind::ClassBody
+        } else {
+            ChunkKind::Fragment
+        };
+        let header = Group {
+            start,
+            end: body.start_byte(),
+            has_content: false,
+        };
         self.split(&named_children(body), Some(header), Some(&qualified), kind);
     }
 }

@@ -73,8 +73,16 @@ fn visit(node: Node<'_>, source: &str, lang: &Language, scope: &mut Scope, out: 
             continue;
         };
         let name = source[name.byte_range()].to_owned();
-        let outer = child.parent().filter(|p| Some(p.kind()) == lang.decorated_kind).unwrap_or(child);
-        let qualified = scope.iter().map(|(n, _)| n.as_str()).chain([name.as_str()]).collect::<Vec<_>>().join(".");
+        let outer = child
+            .parent()
+            .filter(|p| Some(p.kind()) == lang.decorated_kind)
+            .unwrap_or(child);
+        let qualified = scope
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain([name.as_str()])
+            .collect::<Vec<_>>()
+            .join(".");
         let kind = match (is_class, scope.last()) {
             (true, _) => SymbolKind::Class,
             (false, Some((_, true))) => SymbolKind::Method,
@@ -113,15 +121,26 @@ fn recover_headers(error: Node<'_>, source: &str, scope: &Scope, out: &mut Vec<S
     let end_line = error.end_position().row + 1;
     let text = &source[error.byte_range()];
     for (i, line) in text.lines().enumerate() {
-        let Some(c) = HEADER.captures(line) else { continue };
+        let Some(c) = HEADER.captures(line) else {
+            continue;
+        };
         let start_line = first_line + i;
         if out.iter().any(|s| s.start_line == start_line) {
             continue;
         }
         let name = c[2].to_owned();
-        let qualified = scope.iter().map(|(n, _)| n.as_str()).chain([name.as_str()]).collect::<Vec<_>>().join(".");
+        let qualified = scope
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain([name.as_str()])
+            .collect::<Vec<_>>()
+            .join(".");
         out.push(Symbol {
-            kind: if &c[1] == "class" { SymbolKind::Class } else { SymbolKind::Function },
+            kind: if &c[1] == "class" {
+                SymbolKind::Class
+            } else {
+                SymbolKind::Function
+            },
             qualified,
             name,
             start_line,
@@ -160,7 +179,11 @@ fn docstring(body: Node<'_>, source: &str) -> Option<String> {
     let unquoted = raw
         .trim_start_matches(|c: char| c.is_ascii_alphabetic())
         .trim_matches(|c| c == '"' || c == '\'');
-    unquoted.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)
+    unquoted
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_owned)
 }
 
 /// The skeleton: one entry per class, method and module-level function, indented by depth.

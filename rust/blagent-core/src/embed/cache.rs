@@ -58,7 +58,9 @@ impl EmbeddingCache {
     /// the second value says whether that happened.
     pub fn get(&self, text: &str, kind: TextKind) -> (Option<Vec<f32>>, bool) {
         let path = self.path(text, kind);
-        let Ok(bytes) = fs::read(&path) else { return (None, false) };
+        let Ok(bytes) = fs::read(&path) else {
+            return (None, false);
+        };
         if let Some(vector) = decode(&bytes) {
             (Some(vector), false)
         } else {
@@ -73,13 +75,19 @@ impl EmbeddingCache {
         let parent = path.parent().expect("entries live in a shard folder");
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         let mut file = tempfile::NamedTempFile::new_in(parent).map_err(|e| Error::io(parent, e))?;
-        file.write_all(&encode(vector)).map_err(|e| Error::io(file.path(), e))?;
+        file.write_all(&encode(vector))
+            .map_err(|e| Error::io(file.path(), e))?;
         file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
         Ok(())
     }
 
     /// Embeds `texts`, reading what the cache has and computing (and storing) the rest.
-    pub fn embed(&self, encoder: &Encoder, texts: &[&str], kind: TextKind) -> Result<(Vec<Vec<f32>>, CacheStats)> {
+    pub fn embed(
+        &self,
+        encoder: &Encoder,
+        texts: &[&str],
+        kind: TextKind,
+    ) -> Result<(Vec<Vec<f32>>, CacheStats)> {
         let mut stats = CacheStats::default();
         let mut out: Vec<Option<Vec<f32>>> = Vec::with_capacity(texts.len());
         let mut missing = Vec::new();
@@ -98,7 +106,10 @@ impl EmbeddingCache {
             self.put(texts[i], kind, &vector)?;
             out[i] = Some(vector);
         }
-        Ok((out.into_iter().map(Option::unwrap_or_default).collect(), stats))
+        Ok((
+            out.into_iter().map(Option::unwrap_or_default).collect(),
+            stats,
+        ))
     }
 }
 
@@ -117,7 +128,10 @@ fn encode(vector: &[f32]) -> Vec<u8> {
 fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
     let body_len = bytes.len().checked_sub(CHECKSUM_BYTES)?;
     let (body, checksum) = bytes.split_at(body_len);
-    if body.len() < 8 || &body[..4] != MAGIC || blake3::hash(body).as_bytes()[..CHECKSUM_BYTES] != *checksum {
+    if body.len() < 8
+        || &body[..4] != MAGIC
+        || blake3::hash(body).as_bytes()[..CHECKSUM_BYTES] != *checksum
+    {
         return None;
     }
     let len = u32::from_le_bytes(body[4..8].try_into().ok()?) as usize;
@@ -125,7 +139,12 @@ fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
     if payload.len() != len * 4 {
         return None;
     }
-    Some(payload.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    Some(
+        payload
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -137,11 +156,23 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let a = EmbeddingCache::open(root.path(), "model-a").unwrap();
         let b = EmbeddingCache::open(root.path(), "model-b").unwrap();
-        a.put("# x.py\ndef f(): pass", TextKind::Document, &[1.0, -2.5, 3.25]).unwrap();
-        assert_eq!(a.get("# x.py\ndef f(): pass", TextKind::Document).0, Some(vec![1.0, -2.5, 3.25]));
+        a.put(
+            "# x.py\ndef f(): pass",
+            TextKind::Document,
+            &[1.0, -2.5, 3.25],
+        )
+        .unwrap();
+        assert_eq!(
+            a.get("# x.py\ndef f(): pass", TextKind::Document).0,
+            Some(vec![1.0, -2.5, 3.25])
+        );
         assert_eq!(a.get("# x.py\ndef f(): pass", TextKind::Query).0, None);
         assert_eq!(b.get("# x.py\ndef f(): pass", TextKind::Document).0, None);
-        assert_eq!(a.get("# y.py\ndef f(): pass", TextKind::Document).0, None, "the path header is part of the key");
+        assert_eq!(
+            a.get("# y.py\ndef f(): pass", TextKind::Document).0,
+            None,
+            "the path header is part of the key"
+        );
     }
 
     #[test]
@@ -179,6 +210,9 @@ mod tests {
                 });
             }
         });
-        assert_eq!(cache.get("same", TextKind::Document).0, Some(vec![1.0, 2.0]));
+        assert_eq!(
+            cache.get("same", TextKind::Document).0,
+            Some(vec![1.0, 2.0])
+        );
     }
 }

@@ -42,7 +42,9 @@ pub struct Encoder {
 
 impl std::fmt::Debug for Encoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Encoder").field("folder", &self.folder).finish_non_exhaustive()
+        f.debug_struct("Encoder")
+            .field("folder", &self.folder)
+            .finish_non_exhaustive()
     }
 }
 
@@ -57,13 +59,17 @@ impl Encoder {
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| Error::Model(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
         tokenizer
-            .with_truncation(Some(TruncationParams { max_length: folder.max_seq_length, ..TruncationParams::default() }))
+            .with_truncation(Some(TruncationParams {
+                max_length: folder.max_seq_length,
+                ..TruncationParams::default()
+            }))
             .map_err(model_err)?;
         tokenizer.with_padding(None);
         let device = Device::Cpu;
         let weights_path = dir.join("model.safetensors");
         let weights = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device).map_err(model_err)?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+            .map_err(model_err)?;
         let model = match folder.architecture {
             Architecture::Bert => {
                 let config: bert::Config = serde_json::from_value(folder.config.clone())
@@ -76,7 +82,12 @@ impl Encoder {
                 Model::NomicBert(nomic_bert::NomicBertModel::load(vb, &config).map_err(model_err)?)
             }
         };
-        Ok(Encoder { folder, tokenizer, model, device })
+        Ok(Encoder {
+            folder,
+            tokenizer,
+            model,
+            device,
+        })
     }
 
     /// The folder's configuration (dimension, pooling, identity, …).
@@ -91,7 +102,10 @@ impl Encoder {
             TextKind::Document => &self.folder.document_prefix,
         };
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let encodings = self.tokenizer.encode_batch(inputs, true).map_err(model_err)?;
+        let encodings = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(model_err)?;
         let batches = length_batches(&encodings);
         let embedded: Vec<Vec<(usize, Vec<f32>)>> = batches
             .par_iter()
@@ -109,7 +123,12 @@ impl Encoder {
     }
 
     fn embed_batch(&self, rows: &[&Encoding]) -> Result<Vec<Vec<f32>>> {
-        let width = rows.iter().map(|e| e.get_ids().len()).max().unwrap_or(0).max(1);
+        let width = rows
+            .iter()
+            .map(|e| e.get_ids().len())
+            .max()
+            .unwrap_or(0)
+            .max(1);
         let mut ids = Vec::with_capacity(rows.len() * width);
         let mut mask = Vec::with_capacity(rows.len() * width);
         for row in rows {
@@ -123,12 +142,18 @@ impl Encoder {
         let ids = Tensor::from_vec(ids, shape, &self.device).map_err(model_err)?;
         let mask = Tensor::from_vec(mask, shape, &self.device).map_err(model_err)?;
         let hidden = match &self.model {
-            Model::Bert(model) => model.forward(&ids, &ids.zeros_like().map_err(model_err)?, Some(&mask)),
+            Model::Bert(model) => {
+                model.forward(&ids, &ids.zeros_like().map_err(model_err)?, Some(&mask))
+            }
             Model::NomicBert(model) => model.forward(&ids, None, Some(&mask)),
         }
         .map_err(model_err)?;
         let pooled = pool(&hidden, &mask, self.folder.pooling).map_err(model_err)?;
-        let pooled = if self.folder.normalize { l2_normalize(&pooled).map_err(model_err)? } else { pooled };
+        let pooled = if self.folder.normalize {
+            l2_normalize(&pooled).map_err(model_err)?
+        } else {
+            pooled
+        };
         pooled.to_vec2::<f32>().map_err(model_err)
     }
 }
@@ -143,7 +168,9 @@ fn length_batches(encodings: &[Encoding]) -> Vec<Vec<usize>> {
     for i in order {
         let len = encodings[i].get_ids().len().max(1);
         let new_width = width.max(len);
-        if !current.is_empty() && (current.len() >= BATCH_ROWS || new_width * (current.len() + 1) > BATCH_TOKENS) {
+        if !current.is_empty()
+            && (current.len() >= BATCH_ROWS || new_width * (current.len() + 1) > BATCH_TOKENS)
+        {
             batches.push(std::mem::take(&mut current));
             width = 0;
         }
@@ -170,6 +197,10 @@ fn pool(hidden: &Tensor, mask: &Tensor, pooling: Pooling) -> candle_core::Result
 }
 
 fn l2_normalize(x: &Tensor) -> candle_core::Result<Tensor> {
-    let norm = x.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+    let norm = x
+        .sqr()?
+        .sum_keepdim(D::Minus1)?
+        .sqrt()?
+        .clamp(1e-12, f64::MAX)?;
     x.broadcast_div(&norm)
 }

@@ -67,35 +67,60 @@ fn read_json(path: &Path) -> Result<Option<Value>> {
 }
 
 fn usize_field(value: &Value, keys: &[&str]) -> Option<usize> {
-    keys.iter().find_map(|k| value.get(*k).and_then(Value::as_u64)).map(|v| v as usize)
+    keys.iter()
+        .find_map(|k| value.get(*k).and_then(Value::as_u64))
+        .map(|v| v as usize)
 }
 
 impl ModelFolder {
     /// Reads the folder's configuration; errors name the missing or malformed file.
     pub fn read(dir: &Path) -> Result<Self> {
         if !dir.is_dir() {
-            return Err(Error::Model(format!("model folder not found: {}", dir.display())));
+            return Err(Error::Model(format!(
+                "model folder not found: {}",
+                dir.display()
+            )));
         }
         for required in ["config.json", "tokenizer.json", "model.safetensors"] {
             if !dir.join(required).is_file() {
-                return Err(Error::Model(format!("model folder {} lacks {required}", dir.display())));
+                return Err(Error::Model(format!(
+                    "model folder {} lacks {required}",
+                    dir.display()
+                )));
             }
         }
         let config = read_json(&dir.join("config.json"))?.unwrap_or(Value::Null);
-        let model_type = config.get("model_type").and_then(Value::as_str).unwrap_or("bert");
+        let model_type = config
+            .get("model_type")
+            .and_then(Value::as_str)
+            .unwrap_or("bert");
         let architecture = match model_type {
             "nomic_bert" => Architecture::NomicBert,
             "bert" => Architecture::Bert,
-            other => return Err(Error::Model(format!("unsupported model_type {other:?} in {}", dir.display()))),
+            other => {
+                return Err(Error::Model(format!(
+                    "unsupported model_type {other:?} in {}",
+                    dir.display()
+                )))
+            }
         };
         let modules = read_json(&dir.join("modules.json"))?;
         let module_types: Vec<&str> = modules
             .as_ref()
             .and_then(Value::as_array)
-            .map(|m| m.iter().filter_map(|x| x.get("type").and_then(Value::as_str)).collect())
+            .map(|m| {
+                m.iter()
+                    .filter_map(|x| x.get("type").and_then(Value::as_str))
+                    .collect()
+            })
             .unwrap_or_default();
         let pooling_config = read_json(&dir.join("1_Pooling/config.json"))?.unwrap_or(Value::Null);
-        let flag = |key: &str| pooling_config.get(key).and_then(Value::as_bool).unwrap_or(false);
+        let flag = |key: &str| {
+            pooling_config
+                .get(key)
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
         let pooling = if flag("pooling_mode_cls_token") {
             Pooling::Cls
         } else if flag("pooling_mode_max_tokens") {
@@ -103,7 +128,8 @@ impl ModelFolder {
         } else {
             Pooling::Mean
         };
-        let positions = usize_field(&config, &["max_position_embeddings", "n_positions"]).unwrap_or(512);
+        let positions =
+            usize_field(&config, &["max_position_embeddings", "n_positions"]).unwrap_or(512);
         let max_seq_length = read_json(&dir.join("sentence_bert_config.json"))?
             .and_then(|c| usize_field(&c, &["max_seq_length"]))
             .unwrap_or(positions)
@@ -112,17 +138,29 @@ impl ModelFolder {
         let prompts = read_json(&dir.join("config_sentence_transformers.json"))?
             .and_then(|c| c.get("prompts").cloned())
             .unwrap_or(Value::Null);
-        let prompt = |key: &str| prompts.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+        let prompt = |key: &str| {
+            prompts
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
         let (mut query_prefix, mut document_prefix) = (prompt("query"), prompt("document"));
         if architecture == Architecture::NomicBert && query_prefix.is_empty() {
             // nomic-embed-text is trained with task prefixes; its folders do not always say so.
             "search_query: ".clone_into(&mut query_prefix);
             "search_document: ".clone_into(&mut document_prefix);
         }
-        let dimension = usize_field(&config, &["hidden_size", "n_embd"])
-            .ok_or_else(|| Error::Model(format!("{}: config.json has no hidden size", dir.display())))?;
-        let weights_len = fs::metadata(dir.join("model.safetensors")).map_err(|e| Error::io(dir, e))?.len();
-        let name = config.get("_name_or_path").and_then(Value::as_str).unwrap_or(model_type);
+        let dimension = usize_field(&config, &["hidden_size", "n_embd"]).ok_or_else(|| {
+            Error::Model(format!("{}: config.json has no hidden size", dir.display()))
+        })?;
+        let weights_len = fs::metadata(dir.join("model.safetensors"))
+            .map_err(|e| Error::io(dir, e))?
+            .len();
+        let name = config
+            .get("_name_or_path")
+            .and_then(Value::as_str)
+            .unwrap_or(model_type);
         let layers = usize_field(&config, &["num_hidden_layers", "n_layer"]).unwrap_or(0);
         Ok(ModelFolder {
             dir: dir.to_path_buf(),
@@ -160,23 +198,47 @@ mod tests {
         let mut files = BASE.to_vec();
         files.push(("config.json", r#"{"model_type": "bert", "hidden_size": 384, "max_position_embeddings": 512, "num_hidden_layers": 6}"#));
         files.push(("modules.json", r#"[{"type": "sentence_transformers.models.Transformer"}, {"type": "sentence_transformers.models.Normalize"}]"#));
-        files.push(("1_Pooling/config.json", r#"{"pooling_mode_mean_tokens": true}"#));
+        files.push((
+            "1_Pooling/config.json",
+            r#"{"pooling_mode_mean_tokens": true}"#,
+        ));
         files.push(("sentence_bert_config.json", r#"{"max_seq_length": 256}"#));
         let dir = folder(&files);
         let f = ModelFolder::read(dir.path()).unwrap();
-        assert_eq!((f.architecture, f.pooling, f.normalize, f.max_seq_length, f.dimension), (Architecture::Bert, Pooling::Mean, true, 256, 384));
+        assert_eq!(
+            (
+                f.architecture,
+                f.pooling,
+                f.normalize,
+                f.max_seq_length,
+                f.dimension
+            ),
+            (Architecture::Bert, Pooling::Mean, true, 256, 384)
+        );
         assert!(f.query_prefix.is_empty());
     }
 
     #[test]
     fn nomic_gets_its_task_prefixes_and_cls_pooling_is_honoured() {
         let mut files = BASE.to_vec();
-        files.push(("config.json", r#"{"model_type": "nomic_bert", "n_embd": 768, "n_positions": 8192}"#));
-        files.push(("1_Pooling/config.json", r#"{"pooling_mode_cls_token": true}"#));
+        files.push((
+            "config.json",
+            r#"{"model_type": "nomic_bert", "n_embd": 768, "n_positions": 8192}"#,
+        ));
+        files.push((
+            "1_Pooling/config.json",
+            r#"{"pooling_mode_cls_token": true}"#,
+        ));
         let dir = folder(&files);
         let f = ModelFolder::read(dir.path()).unwrap();
-        assert_eq!((f.architecture, f.pooling, f.normalize, f.max_seq_length), (Architecture::NomicBert, Pooling::Cls, false, 512));
-        assert_eq!((f.query_prefix.as_str(), f.document_prefix.as_str()), ("search_query: ", "search_document: "));
+        assert_eq!(
+            (f.architecture, f.pooling, f.normalize, f.max_seq_length),
+            (Architecture::NomicBert, Pooling::Cls, false, 512)
+        );
+        assert_eq!(
+            (f.query_prefix.as_str(), f.document_prefix.as_str()),
+            ("search_query: ", "search_document: ")
+        );
     }
 
     #[test]
@@ -187,7 +249,10 @@ mod tests {
         let mut files = BASE.to_vec();
         files.push(("config.json", r#"{"model_type": "gpt2", "hidden_size": 8}"#));
         let dir = folder(&files);
-        assert!(ModelFolder::read(dir.path()).unwrap_err().to_string().contains("unsupported model_type"));
+        assert!(ModelFolder::read(dir.path())
+            .unwrap_err()
+            .to_string()
+            .contains("unsupported model_type"));
         assert!(ModelFolder::read(Path::new("/nonexistent/model")).is_err());
     }
 }

@@ -115,7 +115,9 @@ mod tests {
         let m = acc.finish();
         assert_close(&m.acc, &[0.0, 1.0, 1.0, 1.0]);
         // AP@5 = (1/1 + 2/3) / 2.
-        assert!((average_precision_at(&ranked, &gold, 5) - f64::midpoint(1.0, 2.0 / 3.0)).abs() < 1e-12);
+        assert!(
+            (average_precision_at(&ranked, &gold, 5) - f64::midpoint(1.0, 2.0 / 3.0)).abs() < 1e-12
+        );
         assert_eq!(first_hit_rank(&ranked, &gold), Some(1));
     }
 }

@@ -4,5 +4,9 @@
 mod metrics;
 mod run;
 
-pub use self::metrics::{average_precision_at, first_hit_rank, Metrics, MetricsAccumulator, ACC_KS, MAP_KS};
-pub use self::run::{gold_files_from_patch, load_dataset, run_eval, EvalConfig, EvalReport, Instance, Prediction};
+pub use self::metrics::{
+    average_precision_at, first_hit_rank, Metrics, MetricsAccumulator, ACC_KS, MAP_KS,
+};
+pub use self::run::{
+    gold_files_from_patch, load_dataset, run_eval, EvalConfig, EvalReport, Instance, Prediction,
+};

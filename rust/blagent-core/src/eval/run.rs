@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
 use crate::error::{Error, Result};
-use crate::localizer::{LocalizeOptions, Localizer};
 use crate::index::RepoIndex;
+use crate::localizer::{LocalizeOptions, Localizer};
 use crate::retrieve::{FileSignals, Signal};
 
 /// Metrics need at least this many ranked files (Acc@10, MAP@10).
@@ -131,12 +131,16 @@ fn create(path: &Path) -> Result<BufWriter<File>> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
-    Ok(BufWriter::new(File::create(path).map_err(|e| Error::io(path, e))?))
+    Ok(BufWriter::new(
+        File::create(path).map_err(|e| Error::io(path, e))?,
+    ))
 }
 
 fn write_line(writer: &mut BufWriter<File>, path: &Path, value: &impl Serialize) -> Result<()> {
     serde_json::to_writer(&mut *writer, value)?;
-    writeln!(writer).and_then(|()| writer.flush()).map_err(|e| Error::io(path, e))
+    writeln!(writer)
+        .and_then(|()| writer.flush())
+        .map_err(|e| Error::io(path, e))
 }
 
 /// Runs the localizer over the dataset and scores it.
@@ -148,8 +152,9 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         instances.retain(|i| wanted.contains(i.instance_id.as_str()));
     }
     let mut report = EvalReport::default();
-    let (present, missing): (Vec<Instance>, Vec<Instance>) =
-        instances.into_iter().partition(|i| config.repos.join(&i.instance_id).is_dir());
+    let (present, missing): (Vec<Instance>, Vec<Instance>) = instances
+        .into_iter()
+        .partition(|i| config.repos.join(&i.instance_id).is_dir());
     report.missing_trees = missing.into_iter().map(|i| i.instance_id).collect();
 
     let mut options = config.options.clone();
@@ -162,8 +167,10 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     let bar = ProgressBar::new(present.len() as u64);
     if config.progress {
         bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} [{elapsed_precise}<{eta_precise}] {msg}")
-                .map_err(|e| Error::Internal(e.to_string()))?,
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} [{elapsed_precise}<{eta_precise}] {msg}",
+            )
+            .map_err(|e| Error::Internal(e.to_string()))?,
         );
     } else {
         bar.set_draw_target(ProgressDrawTarget::hidden());
@@ -177,8 +184,14 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             let start = Instant::now();
             let scored = localizer.score(&index, &instance.problem_statement)?;
             let result = localizer.result(&index, &scored, crate::elapsed_ms(start));
-            if let (Some(writer), Some(path)) = (signals_out.as_mut(), config.signals_out.as_deref()) {
-                write_line(writer, path, &signal_dump(&index, &scored.signals, instance))?;
+            if let (Some(writer), Some(path)) =
+                (signals_out.as_mut(), config.signals_out.as_deref())
+            {
+                write_line(
+                    writer,
+                    path,
+                    &signal_dump(&index, &scored.signals, instance),
+                )?;
             }
             Ok(result)
         });
@@ -186,20 +199,32 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         let result = match outcome {
             Ok(result) => result,
             Err(err) => {
-                report.failures.push((instance.instance_id.clone(), err.to_string()));
+                report
+                    .failures
+                    .push((instance.instance_id.clone(), err.to_string()));
                 continue;
             }
         };
         let ranked = result.paths();
         overall.add(&ranked, &instance.gold_files);
-        per_repo.entry(instance.repo.clone()).or_default().add(&ranked, &instance.gold_files);
+        per_repo
+            .entry(instance.repo.clone())
+            .or_default()
+            .add(&ranked, &instance.gold_files);
         if let (Some(writer), Some(path)) = (out.as_mut(), config.out.as_deref()) {
             let prediction = Prediction {
                 instance_id: instance.instance_id.clone(),
                 found_files: ranked.iter().take(written_k).cloned().collect(),
-                scores: result.files.iter().take(written_k).map(|f| f.score).collect(),
+                scores: result
+                    .files
+                    .iter()
+                    .take(written_k)
+                    .map(|f| f.score)
+                    .collect(),
                 gold_rank: first_hit_rank(&ranked, &instance.gold_files),
-                index_ms: result.timings.index.walk_ms + result.timings.index.parse_ms + result.timings.index.index_ms,
+                index_ms: result.timings.index.walk_ms
+                    + result.timings.index.parse_ms
+                    + result.timings.index.index_ms,
                 query_ms: result.timings.query_ms,
             };
             write_line(writer, path, &prediction)?;
@@ -207,18 +232,29 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     }
     bar.finish_and_clear();
     report.overall = overall.finish();
-    report.per_repo = per_repo.into_iter().map(|(repo, acc)| (repo, acc.finish())).collect();
+    report.per_repo = per_repo
+        .into_iter()
+        .map(|(repo, acc)| (repo, acc.finish()))
+        .collect();
     report.seconds = start.elapsed().as_secs_f64();
     Ok(report)
 }
 
 /// Raw scores of the files that any signal ranks in its top [`DUMP_TOP_PER_SIGNAL`], plus the
 /// gold files, for offline tuning of the fusion weights.
-fn signal_dump(index: &RepoIndex, signals: &[FileSignals], instance: &Instance) -> serde_json::Value {
+fn signal_dump(
+    index: &RepoIndex,
+    signals: &[FileSignals],
+    instance: &Instance,
+) -> serde_json::Value {
     let mut keep: HashSet<usize> = HashSet::new();
     for signal in Signal::ALL {
-        let mut order: Vec<(usize, f32)> =
-            signals.iter().enumerate().map(|(i, s)| (i, s.get(signal))).filter(|&(_, v)| v > 0.0).collect();
+        let mut order: Vec<(usize, f32)> = signals
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s.get(signal)))
+            .filter(|&(_, v)| v > 0.0)
+            .collect();
         order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         keep.extend(order.iter().take(DUMP_TOP_PER_SIGNAL).map(|&(i, _)| i));
     }

@@ -24,7 +24,10 @@ pub struct Bm25Params {
 
 impl Default for Bm25Params {
     fn default() -> Self {
-        Bm25Params { k1: DEFAULT_K1, b: DEFAULT_B }
+        Bm25Params {
+            k1: DEFAULT_K1,
+            b: DEFAULT_B,
+        }
     }
 }
 
@@ -74,7 +77,10 @@ impl Statistics for Bm25 {
 impl Bm25 {
     /// Indexes `docs` (document `i` is the `i`-th item).
     pub fn build<'a>(docs: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {
-        let mut index = Bm25 { params, ..Bm25::default() };
+        let mut index = Bm25 {
+            params,
+            ..Bm25::default()
+        };
         let mut counts: HashMap<u32, u32> = HashMap::new();
         for (doc, text) in docs.into_iter().enumerate() {
             counts.clear();
@@ -154,7 +160,10 @@ mod tests {
 
     #[test]
     fn matches_the_lucene_formula_by_hand() {
-        let index = Bm25::build(["alpha beta", "alpha alpha gamma delta"], Bm25Params::default());
+        let index = Bm25::build(
+            ["alpha beta", "alpha alpha gamma delta"],
+            Bm25Params::default(),
+        );
         let scores = index.score("alpha");
         // N = 2, df = 2: idf = ln(1 + 0.5 / 2.5); avg length 3.
         let idf = (1.0f32 + 0.5 / 2.5).ln();

@@ -28,7 +28,11 @@ impl PathResolver {
         let mut resolver = PathResolver::default();
         for (i, path) in paths.into_iter().enumerate() {
             let basename = path.rsplit('/').next().unwrap_or(path);
-            resolver.by_basename.entry(basename.to_owned()).or_default().push(i as u32);
+            resolver
+                .by_basename
+                .entry(basename.to_owned())
+                .or_default()
+                .push(i as u32);
             resolver.paths.push(path.to_owned());
         }
         resolver
@@ -49,10 +53,16 @@ impl PathResolver {
     /// absolute checkout path thus finds the repository file; a bare name finds every file of
     /// that name. A mention with directories must match two components or more.
     pub fn resolve_path(&self, mention: &str) -> Vec<u32> {
-        let components: Vec<&str> =
-            mention.split(['/', '\\']).filter(|c| !c.is_empty() && *c != ".").collect();
-        let Some(basename) = components.last() else { return Vec::new() };
-        let Some(candidates) = self.by_basename.get(*basename) else { return Vec::new() };
+        let components: Vec<&str> = mention
+            .split(['/', '\\'])
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect();
+        let Some(basename) = components.last() else {
+            return Vec::new();
+        };
+        let Some(candidates) = self.by_basename.get(*basename) else {
+            return Vec::new();
+        };
         // A mention with directories must match at least its last directory too: a printed
         // `site-packages/numpy/core/base.py` must not pick every `base.py` of the repository.
         let last_start = components.len().saturating_sub(2);
@@ -77,11 +87,18 @@ impl PathResolver {
         let parts: Vec<&str> = dotted.split('.').collect();
         for end in (2..=parts.len()).rev() {
             let module = parts[..end].join("/");
-            for (candidate, is_package) in [(format!("{module}.py"), false), (format!("{module}/__init__.py"), true)] {
+            for (candidate, is_package) in [
+                (format!("{module}.py"), false),
+                (format!("{module}/__init__.py"), true),
+            ] {
                 let found = self.resolve_exact_suffix(&candidate);
                 if let [file] = found[..] {
                     let rest = parts[end..].iter().map(|s| (*s).to_owned()).collect();
-                    return Some(ModuleMatch { file, is_package, rest });
+                    return Some(ModuleMatch {
+                        file,
+                        is_package,
+                        rest,
+                    });
                 }
             }
         }
@@ -92,13 +109,15 @@ impl PathResolver {
     fn resolve_exact_suffix(&self, suffix: &str) -> Vec<u32> {
         let components: Vec<&str> = suffix.split('/').collect();
         let basename = components.last().copied().unwrap_or_default();
-        self.by_basename.get(basename).map_or_else(Vec::new, |candidates| {
-            candidates
-                .iter()
-                .copied()
-                .filter(|&f| Self::ends_with_components(self.path(f), &components))
-                .collect()
-        })
+        self.by_basename
+            .get(basename)
+            .map_or_else(Vec::new, |candidates| {
+                candidates
+                    .iter()
+                    .copied()
+                    .filter(|&f| Self::ends_with_components(self.path(f), &components))
+                    .collect()
+            })
     }
 }
 
@@ -121,10 +140,17 @@ mod tests {
     fn resolves_paths_by_longest_component_suffix() {
         let r = resolver();
         assert_eq!(r.resolve_path("django/db/models/query.py"), [0]);
-        assert_eq!(r.resolve_path("/venv/lib/site-packages/django/db/models/sql/query.py"), [2]);
+        assert_eq!(
+            r.resolve_path("/venv/lib/site-packages/django/db/models/sql/query.py"),
+            [2]
+        );
         assert_eq!(r.resolve_path("models/query.py"), [0]);
         assert_eq!(r.resolve_path("query.py"), [0, 2]);
-        assert_eq!(r.resolve_path("xdb/models/query.py"), [0], "falls back to the longest suffix that exists");
+        assert_eq!(
+            r.resolve_path("xdb/models/query.py"),
+            [0],
+            "falls back to the longest suffix that exists"
+        );
         assert!(r.resolve_path("setup.py").is_empty());
         assert!(r.resolve_path("").is_empty());
     }
@@ -132,11 +158,21 @@ mod tests {
     #[test]
     fn resolves_modules_longest_prefix_first() {
         let r = resolver();
-        let m = r.resolve_module("django.contrib.admin.utils.quote").unwrap();
-        assert_eq!((m.file, m.is_package, m.rest), (3, false, vec!["quote".to_owned()]));
+        let m = r
+            .resolve_module("django.contrib.admin.utils.quote")
+            .unwrap();
+        assert_eq!(
+            (m.file, m.is_package, m.rest),
+            (3, false, vec!["quote".to_owned()])
+        );
         let m = r.resolve_module("django.db.models.Q").unwrap();
         assert_eq!((m.file, m.is_package), (1, true));
-        assert_eq!(r.resolve_module("_pytest.fixtures.FixtureDef").unwrap().file, 5);
+        assert_eq!(
+            r.resolve_module("_pytest.fixtures.FixtureDef")
+                .unwrap()
+                .file,
+            5
+        );
         assert!(r.resolve_module("np.array").is_none());
         assert!(r.resolve_module("self.value").is_none());
     }

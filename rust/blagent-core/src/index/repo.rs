@@ -104,7 +104,10 @@ impl RepoIndex {
             .collect();
         let (file_bm25, chunk_bm25) = rayon::join(
             || {
-                let docs: Vec<String> = files.iter().map(|f| format!("{}\n{}", f.path(), f.text)).collect();
+                let docs: Vec<String> = files
+                    .iter()
+                    .map(|f| format!("{}\n{}", f.path(), f.text))
+                    .collect();
                 Bm25::build(docs.iter().map(String::as_str), options.bm25)
             },
             || {
@@ -121,7 +124,10 @@ impl RepoIndex {
         let mut definitions: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         for (f, file) in files.iter().enumerate() {
             for (s, symbol) in file.parsed.symbols.iter().enumerate() {
-                definitions.entry(symbol.name.clone()).or_default().push((f as u32, s as u32));
+                definitions
+                    .entry(symbol.name.clone())
+                    .or_default()
+                    .push((f as u32, s as u32));
             }
         }
         let resolver = PathResolver::new(files.iter().map(IndexedFile::path));
@@ -136,7 +142,11 @@ impl RepoIndex {
             chunk_refs,
             definitions,
             resolver,
-            timings: IndexTimings { walk_ms, parse_ms, index_ms },
+            timings: IndexTimings {
+                walk_ms,
+                parse_ms,
+                index_ms,
+            },
         })
     }
 

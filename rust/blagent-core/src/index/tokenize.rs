@@ -17,12 +17,12 @@ const STOP_WORDS: &[&str] = &[
     "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by",
     "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from",
     "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how",
-    "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my",
-    "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "out",
-    "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their",
-    "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under",
-    "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who",
-    "whom", "why", "will", "with", "would", "you", "your", "yours",
+    "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "no",
+    "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over",
+    "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them",
+    "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until",
+    "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+    "why", "will", "with", "would", "you", "your", "yours",
 ];
 
 fn is_stop_word(word: &str) -> bool {
@@ -140,24 +140,45 @@ mod tests {
     fn splits_snake_camel_and_dotted_keeping_the_whole() {
         assert_eq!(
             tokenize("QuerySet.bulk_create() fails"),
-            ["queryset.bulk_create", "queryset", "queri", "set", "bulk_create", "bulk", "creat", "fail"]
+            [
+                "queryset.bulk_create",
+                "queryset",
+                "queri",
+                "set",
+                "bulk_create",
+                "bulk",
+                "creat",
+                "fail"
+            ]
         );
-        assert_eq!(identifier_parts("parseHTTPResponse2"), ["parse", "HTTP", "Response2"]);
+        assert_eq!(
+            identifier_parts("parseHTTPResponse2"),
+            ["parse", "HTTP", "Response2"]
+        );
         assert_eq!(identifier_parts("__init__"), ["init"]);
     }
 
     #[test]
     fn drops_stop_words_numbers_and_single_characters() {
-        assert_eq!(tokenize("the value of x is 42 in django.db"), ["valu", "django.db", "django", "db"]);
+        assert_eq!(
+            tokenize("the value of x is 42 in django.db"),
+            ["valu", "django.db", "django", "db"]
+        );
     }
 
     #[test]
     fn stems_words_but_not_compound_identifiers() {
-        assert_eq!(tokenize("ordering ordered order_by"), ["order", "order", "order_by", "order"]);
+        assert_eq!(
+            tokenize("ordering ordered order_by"),
+            ["order", "order", "order_by", "order"]
+        );
     }
 
     #[test]
     fn handles_unicode_identifiers() {
-        assert_eq!(tokenize("größe = ÄnderungsZähler"), ["größe", "änderungszähler", "änderungs", "zähler"]);
+        assert_eq!(
+            tokenize("größe = ÄnderungsZähler"),
+            ["größe", "änderungszähler", "änderungs", "zähler"]
+        );
     }
 }

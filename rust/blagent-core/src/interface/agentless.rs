@@ -69,8 +69,22 @@ mod tests {
             warnings: Vec::new(),
         };
         let value = serde_json::to_value(AgentlessLine::from_result(result)).expect("serializes");
-        let keys: Vec<&str> = value.as_object().expect("object").keys().map(String::as_str).collect();
-        assert_eq!(keys, ["additional_artifact_loc_file", EXTRA_KEY, "file_traj", "found_files", "instance_id"]);
+        let keys: Vec<&str> = value
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "additional_artifact_loc_file",
+                EXTRA_KEY,
+                "file_traj",
+                "found_files",
+                "instance_id"
+            ]
+        );
         assert_eq!(value["additional_artifact_loc_file"], serde_json::json!({}));
         assert_eq!(value["file_traj"], serde_json::json!({}));
         assert!(value.get("found_related_locs").is_none());

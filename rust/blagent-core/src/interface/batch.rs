@@ -76,7 +76,11 @@ pub struct BatchReport {
 }
 
 fn failure(instance_id: &str, kind: &str, error: impl Into<String>) -> BatchFailure {
-    BatchFailure { instance_id: instance_id.to_owned(), kind: kind.to_owned(), error: error.into() }
+    BatchFailure {
+        instance_id: instance_id.to_owned(),
+        kind: kind.to_owned(),
+        error: error.into(),
+    }
 }
 
 fn kind_of(err: &Error) -> &'static str {
@@ -90,7 +94,10 @@ fn kind_of(err: &Error) -> &'static str {
 fn append_line(writer: &mut impl Write, path: &Path, value: &impl Serialize) -> Result<()> {
     let mut line = serde_json::to_vec(value)?;
     line.push(b'\n');
-    writer.write_all(&line).and_then(|()| writer.flush()).map_err(|e| Error::io(path, e))
+    writer
+        .write_all(&line)
+        .and_then(|()| writer.flush())
+        .map_err(|e| Error::io(path, e))
 }
 
 /// Runs the batch (see the module documentation). Per-instance failures are in the report;
@@ -100,13 +107,22 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
     let mut instances = load_dataset(&config.dataset)?;
     if let Some(ids) = &config.ids {
         let known: HashSet<&str> = instances.iter().map(|i| i.instance_id.as_str()).collect();
-        let unknown: Vec<&str> = ids.iter().map(String::as_str).filter(|id| !known.contains(id)).collect();
+        let unknown: Vec<&str> = ids
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !known.contains(id))
+            .collect();
         if !unknown.is_empty() {
             return Err(Error::InvalidInput(format!(
                 "{} selected id(s) not in {}: {}",
                 unknown.len(),
                 config.dataset.display(),
-                unknown.iter().take(5).copied().collect::<Vec<_>>().join(", ")
+                unknown
+                    .iter()
+                    .take(5)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
@@ -114,16 +130,25 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
     }
     let mut seen = HashSet::new();
     instances.retain(|i| seen.insert(i.instance_id.clone()));
-    let localizer = Localizer::new(LocalizeOptions { top_k: config.top_k, ..config.options.clone() })?;
+    let localizer = Localizer::new(LocalizeOptions {
+        top_k: config.top_k,
+        ..config.options.clone()
+    })?;
 
     let (done, truncated) = existing_ids(&config.out)?;
     if let Some(parent) = config.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
-    let file = OpenOptions::new().create(true).append(true).open(&config.out).map_err(|e| Error::io(&config.out, e))?;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&config.out)
+        .map_err(|e| Error::io(&config.out, e))?;
     let mut out = BufWriter::new(file);
     match std::fs::remove_file(&config.failures_out) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&config.failures_out, e)),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Error::io(&config.failures_out, e))
+        }
         _ => {}
     }
     let mut failures_file: Option<BufWriter<File>> = None;
@@ -135,14 +160,25 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
         selected: instances.len(),
         ..BatchReport::default()
     };
-    let todo: Vec<_> = instances.into_iter().filter(|i| !done.contains(&i.instance_id)).collect();
+    let todo: Vec<_> = instances
+        .into_iter()
+        .filter(|i| !done.contains(&i.instance_id))
+        .collect();
     report.resumed = report.selected - todo.len();
     let mut progress = Progress::new(config.progress, todo.len() as u64);
     if truncated {
-        progress.note(&format!("{}: dropped an incomplete last line (an interrupted write)", config.out.display()));
+        progress.note(&format!(
+            "{}: dropped an incomplete last line (an interrupted write)",
+            config.out.display()
+        ));
     }
     if report.resumed > 0 {
-        progress.note(&format!("resuming: {} of {} instances already in {}", report.resumed, report.selected, config.out.display()));
+        progress.note(&format!(
+            "resuming: {} of {} instances already in {}",
+            report.resumed,
+            report.selected,
+            config.out.display()
+        ));
     }
     for instance in &todo {
         let id = &instance.instance_id;
@@ -150,27 +186,40 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
         let begun = Instant::now();
         let tree = config.repos.join(id);
         let outcome = if tree.is_dir() {
-            let mut request = LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
+            let mut request =
+                LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
             request.top_k = config.top_k;
             request.granularity = config.granularity;
             match catch_unwind(AssertUnwindSafe(|| localizer.localize_request(&request))) {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(err)) => Err(failure(id, kind_of(&err), err.to_string())),
-                Err(panic) => Err(failure(id, "internal", format!("internal error (panic): {}", panic_message(&*panic)))),
+                Err(panic) => Err(failure(
+                    id,
+                    "internal",
+                    format!("internal error (panic): {}", panic_message(&*panic)),
+                )),
             }
         } else {
-            Err(failure(id, "missing_tree", format!("no tree at {}", tree.display())))
+            Err(failure(
+                id,
+                "missing_tree",
+                format!("no tree at {}", tree.display()),
+            ))
         };
         match outcome {
             Ok(result) => {
                 let files = result.files.len();
                 append_line(&mut out, &config.out, &AgentlessLine::from_result(result))?;
                 report.written += 1;
-                progress.finish_one(id, &format!("{files} files, {:.2} s", begun.elapsed().as_secs_f64()));
+                progress.finish_one(
+                    id,
+                    &format!("{files} files, {:.2} s", begun.elapsed().as_secs_f64()),
+                );
             }
             Err(failed) => {
                 if failures_file.is_none() {
-                    let file = File::create(&config.failures_out).map_err(|e| Error::io(&config.failures_out, e))?;
+                    let file = File::create(&config.failures_out)
+                        .map_err(|e| Error::io(&config.failures_out, e))?;
                     failures_file = Some(BufWriter::new(file));
                 }
                 if let Some(writer) = failures_file.as_mut() {

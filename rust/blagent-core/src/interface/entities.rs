@@ -19,7 +19,10 @@ use crate::retrieve::{Evidence, FileSignals, FusionWeights, Signal};
 pub const MAX_ENTITIES_PER_FILE: usize = 10;
 
 fn is_lexical(signal: Signal) -> bool {
-    matches!(signal, Signal::Bm25File | Signal::Bm25Chunk | Signal::TitleFile | Signal::TitleChunk)
+    matches!(
+        signal,
+        Signal::Bm25File | Signal::Bm25Chunk | Signal::TitleFile | Signal::TitleChunk
+    )
 }
 
 /// The fusion weight of `signal` (as `retrieve::fuse` applies it).
@@ -59,10 +62,17 @@ fn enclosing(symbols: &[Symbol], lines: (usize, usize)) -> Option<usize> {
 fn entity_of(symbols: &[Symbol], evidence: &Evidence) -> Option<usize> {
     if let Some(name) = &evidence.symbol {
         let named = symbols.iter().enumerate().find(|(_, s)| {
-            s.qualified == *name && evidence.lines.is_none_or(|(a, b)| s.start_line <= a && b <= s.end_line)
+            s.qualified == *name
+                && evidence
+                    .lines
+                    .is_none_or(|(a, b)| s.start_line <= a && b <= s.end_line)
         });
         if let Some((i, symbol)) = named {
-            return if symbol.in_function { enclosing(symbols, (symbol.start_line, symbol.end_line)) } else { Some(i) };
+            return if symbol.in_function {
+                enclosing(symbols, (symbol.start_line, symbol.end_line))
+            } else {
+                Some(i)
+            };
         }
     }
     evidence.lines.and_then(|lines| enclosing(symbols, lines))
@@ -86,10 +96,16 @@ pub(super) fn entities(
         let symbols = &index.files[file].parsed.symbols;
         let mut credit: HashMap<usize, f32> = HashMap::new();
         for evidence in &signals[file].evidence {
-            let Some(symbol) = entity_of(symbols, evidence) else { continue };
+            let Some(symbol) = entity_of(symbols, evidence) else {
+                continue;
+            };
             let s = evidence.signal;
             let normalized = if is_lexical(s) {
-                if max[s.index()] > 0.0 { evidence.score / max[s.index()] } else { 0.0 }
+                if max[s.index()] > 0.0 {
+                    evidence.score / max[s.index()]
+                } else {
+                    0.0
+                }
             } else {
                 evidence.score.min(1.0)
             };
@@ -97,18 +113,23 @@ pub(super) fn entities(
         }
         let mut ranked: Vec<(usize, f32)> = credit.into_iter().filter(|&(_, c)| c > 0.0).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        out.extend(ranked.into_iter().take(MAX_ENTITIES_PER_FILE).map(|(i, score)| {
-            let symbol = &symbols[i];
-            Entity {
-                id: format!("{}::{}", hit.path, symbol.qualified),
-                path: hit.path.clone(),
-                name: symbol.qualified.clone(),
-                kind: kind_name(symbol.kind).to_owned(),
-                lines: (symbol.start_line, symbol.end_line),
-                score,
-                file_rank: hit.rank,
-            }
-        }));
+        out.extend(
+            ranked
+                .into_iter()
+                .take(MAX_ENTITIES_PER_FILE)
+                .map(|(i, score)| {
+                    let symbol = &symbols[i];
+                    Entity {
+                        id: format!("{}::{}", hit.path, symbol.qualified),
+                        path: hit.path.clone(),
+                        name: symbol.qualified.clone(),
+                        kind: kind_name(symbol.kind).to_owned(),
+                        lines: (symbol.start_line, symbol.end_line),
+                        score,
+                        file_rank: hit.rank,
+                    }
+                }),
+        );
     }
     out
 }

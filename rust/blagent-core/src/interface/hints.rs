@@ -29,7 +29,10 @@ pub(super) struct AppliedHints {
 impl AppliedHints {
     /// The boost given to `file`, if it was hinted.
     pub fn boost(&self, file: usize) -> Option<f32> {
-        self.files.iter().find(|&&(f, _)| f == file).map(|&(_, boost)| boost)
+        self.files
+            .iter()
+            .find(|&&(f, _)| f == file)
+            .map(|&(_, boost)| boost)
     }
 
     /// The evidence a hinted file carries.
@@ -49,7 +52,9 @@ impl AppliedHints {
 fn normalize(hint: &str, root: &Path) -> String {
     let hint = hint.trim().replace('\\', "/");
     let root = root.to_string_lossy().replace('\\', "/");
-    let relative = hint.strip_prefix(&format!("{}/", root.trim_end_matches('/'))).unwrap_or(&hint);
+    let relative = hint
+        .strip_prefix(&format!("{}/", root.trim_end_matches('/')))
+        .unwrap_or(&hint);
     let mut relative = relative;
     while let Some(rest) = relative.strip_prefix("./") {
         relative = rest;
@@ -68,8 +73,15 @@ pub(super) fn apply_hints(
     let mut applied = AppliedHints::default();
     for hint in hints {
         let path = normalize(hint, &index.root);
-        let path = if path.starts_with('/') { normalize(&path, repo_path) } else { path };
-        let Ok(file) = index.files.binary_search_by(|f| f.path().cmp(path.as_str())) else {
+        let path = if path.starts_with('/') {
+            normalize(&path, repo_path)
+        } else {
+            path
+        };
+        let Ok(file) = index
+            .files
+            .binary_search_by(|f| f.path().cmp(path.as_str()))
+        else {
             applied.warnings.push(format!(
                 "hint `{hint}` names no indexed source file (missing, excluded as a test, or not a supported language); ignored"
             ));
@@ -86,7 +98,9 @@ pub(super) fn apply_hints(
         }
         applied.files.push((file, boost));
     }
-    scored.ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored
+        .ranked
+        .sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     applied
 }
 

@@ -67,7 +67,10 @@ impl Progress {
             }
             Progress::Lines { total, done } => {
                 *done += 1;
-                let _ = writeln!(std::io::stderr(), "[{done}/{total}] {instance_id}: {outcome}");
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "[{done}/{total}] {instance_id}: {outcome}"
+                );
             }
             Progress::Off => {}
         }

@@ -73,7 +73,11 @@ fn major(version: &str) -> &str {
 
 impl LocalizeRequest {
     /// A request with the default hints, `top_k` and granularity.
-    pub fn new(instance_id: impl Into<String>, repo_path: impl Into<PathBuf>, issue: impl Into<String>) -> Self {
+    pub fn new(
+        instance_id: impl Into<String>,
+        repo_path: impl Into<PathBuf>,
+        issue: impl Into<String>,
+    ) -> Self {
         LocalizeRequest {
             schema_version: current_version(),
             instance_id: instance_id.into(),
@@ -87,8 +91,8 @@ impl LocalizeRequest {
 
     /// Parses and validates a request from JSON text.
     pub fn from_json(text: &str) -> Result<Self> {
-        let request: LocalizeRequest =
-            serde_json::from_str(text).map_err(|e| Error::InvalidInput(format!("invalid request: {e}")))?;
+        let request: LocalizeRequest = serde_json::from_str(text)
+            .map_err(|e| Error::InvalidInput(format!("invalid request: {e}")))?;
         request.validate()?;
         Ok(request)
     }
@@ -102,7 +106,9 @@ impl LocalizeRequest {
             )));
         }
         if self.instance_id.trim().is_empty() {
-            return Err(Error::InvalidInput("the request's instance_id is empty".to_owned()));
+            return Err(Error::InvalidInput(
+                "the request's instance_id is empty".to_owned(),
+            ));
         }
         if self.top_k == 0 {
             return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
@@ -120,8 +126,10 @@ mod tests {
 
     #[test]
     fn defaults_fill_the_optional_fields() {
-        let request = LocalizeRequest::from_json(r#"{"instance_id": "a-1", "repo_path": "/r", "issue": "boom"}"#)
-            .expect("valid");
+        let request = LocalizeRequest::from_json(
+            r#"{"instance_id": "a-1", "repo_path": "/r", "issue": "boom"}"#,
+        )
+        .expect("valid");
         assert_eq!(request, LocalizeRequest::new("a-1", "/r", "boom"));
     }
 

@@ -35,8 +35,12 @@ pub(super) fn existing_ids(out: &Path) -> Result<(HashSet<String>, bool)> {
                 .map_err(|e| Error::io(out, e))?;
             return existing_ids(out);
         }
-        let file = std::fs::OpenOptions::new().write(true).open(out).map_err(|e| Error::io(out, e))?;
-        file.set_len(complete as u64).map_err(|e| Error::io(out, e))?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(out)
+            .map_err(|e| Error::io(out, e))?;
+        file.set_len(complete as u64)
+            .map_err(|e| Error::io(out, e))?;
         truncated = true;
     }
     let mut ids = HashSet::new();
@@ -46,7 +50,10 @@ pub(super) fn existing_ids(out: &Path) -> Result<(HashSet<String>, bool)> {
         }
         let id = serde_json::from_slice::<serde_json::Value>(line)
             .ok()
-            .and_then(|v| v.get("instance_id").and_then(|id| id.as_str().map(str::to_owned)));
+            .and_then(|v| {
+                v.get("instance_id")
+                    .and_then(|id| id.as_str().map(str::to_owned))
+            });
         let Some(id) = id else {
             return Err(Error::Dataset {
                 path: out.to_path_buf(),
@@ -77,11 +84,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let out = dir.path().join("loc.jsonl");
         assert!(existing_ids(&out).expect("missing is empty").0.is_empty());
-        std::fs::write(&out, "{\"instance_id\": \"a\"}\n{\"instance_id\": \"b\"}\n{\"instance_id\": \"c\", \"fou").expect("write");
+        std::fs::write(
+            &out,
+            "{\"instance_id\": \"a\"}\n{\"instance_id\": \"b\"}\n{\"instance_id\": \"c\", \"fou",
+        )
+        .expect("write");
         let (ids, truncated) = existing_ids(&out).expect("reads");
         assert!(truncated);
         assert_eq!(ids, HashSet::from(["a".to_owned(), "b".to_owned()]));
-        assert!(std::fs::read_to_string(&out).expect("read").ends_with("\"b\"}\n"));
+        assert!(std::fs::read_to_string(&out)
+            .expect("read")
+            .ends_with("\"b\"}\n"));
     }
 
     #[test]

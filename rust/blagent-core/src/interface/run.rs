@@ -6,7 +6,9 @@ use std::time::Instant;
 use super::entities::entities;
 use super::hints::{apply_hints, AppliedHints};
 use super::request::{Granularity, LocalizeRequest};
-use super::result::{EvidenceItem, FileHit, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage};
+use super::result::{
+    EvidenceItem, FileHit, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,
+};
 use super::SCHEMA_VERSION;
 use crate::elapsed_ms;
 use crate::error::Result;
@@ -33,13 +35,25 @@ impl Localizer {
     }
 
     /// Answers `request` in an index already built for its repository (index timings are 0).
-    pub fn localize_request_in(&self, index: &RepoIndex, request: &LocalizeRequest) -> Result<LocalizationResult> {
+    pub fn localize_request_in(
+        &self,
+        index: &RepoIndex,
+        request: &LocalizeRequest,
+    ) -> Result<LocalizationResult> {
         let start = Instant::now();
         request.validate()?;
         let mut scored = self.score(index, &request.issue)?;
         let weights = &self.options().weights;
-        let hints = apply_hints(index, &mut scored, weights, &request.hints.files, &request.repo_path);
-        let mut warnings = language_warning(request.hints.language.as_deref()).into_iter().collect::<Vec<_>>();
+        let hints = apply_hints(
+            index,
+            &mut scored,
+            weights,
+            &request.hints.files,
+            &request.repo_path,
+        );
+        let mut warnings = language_warning(request.hints.language.as_deref())
+            .into_iter()
+            .collect::<Vec<_>>();
         warnings.extend(hints.warnings.iter().cloned());
 
         let top: Vec<(usize, FileHit)> = scored
@@ -47,14 +61,20 @@ impl Localizer {
             .iter()
             .take(request.top_k)
             .enumerate()
-            .map(|(rank, &(file, score))| (file, file_hit(index, &scored, &hints, file, rank + 1, score)))
+            .map(|(rank, &(file, score))| {
+                (
+                    file,
+                    file_hit(index, &scored, &hints, file, rank + 1, score),
+                )
+            })
             .collect();
         if top.is_empty() {
             warnings.push("no indexed file matches the issue; the ranking is empty".to_owned());
         }
         warnings.extend(file_warnings(index, top.iter().map(|&(file, _)| file)));
         let entities = (request.granularity == Granularity::Function).then(|| {
-            let files: Vec<(usize, &FileHit)> = top.iter().map(|(file, hit)| (*file, hit)).collect();
+            let files: Vec<(usize, &FileHit)> =
+                top.iter().map(|(file, hit)| (*file, hit)).collect();
             entities(index, &scored.signals, weights, &files)
         });
         let query_ms = elapsed_ms(start);
@@ -65,14 +85,25 @@ impl Localizer {
             granularity: request.granularity,
             files: top.into_iter().map(|(_, hit)| hit).collect(),
             entities,
-            timings: StageTimings { query_ms, total_ms: query_ms, ..StageTimings::default() },
+            timings: StageTimings {
+                query_ms,
+                total_ms: query_ms,
+                ..StageTimings::default()
+            },
             usage: TokenUsage::default(),
             warnings,
         })
     }
 }
 
-fn file_hit(index: &RepoIndex, scored: &Scored, hints: &AppliedHints, file: usize, rank: usize, score: f32) -> FileHit {
+fn file_hit(
+    index: &RepoIndex,
+    scored: &Scored,
+    hints: &AppliedHints,
+    file: usize,
+    rank: usize,
+    score: f32,
+) -> FileHit {
     let signals = &scored.signals[file];
     let mut fired: std::collections::BTreeMap<String, f32> = Signal::ALL
         .iter()
@@ -86,7 +117,14 @@ fn file_hit(index: &RepoIndex, scored: &Scored, hints: &AppliedHints, file: usiz
         evidence.push(AppliedHints::evidence(boost));
     }
     evidence.extend(signals.evidence.iter().map(EvidenceItem::from));
-    FileHit { rank, path: index.files[file].path().to_owned(), score, signals: fired, evidence, hinted: boost.is_some() }
+    FileHit {
+        rank,
+        path: index.files[file].path().to_owned(),
+        score,
+        signals: fired,
+        evidence,
+        hinted: boost.is_some(),
+    }
 }
 
 /// A warning when the caller names a language blagent does not index.
@@ -96,7 +134,10 @@ fn language_warning(language: Option<&str>) -> Option<String> {
         return None;
     }
     let supported: Vec<&str> = LANGUAGES.iter().map(|l| l.name).collect();
-    Some(format!("language hint `{language}` is not supported (supported: {}); indexed those instead", supported.join(", ")))
+    Some(format!(
+        "language hint `{language}` is not supported (supported: {}); indexed those instead",
+        supported.join(", ")
+    ))
 }
 
 /// Warnings about returned files that were read imperfectly.
@@ -106,10 +147,16 @@ fn file_warnings(index: &RepoIndex, files: impl Iterator<Item = usize>) -> Vec<S
     for file in files.filter(|&f| seen.insert(f)) {
         let indexed = &index.files[file];
         if indexed.lossy {
-            out.push(format!("{} is not valid UTF-8; it was decoded lossily", indexed.path()));
+            out.push(format!(
+                "{} is not valid UTF-8; it was decoded lossily",
+                indexed.path()
+            ));
         }
         if indexed.parsed.syntax_errors {
-            out.push(format!("{} has syntax errors; its symbols were recovered approximately", indexed.path()));
+            out.push(format!(
+                "{} has syntax errors; its symbols were recovered approximately",
+                indexed.path()
+            ));
         }
     }
     out

@@ -6,7 +6,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-static HTML_COMMENT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?s)<!--.*?-->").expect("valid"));
+static HTML_COMMENT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)<!--.*?-->").expect("valid"));
 static HEADING: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*(#{1,6}\s+|\*\*[^*]+\*\*\s*:?\s*$)").expect("valid"));
 static ENVIRONMENT_HEADING: LazyLock<Regex> = LazyLock::new(|| {
@@ -45,9 +46,13 @@ mod tests {
 
     #[test]
     fn drops_comments_environment_sections_and_version_lines() {
-        let issue = "### Bug summary\n<!--A short summary-->\nBar fails.\n\n### Matplotlib Version\n\
+        let issue =
+            "### Bug summary\n<!--A short summary-->\nBar fails.\n\n### Matplotlib Version\n\
                      3.5.1\nnumpy 1.21\n### Code\nplt.bar([1])\nPython 3.9.7\n";
-        assert_eq!(strip_boilerplate(issue), "### Bug summary\n\nBar fails.\n\n### Code\nplt.bar([1])\n");
+        assert_eq!(
+            strip_boilerplate(issue),
+            "### Bug summary\n\nBar fails.\n\n### Code\nplt.bar([1])\n"
+        );
     }
 
     #[test]

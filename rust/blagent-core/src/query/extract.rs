@@ -22,16 +22,21 @@ static BACKTICK: LazyLock<Regex> = LazyLock::new(|| re(r"`([^`\n]{1,200})`"));
 static CALL: LazyLock<Regex> = LazyLock::new(|| re(r"\b([A-Za-z_][A-Za-z0-9_]*)\("));
 static WORD: LazyLock<Regex> = LazyLock::new(|| re(r"\b[A-Za-z_][A-Za-z0-9_]*\b"));
 static SNAKE: LazyLock<Regex> = LazyLock::new(|| re(r"\b_*[A-Za-z][A-Za-z0-9]*_\w*[A-Za-z0-9]\b"));
-static IDENT: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"));
+static IDENT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"));
 static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?m)^[ \t]*(?:>>>[ \t]*)?(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([\w\s,]+)\)|([\w \t,]+))|import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*))")
+    re(
+        r"(?m)^[ \t]*(?:>>>[ \t]*)?(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([\w\s,]+)\)|([\w \t,]+))|import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*))",
+    )
 });
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?m)^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception|Warning|Exit|Interrupt))(?::[ \t]*(.+))?$")
 });
 
 /// File extensions that end a dotted word which is a file name, not a module path.
-const FILE_EXTENSIONS: &[&str] = &["py", "txt", "rst", "md", "cfg", "toml", "json", "yaml", "yml", "html", "ini", "png", "csv"];
+const FILE_EXTENSIONS: &[&str] = &[
+    "py", "txt", "rst", "md", "cfg", "toml", "json", "yaml", "yml", "html", "ini", "png", "csv",
+];
 
 /// Dotted words that are prose, not code.
 const PROSE_DOTTED: &[&str] = &["e.g", "i.e", "etc", "vs"];
@@ -77,7 +82,10 @@ fn title(text: &str) -> String {
 
 fn dedup(items: Vec<String>) -> Vec<String> {
     let mut seen = HashSet::new();
-    items.into_iter().filter(|item| seen.insert(item.clone())).collect()
+    items
+        .into_iter()
+        .filter(|item| seen.insert(item.clone()))
+        .collect()
 }
 
 /// Identifiers in order of first mention, each with the strongest source seen.
@@ -94,7 +102,10 @@ impl Identifiers {
         }
         match self.items.iter_mut().find(|i| i.name == name) {
             Some(existing) => existing.source = existing.source.min(source),
-            None => self.items.push(Identifier { name: name.to_owned(), source }),
+            None => self.items.push(Identifier {
+                name: name.to_owned(),
+                source,
+            }),
         }
     }
 
@@ -105,17 +116,20 @@ impl Identifiers {
 
 fn is_keyword(word: &str) -> bool {
     const KEYWORDS: &[&str] = &[
-        "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-        "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
-        "is", "lambda", "nonlocal", "not", "or", "pass", "print", "raise", "return", "self", "try",
-        "while", "with", "yield",
+        "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+        "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+        "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "print", "raise",
+        "return", "self", "try", "while", "with", "yield",
     ];
     KEYWORDS.contains(&word)
 }
 
 /// Fenced blocks, doctest sessions and indented blocks (four spaces or a tab after a blank line).
 fn code_snippets(text: &str) -> Vec<String> {
-    let mut snippets: Vec<String> = FENCED.captures_iter(text).map(|c| c[1].to_owned()).collect();
+    let mut snippets: Vec<String> = FENCED
+        .captures_iter(text)
+        .map(|c| c[1].to_owned())
+        .collect();
     let outside = FENCED.replace_all(text, "\n");
     let mut block: Vec<&str> = Vec::new();
     let mut doctest: Vec<&str> = Vec::new();
@@ -175,7 +189,8 @@ fn paths(text: &str) -> (Vec<String>, Vec<String>) {
         let raw = m.as_str().trim_matches(|c| c == '.' || c == '-');
         if raw.contains('/') {
             let path = raw.trim_start_matches("./").trim_matches('/');
-            let is_source_or_dir = is_python_file(path) || !path.rsplit('/').next().unwrap_or("").contains('.');
+            let is_source_or_dir =
+                is_python_file(path) || !path.rsplit('/').next().unwrap_or("").contains('.');
             if !path.is_empty() && is_source_or_dir && !path.starts_with("http") {
                 paths.push(path.to_owned());
             }
@@ -187,7 +202,9 @@ fn paths(text: &str) -> (Vec<String>, Vec<String>) {
 }
 
 fn is_python_file(path: &str) -> bool {
-    std::path::Path::new(path).extension().is_some_and(|ext| ext.eq_ignore_ascii_case("py"))
+    std::path::Path::new(path)
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("py"))
 }
 
 fn collect_imports(snippets: &[String], modules: &mut Vec<String>, identifiers: &mut Identifiers) {
@@ -195,7 +212,11 @@ fn collect_imports(snippets: &[String], modules: &mut Vec<String>, identifiers: 
         for c in IMPORT.captures_iter(snippet) {
             if let (Some(module), Some(names)) = (c.get(1), c.get(2).or_else(|| c.get(3))) {
                 modules.push(module.as_str().to_owned());
-                for name in names.as_str().split(',').map(|n| n.split_whitespace().next().unwrap_or("")) {
+                for name in names
+                    .as_str()
+                    .split(',')
+                    .map(|n| n.split_whitespace().next().unwrap_or(""))
+                {
                     if !name.is_empty() {
                         modules.push(format!("{}.{name}", module.as_str()));
                         identifiers.add(name, IdentifierSource::Import);
@@ -212,11 +233,15 @@ fn collect_imports(snippets: &[String], modules: &mut Vec<String>, identifiers: 
 /// lowercase letter somewhere. Not `Model` (a capitalized word) nor `INNER` (shouting).
 fn is_camel_case(word: &str) -> bool {
     let word = word.trim_start_matches('_');
-    word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase) && !word.contains('_')
+    word.chars().skip(1).any(char::is_uppercase)
+        && word.chars().any(char::is_lowercase)
+        && !word.contains('_')
 }
 
 fn is_file_name(dotted: &str) -> bool {
-    dotted.rsplit_once('.').is_some_and(|(_, ext)| FILE_EXTENSIONS.contains(&ext))
+    dotted
+        .rsplit_once('.')
+        .is_some_and(|(_, ext)| FILE_EXTENSIONS.contains(&ext))
 }
 
 fn collect_prose_identifiers(text: &str, modules: &mut Vec<String>, identifiers: &mut Identifiers) {
@@ -297,23 +322,41 @@ ValueError: Unknown format code 'd' for object of type 'float'
     #[test]
     fn extracts_every_field() {
         let r = reformulate(ISSUE);
-        assert_eq!(r.title, "Calling `QuerySet.bulk_create()` with `update_conflicts=True` crashes.");
+        assert_eq!(
+            r.title,
+            "Calling `QuerySet.bulk_create()` with `update_conflicts=True` crashes."
+        );
         assert_eq!(
             r.paths,
-            ["django/db/models/query.py", "sql/compiler.py", "github.com/django/django/blob/main/django/db/backends/base/schema.py"]
+            [
+                "django/db/models/query.py",
+                "sql/compiler.py",
+                "github.com/django/django/blob/main/django/db/backends/base/schema.py"
+            ]
         );
         assert!(r.filenames.is_empty());
         assert_eq!(r.stack_frames.len(), 2);
         assert_eq!(r.stack_frames[0].function.as_deref(), Some("execute_sql"));
         assert_eq!(r.stack_frames[0].depth, 0);
         assert_eq!(r.stack_frames[1].line, 503);
-        assert_eq!(r.error_messages, ["ValueError: Unknown format code 'd' for object of type 'float'"]);
+        assert_eq!(
+            r.error_messages,
+            ["ValueError: Unknown format code 'd' for object of type 'float'"]
+        );
         assert!(r.modules.contains(&"django.db.models.Q".to_owned()));
         assert!(r.modules.contains(&"django.db.models".to_owned()));
         assert_eq!(r.code_snippets.len(), 2, "{:?}", r.code_snippets);
         let first = &r.identifiers[0];
-        assert_eq!((first.name.as_str(), first.source), ("QuerySet.bulk_create", IdentifierSource::Backtick));
-        let find = |name: &str| r.identifiers.iter().find(|i| i.name == name).map(|i| i.source);
+        assert_eq!(
+            (first.name.as_str(), first.source),
+            ("QuerySet.bulk_create", IdentifierSource::Backtick)
+        );
+        let find = |name: &str| {
+            r.identifiers
+                .iter()
+                .find(|i| i.name == name)
+                .map(|i| i.source)
+        };
         assert_eq!(find("bulk_create"), Some(IdentifierSource::Backtick));
         assert_eq!(find("update_conflicts"), Some(IdentifierSource::Backtick));
         assert_eq!(find("Q"), None, "single letters are too short");
@@ -323,7 +366,10 @@ ValueError: Unknown format code 'd' for object of type 'float'
 
     #[test]
     fn title_skips_template_headings_and_labels() {
-        assert_eq!(title("### Bug report\n\n**Bug summary**\n\nBar plots crash on NaN\n"), "Bar plots crash on NaN");
+        assert_eq!(
+            title("### Bug report\n\n**Bug summary**\n\nBar plots crash on NaN\n"),
+            "Bar plots crash on NaN"
+        );
         assert_eq!(title("\n  \n"), "");
     }
 

@@ -43,7 +43,10 @@ pub static LANGUAGES: &[&Language] = &[&PYTHON];
 /// The language a path belongs to, by extension.
 pub fn language_for_path(path: &str) -> Option<&'static Language> {
     let ext = path.rsplit_once('.')?.1;
-    LANGUAGES.iter().copied().find(|lang| lang.extensions.contains(&ext))
+    LANGUAGES
+        .iter()
+        .copied()
+        .find(|lang| lang.extensions.contains(&ext))
 }
 
 #[cfg(test)]
@@ -60,6 +63,8 @@ mod tests {
     #[test]
     fn grammar_loads() {
         let mut parser = tree_sitter::Parser::new();
-        parser.set_language(&(PYTHON.grammar)()).expect("grammar version matches");
+        parser
+            .set_language(&(PYTHON.grammar)())
+            .expect("grammar version matches");
     }
 }

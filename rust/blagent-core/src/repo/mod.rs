@@ -4,4 +4,6 @@ mod lang;
 mod walk;
 
 pub use self::lang::{language_for_path, Language, LANGUAGES};
-pub use self::walk::{is_test_path, walk, SkipReason, Skipped, SourceFile, WalkOptions, WalkOutput};
+pub use self::walk::{
+    is_test_path, walk, SkipReason, Skipped, SourceFile, WalkOptions, WalkOutput,
+};

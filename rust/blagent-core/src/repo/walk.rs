@@ -27,7 +27,10 @@ pub struct WalkOptions {
 
 impl Default for WalkOptions {
     fn default() -> Self {
-        WalkOptions { include_tests: false, max_file_bytes: 2 * 1024 * 1024 }
+        WalkOptions {
+            include_tests: false,
+            max_file_bytes: 2 * 1024 * 1024,
+        }
     }
 }
 
@@ -116,13 +119,18 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
     if !options.include_tests {
         let (root, skipped) = (root.clone(), Arc::clone(&skipped));
         builder.filter_entry(move |entry| {
-            let Some(rel) = relative(&root, entry.path()) else { return true };
+            let Some(rel) = relative(&root, entry.path()) else {
+                return true;
+            };
             let name = entry.file_name().to_string_lossy();
             if entry.depth() > 0 && name.starts_with("test") {
                 skipped
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .push(Skipped { path: rel, reason: SkipReason::Test });
+                    .push(Skipped {
+                        path: rel,
+                        reason: SkipReason::Test,
+                    });
                 return false;
             }
             true
@@ -138,12 +146,16 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
                 let path = err_path(&err).unwrap_or_default();
                 own_skips.push(Skipped {
                     path: relative(&root, &path).unwrap_or_default(),
-                    reason: SkipReason::Unreadable { message: err.to_string() },
+                    reason: SkipReason::Unreadable {
+                        message: err.to_string(),
+                    },
                 });
                 continue;
             }
         };
-        let Some(file_type) = entry.file_type() else { continue };
+        let Some(file_type) = entry.file_type() else {
+            continue;
+        };
         if file_type.is_dir() {
             continue;
         }
@@ -154,13 +166,21 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
             });
             continue;
         };
-        let Some(language) = language_for_path(&rel) else { continue };
+        let Some(language) = language_for_path(&rel) else {
+            continue;
+        };
         if file_type.is_symlink() {
-            own_skips.push(Skipped { path: rel, reason: symlink_reason(&root, entry.path()) });
+            own_skips.push(Skipped {
+                path: rel,
+                reason: symlink_reason(&root, entry.path()),
+            });
             continue;
         }
         if !file_type.is_file() {
-            own_skips.push(Skipped { path: rel, reason: SkipReason::NotRegularFile });
+            own_skips.push(Skipped {
+                path: rel,
+                reason: SkipReason::NotRegularFile,
+            });
             continue;
         }
         candidates.push((entry.into_path(), rel, language));
@@ -170,7 +190,10 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         .into_par_iter()
         .map(|(abs, rel, language)| read_source(&abs, rel, language, options))
         .collect();
-    let mut output = WalkOutput { root, ..WalkOutput::default() };
+    let mut output = WalkOutput {
+        root,
+        ..WalkOutput::default()
+    };
     for item in read {
         match item {
             Ok(file) => output.files.push(file),
@@ -228,27 +251,40 @@ fn read_source(
 ) -> std::result::Result<SourceFile, Skipped> {
     let unreadable = |path: String, err: &std::io::Error| Skipped {
         path,
-        reason: SkipReason::Unreadable { message: err.to_string() },
+        reason: SkipReason::Unreadable {
+            message: err.to_string(),
+        },
     };
     let meta = match fs::metadata(abs) {
         Ok(meta) => meta,
         Err(err) => return Err(unreadable(path, &err)),
     };
     if meta.len() > options.max_file_bytes {
-        return Err(Skipped { path, reason: SkipReason::TooLarge { bytes: meta.len() } });
+        return Err(Skipped {
+            path,
+            reason: SkipReason::TooLarge { bytes: meta.len() },
+        });
     }
     let bytes = match fs::read(abs) {
         Ok(bytes) => bytes,
         Err(err) => return Err(unreadable(path, &err)),
     };
     if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
-        return Err(Skipped { path, reason: SkipReason::Binary });
+        return Err(Skipped {
+            path,
+            reason: SkipReason::Binary,
+        });
     }
     let (text, lossy) = match String::from_utf8(bytes) {
         Ok(text) => (text, false),
         Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
     };
-    Ok(SourceFile { path, language, text, lossy })
+    Ok(SourceFile {
+        path,
+        language,
+        text,
+        lossy,
+    })
 }
 
 #[cfg(test)]
@@ -279,13 +315,19 @@ mod tests {
         write(root, "pkg/big.py", &vec![b'#'; 300]);
         write(root, "build/gen.py", b"w = 4\n");
         write(root, ".gitignore", b"build/\n");
-        let options = WalkOptions { max_file_bytes: 200, ..WalkOptions::default() };
+        let options = WalkOptions {
+            max_file_bytes: 200,
+            ..WalkOptions::default()
+        };
         let out = walk(root, &options).unwrap();
         assert_eq!(paths(&out), ["pkg/a.py", "pkg/b.py", "pkg/latin.py"]);
         assert!(out.files[2].lossy);
         assert_eq!(out.files[2].text, "s = '\u{fffd}'\n");
-        let skipped: Vec<(&str, &SkipReason)> =
-            out.skipped.iter().map(|s| (s.path.as_str(), &s.reason)).collect();
+        let skipped: Vec<(&str, &SkipReason)> = out
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), &s.reason))
+            .collect();
         assert_eq!(
             skipped,
             [
@@ -301,8 +343,14 @@ mod tests {
     fn tests_included_on_request() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "tests/test_a.py", b"x = 1\n");
-        let options = WalkOptions { include_tests: true, ..WalkOptions::default() };
-        assert_eq!(paths(&walk(dir.path(), &options).unwrap()), ["tests/test_a.py"]);
+        let options = WalkOptions {
+            include_tests: true,
+            ..WalkOptions::default()
+        };
+        assert_eq!(
+            paths(&walk(dir.path(), &options).unwrap()),
+            ["tests/test_a.py"]
+        );
     }
 
     #[cfg(unix)]
@@ -320,7 +368,11 @@ mod tests {
             .unwrap();
         let out = walk(dir.path(), &WalkOptions::default()).unwrap();
         assert_eq!(paths(&out), ["real.py"]);
-        let reasons: Vec<_> = out.skipped.iter().map(|s| (s.path.as_str(), &s.reason)).collect();
+        let reasons: Vec<_> = out
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), &s.reason))
+            .collect();
         assert_eq!(
             reasons,
             [

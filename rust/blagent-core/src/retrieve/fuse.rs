@@ -71,7 +71,10 @@ impl FusionWeights {
 }
 
 fn is_lexical(signal: Signal) -> bool {
-    matches!(signal, Signal::Bm25File | Signal::Bm25Chunk | Signal::TitleFile | Signal::TitleChunk)
+    matches!(
+        signal,
+        Signal::Bm25File | Signal::Bm25Chunk | Signal::TitleFile | Signal::TitleChunk
+    )
 }
 
 /// Fused score of every file with any signal, best first (ties broken by file index, so the
@@ -92,7 +95,11 @@ pub fn fuse(signals: &[FileSignals], weights: &FusionWeights) -> Vec<(usize, f32
                 .map(|&s| {
                     let raw = file.get(s);
                     let normalized = if is_lexical(s) {
-                        if max[s.index()] > 0.0 { raw / max[s.index()] } else { 0.0 }
+                        if max[s.index()] > 0.0 {
+                            raw / max[s.index()]
+                        } else {
+                            0.0
+                        }
                     } else {
                         raw.min(1.0)
                     };
@@ -111,7 +118,10 @@ mod tests {
     use super::*;
 
     fn with(scores: [f32; 9]) -> FileSignals {
-        FileSignals { scores, evidence: Vec::new() }
+        FileSignals {
+            scores,
+            evidence: Vec::new(),
+        }
     }
 
     #[test]

@@ -38,7 +38,13 @@ fn source_weight(source: IdentifierSource) -> f32 {
 pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSignals> {
     let mut out = vec![FileSignals::default(); index.files.len()];
     bm25_file(index, &query.explanation, Signal::Bm25File, &mut out);
-    bm25_chunks(index, &query.explanation, Signal::Bm25Chunk, ISSUE_CHUNKS_PER_FILE, &mut out);
+    bm25_chunks(
+        index,
+        &query.explanation,
+        Signal::Bm25Chunk,
+        ISSUE_CHUNKS_PER_FILE,
+        &mut out,
+    );
     bm25_file(index, &query.title, Signal::TitleFile, &mut out);
     bm25_chunks(index, &query.title, Signal::TitleChunk, 1, &mut out);
     mentions(index, query, &mut out);
@@ -67,7 +73,13 @@ fn bm25_file(index: &RepoIndex, query: &str, signal: Signal, out: &mut [FileSign
 
 /// Chunk BM25 aggregated per file: the sum of its best `take` chunks. The best chunks are
 /// the evidence.
-fn bm25_chunks(index: &RepoIndex, query: &str, signal: Signal, take: usize, out: &mut [FileSignals]) {
+fn bm25_chunks(
+    index: &RepoIndex,
+    query: &str,
+    signal: Signal,
+    take: usize,
+    out: &mut [FileSignals],
+) {
     if query.trim().is_empty() {
         return;
     }
@@ -104,29 +116,43 @@ fn add_max(signals: &mut FileSignals, evidence: Evidence) {
 }
 
 fn mentions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
-    let named = query.paths.iter().map(|p| (p, 1.0)).chain(query.filenames.iter().map(|f| (f, FILENAME_MENTION_WEIGHT)));
+    let named = query
+        .paths
+        .iter()
+        .map(|p| (p, 1.0))
+        .chain(query.filenames.iter().map(|f| (f, FILENAME_MENTION_WEIGHT)));
     for (mention, weight) in named {
         let files = index.resolver.resolve_path(mention);
         for &file in &files {
-            add_max(&mut out[file as usize], Evidence {
-                signal: Signal::PathMention,
-                score: weight / files.len() as f32,
-                detail: format!("issue mentions `{mention}`"),
-                lines: None,
-                symbol: None,
-            });
+            add_max(
+                &mut out[file as usize],
+                Evidence {
+                    signal: Signal::PathMention,
+                    score: weight / files.len() as f32,
+                    detail: format!("issue mentions `{mention}`"),
+                    lines: None,
+                    symbol: None,
+                },
+            );
         }
     }
     for module in &query.modules {
         if let Some(found) = index.resolver.resolve_module(module) {
-            let weight = if found.is_package { PACKAGE_MODULE_WEIGHT } else { 1.0 };
-            add_max(&mut out[found.file as usize], Evidence {
-                signal: Signal::ModuleMention,
-                score: weight,
-                detail: format!("issue names module `{module}`"),
-                lines: None,
-                symbol: None,
-            });
+            let weight = if found.is_package {
+                PACKAGE_MODULE_WEIGHT
+            } else {
+                1.0
+            };
+            add_max(
+                &mut out[found.file as usize],
+                Evidence {
+                    signal: Signal::ModuleMention,
+                    score: weight,
+                    detail: format!("issue names module `{module}`"),
+                    lines: None,
+                    symbol: None,
+                },
+            );
         }
     }
 }
@@ -145,27 +171,39 @@ fn stack_frames(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals
             .iter()
             .rfind(|s| s.start_line <= frame.line && frame.line <= s.end_line)
             .map(|s| s.qualified.clone());
-        add_max(&mut out[file], Evidence {
-            signal: Signal::StackFrame,
-            score: 1.0 / (1.0 + rank as f32),
-            detail: format!("traceback frame {}:{}", frame.path, frame.line),
-            lines: Some((frame.line, frame.line)),
-            symbol: symbol.or_else(|| frame.function.clone()),
-        });
+        add_max(
+            &mut out[file],
+            Evidence {
+                signal: Signal::StackFrame,
+                score: 1.0 / (1.0 + rank as f32),
+                detail: format!("traceback frame {}:{}", frame.path, frame.line),
+                lines: Some((frame.line, frame.line)),
+                symbol: symbol.or_else(|| frame.function.clone()),
+            },
+        );
         rank += 1;
     }
 }
 
 fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
     for identifier in &query.identifiers {
-        let name = identifier.name.rsplit('.').next().unwrap_or(&identifier.name);
-        let Some(defs) = index.definitions.get(name) else { continue };
+        let name = identifier
+            .name
+            .rsplit('.')
+            .next()
+            .unwrap_or(&identifier.name);
+        let Some(defs) = index.definitions.get(name) else {
+            continue;
+        };
         let files: HashSet<u32> = defs.iter().map(|&(f, _)| f).collect();
         if files.len() > MAX_DEFINING_FILES {
             continue;
         }
         let weight = source_weight(identifier.source);
-        let dotted_tail = identifier.name.contains('.').then_some(identifier.name.as_str());
+        let dotted_tail = identifier
+            .name
+            .contains('.')
+            .then_some(identifier.name.as_str());
         let mut seen = HashSet::new();
         for &(file, sym) in defs {
             if !seen.insert(file) {
@@ -175,10 +213,17 @@ fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]
             // `Class.method` pins the definition down however common the bare name is.
             let qualified_match = dotted_tail.is_some_and(|tail| {
                 index.files[file as usize].parsed.symbols.iter().any(|s| {
-                    s.name == name && (s.qualified == tail || tail.ends_with(&format!(".{}", s.qualified)) || s.qualified.ends_with(&format!(".{tail}")))
+                    s.name == name
+                        && (s.qualified == tail
+                            || tail.ends_with(&format!(".{}", s.qualified))
+                            || s.qualified.ends_with(&format!(".{tail}")))
                 })
             });
-            let specificity = if qualified_match { 1.0 } else { 1.0 / files.len() as f32 };
+            let specificity = if qualified_match {
+                1.0
+            } else {
+                1.0 / files.len() as f32
+            };
             let kind = match symbol.kind {
                 SymbolKind::Class => "class",
                 SymbolKind::Function => "function",
@@ -219,13 +264,20 @@ fn message_fragments(message: &str) -> Vec<String> {
     fragments.push(current);
     fragments
         .into_iter()
-        .map(|f| f.trim_matches(|c: char| c.is_whitespace() || c == '.' || c == ',' || c == ':').to_owned())
+        .map(|f| {
+            f.trim_matches(|c: char| c.is_whitespace() || c == '.' || c == ',' || c == ':')
+                .to_owned()
+        })
         .filter(|f| f.len() >= MIN_FRAGMENT_BYTES && f.contains(' '))
         .collect()
 }
 
 fn error_messages(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
-    let fragments: HashSet<String> = query.error_messages.iter().flat_map(|m| message_fragments(m)).collect();
+    let fragments: HashSet<String> = query
+        .error_messages
+        .iter()
+        .flat_map(|m| message_fragments(m))
+        .collect();
     let mut fragments: Vec<String> = fragments.into_iter().collect();
     fragments.sort();
     for fragment in fragments {
