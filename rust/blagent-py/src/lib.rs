@@ -335,8 +335,9 @@ impl PyEncoder {
 ///     out: predictions JSONL path.
 ///     signals_out: per-candidate raw signal dump (JSONL) for tuning.
 ///     progress: show a progress bar on stderr.
+///     queries: pre-written T0/T1 rewrites per instance (JSONL); needs dense retrieval on.
 #[pyfunction]
-#[pyo3(signature = (dataset, repos, ids=None, options_json=None, out=None, signals_out=None, progress=true))]
+#[pyo3(signature = (dataset, repos, ids=None, options_json=None, out=None, signals_out=None, progress=true, queries=None))]
 fn evaluate(
     py: Python<'_>,
     dataset: PathBuf,
@@ -346,6 +347,7 @@ fn evaluate(
     out: Option<PathBuf>,
     signals_out: Option<PathBuf>,
     progress: bool,
+    queries: Option<PathBuf>,
 ) -> PyResult<String> {
     let options = parse_options(options_json)?;
     let config = EvalConfig {
@@ -356,6 +358,7 @@ fn evaluate(
         out,
         signals_out,
         progress,
+        queries,
     };
     run(py, || to_json(&run_eval(&config)?))
 }

@@ -16,6 +16,8 @@ use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 4] = b"BLE1";
 const CHECKSUM_BYTES: usize = 8;
+/// Misses embedded (and stored) per encoder call.
+const EMBED_SLICE: usize = 512;
 
 /// Hits and misses of one [`EmbeddingCache::embed`] call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -88,6 +90,18 @@ impl EmbeddingCache {
         texts: &[&str],
         kind: TextKind,
     ) -> Result<(Vec<Vec<f32>>, CacheStats)> {
+        self.embed_with_progress(encoder, texts, kind, &|_| {})
+    }
+
+    /// [`EmbeddingCache::embed`], calling `progress` with the number of texts embedded after
+    /// each slice of misses (hits are not reported: they cost nothing).
+    pub fn embed_with_progress(
+        &self,
+        encoder: &Encoder,
+        texts: &[&str],
+        kind: TextKind,
+        progress: &dyn Fn(usize),
+    ) -> Result<(Vec<Vec<f32>>, CacheStats)> {
         let mut stats = CacheStats::default();
         let mut out: Vec<Option<Vec<f32>>> = Vec::with_capacity(texts.len());
         let mut missing = Vec::new();
@@ -101,10 +115,15 @@ impl EmbeddingCache {
         }
         stats.hits = texts.len() - missing.len();
         stats.misses = missing.len();
-        let to_embed: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
-        for (&i, vector) in missing.iter().zip(encoder.embed(&to_embed, kind)?) {
-            self.put(texts[i], kind, &vector)?;
-            out[i] = Some(vector);
+        // Slices keep the work done so far in the cache if the run is interrupted, and pace
+        // the progress callback.
+        for slice in missing.chunks(EMBED_SLICE) {
+            let to_embed: Vec<&str> = slice.iter().map(|&i| texts[i]).collect();
+            for (&i, vector) in slice.iter().zip(encoder.embed(&to_embed, kind)?) {
+                self.put(texts[i], kind, &vector)?;
+                out[i] = Some(vector);
+            }
+            progress(slice.len());
         }
         Ok((
             out.into_iter().map(Option::unwrap_or_default).collect(),

@@ -2,11 +2,14 @@
 //! and the loop that runs every instance.
 
 mod metrics;
+mod rewrites;
 mod run;
 
 pub use self::metrics::{
     average_precision_at, first_hit_rank, Metrics, MetricsAccumulator, ACC_KS, MAP_KS,
 };
+pub use self::rewrites::{load_rewrites, RewriteReport, POOL_CAP, POOL_PER_QUERY};
 pub use self::run::{
-    gold_files_from_patch, load_dataset, run_eval, EvalConfig, EvalReport, Instance, Prediction,
+    gold_files_from_patch, load_dataset, run_eval, DenseTotals, EvalConfig, EvalReport, Instance,
+    Prediction,
 };

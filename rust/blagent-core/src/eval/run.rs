@@ -11,6 +11,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
+use super::rewrites::{load_rewrites, RewriteAccumulator, RewriteReport};
+use crate::dense::DenseStats;
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
 use crate::localizer::{LocalizeOptions, Localizer};
@@ -93,6 +95,17 @@ pub struct EvalConfig {
     pub signals_out: Option<PathBuf>,
     /// Show a progress bar on stderr (hidden anyway when stderr is not a terminal).
     pub progress: bool,
+    /// Pre-written T0/T1 rewrites per instance (JSONL), used for the dense views and measured.
+    pub queries: Option<PathBuf>,
+}
+
+impl DenseTotals {
+    fn add(&mut self, stats: &DenseStats) {
+        self.cached += stats.cached;
+        self.embedded += stats.embedded;
+        self.indexes_loaded += usize::from(stats.index_loaded);
+        self.seconds += (stats.embed_ms + stats.index_ms) / 1000.0;
+    }
 }
 
 /// One prediction line.
@@ -124,6 +137,25 @@ pub struct EvalReport {
     /// Instances that failed, with the error.
     pub failures: Vec<(String, String)>,
     /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Retrieval under the pre-written rewrites (with `queries` and `dense`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewrites: Option<RewriteReport>,
+    /// Dense indexing totals (with `dense`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense: Option<DenseTotals>,
+}
+
+/// What dense indexing cost over a run.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct DenseTotals {
+    /// Chunk vectors read from the embedding cache.
+    pub cached: usize,
+    /// Chunk vectors computed.
+    pub embedded: usize,
+    /// Vector indexes loaded from disk instead of built.
+    pub indexes_loaded: usize,
+    /// Seconds spent embedding and building vector indexes.
     pub seconds: f64,
 }
 
@@ -157,6 +189,16 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         .partition(|i| config.repos.join(&i.instance_id).is_dir());
     report.missing_trees = missing.into_iter().map(|i| i.instance_id).collect();
 
+    let rewrites = config.queries.as_deref().map(load_rewrites).transpose()?;
+    let dense_on = config.options.dense.is_some();
+    if rewrites.is_some() && !dense_on {
+        return Err(Error::InvalidInput(
+            "--queries needs dense retrieval (the rewrites are dense queries)".to_owned(),
+        ));
+    }
+    let mut dense_totals = DenseTotals::default();
+    let mut rewrite_acc = RewriteAccumulator::default();
+
     let mut options = config.options.clone();
     let written_k = options.top_k;
     options.top_k = options.top_k.max(MIN_RANKED_FOR_METRICS);
@@ -180,10 +222,17 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     for instance in &present {
         bar.set_message(instance.instance_id.clone());
         let tree = config.repos.join(&instance.instance_id);
+        let given = rewrites.as_ref().and_then(|r| r.get(&instance.instance_id));
         let outcome = localizer.index(&tree).and_then(|index| {
+            if let Some(dense) = &index.dense {
+                dense_totals.add(&dense.stats);
+            }
             let start = Instant::now();
-            let scored = localizer.score(&index, &instance.problem_statement)?;
+            let scored = localizer.score_with(&index, &instance.problem_statement, given)?;
             let result = localizer.result(&index, &scored, crate::elapsed_ms(start));
+            if let (Some(given), Some(dense)) = (given, &index.dense) {
+                rewrite_acc.add(&index, dense, given, &result.paths(), &instance.gold_files)?;
+            }
             if let (Some(writer), Some(path)) =
                 (signals_out.as_mut(), config.signals_out.as_deref())
             {
@@ -237,6 +286,12 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         .map(|(repo, acc)| (repo, acc.finish()))
         .collect();
     report.seconds = start.elapsed().as_secs_f64();
+    if rewrites.is_some() {
+        report.rewrites = Some(rewrite_acc.finish());
+    }
+    if dense_on {
+        report.dense = Some(dense_totals);
+    }
     Ok(report)
 }
 

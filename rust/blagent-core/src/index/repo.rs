@@ -75,6 +75,8 @@ pub struct RepoIndex {
     pub resolver: PathResolver,
     /// Time spent building.
     pub timings: IndexTimings,
+    /// The dense index of the chunks, when one was attached ([`RepoIndex::attach_dense`]).
+    pub dense: Option<crate::dense::DenseIndex>,
 }
 
 impl RepoIndex {
@@ -147,11 +149,27 @@ impl RepoIndex {
                 parse_ms,
                 index_ms,
             },
+            dense: None,
         })
     }
 
     /// Total number of chunks.
     pub fn num_chunks(&self) -> usize {
         self.chunk_refs.len()
+    }
+
+    /// Embeds the chunks with `model` (through its cache) and attaches the dense index, so that
+    /// localizing in this index uses the dense signals too.
+    pub fn attach_dense(&mut self, model: &crate::dense::DenseModel) -> Result<()> {
+        self.dense = Some(model.index(self)?);
+        Ok(())
+    }
+
+    /// The path-augmented text of chunk `i` (an index into `chunk_refs`), as BM25 and the
+    /// dense index see it.
+    pub fn chunk_text(&self, i: usize) -> String {
+        let (f, c) = self.chunk_refs[i];
+        let file = &self.files[f as usize];
+        file.parsed.chunks[c as usize].text(&file.text)
     }
 }

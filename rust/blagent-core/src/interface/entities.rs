@@ -13,32 +13,10 @@ use std::collections::HashMap;
 use super::result::{Entity, FileHit};
 use crate::chunk::{Symbol, SymbolKind};
 use crate::index::RepoIndex;
-use crate::retrieve::{Evidence, FileSignals, FusionWeights, Signal};
+use crate::retrieve::{Evidence, FileSignals, FusionWeights, Normalizer};
 
 /// At most this many entities per file: beyond them the evidence is thin.
 pub const MAX_ENTITIES_PER_FILE: usize = 10;
-
-fn is_lexical(signal: Signal) -> bool {
-    matches!(
-        signal,
-        Signal::Bm25File | Signal::Bm25Chunk | Signal::TitleFile | Signal::TitleChunk
-    )
-}
-
-/// The fusion weight of `signal` (as `retrieve::fuse` applies it).
-fn weight(weights: &FusionWeights, signal: Signal) -> f32 {
-    match signal {
-        Signal::Bm25File => weights.bm25_file,
-        Signal::Bm25Chunk => weights.bm25_chunk,
-        Signal::TitleFile => weights.title_file,
-        Signal::TitleChunk => weights.title_chunk,
-        Signal::PathMention => weights.path_mention,
-        Signal::ModuleMention => weights.module_mention,
-        Signal::StackFrame => weights.stack_frame,
-        Signal::Definition => weights.definition,
-        Signal::ErrorMessage => weights.error_message,
-    }
-}
 
 fn kind_name(kind: SymbolKind) -> &'static str {
     match kind {
@@ -85,12 +63,7 @@ pub(super) fn entities(
     weights: &FusionWeights,
     files: &[(usize, &FileHit)],
 ) -> Vec<Entity> {
-    let mut max = [0.0f32; Signal::ALL.len()];
-    for file in signals {
-        for (slot, &score) in max.iter_mut().zip(&file.scores) {
-            *slot = slot.max(score);
-        }
-    }
+    let normalizer = Normalizer::new(signals);
     let mut out = Vec::new();
     for &(file, hit) in files {
         let symbols = &index.files[file].parsed.symbols;
@@ -100,16 +73,8 @@ pub(super) fn entities(
                 continue;
             };
             let s = evidence.signal;
-            let normalized = if is_lexical(s) {
-                if max[s.index()] > 0.0 {
-                    evidence.score / max[s.index()]
-                } else {
-                    0.0
-                }
-            } else {
-                evidence.score.min(1.0)
-            };
-            *credit.entry(symbol).or_default() += weight(weights, s) * normalized;
+            *credit.entry(symbol).or_default() +=
+                weights.weight(s) * normalizer.normalize(s, evidence.score);
         }
         let mut ranked: Vec<(usize, f32)> = credit.into_iter().filter(|&(_, c)| c > 0.0).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));

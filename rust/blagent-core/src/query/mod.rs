@@ -4,11 +4,13 @@
 
 mod boilerplate;
 mod extract;
+mod rewrite;
 
 use serde::{Deserialize, Serialize};
 
 pub use self::boilerplate::strip_boilerplate;
 pub use self::extract::reformulate;
+pub use self::rewrite::{behavioral_query, structural_query};
 
 /// Where an identifier was seen, which says how deliberately the reporter named it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

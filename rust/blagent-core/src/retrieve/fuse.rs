@@ -32,6 +32,12 @@ pub struct FusionWeights {
     pub definition: f32,
     /// Contains an error message's text.
     pub error_message: f32,
+    /// Dense: nearest chunk to the issue text (min-max normalized over the retrieved files).
+    pub dense_issue: f32,
+    /// Dense: nearest chunk to the structural rewrite.
+    pub dense_structural: f32,
+    /// Dense: nearest chunk to the behavioral rewrite.
+    pub dense_behavioral: f32,
 }
 
 /// Measured on all 300 SWE-bench Lite instances with `bench/tune_fusion.py`, tuned on the 200
@@ -50,12 +56,16 @@ impl Default for FusionWeights {
             stack_frame: 0.25,
             definition: 0.5,
             error_message: 0.25,
+            dense_issue: 0.0,
+            dense_structural: 0.0,
+            dense_behavioral: 0.0,
         }
     }
 }
 
 impl FusionWeights {
-    fn weight(&self, signal: Signal) -> f32 {
+    /// The weight of `signal`.
+    pub fn weight(&self, signal: Signal) -> f32 {
         match signal {
             Signal::Bm25File => self.bm25_file,
             Signal::Bm25Chunk => self.bm25_chunk,
@@ -66,45 +76,85 @@ impl FusionWeights {
             Signal::StackFrame => self.stack_frame,
             Signal::Definition => self.definition,
             Signal::ErrorMessage => self.error_message,
+            Signal::DenseIssue => self.dense_issue,
+            Signal::DenseStructural => self.dense_structural,
+            Signal::DenseBehavioral => self.dense_behavioral,
         }
     }
 }
 
-fn is_lexical(signal: Signal) -> bool {
-    matches!(
-        signal,
-        Signal::Bm25File | Signal::Bm25Chunk | Signal::TitleFile | Signal::TitleChunk
-    )
+/// How a signal's raw scores are put on a 0–1 scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scale {
+    /// BM25: divided by the best file's score.
+    ByMax,
+    /// Cosines cluster in a narrow band: min-max over the files the signal retrieved, so the
+    /// best file gets 1 and the last retrieved one 0.
+    MinMax,
+    /// Already in 0–1 terms: capped at 1.
+    Capped,
+}
+
+fn scale(signal: Signal) -> Scale {
+    match signal {
+        Signal::Bm25File | Signal::Bm25Chunk | Signal::TitleFile | Signal::TitleChunk => {
+            Scale::ByMax
+        }
+        Signal::DenseIssue | Signal::DenseStructural | Signal::DenseBehavioral => Scale::MinMax,
+        _ => Scale::Capped,
+    }
+}
+
+/// Puts raw signal scores on the 0–1 scale the weights apply to; built once per query from
+/// every file's raw scores.
+#[derive(Debug, Clone)]
+pub struct Normalizer {
+    max: [f32; Signal::ALL.len()],
+    min: [f32; Signal::ALL.len()],
+}
+
+impl Normalizer {
+    /// The normalizer for one query's signals.
+    pub fn new(signals: &[FileSignals]) -> Self {
+        let mut max = [0.0f32; Signal::ALL.len()];
+        let mut min = [f32::INFINITY; Signal::ALL.len()];
+        for file in signals {
+            for (s, &score) in file.scores.iter().enumerate() {
+                if score > 0.0 {
+                    max[s] = max[s].max(score);
+                    min[s] = min[s].min(score);
+                }
+            }
+        }
+        Normalizer { max, min }
+    }
+
+    /// `raw` of `signal` on the 0–1 scale.
+    pub fn normalize(&self, signal: Signal, raw: f32) -> f32 {
+        let (max, min) = (self.max[signal.index()], self.min[signal.index()]);
+        if raw <= 0.0 || max <= 0.0 {
+            return 0.0;
+        }
+        match scale(signal) {
+            Scale::ByMax => raw / max,
+            Scale::MinMax if max > min => (raw - min) / (max - min),
+            Scale::MinMax => 1.0,
+            Scale::Capped => raw.min(1.0),
+        }
+    }
 }
 
 /// Fused score of every file with any signal, best first (ties broken by file index, so the
 /// order is deterministic).
 pub fn fuse(signals: &[FileSignals], weights: &FusionWeights) -> Vec<(usize, f32)> {
-    let mut max = [0.0f32; Signal::ALL.len()];
-    for file in signals {
-        for (slot, &score) in max.iter_mut().zip(&file.scores) {
-            *slot = slot.max(score);
-        }
-    }
+    let normalizer = Normalizer::new(signals);
     let mut ranked: Vec<(usize, f32)> = signals
         .iter()
         .enumerate()
         .filter_map(|(i, file)| {
             let score: f32 = Signal::ALL
                 .iter()
-                .map(|&s| {
-                    let raw = file.get(s);
-                    let normalized = if is_lexical(s) {
-                        if max[s.index()] > 0.0 {
-                            raw / max[s.index()]
-                        } else {
-                            0.0
-                        }
-                    } else {
-                        raw.min(1.0)
-                    };
-                    weights.weight(s) * normalized
-                })
+                .map(|&s| weights.weight(s) * normalizer.normalize(s, file.get(s)))
                 .sum();
             (score > 0.0).then_some((i, score))
         })
@@ -117,7 +167,9 @@ pub fn fuse(signals: &[FileSignals], weights: &FusionWeights) -> Vec<(usize, f32
 mod tests {
     use super::*;
 
-    fn with(scores: [f32; 9]) -> FileSignals {
+    fn with(head: [f32; 9]) -> FileSignals {
+        let mut scores = [0.0; Signal::ALL.len()];
+        scores[..9].copy_from_slice(&head);
         FileSignals {
             scores,
             evidence: Vec::new(),
@@ -139,5 +191,18 @@ mod tests {
         // File 1: 0.5 + 1.0 (BM25 normalized) + 0.5 × min(3, 1) (definition capped).
         assert!((ranked[0].1 - 2.0).abs() < 1e-6);
         assert!((ranked[1].1 - 1.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn dense_cosines_are_min_max_scaled_over_the_retrieved_files() {
+        let mut files = vec![FileSignals::default(); 4];
+        for (file, cosine) in [(0, 0.62), (1, 0.58), (2, 0.50)] {
+            files[file].scores[Signal::DenseIssue.index()] = cosine;
+        }
+        let normalizer = Normalizer::new(&files);
+        assert!((normalizer.normalize(Signal::DenseIssue, 0.62) - 1.0).abs() < 1e-6);
+        assert!((normalizer.normalize(Signal::DenseIssue, 0.58) - 2.0 / 3.0).abs() < 1e-5);
+        assert_eq!(normalizer.normalize(Signal::DenseIssue, 0.50), 0.0);
+        assert_eq!(normalizer.normalize(Signal::DenseIssue, 0.0), 0.0);
     }
 }

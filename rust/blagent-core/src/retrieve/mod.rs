@@ -1,12 +1,14 @@
 //! From a reformulated issue and a repository index to a ranked list of files, each with the
 //! evidence that put it there.
 
+mod dense;
 mod fuse;
 mod signals;
 
 use serde::{Deserialize, Serialize};
 
-pub use self::fuse::{fuse, FusionWeights};
+pub use self::dense::{dense_signals, Rewrites};
+pub use self::fuse::{fuse, FusionWeights, Normalizer};
 pub use self::signals::compute_signals;
 
 /// The independent signals that point at a file.
@@ -31,11 +33,17 @@ pub enum Signal {
     Definition,
     /// The file contains the text of an error message quoted in the issue.
     ErrorMessage,
+    /// Dense: the file's chunk nearest to the issue text.
+    DenseIssue,
+    /// Dense: the file's chunk nearest to the structural (T0) rewrite.
+    DenseStructural,
+    /// Dense: the file's chunk nearest to the behavioral (T1) rewrite.
+    DenseBehavioral,
 }
 
 impl Signal {
     /// Every signal, in the order of [`FileSignals::scores`].
-    pub const ALL: [Signal; 9] = [
+    pub const ALL: [Signal; 12] = [
         Signal::Bm25File,
         Signal::Bm25Chunk,
         Signal::TitleFile,
@@ -45,6 +53,9 @@ impl Signal {
         Signal::StackFrame,
         Signal::Definition,
         Signal::ErrorMessage,
+        Signal::DenseIssue,
+        Signal::DenseStructural,
+        Signal::DenseBehavioral,
     ];
 
     /// Position in [`Signal::ALL`].

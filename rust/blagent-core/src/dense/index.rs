@@ -1,0 +1,325 @@
+//! A repository's chunks embedded and searchable: chunk-level k-NN per query, a file's score is
+//! the best of its chunks (BLAgent's rule).
+
+use std::collections::HashSet;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use super::store::{expected_manifest, fingerprint, IndexStore, StoreMiss};
+use super::vectors::{FaissIndex, VectorIndex, VectorIndexKind};
+use crate::elapsed_ms;
+use crate::embed::{EmbeddingCache, Encoder, TextKind};
+use crate::error::{Error, Result};
+use crate::index::RepoIndex;
+
+/// How to build and search a dense index.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DenseOptions {
+    /// Folder of the embedding model.
+    pub model_dir: PathBuf,
+    /// Where embeddings and vector indexes are cached; `None`: no cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Which vector index to build.
+    pub kind: VectorIndexKind,
+    /// Nearest chunks looked at per query.
+    pub chunks_per_query: usize,
+    /// Show a progress bar while embedding (only on a terminal).
+    pub progress: bool,
+}
+
+impl DenseOptions {
+    /// Options for the model in `model_dir`, other settings at their defaults.
+    pub fn new(model_dir: impl Into<PathBuf>) -> Self {
+        DenseOptions {
+            model_dir: model_dir.into(),
+            cache_dir: None,
+            kind: VectorIndexKind::Exact,
+            chunks_per_query: 200,
+            progress: false,
+        }
+    }
+}
+
+/// What building a dense index cost.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DenseStats {
+    /// Chunk vectors read from the embedding cache.
+    pub cached: usize,
+    /// Chunk vectors computed.
+    pub embedded: usize,
+    /// Whether the vector index came from disk.
+    pub index_loaded: bool,
+    /// Why a stored index was rebuilt (`absent`, `stale`, `corrupt: …`), if one was looked for.
+    pub rebuilt_because: Option<String>,
+    /// Milliseconds embedding.
+    pub embed_ms: f64,
+    /// Milliseconds building or loading the vector index.
+    pub index_ms: f64,
+}
+
+/// The embedding model with its cache, shared by every repository indexed with it.
+#[derive(Debug, Clone)]
+pub struct DenseModel {
+    encoder: Arc<Encoder>,
+    cache: Option<EmbeddingCache>,
+    options: DenseOptions,
+}
+
+/// One file's dense score: the best of its chunks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FileHit {
+    /// File index in the [`RepoIndex`].
+    pub file: usize,
+    /// Cosine of its best chunk.
+    pub score: f32,
+    /// Chunk index (into `RepoIndex::chunk_refs`) of that chunk.
+    pub chunk: usize,
+}
+
+/// The dense index of one repository.
+pub struct DenseIndex {
+    model: DenseModel,
+    vectors: Box<dyn VectorIndex>,
+    chunk_file: Vec<u32>,
+    /// What building it cost.
+    pub stats: DenseStats,
+}
+
+impl std::fmt::Debug for DenseIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DenseIndex")
+            .field("chunks", &self.chunk_file.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DenseModel {
+    /// Loads the model and opens its cache.
+    pub fn load(options: DenseOptions) -> Result<Self> {
+        if options.chunks_per_query == 0 {
+            return Err(Error::InvalidInput(
+                "chunks_per_query must be at least 1".to_owned(),
+            ));
+        }
+        let encoder = Encoder::load(&options.model_dir)?;
+        let cache = match &options.cache_dir {
+            Some(dir) => Some(EmbeddingCache::open(
+                &dir.join("embeddings"),
+                &encoder.folder().identity,
+            )?),
+            None => None,
+        };
+        Ok(DenseModel {
+            encoder: Arc::new(encoder),
+            cache,
+            options,
+        })
+    }
+
+    /// The encoder.
+    pub fn encoder(&self) -> &Encoder {
+        &self.encoder
+    }
+
+    /// Embeds every chunk of `repo` (through the cache) and builds, or loads when a sound stored
+    /// one matches, its vector index.
+    pub fn index(&self, repo: &RepoIndex) -> Result<DenseIndex> {
+        let texts: Vec<String> = (0..repo.num_chunks()).map(|i| repo.chunk_text(i)).collect();
+        let identity = &self.encoder.folder().identity;
+        let dim = self.encoder.folder().dimension;
+        let manifest = expected_manifest(
+            identity,
+            self.options.kind,
+            dim,
+            texts.len(),
+            fingerprint(texts.iter().map(String::as_str)),
+        );
+        let store = self
+            .options
+            .cache_dir
+            .as_ref()
+            .map(|dir| IndexStore::new(dir.join("indexes").join(&manifest.fingerprint[..32])));
+        let mut stats = DenseStats::default();
+        if let Some(store) = &store {
+            let start = Instant::now();
+            match store.load(&manifest) {
+                Ok(index) => {
+                    stats.index_loaded = true;
+                    stats.index_ms = elapsed_ms(start);
+                    return Ok(self.wrap(Box::new(index), repo, stats));
+                }
+                Err(miss) => {
+                    stats.rebuilt_because = Some(match miss {
+                        StoreMiss::Absent => "absent".to_owned(),
+                        StoreMiss::Stale => "stale".to_owned(),
+                        StoreMiss::Corrupt(why) => format!("corrupt: {why}"),
+                    });
+                }
+            }
+        }
+        let start = Instant::now();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = self.embed_documents(&refs, &mut stats)?;
+        stats.embed_ms = elapsed_ms(start);
+        let start = Instant::now();
+        let flat: Vec<f32> = vectors.into_iter().flatten().collect();
+        let index = FaissIndex::build(self.options.kind, dim, &flat)?;
+        if let Some(store) = &store {
+            store.save(&index, &manifest)?;
+        }
+        stats.index_ms = elapsed_ms(start);
+        Ok(self.wrap(Box::new(index), repo, stats))
+    }
+
+    fn embed_documents(&self, texts: &[&str], stats: &mut DenseStats) -> Result<Vec<Vec<f32>>> {
+        let bar = self.progress_bar(texts.len());
+        let vectors = if let Some(cache) = &self.cache {
+            let (vectors, cache_stats) =
+                cache.embed_with_progress(&self.encoder, texts, TextKind::Document, &|n| {
+                    bar.inc(n as u64)
+                })?;
+            stats.cached = cache_stats.hits;
+            stats.embedded = cache_stats.misses;
+            vectors
+        } else {
+            let mut vectors = Vec::with_capacity(texts.len());
+            for slice in texts.chunks(512) {
+                vectors.extend(self.encoder.embed(slice, TextKind::Document)?);
+                bar.inc(slice.len() as u64);
+            }
+            stats.embedded = texts.len();
+            vectors
+        };
+        bar.finish_and_clear();
+        Ok(vectors)
+    }
+
+    fn progress_bar(&self, len: usize) -> ProgressBar {
+        if !self.options.progress || !std::io::stderr().is_terminal() {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "embedding {bar:30} {pos}/{len} chunks · {per_sec} · ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar
+    }
+
+    fn wrap(
+        &self,
+        vectors: Box<dyn VectorIndex>,
+        repo: &RepoIndex,
+        stats: DenseStats,
+    ) -> DenseIndex {
+        DenseIndex {
+            model: self.clone(),
+            vectors,
+            chunk_file: repo.chunk_refs.iter().map(|&(f, _)| f).collect(),
+            stats,
+        }
+    }
+}
+
+impl DenseIndex {
+    /// Number of chunk vectors.
+    pub fn len(&self) -> usize {
+        self.vectors.len()
+    }
+
+    /// Whether there are no chunk vectors.
+    pub fn is_empty(&self) -> bool {
+        self.vectors.is_empty()
+    }
+
+    /// Embeds a query (through the cache when there is one).
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let encoder = &self.model.encoder;
+        let mut vectors = match &self.model.cache {
+            Some(cache) => cache.embed(encoder, &[query], TextKind::Query)?.0,
+            None => encoder.embed(&[query], TextKind::Query)?,
+        };
+        vectors
+            .pop()
+            .ok_or_else(|| Error::Internal("the encoder returned no vector".to_owned()))
+    }
+
+    /// The nearest chunks to `query`: `(chunk, cosine)`, best first.
+    pub fn search_chunks(&self, query: &str, k: usize) -> Result<Vec<(usize, f32)>> {
+        let vector = self.embed_query(query)?;
+        self.vectors.search(&vector, k)
+    }
+
+    /// Files by their best chunk among the `chunks_per_query` nearest chunks, best first.
+    pub fn search_files(&self, query: &str) -> Result<Vec<FileHit>> {
+        let chunks = self.search_chunks(query, self.model.options.chunks_per_query)?;
+        Ok(files_from_chunks(&chunks, &self.chunk_file))
+    }
+}
+
+/// File hits from chunk hits (best first): each file keeps its best chunk.
+fn files_from_chunks(chunks: &[(usize, f32)], chunk_file: &[u32]) -> Vec<FileHit> {
+    let mut seen: HashSet<usize> = HashSet::new();
+    let mut hits = Vec::new();
+    for &(chunk, score) in chunks {
+        let file = chunk_file[chunk] as usize;
+        if seen.insert(file) {
+            hits.push(FileHit { file, score, chunk });
+        }
+    }
+    hits
+}
+
+/// BLAgent's candidate pool: `unique(a[:m] ⊕ b[:m])`, in that order, cut at `cap`.
+pub fn merge_candidates(a: &[usize], b: &[usize], m: usize, cap: usize) -> Vec<usize> {
+    let mut pool: Vec<usize> = Vec::with_capacity(cap);
+    for &file in a.iter().take(m).chain(b.iter().take(m)) {
+        if pool.len() == cap {
+            break;
+        }
+        if !pool.contains(&file) {
+            pool.push(file);
+        }
+    }
+    pool
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_scores_its_best_chunk() {
+        let chunk_file = [0, 0, 1, 2, 1];
+        let hits = files_from_chunks(&[(1, 0.9), (4, 0.8), (0, 0.7), (2, 0.6)], &chunk_file);
+        assert_eq!(
+            hits.iter().map(|h| (h.file, h.chunk)).collect::<Vec<_>>(),
+            vec![(0, 1), (1, 4)]
+        );
+        assert!((hits[0].score - 0.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn candidates_concatenate_dedup_and_cap() {
+        assert_eq!(
+            merge_candidates(&[1, 2, 3], &[3, 4, 5], 2, 15),
+            vec![1, 2, 3, 4]
+        );
+        assert_eq!(merge_candidates(&[1, 2], &[2, 1], 2, 15), vec![1, 2]);
+        assert_eq!(
+            merge_candidates(&[1, 2, 3], &[3, 4, 5], 3, 15),
+            vec![1, 2, 3, 4, 5]
+        );
+        let a: Vec<usize> = (0..10).collect();
+        let b: Vec<usize> = (10..20).collect();
+        assert_eq!(merge_candidates(&a, &b, 10, 15).len(), 15);
+    }
+}

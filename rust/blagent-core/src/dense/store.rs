@@ -1,0 +1,227 @@
+//! A vector index persisted on disk with a manifest that says what it was built from, so a stale
+//! index (other model, other chunks, other kind) or a corrupt one (checksum mismatch, unreadable)
+//! is detected and rebuilt, never trusted.
+//!
+//! Layout of one stored index: `<dir>/manifest.json` and `<dir>/vectors.faiss`. The manifest is
+//! written last, after the index file has been renamed into place, so a crash in between leaves a
+//! manifest that does not match and the next run rebuilds.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::vectors::{FaissIndex, VectorIndex, VectorIndexKind};
+use crate::error::{Error, Result};
+
+/// Bumped when the stored layout changes; older stores are rebuilt.
+const FORMAT: u32 = 1;
+const MANIFEST: &str = "manifest.json";
+const VECTORS: &str = "vectors.faiss";
+
+/// What a stored index was built from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`FORMAT`] of the writer.
+    pub format: u32,
+    /// Identity of the embedding model.
+    pub model: String,
+    /// Index kind.
+    pub kind: VectorIndexKind,
+    /// Vector dimension.
+    pub dim: usize,
+    /// Number of vectors.
+    pub len: usize,
+    /// BLAKE3 over every embedded text in order: the index content is a function of it.
+    pub fingerprint: String,
+    /// BLAKE3 of the index file.
+    pub checksum: String,
+}
+
+/// Why a stored index was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreMiss {
+    /// Nothing stored yet.
+    Absent,
+    /// Built from other texts, another model, kind or format.
+    Stale,
+    /// Unreadable, or its bytes do not match the manifest.
+    Corrupt(String),
+}
+
+/// The fingerprint of the texts an index is built over.
+pub fn fingerprint<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for text in texts {
+        hasher.update(&(text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// One stored index folder.
+#[derive(Debug, Clone)]
+pub struct IndexStore {
+    dir: PathBuf,
+}
+
+impl IndexStore {
+    /// The store in `dir` (created when saving).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        IndexStore { dir: dir.into() }
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Loads the stored index if it was built exactly as `expected` says (checksum aside).
+    pub fn load(&self, expected: &Manifest) -> std::result::Result<FaissIndex, StoreMiss> {
+        let Ok(text) = fs::read_to_string(self.dir.join(MANIFEST)) else {
+            return Err(StoreMiss::Absent);
+        };
+        let manifest: Manifest = serde_json::from_str(&text)
+            .map_err(|e| StoreMiss::Corrupt(format!("manifest: {e}")))?;
+        let same_source = manifest.format == FORMAT
+            && manifest.model == expected.model
+            && manifest.kind == expected.kind
+            && manifest.dim == expected.dim
+            && manifest.len == expected.len
+            && manifest.fingerprint == expected.fingerprint;
+        if !same_source {
+            return Err(StoreMiss::Stale);
+        }
+        let path = self.dir.join(VECTORS);
+        let bytes =
+            fs::read(&path).map_err(|e| StoreMiss::Corrupt(format!("{}: {e}", path.display())))?;
+        if blake3::hash(&bytes).to_hex().as_str() != manifest.checksum {
+            return Err(StoreMiss::Corrupt(
+                "index file checksum mismatch".to_owned(),
+            ));
+        }
+        let index = FaissIndex::load(&path, manifest.kind)
+            .map_err(|e| StoreMiss::Corrupt(e.to_string()))?;
+        if index.len() != manifest.len || index.dim() != manifest.dim {
+            return Err(StoreMiss::Corrupt(
+                "index size differs from its manifest".to_owned(),
+            ));
+        }
+        Ok(index)
+    }
+
+    /// Writes `index` and its manifest (`manifest.checksum` is filled in here).
+    pub fn save(&self, index: &dyn VectorIndex, manifest: &Manifest) -> Result<()> {
+        fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".vectors")
+            .tempfile_in(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))?;
+        index.save(tmp.path())?;
+        let bytes = fs::read(tmp.path()).map_err(|e| Error::io(tmp.path(), e))?;
+        let path = self.dir.join(VECTORS);
+        tmp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+        let manifest = Manifest {
+            format: FORMAT,
+            checksum: blake3::hash(&bytes).to_hex().to_string(),
+            ..manifest.clone()
+        };
+        let mut out =
+            tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        out.write_all(serde_json::to_string_pretty(&manifest)?.as_bytes())
+            .map_err(|e| Error::io(out.path(), e))?;
+        let path = self.dir.join(MANIFEST);
+        out.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+        Ok(())
+    }
+}
+
+/// A manifest for an index about to be built or looked up (checksum unknown yet).
+pub fn expected_manifest(
+    model: &str,
+    kind: VectorIndexKind,
+    dim: usize,
+    len: usize,
+    fingerprint: String,
+) -> Manifest {
+    Manifest {
+        format: FORMAT,
+        model: model.to_owned(),
+        kind,
+        dim,
+        len,
+        fingerprint,
+        checksum: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index() -> (FaissIndex, Manifest) {
+        let data: Vec<f32> = (0..64).map(|i| (i % 5) as f32).collect();
+        let index = FaissIndex::build(VectorIndexKind::Exact, 4, &data).unwrap();
+        let manifest =
+            expected_manifest("m", VectorIndexKind::Exact, 4, 16, fingerprint(["a", "b"]));
+        (index, manifest)
+    }
+
+    #[test]
+    fn a_saved_index_loads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = IndexStore::new(dir.path().join("s"));
+        let (index, manifest) = index();
+        assert_eq!(store.load(&manifest).unwrap_err(), StoreMiss::Absent);
+        store.save(&index, &manifest).unwrap();
+        let loaded = store.load(&manifest).unwrap();
+        assert_eq!(loaded.len(), 16);
+    }
+
+    #[test]
+    fn another_model_or_other_texts_make_it_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = IndexStore::new(dir.path());
+        let (index, manifest) = index();
+        store.save(&index, &manifest).unwrap();
+        let other_model = Manifest {
+            model: "n".to_owned(),
+            ..manifest.clone()
+        };
+        assert_eq!(store.load(&other_model).unwrap_err(), StoreMiss::Stale);
+        let other_texts = Manifest {
+            fingerprint: fingerprint(["a", "c"]),
+            ..manifest.clone()
+        };
+        assert_eq!(store.load(&other_texts).unwrap_err(), StoreMiss::Stale);
+        let hnsw = Manifest {
+            kind: VectorIndexKind::Hnsw { m: 8 },
+            ..manifest
+        };
+        assert_eq!(store.load(&hnsw).unwrap_err(), StoreMiss::Stale);
+    }
+
+    #[test]
+    fn flipped_or_truncated_bytes_are_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = IndexStore::new(dir.path());
+        let (index, manifest) = index();
+        store.save(&index, &manifest).unwrap();
+        let path = dir.path().join(VECTORS);
+        let mut bytes = fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        fs::write(&path, &bytes).unwrap();
+        assert!(matches!(store.load(&manifest), Err(StoreMiss::Corrupt(_))));
+        fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        assert!(matches!(store.load(&manifest), Err(StoreMiss::Corrupt(_))));
+        fs::write(dir.path().join(MANIFEST), b"{ not json").unwrap();
+        assert!(matches!(store.load(&manifest), Err(StoreMiss::Corrupt(_))));
+    }
+
+    #[test]
+    fn fingerprints_separate_text_boundaries() {
+        assert_ne!(fingerprint(["ab", "c"]), fingerprint(["a", "bc"]));
+    }
+}

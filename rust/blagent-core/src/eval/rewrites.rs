@@ -1,0 +1,136 @@
+//! Evaluation with pre-written query rewrites (`blagent eval --queries`): BLAgent's recorded
+//! structural (T0) and behavioral (T1) queries, to compare our retrieval with BLAgent's under the
+//! same LLM-written queries.
+//!
+//! Besides the fused ranking (which uses the rewrites for its dense views), it measures each
+//! rewrite's dense ranking alone and BLAgent's candidate pool `unique(T0[:m] ⊕ T1[:m])` capped at
+//! [`POOL_CAP`] files: how often it holds a gold file, and how large it is.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::metrics::{Metrics, MetricsAccumulator};
+use crate::dense::{merge_candidates, DenseIndex};
+use crate::error::{Error, Result};
+use crate::index::RepoIndex;
+use crate::retrieve::Rewrites;
+
+/// Most files in a candidate pool (BLAgent's cap).
+pub const POOL_CAP: usize = 15;
+/// Files taken from each rewrite's ranking into the pool (two halves fill the cap).
+pub const POOL_PER_QUERY: usize = 8;
+
+#[derive(Deserialize)]
+struct QueryLine {
+    instance_id: String,
+    #[serde(alias = "t0")]
+    structural_t0: String,
+    #[serde(alias = "t1")]
+    behavioral_t1: String,
+}
+
+/// Reads `{"instance_id", "structural_t0", "behavioral_t1"}` lines (`t0` / `t1` accepted too).
+pub fn load_rewrites(path: &Path) -> Result<HashMap<String, Rewrites>> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut out = HashMap::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| Error::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: QueryLine = serde_json::from_str(&line).map_err(|e| Error::Dataset {
+            path: path.to_path_buf(),
+            line: i + 1,
+            message: e.to_string(),
+        })?;
+        out.insert(
+            row.instance_id,
+            Rewrites {
+                structural: row.structural_t0,
+                behavioral: row.behavioral_t1,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Retrieval measured under the given rewrites.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RewriteReport {
+    /// Instances that had rewrites.
+    pub instances: usize,
+    /// Dense ranking of the structural rewrite alone.
+    pub dense_structural: Metrics,
+    /// Dense ranking of the behavioral rewrite alone.
+    pub dense_behavioral: Metrics,
+    /// Share of instances whose pool holds a gold file.
+    pub pool_recall: f64,
+    /// Mean pool size.
+    pub pool_mean_size: f64,
+    /// Share of instances with a gold file in the fused ranking's first [`POOL_CAP`] files.
+    pub fused_recall_at_cap: f64,
+}
+
+/// Accumulates a [`RewriteReport`].
+#[derive(Debug, Default)]
+pub struct RewriteAccumulator {
+    structural: MetricsAccumulator,
+    behavioral: MetricsAccumulator,
+    instances: usize,
+    pool_hits: usize,
+    pool_sizes: usize,
+    fused_hits: usize,
+}
+
+impl RewriteAccumulator {
+    /// Adds one instance: its dense index, rewrites, fused ranking and gold files.
+    pub fn add(
+        &mut self,
+        index: &RepoIndex,
+        dense: &DenseIndex,
+        rewrites: &Rewrites,
+        fused: &[String],
+        gold: &[String],
+    ) -> Result<()> {
+        let rank = |text: &str| -> Result<Vec<usize>> {
+            Ok(dense
+                .search_files(text)?
+                .into_iter()
+                .map(|h| h.file)
+                .collect())
+        };
+        let paths = |files: &[usize]| -> Vec<String> {
+            files
+                .iter()
+                .map(|&f| index.files[f].path().to_owned())
+                .collect()
+        };
+        let t0 = rank(&rewrites.structural)?;
+        let t1 = rank(&rewrites.behavioral)?;
+        self.structural.add(&paths(&t0), gold);
+        self.behavioral.add(&paths(&t1), gold);
+        let pool = paths(&merge_candidates(&t0, &t1, POOL_PER_QUERY, POOL_CAP));
+        self.instances += 1;
+        self.pool_sizes += pool.len();
+        self.pool_hits += usize::from(pool.iter().any(|p| gold.contains(p)));
+        self.fused_hits += usize::from(fused.iter().take(POOL_CAP).any(|p| gold.contains(p)));
+        Ok(())
+    }
+
+    /// The report.
+    pub fn finish(&self) -> RewriteReport {
+        let n = self.instances.max(1) as f64;
+        RewriteReport {
+            instances: self.instances,
+            dense_structural: self.structural.finish(),
+            dense_behavioral: self.behavioral.finish(),
+            pool_recall: self.pool_hits as f64 / n,
+            pool_mean_size: self.pool_sizes as f64 / n,
+            fused_recall_at_cap: self.fused_hits as f64 / n,
+        }
+    }
+}
