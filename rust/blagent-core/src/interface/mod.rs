@@ -9,7 +9,7 @@
 
 mod agentless;
 mod batch;
-mod entities;
+pub(crate) mod entities;
 mod hints;
 mod progress;
 mod request;
