@@ -171,13 +171,12 @@ impl Localizer {
     /// The result for a scored issue: its best `top_k` files with their evidence, and the
     /// index's statistics. `query_ms` is the time the scoring took.
     pub fn result(&self, index: &RepoIndex, scored: &Scored, query_ms: f64) -> LocalizeResult {
-        self.result_ranked(index, scored, &scored.ranked, self.options.top_k, query_ms)
+        Self::result_ranked(index, scored, &scored.ranked, self.options.top_k, query_ms)
     }
 
     /// The result for `ranked` (`(file, score)`, best first), cut at `top_k`, with the evidence
     /// of `scored`: how the LLM pipelines report a ranking of their own.
     pub(crate) fn result_ranked(
-        &self,
         index: &RepoIndex,
         scored: &Scored,
         ranked: &[(usize, f32)],

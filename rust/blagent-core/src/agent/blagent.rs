@@ -18,7 +18,11 @@ const CHUNKS_PER_FILE: usize = 3;
 /// A file's best chunks over several rankings, earlier rankings first.
 fn chunks_for(file: usize, rankings: &[&[FileHit]]) -> Vec<ChunkHit> {
     let mut out: Vec<ChunkHit> = Vec::new();
-    for hit in rankings.iter().flat_map(|r| r.iter()).filter(|h| h.file == file) {
+    for hit in rankings
+        .iter()
+        .flat_map(|r| r.iter())
+        .filter(|h| h.file == file)
+    {
         for chunk in &hit.top_chunks {
             if out.len() < CHUNKS_PER_FILE && out.iter().all(|c| c.lines != chunk.lines) {
                 out.push(chunk.clone());
@@ -30,8 +34,20 @@ fn chunks_for(file: usize, rankings: &[&[FileHit]]) -> Vec<ChunkHit> {
 
 pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result<Outcome> {
     let options = ctx.options;
-    let t0 = rewrite(session, "t0", "t0_structural", &ctx.issue, heuristic_structural(ctx.query))?;
-    let t1 = rewrite(session, "t1", "t1_behavioral", &ctx.issue, heuristic_behavioral(ctx.query))?;
+    let t0 = rewrite(
+        session,
+        "t0",
+        "t0_structural",
+        &ctx.issue,
+        heuristic_structural(ctx.query),
+    )?;
+    let t1 = rewrite(
+        session,
+        "t1",
+        "t1_behavioral",
+        &ctx.issue,
+        heuristic_behavioral(ctx.query),
+    )?;
     let h0 = retrieve_for_query(ctx.index, &t0.text, ctx.weights);
     let h1 = retrieve_for_query(ctx.index, &t1.text, ctx.weights);
     let rankings: [&[FileHit]; 3] = [&ctx.raw, &h0, &h1];
@@ -45,7 +61,11 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
     let scores = phase1::score_candidates(session, ctx.index, &ctx.issue, &candidates, options)?;
     let score_of = |f: &usize| scores.as_ref().and_then(|s| s.get(f).copied());
     let mut by_score = candidates.clone();
-    by_score.sort_by(|a, b| score_of(b).unwrap_or(-1.0).total_cmp(&score_of(a).unwrap_or(-1.0)));
+    by_score.sort_by(|a, b| {
+        score_of(b)
+            .unwrap_or(-1.0)
+            .total_cmp(&score_of(a).unwrap_or(-1.0))
+    });
     let shown: Vec<(usize, Vec<ChunkHit>)> = by_score
         .iter()
         .take(options.rerank_files)
@@ -77,7 +97,9 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
         order,
         evidence,
         functions,
-        queries: [("t0".to_owned(), t0), ("t1".to_owned(), t1)].into_iter().collect(),
+        queries: [("t0".to_owned(), t0), ("t1".to_owned(), t1)]
+            .into_iter()
+            .collect(),
         candidates,
     })
 }

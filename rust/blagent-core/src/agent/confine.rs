@@ -7,7 +7,12 @@ use std::path::{Component, Path, PathBuf};
 
 /// Why a requested path is refused, in words sent back to the model.
 pub fn check_syntax(requested: &str) -> Result<(), String> {
-    let refuse = |why: &str| Err(format!("path `{}` refused: {why}", requested.escape_debug()));
+    let refuse = |why: &str| {
+        Err(format!(
+            "path `{}` refused: {why}",
+            requested.escape_debug()
+        ))
+    };
     if requested.trim().is_empty() {
         return refuse("it is empty");
     }
@@ -29,7 +34,9 @@ pub fn check_syntax(requested: &str) -> Result<(), String> {
     }
     let path = Path::new(requested);
     if path.is_absolute() || requested.starts_with('/') || requested.get(1..2) == Some(":") {
-        return refuse("absolute paths are not allowed; use a path relative to the repository root");
+        return refuse(
+            "absolute paths are not allowed; use a path relative to the repository root",
+        );
     }
     if path.components().any(|c| matches!(c, Component::ParentDir)) {
         return refuse("`..` is not allowed");
@@ -80,7 +87,10 @@ mod tests {
             assert!(err.contains(why), "{bad:?}: {err}");
         }
         assert!(check_syntax("pkg/a.py").is_ok());
-        assert!(check_syntax("100%.py").is_ok(), "a lone % is not an encoding");
+        assert!(
+            check_syntax("100%.py").is_ok(),
+            "a lone % is not an encoding"
+        );
     }
 
     #[cfg(unix)]

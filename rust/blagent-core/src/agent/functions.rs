@@ -53,7 +53,10 @@ pub fn file_entities(
     }
     for entity in fallback {
         if out.iter().all(|e| e.name != entity.name) {
-            out.push(Entity { file_rank, ..entity });
+            out.push(Entity {
+                file_rank,
+                ..entity
+            });
         }
     }
     out

@@ -94,7 +94,10 @@ pub fn as_number(value: &Value) -> Option<f64> {
 fn describe(value: &Value) -> String {
     let text = value.to_string();
     if text.len() > 40 {
-        let cut = (0..=40).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        let cut = (0..=40)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
         format!("{}…", &text[..cut])
     } else {
         text
@@ -297,7 +300,9 @@ mod tests {
     fn says_precisely_what_is_wrong() {
         let truncated = extract_json("{\"ranking\": [{\"path\": \"a.py\"").unwrap_err();
         assert!(truncated.contains("truncated"), "{truncated}");
-        assert!(extract_json("no json here").unwrap_err().contains("no JSON"));
+        assert!(extract_json("no json here")
+            .unwrap_err()
+            .contains("no JSON"));
         let bad = extract_json("{\"a\": 1 \"b\": 2}").unwrap_err();
         assert!(bad.starts_with("invalid JSON: expected"), "{bad}");
         assert!(extract_json("<think>{\"q\": 1}").is_err(), "unclosed think");
@@ -317,7 +322,9 @@ mod tests {
             ),
             ("paths", Shape::List(Box::new(Shape::Str)), false),
         ]);
-        assert!(shape.check(&json!({"query": "x", "scores": {"a": "7"}})).is_ok());
+        assert!(shape
+            .check(&json!({"query": "x", "scores": {"a": "7"}}))
+            .is_ok());
         assert_eq!(
             shape.check(&json!({"scores": {}})).unwrap_err(),
             "$ is missing the key \"query\""

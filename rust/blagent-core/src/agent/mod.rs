@@ -1,7 +1,7 @@
 //! The LLM mode: two agentic pipelines over the lexical retrieval, with the model as an input.
 //!
 //! - **BLAgent** (`blagent` module): T0/T1 rewrites, retrieval per query, ≤ 15 candidates, a
-//!   phase-1 ReAct agent scoring them from their skeletons, a phase-2 rerank of the best five
+//!   phase-1 `ReAct` agent scoring them from their skeletons, a phase-2 rerank of the best five
 //!   over pruned, evidence-anchored contexts.
 //! - **RRL** (`rrl` module): schema extraction, BM25 queries from field groups, a tool-using
 //!   agent, a fresh-context self-check.
@@ -47,7 +47,9 @@ pub use self::rewrite::{heuristic_behavioral, heuristic_structural, Rewrite};
 pub use self::rrl::QUERY_GROUPS;
 pub use self::rrl_agent::MAX_VIEWS_PER_FILE;
 pub use self::session::{LlmStats, StageUsage};
-pub use self::tools::{approx_tokens, bm25_topk, read_skeleton, truncate_lines, view_file, view_readme};
+pub use self::tools::{
+    approx_tokens, bm25_topk, read_skeleton, truncate_lines, view_file, view_readme,
+};
 
 use self::session::{CallSettings, Session};
 use crate::error::{Error, Result};
@@ -128,7 +130,7 @@ impl Localizer {
             .map(|&f| (f, fused.get(&f).copied().unwrap_or(0.0)))
             .collect();
         let query_ms = crate::elapsed_ms(start);
-        let result = self.result_ranked(index, &scored, &ranked, options.top_k, query_ms);
+        let result = Self::result_ranked(index, &scored, &ranked, options.top_k, query_ms);
         let entities = options
             .functions
             .then(|| entities(index, &scored, weights, &result, &outcome.functions));
@@ -147,7 +149,10 @@ impl Localizer {
                     .evidence
                     .iter()
                     .filter(|(f, _)| !outcome.order.contains(f))
-                    .map(|(&f, e)| LlmFileEvidence { path: path(f), ..e.clone() }),
+                    .map(|(&f, e)| LlmFileEvidence {
+                        path: path(f),
+                        ..e.clone()
+                    }),
             )
             .collect();
         session.stats.wall_ms = crate::elapsed_ms(start);
@@ -191,13 +196,14 @@ fn entities(
             evidence: Vec::new(),
             hinted: false,
         };
-        let fallback = crate::interface::entities::entities(index, &scored.signals, weights, &[(file, &hit)]);
-        let names = named.get(&file).map_or(&[][..], Vec::as_slice);
+        let fallback =
+            crate::interface::entities::entities(index, &scored.signals, weights, &[(file, &hit)]);
+        let model_named = named.get(&file).map_or(&[][..], Vec::as_slice);
         out.extend(functions::file_entities(
             &ranked.path,
             ranked.rank,
             &index.files[file].parsed.symbols,
-            names,
+            model_named,
             fallback,
         ));
     }

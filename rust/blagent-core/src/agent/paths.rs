@@ -97,7 +97,12 @@ mod tests {
 
     fn index() -> (tempfile::TempDir, RepoIndex) {
         let dir = tempfile::tempdir().unwrap();
-        for rel in ["pkg/a/util.py", "pkg/b/util.py", "pkg/core.py", "lib/models.py"] {
+        for rel in [
+            "pkg/a/util.py",
+            "pkg/b/util.py",
+            "pkg/core.py",
+            "lib/models.py",
+        ] {
             let path = dir.path().join(rel);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, "x = 1\n").unwrap();
@@ -123,7 +128,10 @@ mod tests {
             ("pkg/b/util.py".into(), Match::Suffix)
         );
         assert_eq!(p("core.py"), ("pkg/core.py".into(), Match::Basename));
-        assert_eq!(p("src/models.py"), ("lib/models.py".into(), Match::Basename));
+        assert_eq!(
+            p("src/models.py"),
+            ("lib/models.py".into(), Match::Basename)
+        );
     }
 
     #[test]
@@ -134,11 +142,18 @@ mod tests {
             "no file `pkg/nothing.py` in the repository"
         );
         let err = resolve(&index, "util.py").unwrap_err();
-        assert!(err.contains("ambiguous") && err.contains("pkg/a/util.py"), "{err}");
-        assert!(resolve(&index, "x/util.py").unwrap_err().contains("ambiguous"));
+        assert!(
+            err.contains("ambiguous") && err.contains("pkg/a/util.py"),
+            "{err}"
+        );
+        assert!(resolve(&index, "x/util.py")
+            .unwrap_err()
+            .contains("ambiguous"));
         assert!(resolve(&index, "  ").is_err());
-        let (files, dropped) =
-            resolve_all(&index, ["core.py", "ghost.py", "pkg/core.py", "lib/models.py"]);
+        let (files, dropped) = resolve_all(
+            &index,
+            ["core.py", "ghost.py", "pkg/core.py", "lib/models.py"],
+        );
         let paths: Vec<&str> = files.iter().map(|&f| index.files[f].path()).collect();
         assert_eq!(paths, ["pkg/core.py", "lib/models.py"]);
         assert_eq!(dropped, ["no file `ghost.py` in the repository"]);

@@ -1,4 +1,4 @@
-//! BLAgent phase 1: a ReAct loop over the candidates. Each turn the model either reads the
+//! BLAgent phase 1: a `ReAct` loop over the candidates. Each turn the model either reads the
 //! skeletons of up to three candidates (`read_skeleton`) or finishes with a 0–10 score per
 //! candidate. Turns are bounded by `max_steps` and by a prompt-token budget; a candidate read
 //! twice is not shown again (the duplicate-read guard), and after two turns that read nothing
@@ -6,6 +6,7 @@
 //! model's thoughts, so later turns stay short.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
@@ -33,9 +34,15 @@ fn string_list(value: &Value, key: &str) -> Result<Vec<String>, String> {
         Some(Value::String(s)) => Ok(vec![s.clone()]),
         Some(Value::Array(items)) if !items.is_empty() => items
             .iter()
-            .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| format!("$.{key} must hold strings, got {v}")))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("$.{key} must hold strings, got {v}"))
+            })
             .collect(),
-        _ => Err(format!("$.{key} must be a non-empty list of candidate paths")),
+        _ => Err(format!(
+            "$.{key} must be a non-empty list of candidate paths"
+        )),
     }
 }
 
@@ -47,21 +54,33 @@ fn parse_action(
     dropped: &mut Vec<String>,
 ) -> Result<Action, String> {
     let value = extract_json(reply)?;
-    let action = value.get("action").and_then(Value::as_str).unwrap_or_default();
+    let action = value
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     match action {
-        "read_skeleton" if !may_read => Err("no reads left: reply with action \"finish\" and your scores".to_owned()),
+        "read_skeleton" if !may_read => {
+            Err("no reads left: reply with action \"finish\" and your scores".to_owned())
+        }
         "read_skeleton" => {
             let paths = string_list(&value, "paths").or_else(|_| string_list(&value, "path"))?;
-            Ok(Action::Read(paths.into_iter().take(READS_PER_TURN).collect()))
+            Ok(Action::Read(
+                paths.into_iter().take(READS_PER_TURN).collect(),
+            ))
         }
         "finish" => {
-            let scores = value.get("scores").and_then(Value::as_object).ok_or("$.scores must be an object mapping candidate paths to integers 0-10")?;
+            let scores = value
+                .get("scores")
+                .and_then(Value::as_object)
+                .ok_or("$.scores must be an object mapping candidate paths to integers 0-10")?;
             let mut out = HashMap::new();
             let mut refused = Vec::new();
             for (path, score) in scores {
                 let score = as_number(score)
                     .filter(|s| (0.0..=10.0).contains(s))
-                    .ok_or_else(|| format!("$.scores[{path:?}] must be an integer 0-10, got {score}"))?;
+                    .ok_or_else(|| {
+                        format!("$.scores[{path:?}] must be an integer 0-10, got {score}")
+                    })?;
                 match resolve(index, path) {
                     Ok((file, _)) if candidates.contains(&file) => {
                         out.insert(file, score as f32);
@@ -71,12 +90,17 @@ fn parse_action(
                 }
             }
             if out.is_empty() {
-                return Err(format!("no score is for a listed candidate ({}); use the paths exactly as listed", refused.join("; ")));
+                return Err(format!(
+                    "no score is for a listed candidate ({}); use the paths exactly as listed",
+                    refused.join("; ")
+                ));
             }
             dropped.extend(refused);
             Ok(Action::Finish(out))
         }
-        other => Err(format!("$.action must be \"read_skeleton\" or \"finish\", got {other:?}")),
+        other => Err(format!(
+            "$.action must be \"read_skeleton\" or \"finish\", got {other:?}"
+        )),
     }
 }
 
@@ -92,7 +116,11 @@ pub(crate) fn score_candidates(
     let listing = super::context::summary_lines(index, candidates);
     let prompt = session.prompts.render(
         "phase1_scoring",
-        &[("issue", issue), ("candidates", &listing), ("max_reads", &max_reads.to_string())],
+        &[
+            ("issue", issue),
+            ("candidates", &listing),
+            ("max_reads", &max_reads.to_string()),
+        ],
     )?;
     let mut messages = vec![Message::user(prompt)];
     let mut read: Vec<usize> = Vec::new();
@@ -117,14 +145,23 @@ pub(crate) fn score_candidates(
         for path in &paths {
             let text = match resolve(index, path) {
                 Ok((file, _)) if read.contains(&file) => {
-                    session.stats.tool_warnings.push(format!("phase1: duplicate read of {}", index.files[file].path()));
-                    format!("{}: already read above; do not read it again.\n", index.files[file].path())
+                    session.stats.tool_warnings.push(format!(
+                        "phase1: duplicate read of {}",
+                        index.files[file].path()
+                    ));
+                    format!(
+                        "{}: already read above; do not read it again.\n",
+                        index.files[file].path()
+                    )
                 }
-                Ok((file, _)) if !candidates.contains(&file) => format!("{path}: not a candidate.\n"),
+                Ok((file, _)) if !candidates.contains(&file) => {
+                    format!("{path}: not a candidate.\n")
+                }
                 Ok((file, _)) => {
                     read.push(file);
                     new_reads += 1;
-                    read_skeleton(index, index.files[file].path(), options.skeleton_tokens).unwrap_or_else(|e| format!("{e}\n"))
+                    read_skeleton(index, index.files[file].path(), options.skeleton_tokens)
+                        .unwrap_or_else(|e| format!("{e}\n"))
                 }
                 Err(why) => format!("{why}.\n"),
             };
@@ -137,12 +174,15 @@ pub(crate) fn score_candidates(
             && idle < MAX_IDLE_TURNS
             && spent + next_size + options.skeleton_tokens * READS_PER_TURN
                 <= options.phase1_budget_tokens;
-        observation.push_str(&if !may_read {
-            "No reads left: reply now with action \"finish\" and your scores.".to_owned()
+        if may_read {
+            let _ = write!(observation, "Reads left: {left}. Reply with JSON only.");
         } else {
-            format!("Reads left: {left}. Reply with JSON only.")
-        });
-        messages.push(Message::assistant(json!({"action": "read_skeleton", "paths": paths}).to_string()));
+            observation
+                .push_str("No reads left: reply now with action \"finish\" and your scores.");
+        }
+        messages.push(Message::assistant(
+            json!({"action": "read_skeleton", "paths": paths}).to_string(),
+        ));
         messages.push(Message::user(observation));
     }
     session.fallback("phase1", "the step budget ran out without scores");

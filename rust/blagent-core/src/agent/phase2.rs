@@ -59,9 +59,17 @@ fn parse(
         let functions = item
             .get("functions")
             .and_then(Value::as_array)
-            .map(|f| f.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|f| {
+                f.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default();
-        let reason = item.get("reason").and_then(Value::as_str).map(str::to_owned);
+        let reason = item
+            .get("reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         out.push(Reranked {
             file,
             reason,

@@ -34,8 +34,14 @@ pub const PROMPTS: [(&str, &str); 9] = [
         "phase2_rerank_functions",
         include_str!("../../../../prompts/phase2_rerank_functions.md"),
     ),
-    ("rrl_agent", include_str!("../../../../prompts/rrl_agent.md")),
-    ("self_check", include_str!("../../../../prompts/self_check.md")),
+    (
+        "rrl_agent",
+        include_str!("../../../../prompts/rrl_agent.md"),
+    ),
+    (
+        "self_check",
+        include_str!("../../../../prompts/self_check.md"),
+    ),
     ("repair", include_str!("../../../../prompts/repair.md")),
 ];
 

@@ -47,7 +47,11 @@ mod tests {
         let out = interleave(&adversarial, &retrieval, 30);
         for (r, file) in retrieval.iter().enumerate() {
             let rank = out.iter().position(|f| f == file).unwrap() + 1;
-            assert!(rank <= 2 * (r + 1), "retrieval rank {} ended at {rank}", r + 1);
+            assert!(
+                rank <= 2 * (r + 1),
+                "retrieval rank {} ended at {rank}",
+                r + 1
+            );
         }
         for (a, file) in adversarial.iter().enumerate() {
             let rank = out.iter().position(|f| f == file).unwrap() + 1;

@@ -70,9 +70,16 @@ pub fn hits(signals: &[FileSignals], ranked: &[(usize, f32)]) -> Vec<FileHit> {
 
 /// `unique(list₁[:per_list] ⊕ list₂[:per_list] ⊕ …)` capped at `cap`, then filled from `fill`
 /// in its order up to `cap`.
-pub fn merge_candidates(lists: &[&[FileHit]], per_list: usize, cap: usize, fill: &[usize]) -> Vec<usize> {
+pub fn merge_candidates(
+    lists: &[&[FileHit]],
+    per_list: usize,
+    cap: usize,
+    fill: &[usize],
+) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
-    let heads = lists.iter().flat_map(|l| l.iter().take(per_list).map(|h| h.file));
+    let heads = lists
+        .iter()
+        .flat_map(|l| l.iter().take(per_list).map(|h| h.file));
     for file in heads.chain(fill.iter().copied()) {
         if out.len() >= cap {
             break;
@@ -106,8 +113,14 @@ mod tests {
     fn retrieves_with_chunks_merges_and_completes() {
         let dir = tempfile::tempdir().unwrap();
         for (rel, text) in [
-            ("a/pricing.py", "def discount(total, percent):\n    return total * percent\n"),
-            ("a/cart.py", "class Cart:\n    def total(self):\n        return 0\n"),
+            (
+                "a/pricing.py",
+                "def discount(total, percent):\n    return total * percent\n",
+            ),
+            (
+                "a/cart.py",
+                "class Cart:\n    def total(self):\n        return 0\n",
+            ),
             ("a/misc.py", "X = 1\n"),
         ] {
             let path = dir.path().join(rel);

@@ -73,7 +73,11 @@ pub(crate) fn rewrite(
     )];
     let query = session.ask(stage, &mut messages, SHAPE, |reply| {
         let value = parse_checked(reply, &shape)?;
-        let text = value["query"].as_str().unwrap_or_default().trim().to_owned();
+        let text = value["query"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
         if text.is_empty() {
             return Err("$.query is empty".to_owned());
         }
@@ -103,7 +107,10 @@ mod tests {
              ValueError: negative amount",
         );
         let t0 = heuristic_structural(&q);
-        assert!(t0.contains("shop/cart.py") && t0.contains("Cart.total"), "{t0}");
+        assert!(
+            t0.contains("shop/cart.py") && t0.contains("Cart.total"),
+            "{t0}"
+        );
         let t1 = heuristic_behavioral(&q);
         assert!(t1.starts_with("Cart total is negative"), "{t1}");
         let plain = reformulate("it does not work at all");

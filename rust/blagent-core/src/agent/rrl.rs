@@ -37,11 +37,26 @@ pub const QUERY_GROUPS: [(&str, &[&str]); 5] = [
     ),
     (
         "code_signals",
-        &["paths", "filenames", "identifiers", "code_snippets", "stack_traces", "error_messages"],
+        &[
+            "paths",
+            "filenames",
+            "identifiers",
+            "code_snippets",
+            "stack_traces",
+            "error_messages",
+        ],
     ),
     (
         "full",
-        &["explanation", "paths", "filenames", "identifiers", "code_snippets", "stack_traces", "error_messages"],
+        &[
+            "explanation",
+            "paths",
+            "filenames",
+            "identifiers",
+            "code_snippets",
+            "stack_traces",
+            "error_messages",
+        ],
     ),
 ];
 
@@ -52,13 +67,23 @@ fn heuristic_fields(query: &Reformulation, issue: &str) -> Fields {
     let frames = query
         .stack_frames
         .iter()
-        .map(|f| format!("{}:{} {}", f.path, f.line, f.function.clone().unwrap_or_default()))
+        .map(|f| {
+            format!(
+                "{}:{} {}",
+                f.path,
+                f.line,
+                f.function.clone().unwrap_or_default()
+            )
+        })
         .collect();
     [
         ("explanation", vec![issue.to_owned()]),
         ("paths", query.paths.clone()),
         ("filenames", query.filenames.clone()),
-        ("identifiers", query.identifiers.iter().map(|i| i.name.clone()).collect()),
+        (
+            "identifiers",
+            query.identifiers.iter().map(|i| i.name.clone()).collect(),
+        ),
         ("code_snippets", query.code_snippets.clone()),
         ("stack_traces", frames),
         ("error_messages", query.error_messages.clone()),
@@ -72,21 +97,31 @@ fn extract(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result<(Field
     let mut fields = vec![("explanation", Shape::Str, true)];
     fields.extend(LIST_FIELDS.iter().map(|&f| (f, list(), false)));
     let shape = Shape::Object(fields);
-    let prompt = session.prompts.render("rrl_extract", &[("issue", &ctx.issue)])?;
-    let extracted = session.ask("extract", &mut vec![Message::user(prompt)], EXTRACT_SHAPE, |r| {
-        let value = parse_checked(r, &shape)?;
-        let strings = |key: &str| -> Vec<String> {
-            match &value[key] {
-                Value::String(s) => vec![s.clone()],
-                Value::Array(items) => items.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
-                _ => Vec::new(),
-            }
-        };
-        Ok(std::iter::once("explanation")
-            .chain(LIST_FIELDS)
-            .map(|k| (k, strings(k)))
-            .collect::<Fields>())
-    });
+    let prompt = session
+        .prompts
+        .render("rrl_extract", &[("issue", &ctx.issue)])?;
+    let extracted = session.ask(
+        "extract",
+        &mut vec![Message::user(prompt)],
+        EXTRACT_SHAPE,
+        |r| {
+            let value = parse_checked(r, &shape)?;
+            let strings = |key: &str| -> Vec<String> {
+                match &value[key] {
+                    Value::String(s) => vec![s.clone()],
+                    Value::Array(items) => items
+                        .iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            };
+            Ok(std::iter::once("explanation")
+                .chain(LIST_FIELDS)
+                .map(|k| (k, strings(k)))
+                .collect::<Fields>())
+        },
+    );
     Ok(match extracted {
         Some(fields) => (fields, true),
         None => (heuristic_fields(ctx.query, &ctx.issue), false),
@@ -94,35 +129,66 @@ fn extract(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result<(Field
 }
 
 /// The non-empty query text of every selected group.
-fn group_queries(fields: &Fields, selected: &[String], from_model: bool) -> BTreeMap<String, Rewrite> {
+fn group_queries(
+    fields: &Fields,
+    selected: &[String],
+    from_model: bool,
+) -> BTreeMap<String, Rewrite> {
     QUERY_GROUPS
         .iter()
         .filter(|(name, _)| selected.is_empty() || selected.iter().any(|s| s == name))
         .filter_map(|(name, keys)| {
-            let text: Vec<&str> = keys.iter().flat_map(|k| fields[k].iter().map(String::as_str)).collect();
+            let text: Vec<&str> = keys
+                .iter()
+                .flat_map(|k| fields[k].iter().map(String::as_str))
+                .collect();
             let text = text.join("\n");
             (!text.trim().is_empty()).then(|| ((*name).to_owned(), Rewrite { text, from_model }))
         })
         .collect()
 }
 
-fn self_check(session: &mut Session<'_>, ctx: &Context<'_>, candidates: &[usize]) -> crate::Result<Option<Vec<usize>>> {
+fn self_check(
+    session: &mut Session<'_>,
+    ctx: &Context<'_>,
+    candidates: &[usize],
+) -> crate::Result<Option<Vec<usize>>> {
     let listing = super::context::summary_lines(ctx.index, candidates);
-    let prompt = session.prompts.render("self_check", &[("issue", &ctx.issue), ("candidates", &listing)])?;
+    let prompt = session.prompts.render(
+        "self_check",
+        &[("issue", &ctx.issue), ("candidates", &listing)],
+    )?;
     let shape = Shape::Object(vec![("ranking", Shape::List(Box::new(Shape::Str)), true)]);
     let mut dropped = Vec::new();
-    let ranked = session.ask("self_check", &mut vec![Message::user(prompt)], CHECK_SHAPE, |r| {
-        let value = parse_checked(r, &shape)?;
-        let paths = value["ranking"].as_array().into_iter().flatten().filter_map(Value::as_str);
-        let (files, refused) = resolve_all(ctx.index, paths);
-        let (kept, outside): (Vec<usize>, Vec<usize>) = files.into_iter().partition(|f| candidates.contains(f));
-        dropped = refused;
-        dropped.extend(outside.iter().map(|&f| format!("`{}` is not a candidate", ctx.index.files[f].path())));
-        if kept.is_empty() {
-            return Err(format!("no ranked path is a listed candidate ({})", dropped.join("; ")));
-        }
-        Ok(kept)
-    });
+    let ranked = session.ask(
+        "self_check",
+        &mut vec![Message::user(prompt)],
+        CHECK_SHAPE,
+        |r| {
+            let value = parse_checked(r, &shape)?;
+            let paths = value["ranking"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str);
+            let (files, refused) = resolve_all(ctx.index, paths);
+            let (kept, outside): (Vec<usize>, Vec<usize>) =
+                files.into_iter().partition(|f| candidates.contains(f));
+            dropped = refused;
+            dropped.extend(
+                outside
+                    .iter()
+                    .map(|&f| format!("`{}` is not a candidate", ctx.index.files[f].path())),
+            );
+            if kept.is_empty() {
+                return Err(format!(
+                    "no ranked path is a listed candidate ({})",
+                    dropped.join("; ")
+                ));
+            }
+            Ok(kept)
+        },
+    );
     session.stats.dropped_paths.extend(dropped);
     Ok(ranked)
 }
@@ -133,7 +199,12 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
     let queries = group_queries(&fields, &options.rrl_groups, from_model);
     let agent = rrl_agent::run(session, ctx, &queries)?;
     let mut candidates: Vec<usize> = Vec::new();
-    let pool = agent.answer.iter().flatten().chain(&agent.found).chain(&ctx.retrieval);
+    let pool = agent
+        .answer
+        .iter()
+        .flatten()
+        .chain(&agent.found)
+        .chain(&ctx.retrieval);
     for &file in pool {
         if candidates.len() >= options.candidates {
             break;

@@ -35,10 +35,22 @@ pub(crate) struct AgentRun {
     pub found: Vec<usize>,
 }
 
-fn parse_call(reply: &str, ctx: &Context<'_>, groups: &BTreeMap<String, Rewrite>, last: bool, dropped: &mut Vec<String>) -> Result<(Call, Value), String> {
+fn parse_call(
+    reply: &str,
+    ctx: &Context<'_>,
+    groups: &BTreeMap<String, Rewrite>,
+    last: bool,
+    dropped: &mut Vec<String>,
+) -> Result<(Call, Value), String> {
     let value = extract_json(reply)?;
-    let args = value.get("args").filter(|a| a.is_object()).unwrap_or(&value);
-    let tool = value.get("tool").and_then(Value::as_str).unwrap_or_default();
+    let args = value
+        .get("args")
+        .filter(|a| a.is_object())
+        .unwrap_or(&value);
+    let tool = value
+        .get("tool")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if last && tool != "finish" {
         return Err("this is your last turn: call \"finish\" with your files".to_owned());
     }
@@ -78,15 +90,35 @@ fn parse_call(reply: &str, ctx: &Context<'_>, groups: &BTreeMap<String, Rewrite>
     Ok((call, value))
 }
 
-pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>, groups: &BTreeMap<String, Rewrite>) -> crate::Result<AgentRun> {
+pub(crate) fn run(
+    session: &mut Session<'_>,
+    ctx: &Context<'_>,
+    groups: &BTreeMap<String, Rewrite>,
+) -> crate::Result<AgentRun> {
     let options = ctx.options;
     let listing: Vec<String> = groups
         .iter()
-        .map(|(name, q)| format!("  {name}: {}", q.text.lines().next().unwrap_or("").chars().take(60).collect::<String>()))
+        .map(|(name, q)| {
+            format!(
+                "  {name}: {}",
+                q.text
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(60)
+                    .collect::<String>()
+            )
+        })
         .collect();
     let prompt = session.prompts.render(
         "rrl_agent",
-        &[("issue", &ctx.issue), ("groups", &listing.join("\n")), ("top_k", &options.top_k.to_string()), ("max_steps", &options.max_steps.to_string())],
+        &[
+            ("issue", &ctx.issue),
+            ("groups", &listing.join("\n")),
+            ("top_k", &options.top_k.to_string()),
+            ("max_steps", &options.max_steps.to_string()),
+        ],
     )?;
     let mut messages = vec![Message::user(prompt)];
     let mut found: Vec<usize> = Vec::new();
@@ -101,27 +133,60 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>, groups: &BTreeMa
         });
         session.stats.dropped_paths.extend(dropped);
         let Some((call, value)) = call else {
-            return Ok(AgentRun { answer: None, found });
+            return Ok(AgentRun {
+                answer: None,
+                found,
+            });
         };
         let observation = match call {
-            Call::Finish(files) => return Ok(AgentRun { answer: Some(files), found }),
+            Call::Finish(files) => {
+                return Ok(AgentRun {
+                    answer: Some(files),
+                    found,
+                })
+            }
             Call::Search(group, k) => {
                 let hits = bm25_topk(ctx.index, &groups[&group].text, k);
-                found.extend(hits.iter().map(|h| h.0).filter(|f| !found.contains(f)).collect::<Vec<_>>());
-                let lines: Vec<String> = hits.iter().map(|&(f, s)| format!("{} ({s:.1})", ctx.index.files[f].path())).collect();
-                if lines.is_empty() { "no file matches".to_owned() } else { lines.join("\n") }
+                found.extend(
+                    hits.iter()
+                        .map(|h| h.0)
+                        .filter(|f| !found.contains(f))
+                        .collect::<Vec<_>>(),
+                );
+                let lines: Vec<String> = hits
+                    .iter()
+                    .map(|&(f, s)| format!("{} ({s:.1})", ctx.index.files[f].path()))
+                    .collect();
+                if lines.is_empty() {
+                    "no file matches".to_owned()
+                } else {
+                    lines.join("\n")
+                }
             }
             Call::Readme => view_readme(ctx.index, options.view_tokens).unwrap_or_else(|e| e),
             Call::View(path, offset) => view(session, ctx, &mut views, &path, offset),
         };
-        let turns = if step + 2 == steps { "Last turn: call finish.".to_owned() } else { format!("Turns left: {}.", steps - step - 1) };
+        let turns = if step + 2 == steps {
+            "Last turn: call finish.".to_owned()
+        } else {
+            format!("Turns left: {}.", steps - step - 1)
+        };
         messages.push(Message::assistant(value.to_string()));
         messages.push(Message::user(format!("{observation}\n{turns}")));
     }
-    Ok(AgentRun { answer: None, found })
+    Ok(AgentRun {
+        answer: None,
+        found,
+    })
 }
 
-fn view(session: &mut Session<'_>, ctx: &Context<'_>, views: &mut HashMap<usize, Vec<usize>>, path: &str, offset: usize) -> String {
+fn view(
+    session: &mut Session<'_>,
+    ctx: &Context<'_>,
+    views: &mut HashMap<usize, Vec<usize>>,
+    path: &str,
+    offset: usize,
+) -> String {
     if let Err(why) = super::confine::check_syntax(path) {
         session.stats.tool_warnings.push(format!("agent: {why}"));
         return why;
@@ -133,15 +198,23 @@ fn view(session: &mut Session<'_>, ctx: &Context<'_>, views: &mut HashMap<usize,
     let seen = views.entry(file).or_default();
     let name = ctx.index.files[file].path();
     if seen.len() >= MAX_VIEWS_PER_FILE {
-        session.stats.tool_warnings.push(format!("agent: view of {name} refused"));
+        session
+            .stats
+            .tool_warnings
+            .push(format!("agent: view of {name} refused"));
         return format!("refused: {name} was already viewed {MAX_VIEWS_PER_FILE} times; use what you have read or call finish");
     }
     let repeated = seen.contains(&offset);
     seen.push(offset);
     let text = view_file(ctx.index, path, offset, ctx.options.view_tokens).unwrap_or_else(|e| e);
     if repeated {
-        session.stats.tool_warnings.push(format!("agent: repeated view of {name}"));
-        format!("warning: you already viewed {name} at offset {offset}; do not repeat views.\n{text}")
+        session
+            .stats
+            .tool_warnings
+            .push(format!("agent: repeated view of {name}"));
+        format!(
+            "warning: you already viewed {name} at offset {offset}; do not repeat views.\n{text}"
+        )
     } else {
         text
     }

@@ -137,9 +137,8 @@ impl<'a> Session<'a> {
                 Err(error) => {
                     self.stats.parse_failures += 1;
                     if attempt >= self.settings.max_retries {
-                        let why = format!(
-                            "no valid reply after {attempt} retries (last error: {error})"
-                        );
+                        let why =
+                            format!("no valid reply after {attempt} retries (last error: {error})");
                         self.fallback(stage, &why);
                         break None;
                     }
@@ -172,7 +171,10 @@ mod tests {
     };
 
     fn number(reply: &str) -> Result<u32, String> {
-        reply.trim().parse().map_err(|_| format!("`{reply}` is not a number"))
+        reply
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{reply}` is not a number"))
     }
 
     #[test]
@@ -189,7 +191,11 @@ mod tests {
         assert!(repair.contains("`seven` is not a number") && repair.contains("<n>"));
         assert_eq!(requests[1].messages[1].content, "seven");
         assert_eq!(
-            (session.stats.calls, session.stats.parse_failures, session.stats.retries),
+            (
+                session.stats.calls,
+                session.stats.parse_failures,
+                session.stats.retries
+            ),
             (2, 1, 1)
         );
         assert_eq!(session.stats.stages["s"].calls, 2);

@@ -3,6 +3,8 @@
 //! search. Only indexed files can be read, and the README at the root. Every refusal is an
 //! `Err` with a message for the model.
 
+use std::fmt::Write as _;
+
 use super::confine::{check_syntax, confine};
 use super::paths::resolve;
 use crate::index::RepoIndex;
@@ -23,7 +25,7 @@ pub fn truncate_lines(text: &str, tokens: usize) -> String {
     for line in lines.by_ref() {
         if out.len() + line.len() + 1 > budget {
             let left = 1 + lines.count();
-            out.push_str(&format!("… ({left} more lines)\n"));
+            let _ = writeln!(out, "… ({left} more lines)");
             return out;
         }
         out.push_str(line);
@@ -74,10 +76,11 @@ fn hidden_lines(text: &str) -> Vec<bool> {
         hidden[..header_end].fill(true);
     }
     let mut i = header_end;
-    if let Some(quote) = lines
-        .get(i)
-        .and_then(|l| ["\"\"\"", "'''"].into_iter().find(|q| l.trim_start().starts_with(q)))
-    {
+    if let Some(quote) = lines.get(i).and_then(|l| {
+        ["\"\"\"", "'''"]
+            .into_iter()
+            .find(|q| l.trim_start().starts_with(q))
+    }) {
         let end = (i..lines.len())
             .find(|&j| lines[j].matches(quote).count() >= if j == i { 2 } else { 1 })
             .unwrap_or(lines.len() - 1);
@@ -91,7 +94,14 @@ fn hidden_lines(text: &str) -> Vec<bool> {
         let starts_import = line.starts_with("import ") || line.starts_with("from ");
         if depth > 0 || continued || starts_import {
             hidden[j] = true;
-            depth += line.matches('(').count() as isize - line.matches(')').count() as isize;
+            depth += line
+                .chars()
+                .map(|c| match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                })
+                .sum::<isize>();
             continued = line.trim_end().ends_with('\\');
         }
     }

@@ -75,9 +75,7 @@ impl ChatModel for ScriptedModel {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .pop_front()
-                .ok_or_else(|| {
-                    Error::Llm(format!("script exhausted (stage {})", request.stage))
-                })?,
+                .ok_or_else(|| Error::Llm(format!("script exhausted (stage {})", request.stage)))?,
         };
         let prompt: u64 = request.messages.iter().map(|m| estimate(&m.content)).sum();
         Ok(ChatResponse {
@@ -112,8 +110,15 @@ mod tests {
         let model = ScriptedModel::new(["a", "bb"]);
         assert_eq!(model.chat(&request("x")).unwrap().content, "a");
         let second = model.chat(&request("y")).unwrap();
-        assert_eq!((second.content.as_str(), second.usage.prompt_tokens), ("bb", 2));
-        assert!(model.chat(&request("z")).unwrap_err().to_string().contains("stage z"));
+        assert_eq!(
+            (second.content.as_str(), second.usage.prompt_tokens),
+            ("bb", 2)
+        );
+        assert!(model
+            .chat(&request("z"))
+            .unwrap_err()
+            .to_string()
+            .contains("stage z"));
         assert_eq!(model.requests().len(), 3);
         let echo = ScriptedModel::from_fn(|r| r.stage.clone());
         assert_eq!(echo.chat(&request("t0")).unwrap().content, "t0");

@@ -49,19 +49,31 @@ fn pruned_context_keeps_anchored_bodies_signatures_assignments_imports() {
     };
     let context = pruned_context(file, &[chunk], 300);
     insta::assert_snapshot!(context);
-    assert!(context.contains("        y = x * RATE"), "anchored body kept");
+    assert!(
+        context.contains("        y = x * RATE"),
+        "anchored body kept"
+    );
     assert!(!context.contains("return 2"), "other bodies left out");
     let small = pruned_context(file, &[], 20);
-    assert!(small.len() <= 36 * 4 && small.contains("class Pricer:"), "{small}");
+    assert!(
+        small.len() <= 36 * 4 && small.contains("class Pricer:"),
+        "{small}"
+    );
 }
 
 #[test]
 fn issue_excerpt_keeps_head_and_tail_and_summaries_name_top_level_symbols() {
-    let issue = format!("Title line\n{}\nTraceback: the end", "filler words ".repeat(200));
+    let issue = format!(
+        "Title line\n{}\nTraceback: the end",
+        "filler words ".repeat(200)
+    );
     let excerpt = issue_excerpt(&issue, 50);
     assert!(excerpt.starts_with("Title line") && excerpt.ends_with("Traceback: the end"));
     assert!(excerpt.contains("[…]") && excerpt.len() <= 50 * 4 + 10);
     assert_eq!(issue_excerpt("short", 50), "short");
     let (_dir, index) = index();
-    assert_eq!(summary_line(&index.files[0]), "shop/pricing.py: Pricer, helper");
+    assert_eq!(
+        summary_line(&index.files[0]),
+        "shop/pricing.py: Pricer, helper"
+    );
 }
