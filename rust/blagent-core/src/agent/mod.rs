@@ -41,7 +41,9 @@ pub use self::json::{extract_json, parse_checked, Shape};
 pub use self::paths::{resolve, resolve_all, Match};
 pub use self::prompts::{Prompts, PROMPTS};
 pub use self::rank::interleave;
-pub use self::result::{LlmFileEvidence, LlmLocalizeResult, LlmOptions, LlmReport, Pipeline};
+pub use self::result::{
+    LlmFileEvidence, LlmLocalizeResult, LlmOptions, LlmReport, LlmRun, Pipeline,
+};
 pub use self::retrieval::{complete, merge_candidates, retrieve_for_query, ChunkHit, FileHit};
 pub use self::rewrite::{heuristic_behavioral, heuristic_structural, Rewrite};
 pub use self::rrl::QUERY_GROUPS;

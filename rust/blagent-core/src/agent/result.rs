@@ -145,3 +145,21 @@ pub struct LlmLocalizeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entities: Option<Vec<Entity>>,
 }
+
+/// A model and the pipeline options to run it with, for batch and evaluation runs.
+#[derive(Clone)]
+pub struct LlmRun {
+    /// The model (shared across instances).
+    pub model: std::sync::Arc<dyn crate::llm::ChatModel>,
+    /// The pipeline options (`top_k` is set by the run).
+    pub options: LlmOptions,
+}
+
+impl std::fmt::Debug for LlmRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmRun")
+            .field("model", &self.model.name())
+            .field("options", &self.options)
+            .finish()
+    }
+}

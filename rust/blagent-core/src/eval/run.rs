@@ -10,7 +10,9 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
+use super::llm::{LlmInstanceStats, LlmTotals};
 use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
+use crate::agent::{LlmOptions, LlmRun};
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
 use crate::localizer::{LocalizeOptions, Localizer};
@@ -93,6 +95,8 @@ pub struct EvalConfig {
     pub signals_out: Option<PathBuf>,
     /// Show a progress bar on stderr (hidden anyway when stderr is not a terminal).
     pub progress: bool,
+    /// Run this LLM pipeline instead of the LLM-free ranking.
+    pub llm: Option<LlmRun>,
 }
 
 /// One prediction line.
@@ -110,6 +114,9 @@ pub struct Prediction {
     pub index_ms: f64,
     /// Milliseconds to answer the query.
     pub query_ms: f64,
+    /// What the LLM pipeline cost (LLM mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmInstanceStats>,
 }
 
 /// Metrics overall and per repository, and what could not be evaluated.
@@ -125,6 +132,9 @@ pub struct EvalReport {
     pub failures: Vec<(String, String)>,
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// LLM cost totals and means (LLM mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmTotals>,
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
@@ -183,7 +193,6 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         let outcome = localizer.index(&tree).and_then(|index| {
             let start = Instant::now();
             let scored = localizer.score(&index, &instance.problem_statement)?;
-            let result = localizer.result(&index, &scored, crate::elapsed_ms(start));
             if let (Some(writer), Some(path)) =
                 (signals_out.as_mut(), config.signals_out.as_deref())
             {
@@ -193,11 +202,28 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
                     &signal_dump(&index, &scored.signals, instance),
                 )?;
             }
-            Ok(result)
+            let Some(run) = &config.llm else {
+                return Ok((
+                    localizer.result(&index, &scored, crate::elapsed_ms(start)),
+                    None,
+                ));
+            };
+            let options = LlmOptions {
+                top_k: localizer.options().top_k,
+                ..run.options.clone()
+            };
+            let result = localizer.localize_with_llm(
+                &index,
+                &instance.problem_statement,
+                run.model.as_ref(),
+                &options,
+            )?;
+            let stats = LlmInstanceStats::from(&result.llm);
+            Ok((result.result, Some(stats)))
         });
         bar.inc(1);
-        let result = match outcome {
-            Ok(result) => result,
+        let (result, llm) = match outcome {
+            Ok(done) => done,
             Err(err) => {
                 report
                     .failures
@@ -205,6 +231,14 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
                 continue;
             }
         };
+        if let (Some(stats), Some(run)) = (&llm, &config.llm) {
+            let totals = report.llm.get_or_insert_with(|| LlmTotals {
+                pipeline: format!("{:?}", run.options.pipeline).to_lowercase(),
+                model: run.model.name(),
+                ..LlmTotals::default()
+            });
+            totals.add(stats);
+        }
         let ranked = result.paths();
         overall.add(&ranked, &instance.gold_files);
         per_repo
@@ -226,6 +260,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
                     + result.timings.index.parse_ms
                     + result.timings.index.index_ms,
                 query_ms: result.timings.query_ms,
+                llm,
             };
             write_line(writer, path, &prediction)?;
         }
