@@ -57,6 +57,8 @@ def _read_request(source: str) -> dict[str, Any]:
 
 def cmd_localize(args: argparse.Namespace) -> int:
     if args.request_json is not None:
+        if args.pipeline != "fused":
+            raise _core.InputError("--request-json runs the fused pipeline only; drop --pipeline")
         request = _read_request(args.request_json)
         result = Localizer(include_tests=args.include_tests).localize_request(request)
         json.dump(result.to_dict(), sys.stdout, indent=2)
@@ -64,13 +66,32 @@ def cmd_localize(args: argparse.Namespace) -> int:
         return EXIT_OK
     issue = _read_issue(args)
     localizer = Localizer(top_k=args.top_k, include_tests=args.include_tests)
-    result = localizer.localize(args.repo, issue).to_dict()
+    result = localizer.localize(args.repo, issue, **_llm_kwargs(args)).to_dict()
+    _warn_llm(result.get("llm"))
     if args.format == "text":
         _print_ranking(result)
     else:
         json.dump(result, sys.stdout, indent=2)
         print()
     return EXIT_OK
+
+
+def _llm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The LLM pipeline arguments of `localize`."""
+    options: dict[str, Any] = {}
+    if args.prompts_dir:
+        options["prompts_dir"] = args.prompts_dir
+    return {"pipeline": args.pipeline, "llm_options": options or None}
+
+
+def _llm_options_json(args: argparse.Namespace) -> Optional[str]:
+    return json.dumps({"prompts_dir": args.prompts_dir}) if args.prompts_dir else None
+
+
+def _warn_llm(llm: Optional[dict[str, Any]]) -> None:
+    """Says on stderr when LLM stages fell back to retrieval."""
+    if llm and llm["fallbacks"]:
+        print(f"blagent: {len(llm['fallbacks'])} LLM stage(s) fell back to retrieval: {llm['fallbacks'][0]}", file=sys.stderr)
 
 
 def _ids(args: argparse.Namespace) -> Optional[list[str]]:
@@ -100,6 +121,16 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"instances without a tree: {len(report['missing_trees'])}")
     for iid, err in report["failures"]:
         lines.append(f"failed: {iid}: {err}")
+    llm = report.get("llm")
+    if llm:
+        total, mean = llm["total"], llm["mean"]
+        lines.append(
+            f"llm ({llm['pipeline']}, {llm['model']}): {llm['llm_ranked']}/{llm['instances']} ranked by the model; "
+            f"prompt tokens {total['prompt_tokens']} (mean {mean['prompt_tokens']:.0f}), "
+            f"completion tokens {total['completion_tokens']} (mean {mean['completion_tokens']:.0f}), "
+            f"calls {total['calls']}, parse failures {total['parse_failures']}, retries {total['retries']}, "
+            f"fallbacks {total['fallbacks']}, mean wall {mean['wall_ms']:.0f} ms"
+        )
     lines.append(f"seconds: {report['seconds']:.1f}")
     return "\n".join(lines)
 
@@ -116,6 +147,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         out=args.out,
         signals_out=args.signals_out,
         progress=not args.quiet,
+        pipeline=args.pipeline,
+        llm_options_json=_llm_options_json(args),
     )
     report = json.loads(raw)
     if report["overall"]["instances"] == 0:
@@ -144,6 +177,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             granularity=args.granularity,
             progress=not args.quiet,
+            pipeline=args.pipeline,
+            llm_options_json=_llm_options_json(args),
         )
     )
     json.dump(report, sys.stdout, indent=2)
@@ -239,6 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
     loc.add_argument("--top-k", type=int, default=10, help="files to return (default 10)")
     loc.add_argument("--format", choices=["json", "text"], default="json")
     loc.add_argument("--include-tests", action="store_true", help="index test files too")
+    loc.add_argument(
+        "--pipeline",
+        choices=["fused", "blagent", "rrl"],
+        default="fused",
+        help="fused: LLM-free ranking (default); blagent / rrl: the LLM pipelines (without an LLM "
+        "configuration every LLM stage falls back to retrieval)",
+    )
+    loc.add_argument("--prompts-dir", help="folder of prompt overrides (<name>.md) for the LLM pipelines")
     loc.set_defaults(func=cmd_localize)
 
     ba = sub.add_parser(
@@ -259,6 +302,14 @@ def build_parser() -> argparse.ArgumentParser:
     ba.add_argument("--granularity", choices=["file", "function"], default="file", help="function: entities too, under the blagent key")
     ba.add_argument("--include-tests", action="store_true", help="index test files too")
     ba.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ba.add_argument(
+        "--pipeline",
+        choices=["fused", "blagent", "rrl"],
+        default="fused",
+        help="fused: LLM-free ranking (default); blagent / rrl: the LLM pipelines (without an LLM "
+        "configuration every LLM stage falls back to retrieval)",
+    )
+    ba.add_argument("--prompts-dir", help="folder of prompt overrides (<name>.md) for the LLM pipelines")
     ba.set_defaults(func=cmd_batch)
 
     ev = sub.add_parser("eval", help="measure localization on a SWE-bench-style dataset")
@@ -273,6 +324,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--include-tests", action="store_true")
     ev.add_argument("--format", choices=["json", "text"], default="text")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    ev.add_argument(
+        "--pipeline",
+        choices=["fused", "blagent", "rrl"],
+        default="fused",
+        help="fused: LLM-free ranking (default); blagent / rrl: the LLM pipelines (without an LLM "
+        "configuration every LLM stage falls back to retrieval)",
+    )
+    ev.add_argument("--prompts-dir", help="folder of prompt overrides (<name>.md) for the LLM pipelines")
     ev.set_defaults(func=cmd_eval)
 
     an = sub.add_parser(
