@@ -79,7 +79,7 @@ impl Default for LlmOptions {
             skeleton_tokens: 160,
             context_tokens: 320,
             view_tokens: 512,
-            phase1_budget_tokens: 6000,
+            phase1_budget_tokens: 5000,
             temperature: 0.0,
             seed: Some(0),
             max_completion_tokens: Some(512),

@@ -1,3 +1,5 @@
+use std::fmt::Write as _;
+
 use super::*;
 use crate::llm::NoModel;
 
@@ -215,4 +217,94 @@ fn duplicate_reads_are_not_shown_again_and_end_the_reading() {
     assert_eq!(result.llm.stats.tool_warnings.len(), 2);
     assert_eq!(result.llm.stats.retries, 1);
     assert!(result.llm.llm_ranked);
+}
+
+/// A model that reads as much as it is allowed: three new skeletons every turn, then scores
+/// every candidate; phase 2 ranks every file shown.
+fn greedy_reader(request: &ChatRequest) -> String {
+    let first = &request.messages[0].content;
+    let listed: Vec<&str> = first
+        .lines()
+        .filter_map(|l| l.split_once(": ").map(|(p, _)| p))
+        .filter(|p| p.starts_with("pkg/"))
+        .collect();
+    match request.stage.as_str() {
+        "t0" | "t1" => r#"{"query": "compute_total discount rounding"}"#.to_owned(),
+        "phase1"
+            if !request
+                .messages
+                .last()
+                .unwrap()
+                .content
+                .contains("No reads left") =>
+        {
+            let turn = request.messages.len() / 2;
+            let paths: Vec<&str> = listed.iter().skip(3 * turn).take(3).copied().collect();
+            serde_json::json!({"action": "read_skeleton", "paths": paths}).to_string()
+        }
+        "phase1" => {
+            let scores: serde_json::Map<String, serde_json::Value> =
+                listed.iter().map(|p| ((*p).to_owned(), 5.into())).collect();
+            serde_json::json!({"action": "finish", "scores": scores}).to_string()
+        }
+        _ => {
+            let shown: Vec<serde_json::Value> = first
+                .lines()
+                .filter_map(|l| l.strip_prefix("### "))
+                .map(|p| serde_json::json!({"path": p, "reason": "matches"}))
+                .collect();
+            serde_json::json!({"ranking": shown}).to_string()
+        }
+    }
+}
+
+#[test]
+fn prompt_tokens_stay_under_12k_on_large_files_and_a_long_issue() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("pkg")).unwrap();
+    for m in 0..30 {
+        let mut text = String::from("import os\nimport sys\nfrom decimal import Decimal\n\n");
+        for c in 0..4 {
+            let _ = write!(
+                text,
+                "class Handler{m}x{c}(Base):\n    \"\"\"Handles case {c} of the totals computation.\"\"\"\n\n"
+            );
+            for f in 0..15 {
+                let _ = write!(
+                    text,
+                    "    def compute_total_{f}(self, items, discount=None, rounding='half_up'):\n        \"\"\"Compute total {f}.\"\"\"\n{}\n",
+                    "        value = sum(i.price for i in items) * Decimal('1.0') - (discount or 0)\n".repeat(6)
+                );
+            }
+        }
+        std::fs::write(dir.path().join(format!("pkg/mod_{m}.py")), text).unwrap();
+    }
+    let index = RepoIndex::build(dir.path(), &crate::index::IndexOptions::default()).unwrap();
+    let issue = format!(
+        "compute_total gives wrong totals with a discount\n\n{}\nTraceback (most recent call last):\n  File \"pkg/mod_3.py\", line 40, in compute_total_2\nValueError: negative total",
+        "When the discount is applied the rounding goes wrong and the total is off. ".repeat(60)
+    );
+    let model = ScriptedModel::from_fn(greedy_reader);
+    let mut options = options(Pipeline::Blagent, 10);
+    options.functions = true;
+    let result = run(&index, &issue, &model, &options);
+    let llm = &result.llm;
+    assert!(
+        llm.llm_ranked && llm.stats.fallbacks.is_empty(),
+        "{:?}",
+        llm.stats.fallbacks
+    );
+    assert!(
+        llm.stats.stages["phase1"].calls >= 3,
+        "the reader read: {:?}",
+        llm.stats.stages
+    );
+    assert!(llm.stats.calls <= 9);
+    assert!(
+        llm.prompt_tokens <= 12_000,
+        "{} prompt tokens: {:?}",
+        llm.prompt_tokens,
+        llm.stats.stages
+    );
+    assert_eq!(paths(&result).len(), 10);
 }
