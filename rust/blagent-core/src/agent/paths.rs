@@ -15,8 +15,8 @@ pub enum Match {
     Basename,
 }
 
-/// Strips what models wrap paths in: quotes, backticks, `./`, a diff's `a/`/`b/` prefix is not
-/// guessed (it could be a real directory).
+/// Strips what models wrap paths in: quotes, backticks, leading `./`. A diff's `a/` or `b/`
+/// prefix is left alone: it could be a real directory.
 fn clean(path: &str) -> &str {
     let path = path.trim().trim_matches(['`', '"', '\'']).trim();
     let mut path = path;

@@ -39,8 +39,17 @@ impl Localizer {
             out.warnings
                 .push("hints are not used by the LLM pipelines; they were ignored".to_owned());
         }
-        out.timings.query_ms = elapsed_ms(start);
-        out.timings.total_ms = out.timings.query_ms;
+        out.timings = StageTimings {
+            walk_ms: index.timings.walk_ms,
+            parse_ms: index.timings.parse_ms,
+            index_ms: index.timings.index_ms,
+            query_ms: elapsed_ms(start),
+            total_ms: 0.0,
+        };
+        out.timings.total_ms = out.timings.walk_ms
+            + out.timings.parse_ms
+            + out.timings.index_ms
+            + out.timings.query_ms;
         Ok(out)
     }
 }
