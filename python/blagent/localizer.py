@@ -83,13 +83,43 @@ class Localizer:
         """Index a repository once, to localize several issues in it."""
         return self._inner.index(os.fspath(repo))
 
-    def localize(self, repo: Union[PathLike, _core.RepoIndex], issue: str) -> LocalizeResult:
+    def localize(
+        self,
+        repo: Union[PathLike, _core.RepoIndex],
+        issue: str,
+        *,
+        pipeline: str = "fused",
+        llm_options: Optional[dict[str, Any]] = None,
+        llm_config_json: Optional[str] = None,
+    ) -> LocalizeResult:
         """Rank the files of `repo` (a path or a prebuilt index) for the bug report `issue`.
 
+        Args:
+            repo: a repository path, or a prebuilt index (LLM-free pipeline only).
+            issue: the bug report.
+            pipeline: "fused" (LLM-free), or an LLM pipeline, "blagent" or "rrl". Without an
+                LLM configuration every LLM stage falls back to retrieval, and the result says
+                so in its `llm` section.
+            llm_options: LLM pipeline options to override (`max_steps`, `max_retries`,
+                `functions`, `prompts_dir`, token budgets, ...).
+            llm_config_json: an LLM endpoint configuration (not supported by this build yet).
+
         Raises:
-            InputError: missing repository, or empty issue.
+            InputError: missing repository, empty issue, unknown pipeline.
             BlagentIOError: the repository could not be read.
         """
+        if pipeline != "fused":
+            if isinstance(repo, _core.RepoIndex):
+                raise _core.InputError("LLM pipelines index the repository themselves: pass its path")
+            raw = self._inner.localize_llm(
+                os.fspath(repo),
+                issue,
+                pipeline,
+                top_k=self.options["top_k"],
+                llm_options_json=json.dumps(llm_options) if llm_options else None,
+                llm_config_json=llm_config_json,
+            )
+            return LocalizeResult.from_dict(json.loads(raw))
         if isinstance(repo, _core.RepoIndex):
             raw = self._inner.localize_in(repo, issue)
         else:

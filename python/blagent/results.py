@@ -81,6 +81,12 @@ class LocalizeResult:
         """Ranked paths, best first."""
         return [f.path for f in self.files]
 
+    @property
+    def llm(self) -> Optional[dict[str, Any]]:
+        """The `llm` section of an LLM pipeline's result (pipeline, model, tokens per stage, parse
+        failures, retries, fallbacks, the model's evidence per file); None in LLM-free mode."""
+        return self.raw.get("llm")
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the CLI prints."""
         return self.raw

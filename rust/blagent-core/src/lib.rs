@@ -14,6 +14,7 @@
 
 mod error;
 
+pub mod agent;
 pub mod analysis;
 pub mod chunk;
 pub mod dense;

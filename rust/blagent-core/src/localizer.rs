@@ -202,10 +202,21 @@ impl Localizer {
     /// The result for a scored issue: its best `top_k` files with their evidence, and the
     /// index's statistics. `query_ms` is the time the scoring took.
     pub fn result(&self, index: &RepoIndex, scored: &Scored, query_ms: f64) -> LocalizeResult {
-        let files = scored
-            .ranked
+        Self::result_ranked(index, scored, &scored.ranked, self.options.top_k, query_ms)
+    }
+
+    /// The result for `ranked` (`(file, score)`, best first), cut at `top_k`, with the evidence
+    /// of `scored`: how the LLM pipelines report a ranking of their own.
+    pub(crate) fn result_ranked(
+        index: &RepoIndex,
+        scored: &Scored,
+        ranked: &[(usize, f32)],
+        top_k: usize,
+        query_ms: f64,
+    ) -> LocalizeResult {
+        let files = ranked
             .iter()
-            .take(self.options.top_k)
+            .take(top_k)
             .enumerate()
             .map(|(rank, &(file, score))| {
                 ranked_file(index, &scored.signals[file], file, rank + 1, score)

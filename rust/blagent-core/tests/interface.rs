@@ -140,6 +140,7 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
         top_k: 3,
         granularity: Granularity::File,
         progress: false,
+        llm: None,
     };
     let first = run_batch(&config).expect("runs");
     assert_eq!((first.selected, first.resumed, first.written), (3, 0, 2));

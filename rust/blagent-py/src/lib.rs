@@ -13,6 +13,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
+use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
 use blagent_core::analysis::{analyze_failures as run_analysis, write_outputs, AnalysisConfig};
 use blagent_core::eval::{run_eval, EvalConfig};
 use blagent_core::interface::{run_batch, BatchConfig, Granularity, LocalizeRequest};
@@ -113,6 +114,44 @@ fn parse_granularity(granularity: &str) -> PyResult<Granularity> {
     })
 }
 
+/// The LLM run a `pipeline` name asks for: none for `fused` (the LLM-free ranking).
+///
+/// The model: without `llm_config_json` the LLM-free `NoModel`, with which every stage falls
+/// back to retrieval (the documented behaviour); endpoint configurations are not accepted by
+/// this build yet.
+fn llm_run(
+    pipeline: &str,
+    llm_options_json: Option<&str>,
+    llm_config_json: Option<&str>,
+) -> PyResult<Option<LlmRun>> {
+    let pipeline = match pipeline {
+        "fused" => return Ok(None),
+        "blagent" => Pipeline::Blagent,
+        "rrl" => Pipeline::Rrl,
+        other => {
+            return Err(InputError::new_err(format!(
+                "invalid pipeline {other:?}: use \"fused\", \"blagent\" or \"rrl\""
+            )))
+        }
+    };
+    if llm_config_json.is_some() {
+        return Err(InputError::new_err(
+            "LLM endpoint configurations are not supported by this build; run without one \
+             (every stage then falls back to retrieval)",
+        ));
+    }
+    let mut options: LlmOptions = match llm_options_json {
+        None => LlmOptions::default(),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| InputError::new_err(format!("invalid LLM options: {e}")))?,
+    };
+    options.pipeline = pipeline;
+    Ok(Some(LlmRun {
+        model: std::sync::Arc::new(blagent_core::llm::NoModel),
+        options,
+    }))
+}
+
 /// A repository's index, reusable across issues.
 #[pyclass(name = "RepoIndex", module = "blagent._core", frozen)]
 struct PyRepoIndex {
@@ -193,6 +232,44 @@ impl PyLocalizer {
     fn localize_in(&self, py: Python<'_>, index: &PyRepoIndex, issue: &str) -> PyResult<String> {
         let index = &index.inner;
         run(py, || to_json(&self.inner.localize_in(index, issue)?))
+    }
+
+    /// Localizes `issue` with an LLM pipeline; returns the result (with its `llm` section) as
+    /// JSON.
+    ///
+    /// Args:
+    ///     repo: the repository checkout.
+    ///     issue: the issue text.
+    ///     pipeline: "blagent" or "rrl".
+    ///     top_k: files to return.
+    ///     llm_options_json: `LlmOptions` as JSON (defaults when None).
+    ///     llm_config_json: an LLM endpoint configuration (not supported by this build yet).
+    #[pyo3(signature = (repo, issue, pipeline, top_k=10, llm_options_json=None, llm_config_json=None))]
+    fn localize_llm(
+        &self,
+        py: Python<'_>,
+        repo: PathBuf,
+        issue: &str,
+        pipeline: &str,
+        top_k: usize,
+        llm_options_json: Option<&str>,
+        llm_config_json: Option<&str>,
+    ) -> PyResult<String> {
+        let Some(mut run_with) = llm_run(pipeline, llm_options_json, llm_config_json)? else {
+            return Err(InputError::new_err(
+                "localize_llm needs pipeline \"blagent\" or \"rrl\"",
+            ));
+        };
+        run_with.options.top_k = top_k;
+        run(py, || {
+            let index = self.inner.index(&repo)?;
+            to_json(&self.inner.localize_with_llm(
+                &index,
+                issue,
+                run_with.model.as_ref(),
+                &run_with.options,
+            )?)
+        })
     }
 
     /// Answers a standardized request (`schemas/localize-request.schema.json`).
@@ -336,8 +413,11 @@ impl PyEncoder {
 ///     signals_out: per-candidate raw signal dump (JSONL) for tuning.
 ///     progress: show a progress bar on stderr.
 ///     queries: pre-written T0/T1 rewrites per instance (JSONL); needs dense retrieval on.
+///     pipeline: "fused" (LLM-free), "blagent" or "rrl".
+///     llm_options_json: `LlmOptions` as JSON.
+///     llm_config_json: an LLM endpoint configuration (not supported by this build yet).
 #[pyfunction]
-#[pyo3(signature = (dataset, repos, ids=None, options_json=None, out=None, signals_out=None, progress=true, queries=None))]
+#[pyo3(signature = (dataset, repos, ids=None, options_json=None, out=None, signals_out=None, progress=true, queries=None, pipeline="fused", llm_options_json=None, llm_config_json=None))]
 fn evaluate(
     py: Python<'_>,
     dataset: PathBuf,
@@ -348,7 +428,11 @@ fn evaluate(
     signals_out: Option<PathBuf>,
     progress: bool,
     queries: Option<PathBuf>,
+    pipeline: &str,
+    llm_options_json: Option<&str>,
+    llm_config_json: Option<&str>,
 ) -> PyResult<String> {
+    let llm = llm_run(pipeline, llm_options_json, llm_config_json)?;
     let options = parse_options(options_json)?;
     let config = EvalConfig {
         dataset,
@@ -359,6 +443,7 @@ fn evaluate(
         signals_out,
         progress,
         queries,
+        llm,
     };
     run(py, || to_json(&run_eval(&config)?))
 }
@@ -378,8 +463,11 @@ fn evaluate(
 ///     top_k: files per instance.
 ///     granularity: "file" or "function".
 ///     progress: show progress on stderr.
+///     pipeline: "fused" (LLM-free), "blagent" or "rrl".
+///     llm_options_json: `LlmOptions` as JSON.
+///     llm_config_json: an LLM endpoint configuration (not supported by this build yet).
 #[pyfunction]
-#[pyo3(signature = (dataset, repos, out, failures_out, ids=None, options_json=None, top_k=10, granularity="file", progress=true))]
+#[pyo3(signature = (dataset, repos, out, failures_out, ids=None, options_json=None, top_k=10, granularity="file", progress=true, pipeline="fused", llm_options_json=None, llm_config_json=None))]
 fn batch(
     py: Python<'_>,
     dataset: PathBuf,
@@ -391,7 +479,11 @@ fn batch(
     top_k: usize,
     granularity: &str,
     progress: bool,
+    pipeline: &str,
+    llm_options_json: Option<&str>,
+    llm_config_json: Option<&str>,
 ) -> PyResult<String> {
+    let llm = llm_run(pipeline, llm_options_json, llm_config_json)?;
     let options = parse_options(options_json)?;
     let granularity = parse_granularity(granularity)?;
     let config = BatchConfig {
@@ -404,6 +496,7 @@ fn batch(
         top_k,
         granularity,
         progress,
+        llm,
     };
     run(py, || to_json(&run_batch(&config)?))
 }

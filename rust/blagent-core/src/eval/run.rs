@@ -10,8 +10,10 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
+use super::llm::{LlmInstanceStats, LlmTotals};
 use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
 use super::rewrites::{load_rewrites, RewriteAccumulator, RewriteReport};
+use crate::agent::{LlmOptions, LlmRun};
 use crate::dense::DenseStats;
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
@@ -97,6 +99,8 @@ pub struct EvalConfig {
     pub progress: bool,
     /// Pre-written T0/T1 rewrites per instance (JSONL), used for the dense views and measured.
     pub queries: Option<PathBuf>,
+    /// Run this LLM pipeline instead of the LLM-free ranking.
+    pub llm: Option<LlmRun>,
 }
 
 impl DenseTotals {
@@ -123,6 +127,9 @@ pub struct Prediction {
     pub index_ms: f64,
     /// Milliseconds to answer the query.
     pub query_ms: f64,
+    /// What the LLM pipeline cost (LLM mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmInstanceStats>,
 }
 
 /// Metrics overall and per repository, and what could not be evaluated.
@@ -144,6 +151,9 @@ pub struct EvalReport {
     /// Dense indexing totals (with `dense`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dense: Option<DenseTotals>,
+    /// LLM cost totals and means (LLM mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmTotals>,
 }
 
 /// What dense indexing cost over a run.
@@ -229,9 +239,13 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             }
             let start = Instant::now();
             let scored = localizer.score_with(&index, &instance.problem_statement, given)?;
-            let result = localizer.result(&index, &scored, crate::elapsed_ms(start));
             if let (Some(given), Some(dense)) = (given, &index.dense) {
-                rewrite_acc.add(&index, dense, given, &result.paths(), &instance.gold_files)?;
+                let fused: Vec<String> = scored
+                    .ranked
+                    .iter()
+                    .map(|&(f, _)| index.files[f].path().to_owned())
+                    .collect();
+                rewrite_acc.add(&index, dense, given, &fused, &instance.gold_files)?;
             }
             if let (Some(writer), Some(path)) =
                 (signals_out.as_mut(), config.signals_out.as_deref())
@@ -242,11 +256,28 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
                     &signal_dump(&index, &scored.signals, instance),
                 )?;
             }
-            Ok(result)
+            let Some(run) = &config.llm else {
+                return Ok((
+                    localizer.result(&index, &scored, crate::elapsed_ms(start)),
+                    None,
+                ));
+            };
+            let options = LlmOptions {
+                top_k: localizer.options().top_k,
+                ..run.options.clone()
+            };
+            let result = localizer.localize_with_llm(
+                &index,
+                &instance.problem_statement,
+                run.model.as_ref(),
+                &options,
+            )?;
+            let stats = LlmInstanceStats::from(&result.llm);
+            Ok((result.result, Some(stats)))
         });
         bar.inc(1);
-        let result = match outcome {
-            Ok(result) => result,
+        let (result, llm) = match outcome {
+            Ok(done) => done,
             Err(err) => {
                 report
                     .failures
@@ -254,6 +285,14 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
                 continue;
             }
         };
+        if let (Some(stats), Some(run)) = (&llm, &config.llm) {
+            let totals = report.llm.get_or_insert_with(|| LlmTotals {
+                pipeline: format!("{:?}", run.options.pipeline).to_lowercase(),
+                model: run.model.name(),
+                ..LlmTotals::default()
+            });
+            totals.add(stats);
+        }
         let ranked = result.paths();
         overall.add(&ranked, &instance.gold_files);
         per_repo
@@ -275,6 +314,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
                     + result.timings.index.parse_ms
                     + result.timings.index.index_ms,
                 query_ms: result.timings.query_ms,
+                llm,
             };
             write_line(writer, path, &prediction)?;
         }

@@ -41,6 +41,8 @@ pub struct BatchConfig {
     pub granularity: Granularity,
     /// Show progress on stderr.
     pub progress: bool,
+    /// Run this LLM pipeline instead of the LLM-free ranking.
+    pub llm: Option<crate::agent::LlmRun>,
 }
 
 /// One instance that produced no line.
@@ -190,7 +192,18 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
                 LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
             request.top_k = config.top_k;
             request.granularity = config.granularity;
-            match catch_unwind(AssertUnwindSafe(|| localizer.localize_request(&request))) {
+            let answer = || match &config.llm {
+                None => localizer.localize_request(&request),
+                Some(run) => localizer.index(&request.repo_path).and_then(|index| {
+                    localizer.localize_request_with_llm(
+                        &index,
+                        &request,
+                        run.model.as_ref(),
+                        &run.options,
+                    )
+                }),
+            };
+            match catch_unwind(AssertUnwindSafe(answer)) {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(err)) => Err(failure(id, kind_of(&err), err.to_string())),
                 Err(panic) => Err(failure(

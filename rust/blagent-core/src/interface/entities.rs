@@ -57,7 +57,7 @@ fn entity_of(symbols: &[Symbol], evidence: &Evidence) -> Option<usize> {
 }
 
 /// Entities of `files`, best first (see the module documentation).
-pub(super) fn entities(
+pub(crate) fn entities(
     index: &RepoIndex,
     signals: &[FileSignals],
     weights: &FusionWeights,

@@ -9,8 +9,9 @@
 
 mod agentless;
 mod batch;
-mod entities;
+pub(crate) mod entities;
 mod hints;
+mod llm;
 mod progress;
 mod request;
 mod result;
@@ -21,6 +22,7 @@ pub use self::agentless::{AgentlessLine, EXTRA_KEY};
 pub use self::batch::{run_batch, BatchConfig, BatchFailure, BatchReport};
 pub use self::entities::MAX_ENTITIES_PER_FILE;
 pub use self::hints::HINT_SIGNAL;
+pub use self::llm::to_interface;
 pub use self::request::{Granularity, Hints, LocalizeRequest, DEFAULT_TOP_K};
 pub use self::result::{
     Entity, EvidenceItem, FileHit, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,

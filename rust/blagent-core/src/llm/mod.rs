@@ -2,7 +2,11 @@
 //! (any OpenAI-compatible `/v1/chat/completions`), replay (recorded exchanges), and none
 //! (LLM-free mode, which refuses every request so a stage falls back to retrieval).
 
+mod scripted;
+
 use serde::{Deserialize, Serialize};
+
+pub use self::scripted::ScriptedModel;
 
 use crate::error::{Error, Result};
 

@@ -1,0 +1,105 @@
+//! The BLAgent pipeline: T0 and T1 rewrites → retrieval per query → candidates (the heads of
+//! the T0, T1 and raw-issue rankings, at most `candidates`, filled from the raw ranking) →
+//! phase 1 (skeleton-reading scoring agent) → phase 2 (evidence-anchored rerank of the best
+//! `rerank_files`) → the model's order: phase 2's, then the other candidates phase 1 scored
+//! at least 1, by score. Each stage falls back on its own: a heuristic rewrite, candidate
+//! order, no model order at all.
+
+use std::collections::HashMap;
+
+use super::retrieval::{merge_candidates, retrieve_for_query, ChunkHit, FileHit};
+use super::rewrite::{heuristic_behavioral, heuristic_structural, rewrite};
+use super::session::Session;
+use super::{phase1, phase2, Context, LlmFileEvidence, Outcome};
+
+/// Chunks shown per file in phase 2.
+const CHUNKS_PER_FILE: usize = 3;
+
+/// A file's best chunks over several rankings, earlier rankings first.
+fn chunks_for(file: usize, rankings: &[&[FileHit]]) -> Vec<ChunkHit> {
+    let mut out: Vec<ChunkHit> = Vec::new();
+    for hit in rankings
+        .iter()
+        .flat_map(|r| r.iter())
+        .filter(|h| h.file == file)
+    {
+        for chunk in &hit.top_chunks {
+            if out.len() < CHUNKS_PER_FILE && out.iter().all(|c| c.lines != chunk.lines) {
+                out.push(chunk.clone());
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result<Outcome> {
+    let options = ctx.options;
+    let t0 = rewrite(
+        session,
+        "t0",
+        "t0_structural",
+        &ctx.issue,
+        heuristic_structural(ctx.query),
+    )?;
+    let t1 = rewrite(
+        session,
+        "t1",
+        "t1_behavioral",
+        &ctx.issue,
+        heuristic_behavioral(ctx.query),
+    )?;
+    let h0 = retrieve_for_query(ctx.index, &t0.text, ctx.weights);
+    let h1 = retrieve_for_query(ctx.index, &t1.text, ctx.weights);
+    let rankings: [&[FileHit]; 3] = [&ctx.raw, &h0, &h1];
+    let candidates = merge_candidates(
+        &[&h0, &h1, &ctx.raw],
+        options.per_query,
+        options.candidates,
+        &ctx.retrieval,
+    );
+
+    let scores = phase1::score_candidates(session, ctx.index, &ctx.issue, &candidates, options)?;
+    let score_of = |f: &usize| scores.as_ref().and_then(|s| s.get(f).copied());
+    let mut by_score = candidates.clone();
+    by_score.sort_by(|a, b| {
+        score_of(b)
+            .unwrap_or(-1.0)
+            .total_cmp(&score_of(a).unwrap_or(-1.0))
+    });
+    let shown: Vec<(usize, Vec<ChunkHit>)> = by_score
+        .iter()
+        .take(options.rerank_files)
+        .map(|&f| (f, chunks_for(f, &rankings)))
+        .collect();
+    let reranked = phase2::rerank(session, ctx.index, &ctx.issue, &shown, options)?;
+
+    let mut order: Vec<usize> = reranked.iter().flatten().map(|r| r.file).collect();
+    if scores.is_some() {
+        let rest: Vec<usize> = by_score
+            .iter()
+            .copied()
+            .filter(|f| score_of(f).is_some_and(|s| s >= 1.0) && !order.contains(f))
+            .collect();
+        order.extend(rest);
+    }
+    let mut evidence: HashMap<usize, LlmFileEvidence> = HashMap::new();
+    for (&file, &score) in scores.iter().flatten() {
+        evidence.entry(file).or_default().score = Some(score);
+    }
+    let mut functions = HashMap::new();
+    for r in reranked.into_iter().flatten() {
+        let e = evidence.entry(r.file).or_default();
+        e.reason = r.reason;
+        e.functions.clone_from(&r.functions);
+        functions.insert(r.file, r.functions);
+    }
+    Ok(Outcome {
+        order,
+        evidence,
+        functions,
+        queries: [("t0".to_owned(), t0), ("t1".to_owned(), t1)]
+            .into_iter()
+            .collect(),
+        candidates,
+    })
+}

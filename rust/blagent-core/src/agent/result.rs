@@ -1,0 +1,165 @@
+//! The result of an LLM run: the LLM-free result's shape (so every consumer of
+//! [`LocalizeResult`] reads it unchanged) plus an `llm` section with the pipeline, the model,
+//! what it cost, where it fell back, and the model's evidence per file.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::rewrite::Rewrite;
+use super::session::LlmStats;
+use crate::interface::Entity;
+use crate::localizer::LocalizeResult;
+
+/// Which agentic pipeline to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pipeline {
+    /// T0/T1 rewrites, retrieval, phase-1 skeleton scoring agent, phase-2 evidence rerank.
+    #[default]
+    Blagent,
+    /// Schema extraction, BM25 tool-using agent, fresh-context self-check.
+    Rrl,
+}
+
+/// Options of [`crate::Localizer::localize_with_llm`]. Every budget is in approximate tokens.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlmOptions {
+    /// The pipeline.
+    pub pipeline: Pipeline,
+    /// Files to return.
+    pub top_k: usize,
+    /// Agent turns (phase 1 of BLAgent, the RRL agent loop), the final answer included.
+    pub max_steps: usize,
+    /// Repair requests after an invalid reply, per stage.
+    pub max_retries: u32,
+    /// Candidates the agents judge.
+    pub candidates: usize,
+    /// Files taken from each query's ranking into the candidates.
+    pub per_query: usize,
+    /// Files of the phase-2 rerank.
+    pub rerank_files: usize,
+    /// The issue text as shown to the model.
+    pub issue_tokens: usize,
+    /// One skeleton read by phase 1.
+    pub skeleton_tokens: usize,
+    /// One file's pruned context in phase 2.
+    pub context_tokens: usize,
+    /// One `view_file` window.
+    pub view_tokens: usize,
+    /// Prompt tokens phase 1 may spend over all its turns before it must answer.
+    pub phase1_budget_tokens: usize,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// Sampling seed.
+    pub seed: Option<u64>,
+    /// Completion cap per call.
+    pub max_completion_tokens: Option<u32>,
+    /// Also return `path::Class.method` entities of the top files.
+    pub functions: bool,
+    /// RRL's BM25 query groups the agent may use (all when empty).
+    pub rrl_groups: Vec<String>,
+    /// A folder of prompt overrides (`<name>.md`).
+    pub prompts_dir: Option<PathBuf>,
+}
+
+impl Default for LlmOptions {
+    fn default() -> Self {
+        LlmOptions {
+            pipeline: Pipeline::Blagent,
+            top_k: 10,
+            max_steps: 6,
+            max_retries: 3,
+            candidates: 15,
+            per_query: 5,
+            rerank_files: 5,
+            issue_tokens: 400,
+            skeleton_tokens: 160,
+            context_tokens: 320,
+            view_tokens: 512,
+            phase1_budget_tokens: 5000,
+            temperature: 0.0,
+            seed: Some(0),
+            max_completion_tokens: Some(512),
+            functions: false,
+            rrl_groups: Vec::new(),
+            prompts_dir: None,
+        }
+    }
+}
+
+/// The model's evidence about one file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmFileEvidence {
+    /// Repository-relative path.
+    pub path: String,
+    /// Phase-1 score, 0–10, when the model gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f32>,
+    /// Position in the model's final ranking (1-based), when it ranked the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_rank: Option<usize>,
+    /// The model's stated reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Functions the model named in the file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
+}
+
+/// The `llm` section of an LLM run's result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmReport {
+    /// The pipeline run.
+    pub pipeline: Pipeline,
+    /// The model's name (`none` when LLM-free).
+    pub model: String,
+    /// Whether valid model output shaped the ranking (false: retrieval's ranking alone).
+    pub llm_ranked: bool,
+    /// Prompt tokens over all stages.
+    pub prompt_tokens: u64,
+    /// Completion tokens over all stages.
+    pub completion_tokens: u64,
+    /// Calls, failures, retries, fallbacks, tokens per stage, wall time.
+    #[serde(flatten)]
+    pub stats: LlmStats,
+    /// The queries used, by name (`t0`, `t1`, RRL groups), with their origin.
+    pub queries: BTreeMap<String, Rewrite>,
+    /// The candidates the agents judged, in order.
+    pub candidates: Vec<String>,
+    /// The model's evidence per file, in its ranking order.
+    pub files: Vec<LlmFileEvidence>,
+}
+
+/// An LLM run's result: [`LocalizeResult`] fields plus `llm` and, on request, `entities`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LlmLocalizeResult {
+    /// The ranking and everything the LLM-free result carries.
+    #[serde(flatten)]
+    pub result: LocalizeResult,
+    /// What the model did.
+    pub llm: LlmReport,
+    /// `path::Class.method` entities of the top files, when [`LlmOptions::functions`] is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<Vec<Entity>>,
+}
+
+/// A model and the pipeline options to run it with, for batch and evaluation runs.
+#[derive(Clone)]
+pub struct LlmRun {
+    /// The model (shared across instances).
+    pub model: std::sync::Arc<dyn crate::llm::ChatModel>,
+    /// The pipeline options (`top_k` is set by the run).
+    pub options: LlmOptions,
+}
+
+impl std::fmt::Debug for LlmRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmRun")
+            .field("model", &self.model.name())
+            .field("options", &self.options)
+            .finish()
+    }
+}

@@ -1,0 +1,144 @@
+//! Retrieval for the agentic pipelines: one function ranks the files for any query text (the
+//! LLM-free fused ranking, with each file's best chunks), candidates from several queries are
+//! merged, and any ranking can be completed with every other indexed file so the final list
+//! always has `top_k` files when the repository does.
+
+use crate::index::RepoIndex;
+use crate::query::reformulate;
+use crate::retrieve::{compute_signals, fuse, FileSignals, FusionWeights, Signal};
+
+/// A span of a file that matched the query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkHit {
+    /// Line range, 1-based and inclusive.
+    pub lines: (usize, usize),
+    /// Enclosing symbol (`Class.method`), when known.
+    pub symbol: Option<String>,
+    /// Its BM25 score.
+    pub score: f32,
+}
+
+/// One file retrieved for a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileHit {
+    /// Index into `RepoIndex::files`.
+    pub file: usize,
+    /// Fused score (higher is better).
+    pub score: f32,
+    /// The file's best chunks for the query, best first.
+    pub top_chunks: Vec<ChunkHit>,
+}
+
+/// Every file with any signal for `text`, best first: the query is reformulated and scored
+/// exactly as an issue is in LLM-free mode (lexical BM25 over files and chunks, mentions,
+/// definitions, …). The one place later retrievers (dense) plug in.
+pub fn retrieve_for_query(index: &RepoIndex, text: &str, weights: &FusionWeights) -> Vec<FileHit> {
+    if text.trim().is_empty() {
+        return Vec::new();
+    }
+    let signals = compute_signals(index, &reformulate(text));
+    hits(&signals, &fuse(&signals, weights))
+}
+
+/// The hits of a fused ranking, each with its best chunks from the signals' evidence.
+pub fn hits(signals: &[FileSignals], ranked: &[(usize, f32)]) -> Vec<FileHit> {
+    ranked
+        .iter()
+        .map(|&(file, score)| {
+            let mut top_chunks: Vec<ChunkHit> = signals[file]
+                .evidence
+                .iter()
+                .filter(|e| matches!(e.signal, Signal::Bm25Chunk | Signal::TitleChunk))
+                .filter_map(|e| {
+                    e.lines.map(|lines| ChunkHit {
+                        lines,
+                        symbol: e.symbol.clone(),
+                        score: e.score,
+                    })
+                })
+                .collect();
+            top_chunks.sort_by(|a, b| b.score.total_cmp(&a.score));
+            top_chunks.dedup_by(|a, b| a.lines == b.lines);
+            FileHit {
+                file,
+                score,
+                top_chunks,
+            }
+        })
+        .collect()
+}
+
+/// `unique(list₁[:per_list] ⊕ list₂[:per_list] ⊕ …)` capped at `cap`, then filled from `fill`
+/// in its order up to `cap`.
+pub fn merge_candidates(
+    lists: &[&[FileHit]],
+    per_list: usize,
+    cap: usize,
+    fill: &[usize],
+) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    let heads = lists
+        .iter()
+        .flat_map(|l| l.iter().take(per_list).map(|h| h.file));
+    for file in heads.chain(fill.iter().copied()) {
+        if out.len() >= cap {
+            break;
+        }
+        if !out.contains(&file) {
+            out.push(file);
+        }
+    }
+    out
+}
+
+/// `ranked` followed by every other indexed file in path order: a complete ranking.
+pub fn complete(index: &RepoIndex, ranked: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let mut seen = vec![false; index.files.len()];
+    let mut out = Vec::with_capacity(index.files.len());
+    for file in ranked.into_iter().chain(0..index.files.len()) {
+        if file < seen.len() && !seen[file] {
+            seen[file] = true;
+            out.push(file);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::IndexOptions;
+
+    #[test]
+    fn retrieves_with_chunks_merges_and_completes() {
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, text) in [
+            (
+                "a/pricing.py",
+                "def discount(total, percent):\n    return total * percent\n",
+            ),
+            (
+                "a/cart.py",
+                "class Cart:\n    def total(self):\n        return 0\n",
+            ),
+            ("a/misc.py", "X = 1\n"),
+        ] {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let index = RepoIndex::build(dir.path(), &IndexOptions::default()).unwrap();
+        let weights = FusionWeights::default();
+        let hits = retrieve_for_query(&index, "discount percent is wrong", &weights);
+        assert_eq!(index.files[hits[0].file].path(), "a/pricing.py");
+        assert_eq!(hits[0].top_chunks[0].symbol.as_deref(), Some("discount"));
+        assert!(retrieve_for_query(&index, "  ", &weights).is_empty());
+
+        let cart = retrieve_for_query(&index, "Cart total", &weights);
+        let merged = merge_candidates(&[&hits, &cart], 1, 3, &[2, 1, 0]);
+        assert_eq!(merged, [2, 0, 1], "pricing, cart, then misc from the fill");
+        assert_eq!((hits[0].file, cart[0].file), (2, 0));
+        assert_eq!(merge_candidates(&[&hits, &cart], 5, 1, &[]).len(), 1);
+        assert_eq!(complete(&index, [2, 2, 9]), [2, 0, 1]);
+    }
+}

@@ -1,0 +1,227 @@
+//! One pipeline run's conversation with the model: every reply is parsed and validated; an
+//! invalid one is answered with the exact error and the expected shape, at most
+//! `max_retries` times; then the caller falls back. Calls, tokens per stage, parse failures,
+//! retries and fallbacks are counted in [`LlmStats`]. A model that fails outright (no endpoint,
+//! retries exhausted in the transport) is not asked again in the same run.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::prompts::Prompts;
+use super::tools::truncate_lines;
+use crate::llm::{ChatModel, ChatRequest, Message};
+
+/// A failed reply is echoed back to the model cut to this many tokens.
+const ECHO_TOKENS: usize = 120;
+
+/// Tokens and calls of one stage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageUsage {
+    /// Calls made.
+    pub calls: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+}
+
+/// What one LLM run cost and where it fell short.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmStats {
+    /// Calls made to the model (retries included).
+    pub calls: u64,
+    /// Replies that could not be parsed or failed validation.
+    pub parse_failures: u64,
+    /// Repair requests sent after a failure.
+    pub retries: u64,
+    /// Stages that used their fallback, with why (`phase1: no valid reply after 3 retries`).
+    pub fallbacks: Vec<String>,
+    /// Model paths that named no single file and were dropped.
+    pub dropped_paths: Vec<String>,
+    /// Tool calls refused or warned (duplicate reads, repeated views, escapes).
+    pub tool_warnings: Vec<String>,
+    /// Tokens and calls per stage (`t0`, `t1`, `phase1`, …).
+    pub stages: BTreeMap<String, StageUsage>,
+    /// Wall-clock milliseconds of the whole pipeline.
+    pub wall_ms: f64,
+}
+
+impl LlmStats {
+    /// Prompt and completion tokens over every stage.
+    pub fn total_tokens(&self) -> (u64, u64) {
+        self.stages.values().fold((0, 0), |(p, c), s| {
+            (p + s.prompt_tokens, c + s.completion_tokens)
+        })
+    }
+}
+
+/// Generation settings shared by every call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallSettings {
+    pub temperature: f32,
+    pub seed: Option<u64>,
+    pub max_tokens: Option<u32>,
+    pub max_retries: u32,
+}
+
+pub(crate) struct Session<'a> {
+    model: &'a dyn ChatModel,
+    pub prompts: &'a Prompts,
+    settings: CallSettings,
+    pub stats: LlmStats,
+    unavailable: bool,
+}
+
+impl<'a> Session<'a> {
+    pub fn new(model: &'a dyn ChatModel, prompts: &'a Prompts, settings: CallSettings) -> Self {
+        Session {
+            model,
+            prompts,
+            settings,
+            stats: LlmStats::default(),
+            unavailable: false,
+        }
+    }
+
+    /// Records that `stage` used its fallback.
+    pub fn fallback(&mut self, stage: &str, why: &str) {
+        self.stats.fallbacks.push(format!("{stage}: {why}"));
+    }
+
+    fn call(&mut self, stage: &str, messages: &[Message]) -> Result<String, String> {
+        let request = ChatRequest {
+            stage: stage.to_owned(),
+            messages: messages.to_vec(),
+            temperature: self.settings.temperature,
+            seed: self.settings.seed,
+            max_tokens: self.settings.max_tokens,
+        };
+        let response = self.model.chat(&request).map_err(|e| e.to_string())?;
+        self.stats.calls += 1;
+        let usage = self.stats.stages.entry(stage.to_owned()).or_default();
+        usage.calls += 1;
+        usage.prompt_tokens += response.usage.prompt_tokens;
+        usage.completion_tokens += response.usage.completion_tokens;
+        Ok(response.content)
+    }
+
+    /// Asks until `parse` accepts a reply: the conversation is `messages` (failed attempts and
+    /// repair requests are appended while retrying and removed again once a reply is accepted,
+    /// so later turns do not carry them). `shape` is the JSON shape quoted in repair requests.
+    /// `None` means the stage must fall back; the reason is recorded.
+    pub fn ask<T>(
+        &mut self,
+        stage: &str,
+        messages: &mut Vec<Message>,
+        shape: &str,
+        mut parse: impl FnMut(&str) -> Result<T, String>,
+    ) -> Option<T> {
+        if self.unavailable {
+            self.fallback(stage, "the model is unavailable");
+            return None;
+        }
+        let base = messages.len();
+        let mut attempt = 0;
+        let outcome = loop {
+            let reply = match self.call(stage, messages) {
+                Ok(reply) => reply,
+                Err(e) => {
+                    self.unavailable = true;
+                    self.fallback(stage, &e);
+                    break None;
+                }
+            };
+            match parse(&reply) {
+                Ok(value) => break Some(value),
+                Err(error) => {
+                    self.stats.parse_failures += 1;
+                    if attempt >= self.settings.max_retries {
+                        let why =
+                            format!("no valid reply after {attempt} retries (last error: {error})");
+                        self.fallback(stage, &why);
+                        break None;
+                    }
+                    attempt += 1;
+                    self.stats.retries += 1;
+                    let repair = self
+                        .prompts
+                        .render("repair", &[("error", &error), ("shape", shape)])
+                        .unwrap_or_else(|e| format!("{error}\n{e}"));
+                    messages.push(Message::assistant(truncate_lines(&reply, ECHO_TOKENS)));
+                    messages.push(Message::user(repair));
+                }
+            }
+        };
+        messages.truncate(base);
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{NoModel, ScriptedModel};
+
+    const SETTINGS: CallSettings = CallSettings {
+        temperature: 0.0,
+        seed: Some(1),
+        max_tokens: Some(64),
+        max_retries: 3,
+    };
+
+    fn number(reply: &str) -> Result<u32, String> {
+        reply
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{reply}` is not a number"))
+    }
+
+    #[test]
+    fn retries_with_the_exact_error_then_accepts() {
+        let model = ScriptedModel::new(["seven", "7"]);
+        let prompts = Prompts::default();
+        let mut session = Session::new(&model, &prompts, SETTINGS);
+        let mut messages = vec![Message::user("a number?")];
+        assert_eq!(session.ask("s", &mut messages, "<n>", number), Some(7));
+        assert_eq!(messages.len(), 1, "failed attempts are not kept");
+        let requests = model.requests();
+        assert_eq!(requests.len(), 2);
+        let repair = &requests[1].messages[2].content;
+        assert!(repair.contains("`seven` is not a number") && repair.contains("<n>"));
+        assert_eq!(requests[1].messages[1].content, "seven");
+        assert_eq!(
+            (
+                session.stats.calls,
+                session.stats.parse_failures,
+                session.stats.retries
+            ),
+            (2, 1, 1)
+        );
+        assert_eq!(session.stats.stages["s"].calls, 2);
+        let estimated: u64 = requests
+            .iter()
+            .flat_map(|r| &r.messages)
+            .map(|m| m.content.len().div_ceil(4) as u64)
+            .sum();
+        assert_eq!(session.stats.stages["s"].prompt_tokens, estimated);
+    }
+
+    #[test]
+    fn gives_up_after_three_retries_and_stops_calling_an_unavailable_model() {
+        let model = ScriptedModel::new(["a", "b", "c", "d", "e"]);
+        let prompts = Prompts::default();
+        let mut session = Session::new(&model, &prompts, SETTINGS);
+        let mut messages = vec![Message::user("n?")];
+        assert_eq!(session.ask("s", &mut messages, "<n>", number), None);
+        assert_eq!(model.requests().len(), 4);
+        assert!(session.stats.fallbacks[0].starts_with("s: no valid reply after 3 retries"));
+
+        let mut session = Session::new(&NoModel, &prompts, SETTINGS);
+        assert_eq!(session.ask("a", &mut messages, "<n>", number), None);
+        assert_eq!(session.ask("b", &mut messages, "<n>", number), None);
+        assert_eq!(session.stats.calls, 0);
+        assert!(session.stats.fallbacks[0].contains("no LLM configured"));
+        assert_eq!(session.stats.fallbacks[1], "b: the model is unavailable");
+    }
+}

@@ -1,0 +1,310 @@
+use std::fmt::Write as _;
+
+use super::*;
+use crate::llm::NoModel;
+
+const T0: &str = r#"{"query": "Coupon percent apply_coupon Cart.total"}"#;
+const T1: &str = "```json\n{\"query\": \"percentage coupon discount applied as a fraction gives negative total\"}\n```";
+const READ: &str = r#"{"thought": "pricing applies coupons", "action": "read_skeleton", "paths": ["minishop/pricing.py", "cart.py"]}"#;
+const FINISH: &str = r#"<think>pricing first</think>{"thought": "done", "action": "finish", "scores": {"minishop/pricing.py": 9, "minishop/cart.py": "6", "minishop/cli.py": 1}}"#;
+const RERANK: &str = r#"{"ranking": [{"path": "minishop/pricing.py", "functions": ["apply_coupon"], "reason": "percent used as a fraction"}, {"path": "minishop/cart.py", "functions": ["Cart::total"], "reason": "calls apply_coupon"}]}"#;
+
+fn clean() -> ScriptedModel {
+    by_stage(&[
+        ("t0", T0),
+        ("t1", T1),
+        ("phase1", READ),
+        ("phase1", FINISH),
+        ("phase2", RERANK),
+    ])
+}
+
+#[test]
+fn a_clean_run_ranks_the_models_files_first_within_budget() {
+    let index = minishop();
+    let model = clean();
+    let mut options = options(Pipeline::Blagent, 5);
+    options.functions = true;
+    let result = run(&index, &issue(), &model, &options);
+    let llm = &result.llm;
+    assert!(
+        llm.llm_ranked && llm.stats.fallbacks.is_empty(),
+        "{:?}",
+        llm.stats.fallbacks
+    );
+    assert_eq!(
+        (llm.stats.calls, llm.stats.parse_failures, llm.stats.retries),
+        (5, 0, 0)
+    );
+    assert!(llm.queries["t0"].from_model && llm.queries["t1"].text.contains("fraction"));
+    assert_eq!(paths(&result)[0], "minishop/pricing.py");
+    assert_eq!(paths(&result).len(), 5);
+    assert_eq!(
+        llm.files[0].reason.as_deref(),
+        Some("percent used as a fraction")
+    );
+    assert_eq!(llm.files[1].score, Some(6.0));
+    let entities = result.entities.as_ref().unwrap();
+    assert_eq!(entities[0].id, "minishop/pricing.py::apply_coupon");
+    assert!(entities
+        .iter()
+        .any(|e| e.id == "minishop/cart.py::Cart.total" && (e.score - 1.0).abs() < 1e-6));
+    assert!(
+        llm.prompt_tokens > 0 && llm.prompt_tokens <= 12_000,
+        "{}",
+        llm.prompt_tokens
+    );
+    assert_eq!(llm.stats.stages["phase1"].calls, 2);
+
+    let requests = model.requests();
+    let observation = &requests[3].messages[2].content;
+    assert!(
+        observation.starts_with("minishop/pricing.py:\nclass CouponError"),
+        "{observation}"
+    );
+    assert_eq!(
+        requests[3].messages[1].content,
+        r#"{"action":"read_skeleton","paths":["minishop/pricing.py","cart.py"]}"#
+    );
+    for (i, name) in [
+        (0, "t0"),
+        (1, "t1"),
+        (2, "phase1"),
+        (3, "phase1_after_read"),
+        (4, "phase2_functions"),
+    ] {
+        let text: Vec<&str> = requests[i]
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        insta::assert_snapshot!(format!("blagent_{name}"), text.join("\n---\n"));
+    }
+}
+
+#[test]
+fn malformed_json_is_fixed_on_retry_with_the_parse_error() {
+    let index = minishop();
+    let truncated = "```json\n{\"ranking\": [{\"path\": \"minishop/pricing.py\"\n```";
+    let model = by_stage(&[
+        ("t0", T0),
+        ("t1", T1),
+        ("phase1", FINISH),
+        ("phase2", truncated),
+        ("phase2", RERANK),
+    ]);
+    let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
+    let stats = &result.llm.stats;
+    assert_eq!((stats.parse_failures, stats.retries), (1, 1));
+    assert!(stats.fallbacks.is_empty());
+    let retry = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.stage == "phase2")
+        .nth(1)
+        .unwrap();
+    let repair = &retry.messages.last().unwrap().content;
+    assert!(
+        repair.contains("the JSON is truncated") && repair.contains("\"ranking\""),
+        "{repair}"
+    );
+    insta::assert_snapshot!("repair", repair);
+    assert_eq!(paths(&result)[0], "minishop/pricing.py");
+}
+
+#[test]
+fn hallucinated_paths_are_dropped() {
+    let index = minishop();
+    let finish = r#"{"action": "finish", "scores": {"minishop/discounts.py": 10, "minishop/pricing.py": 8}}"#;
+    let rerank = r#"{"ranking": [{"path": "src/ghost.py"}, {"path": "pricing.py"}, {"path": "minishop/inventory.py"}]}"#;
+    let model = by_stage(&[
+        ("t0", T0),
+        ("t1", T1),
+        ("phase1", finish),
+        ("phase2", rerank),
+    ]);
+    let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
+    let dropped = &result.llm.stats.dropped_paths;
+    assert!(
+        dropped.iter().any(|d| d.contains("minishop/discounts.py")),
+        "{dropped:?}"
+    );
+    assert!(
+        dropped.iter().any(|d| d.contains("src/ghost.py")),
+        "{dropped:?}"
+    );
+    assert_eq!(paths(&result)[0], "minishop/pricing.py");
+    assert!(paths(&result)
+        .iter()
+        .all(|p| index.files.iter().any(|f| f.path() == p)));
+}
+
+#[test]
+fn a_model_that_never_answers_validly_falls_back_to_retrieval() {
+    let index = minishop();
+    let model = ScriptedModel::from_fn(|_| "I think the bug is in pricing.".to_owned());
+    let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
+    let llm = &result.llm;
+    assert!(!llm.llm_ranked);
+    assert_eq!(
+        llm.stats.calls,
+        4 * 4,
+        "four stages, each one try and three retries"
+    );
+    assert_eq!(llm.stats.fallbacks.len(), 4);
+    assert!(!llm.queries["t0"].from_model);
+    assert_eq!(paths(&result), llm_free(&index, &issue(), 5));
+
+    let none = run(&index, &issue(), &NoModel, &options(Pipeline::Blagent, 5));
+    assert_eq!((none.llm.stats.calls, none.llm.model.as_str()), (0, "none"));
+    assert_eq!(paths(&none), llm_free(&index, &issue(), 5));
+}
+
+#[test]
+fn the_final_list_is_always_top_k_long_when_the_repository_has_the_files() {
+    let index = minishop();
+    let narrow = "`restock` fails";
+    let scored = Localizer::default().score(&index, narrow).unwrap();
+    assert!(scored.ranked.len() < 5, "the issue matches few files");
+    for k in [1, 3, 5, 50] {
+        let result = run(&index, narrow, &clean(), &options(Pipeline::Blagent, k));
+        assert_eq!(paths(&result).len(), k.min(index.files.len()));
+        let none = run(&index, narrow, &NoModel, &options(Pipeline::Blagent, k));
+        assert_eq!(paths(&none).len(), k.min(index.files.len()));
+    }
+}
+
+#[test]
+fn duplicate_reads_are_not_shown_again_and_end_the_reading() {
+    let index = minishop();
+    let again = r#"{"action": "read_skeleton", "paths": ["minishop/pricing.py"]}"#;
+    let model = by_stage(&[
+        ("t0", T0),
+        ("t1", T1),
+        ("phase1", again),
+        ("phase1", again),
+        ("phase1", again),
+        ("phase1", again),
+        ("phase1", FINISH),
+        ("phase2", RERANK),
+    ]);
+    let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
+    let phase1: Vec<ChatRequest> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.stage == "phase1")
+        .collect();
+    let second_observation = &phase1[2].messages.last().unwrap().content;
+    assert!(
+        second_observation.contains("already read above; do not read it again"),
+        "{second_observation}"
+    );
+    let third_observation = &phase1[3].messages.last().unwrap().content;
+    assert!(
+        third_observation.contains("No reads left"),
+        "{third_observation}"
+    );
+    assert_eq!(
+        phase1.len(),
+        5,
+        "the read on the fourth turn is refused once, then the model finishes"
+    );
+    let refused = &phase1[4].messages.last().unwrap().content;
+    assert!(
+        refused.contains("no reads left: reply with action"),
+        "{refused}"
+    );
+    assert_eq!(result.llm.stats.tool_warnings.len(), 2);
+    assert_eq!(result.llm.stats.retries, 1);
+    assert!(result.llm.llm_ranked);
+}
+
+/// A model that reads as much as it is allowed: three new skeletons every turn, then scores
+/// every candidate; phase 2 ranks every file shown.
+fn greedy_reader(request: &ChatRequest) -> String {
+    let first = &request.messages[0].content;
+    let listed: Vec<&str> = first
+        .lines()
+        .filter_map(|l| l.split_once(": ").map(|(p, _)| p))
+        .filter(|p| p.starts_with("pkg/"))
+        .collect();
+    match request.stage.as_str() {
+        "t0" | "t1" => r#"{"query": "compute_total discount rounding"}"#.to_owned(),
+        "phase1"
+            if !request
+                .messages
+                .last()
+                .unwrap()
+                .content
+                .contains("No reads left") =>
+        {
+            let turn = request.messages.len() / 2;
+            let paths: Vec<&str> = listed.iter().skip(3 * turn).take(3).copied().collect();
+            serde_json::json!({"action": "read_skeleton", "paths": paths}).to_string()
+        }
+        "phase1" => {
+            let scores: serde_json::Map<String, serde_json::Value> =
+                listed.iter().map(|p| ((*p).to_owned(), 5.into())).collect();
+            serde_json::json!({"action": "finish", "scores": scores}).to_string()
+        }
+        _ => {
+            let shown: Vec<serde_json::Value> = first
+                .lines()
+                .filter_map(|l| l.strip_prefix("### "))
+                .map(|p| serde_json::json!({"path": p, "reason": "matches"}))
+                .collect();
+            serde_json::json!({"ranking": shown}).to_string()
+        }
+    }
+}
+
+#[test]
+fn prompt_tokens_stay_under_12k_on_large_files_and_a_long_issue() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("pkg")).unwrap();
+    for m in 0..30 {
+        let mut text = String::from("import os\nimport sys\nfrom decimal import Decimal\n\n");
+        for c in 0..4 {
+            let _ = write!(
+                text,
+                "class Handler{m}x{c}(Base):\n    \"\"\"Handles case {c} of the totals computation.\"\"\"\n\n"
+            );
+            for f in 0..15 {
+                let _ = write!(
+                    text,
+                    "    def compute_total_{f}(self, items, discount=None, rounding='half_up'):\n        \"\"\"Compute total {f}.\"\"\"\n{}\n",
+                    "        value = sum(i.price for i in items) * Decimal('1.0') - (discount or 0)\n".repeat(6)
+                );
+            }
+        }
+        std::fs::write(dir.path().join(format!("pkg/mod_{m}.py")), text).unwrap();
+    }
+    let index = RepoIndex::build(dir.path(), &crate::index::IndexOptions::default()).unwrap();
+    let issue = format!(
+        "compute_total gives wrong totals with a discount\n\n{}\nTraceback (most recent call last):\n  File \"pkg/mod_3.py\", line 40, in compute_total_2\nValueError: negative total",
+        "When the discount is applied the rounding goes wrong and the total is off. ".repeat(60)
+    );
+    let model = ScriptedModel::from_fn(greedy_reader);
+    let mut options = options(Pipeline::Blagent, 10);
+    options.functions = true;
+    let result = run(&index, &issue, &model, &options);
+    let llm = &result.llm;
+    assert!(
+        llm.llm_ranked && llm.stats.fallbacks.is_empty(),
+        "{:?}",
+        llm.stats.fallbacks
+    );
+    assert!(
+        llm.stats.stages["phase1"].calls >= 3,
+        "the reader read: {:?}",
+        llm.stats.stages
+    );
+    assert!(llm.stats.calls <= 9);
+    assert!(
+        llm.prompt_tokens <= 12_000,
+        "{} prompt tokens: {:?}",
+        llm.prompt_tokens,
+        llm.stats.stages
+    );
+    assert_eq!(paths(&result).len(), 10);
+}

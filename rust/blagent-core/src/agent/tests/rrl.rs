@@ -1,0 +1,135 @@
+use super::*;
+
+const EXTRACT: &str = r#"{"explanation": "percentage coupons give a negative total", "paths": [], "filenames": [], "identifiers": ["Coupon", "Cart.total"], "code_snippets": ["Coupon(\"SAVE10\", percent=Decimal(\"10\"))"], "stack_traces": [], "error_messages": [],}"#;
+const SEARCH: &str = r#"{"tool": "bm25_topk", "group": "identifiers_snippets", "k": 10}"#;
+const VIEW: &str = r#"{"tool": "view_file", "path": "minishop/pricing.py", "offset": 0}"#;
+const FINISH: &str =
+    r#"{"tool": "finish", "files": ["minishop/pricing.py", "minishop/ghost.py", "cart.py"]}"#;
+const CHECK: &str = r#"{"ranking": ["minishop/pricing.py", "minishop/cart.py"]}"#;
+
+#[test]
+fn a_clean_rrl_run_searches_views_finishes_and_self_checks() {
+    let index = minishop();
+    let model = by_stage(&[
+        ("extract", EXTRACT),
+        ("agent", SEARCH),
+        ("agent", VIEW),
+        ("agent", FINISH),
+        ("self_check", CHECK),
+    ]);
+    let result = run(&index, &issue(), &model, &options(Pipeline::Rrl, 5));
+    let llm = &result.llm;
+    assert!(
+        llm.llm_ranked && llm.stats.fallbacks.is_empty(),
+        "{:?}",
+        llm.stats.fallbacks
+    );
+    assert_eq!(paths(&result)[0], "minishop/pricing.py");
+    assert_eq!(paths(&result).len(), 5);
+    assert!(llm.queries["identifiers_snippets"]
+        .text
+        .contains("Cart.total"));
+    assert!(llm
+        .stats
+        .dropped_paths
+        .iter()
+        .any(|d| d.contains("minishop/ghost.py")));
+    let requests = model.requests();
+    let search = &requests[2].messages.last().unwrap().content;
+    assert!(search.starts_with("minishop/"), "{search}");
+    let view = &requests[3].messages.last().unwrap().content;
+    assert!(
+        view.contains("licence header and imports hidden") && !view.contains("import Decimal"),
+        "{view}"
+    );
+    for (i, name) in [(0, "extract"), (1, "agent"), (4, "self_check")] {
+        let text: Vec<&str> = requests[i]
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        insta::assert_snapshot!(format!("rrl_{name}"), text.join("\n---\n"));
+    }
+}
+
+#[test]
+fn repeated_views_draw_a_warning_and_are_refused_after_five() {
+    let index = minishop();
+    let mut script = vec![("extract", EXTRACT)];
+    script.extend(std::iter::repeat_n(("agent", VIEW), 6));
+    script.extend([("agent", FINISH), ("self_check", CHECK)]);
+    let model = by_stage(&script);
+    let mut options = options(Pipeline::Rrl, 5);
+    options.max_steps = 8;
+    let result = run(&index, &issue(), &model, &options);
+    let agent: Vec<ChatRequest> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.stage == "agent")
+        .collect();
+    let observation = |i: usize| agent[i].messages.last().unwrap().content.clone();
+    assert!(!observation(1).contains("warning"));
+    assert!(
+        observation(2).starts_with("warning: you already viewed minishop/pricing.py at offset 0")
+    );
+    assert!(
+        observation(6).starts_with("refused: minishop/pricing.py was already viewed 5 times"),
+        "{}",
+        observation(6)
+    );
+    assert!(
+        observation(6).ends_with("Turns left: 2."),
+        "{}",
+        observation(6)
+    );
+    assert_eq!(
+        result.llm.stats.tool_warnings.len(),
+        5,
+        "{:?}",
+        result.llm.stats.tool_warnings
+    );
+    assert!(result.llm.llm_ranked);
+}
+
+#[test]
+fn invalid_tool_calls_are_corrected_and_a_silent_agent_falls_back() {
+    let index = minishop();
+    let bad = r#"{"tool": "bm25_topk", "group": "identifiers_snippets", "k": 15}"#;
+    let escape = r#"{"tool": "view_file", "path": "../../etc/passwd"}"#;
+    let model = by_stage(&[
+        ("extract", "not json"),
+        ("agent", bad),
+        ("agent", SEARCH),
+        ("agent", escape),
+        ("agent", FINISH),
+        ("self_check", "[]"),
+    ]);
+    let result = run(&index, &issue(), &model, &options(Pipeline::Rrl, 5));
+    let stats = &result.llm.stats;
+    assert!(stats.fallbacks.iter().any(|f| f.starts_with("extract:")));
+    assert!(stats.fallbacks.iter().any(|f| f.starts_with("self_check:")));
+    let agent: Vec<ChatRequest> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.stage == "agent")
+        .collect();
+    assert!(agent[1]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .contains("$.k must be 10, 20 or 30, got 15"));
+    assert!(agent[3]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .contains("refused: `..` is not allowed"));
+    assert!(!result.llm.queries["full"].from_model);
+    assert_eq!(
+        paths(&result)[0],
+        "minishop/pricing.py",
+        "the agent's answer stands"
+    );
+    assert_eq!(paths(&result).len(), 5);
+}
