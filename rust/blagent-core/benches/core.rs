@@ -27,7 +27,7 @@ fn module(n: usize) -> String {
 fn benches(c: &mut Criterion) {
     let text = module(200);
     c.bench_function("tokenize 200-class module", |b| {
-        b.iter(|| tokenize(black_box(&text)))
+        b.iter(|| tokenize(black_box(&text)));
     });
     let docs: Vec<String> = (0..500)
         .map(|i| module(5).replace("Handler", &format!("H{i}x")))
