@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use blagent_core::analysis::{analyze_failures as run_analysis, write_outputs, AnalysisConfig};
 use blagent_core::eval::{run_eval, EvalConfig};
 use blagent_core::interface::{run_batch, BatchConfig, Granularity, LocalizeRequest};
+use blagent_core::llm::{LlmClient, Message};
 use blagent_core::{Error, LocalizeOptions, Localizer, RepoIndex};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -325,6 +326,72 @@ impl PyEncoder {
     }
 }
 
+/// A chat client: an OpenAI-compatible endpoint, a replay cassette, or none (LLM-free), with
+/// retries, timeouts, a concurrency limit and token accounting per stage.
+#[pyclass(name = "LlmClient", module = "blagent._core", frozen)]
+struct PyLlmClient {
+    inner: LlmClient,
+}
+
+#[pymethods]
+impl PyLlmClient {
+    /// Args:
+    ///     config_json: the configuration as JSON (`LlmConfig` fields: base_url, model, api_key,
+    ///         temperature, seed, max_tokens, connect_timeout_s, request_timeout_s, max_retries,
+    ///         backoff_base_ms, max_concurrency, prices, tokenizer, replay, record); unset
+    ///         base_url, model and api_key are read from BLAGENT_LLM_BASE_URL,
+    ///         BLAGENT_LLM_MODEL and BLAGENT_LLM_API_KEY.
+    ///
+    /// Raises:
+    ///     InputError: the configuration is invalid.
+    #[new]
+    #[pyo3(signature = (config_json="{}"))]
+    fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
+        let inner = run(py, || LlmClient::from_json(config_json))?;
+        Ok(PyLlmClient { inner })
+    }
+
+    /// The model's name (`http:MODEL`, `replay:MODEL` or `none`); never contains the key.
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    /// Whether requests can be answered (False in LLM-free mode).
+    #[getter]
+    fn enabled(&self) -> bool {
+        self.inner.is_enabled()
+    }
+
+    /// The validated configuration as JSON, the key shown as "<redacted>".
+    fn config_json(&self) -> PyResult<String> {
+        to_json(self.inner.config()).map_err(to_py)
+    }
+
+    /// Sends one chat request with the configured temperature, seed and token cap.
+    ///
+    /// Args:
+    ///     messages_json: a JSON list of {"role": "system"|"user"|"assistant", "content": str}.
+    ///     stage: the pipeline stage asking, for token accounting.
+    ///
+    /// Returns:
+    ///     The response as JSON: {"content", "usage": {"prompt_tokens", "completion_tokens",
+    ///     "estimated"}, "finish_reason"}.
+    ///
+    /// Raises:
+    ///     LlmError: no answer after the retries (or no LLM configured).
+    fn chat(&self, py: Python<'_>, messages_json: &str, stage: &str) -> PyResult<String> {
+        let messages: Vec<Message> = serde_json::from_str(messages_json)
+            .map_err(|e| InputError::new_err(format!("invalid messages: {e}")))?;
+        run(py, || to_json(&self.inner.chat(stage, messages)?))
+    }
+
+    /// Tokens, calls and estimated cost so far, per stage and in total, as JSON.
+    fn usage_json(&self) -> PyResult<String> {
+        to_json(&self.inner.usage()).map_err(to_py)
+    }
+}
+
 /// Runs an evaluation; returns the report as JSON.
 ///
 /// Args:
@@ -498,6 +565,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLocalizer>()?;
     m.add_class::<PyRepoIndex>()?;
     m.add_class::<PyEncoder>()?;
+    m.add_class::<PyLlmClient>()?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;
