@@ -1,15 +1,15 @@
-//! [`HttpModel`]: any OpenAI-compatible `POST {base}/chat/completions` (Ollama, vLLM,
-//! the `llama.cpp` server, OpenAI-hosted models), on a blocking `reqwest` client with rustls. Timeouts on connect
-//! and on the whole request; bounded retries with exponential backoff and jitter on 408, 429,
-//! 5xx gateway errors, connection errors, timeouts and malformed bodies (honouring
-//! `Retry-After`); a concurrency limit shared by all threads using the model.
+//! [`HttpModel`]: any OpenAI-compatible `POST {base}/chat/completions` (Ollama, vLLM, the
+//! `llama.cpp` server, OpenAI-hosted models), on a blocking `reqwest` client with rustls.
+//! Timeouts on connect and on the whole request; bounded retries ([`Backoff`]) on 408, 429, 5xx
+//! gateway errors, connection errors, timeouts and malformed bodies; a concurrency limit shared
+//! by all threads using the model.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
 
+use super::backoff::{parse_retry_after, Backoff};
 use super::config::{LlmConfig, Secret};
 use super::limit::ConcurrencyLimit;
 use super::usage::TokenCounter;
@@ -18,10 +18,6 @@ use crate::error::{Error, Result};
 
 /// Statuses worth retrying: request timeout, rate limit, and transient server errors.
 pub const RETRYABLE_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
-/// The longest `Retry-After` honoured; longer requests wait this long.
-pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
-/// The longest backoff between two attempts.
-pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
 /// Characters of a response body quoted in an error.
 const SNIPPET_CHARS: usize = 300;
 
@@ -34,10 +30,9 @@ pub struct HttpModel {
     api_key: Option<Secret>,
     client: reqwest::blocking::Client,
     max_retries: u32,
-    backoff_base: Duration,
+    backoff: Backoff,
     limit: ConcurrencyLimit,
     counter: TokenCounter,
-    jitter_counter: AtomicU64,
 }
 
 /// What went wrong with one attempt.
@@ -116,10 +111,9 @@ impl HttpModel {
             api_key: config.api_key.clone(),
             client,
             max_retries: config.max_retries,
-            backoff_base: Duration::from_millis(config.backoff_base_ms),
+            backoff: Backoff::new(Duration::from_millis(config.backoff_base_ms)),
             limit: ConcurrencyLimit::new(config.max_concurrency),
             counter: TokenCounter::load(config.tokenizer.as_deref())?,
-            jitter_counter: AtomicU64::new(0),
         })
     }
 
@@ -196,37 +190,6 @@ impl HttpModel {
         })
     }
 
-    /// The wait before retry number `retry + 1`: `Retry-After` (capped) when given, else
-    /// `base · 2^retry` (capped) with "equal jitter" (half fixed, half random).
-    fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
-        if let Some(wait) = retry_after {
-            return wait.min(RETRY_AFTER_CAP) + self.jitter(self.backoff_base / 2);
-        }
-        let backoff = self
-            .backoff_base
-            .saturating_mul(1 << retry.min(20))
-            .min(BACKOFF_CAP);
-        backoff / 2 + self.jitter(backoff / 2)
-    }
-
-    /// A pseudo-random duration in `[0, max]` from the clock and a counter (no RNG needed: it
-    /// only has to spread retries of concurrent threads apart).
-    fn jitter(&self, max: Duration) -> Duration {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let mut x = nanos
-            ^ self
-                .jitter_counter
-                .fetch_add(1, Ordering::Relaxed)
-                .rotate_left(32);
-        // splitmix64 finalizer.
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        x ^= x >> 31;
-        max.mul_f64((x >> 11) as f64 / (1u64 << 53) as f64)
-    }
-
     fn error(&self, message: &str) -> Error {
         let text = format!("{} (model {}): {message}", self.url, self.model);
         Error::Llm(match &self.api_key {
@@ -267,7 +230,7 @@ impl ChatModel for HttpModel {
                     request.stage
                 )));
             }
-            std::thread::sleep(self.delay(retry, retry_after));
+            std::thread::sleep(self.backoff.delay(retry, retry_after));
             retry += 1;
         }
     }
@@ -286,13 +249,6 @@ fn transport_failure(err: &reqwest::Error) -> Failure {
         "request failed"
     };
     Failure::retry(format!("{what}: {}", chain(err)))
-}
-
-/// `Retry-After` in (possibly fractional) seconds; HTTP dates are not honoured (None: the
-/// usual backoff applies).
-fn parse_retry_after(value: &str) -> Option<Duration> {
-    let seconds: f64 = value.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(1e6)))
 }
 
 /// An error and its sources, `outer: inner: innermost` (reqwest's own message alone rarely
@@ -328,47 +284,19 @@ fn snippet(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn model(base_ms: u64) -> HttpModel {
+    fn model() -> HttpModel {
         HttpModel::new(&LlmConfig {
             base_url: Some("http://127.0.0.1:9".to_owned()),
             model: "m".to_owned(),
             api_key: Some(Secret::new("sk-test-key")),
-            backoff_base_ms: base_ms,
             ..LlmConfig::default()
         })
         .unwrap()
     }
 
     #[test]
-    fn retry_after_parses_seconds_only() {
-        assert_eq!(parse_retry_after(" 2 "), Some(Duration::from_secs(2)));
-        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
-        assert_eq!(parse_retry_after("-1"), None);
-    }
-
-    #[test]
-    fn backoff_doubles_within_jittered_bounds_and_caps() {
-        let m = model(100);
-        for retry in 0..4 {
-            let full = Duration::from_millis(100 << retry);
-            for _ in 0..50 {
-                let d = m.delay(retry, None);
-                assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?}");
-            }
-        }
-        assert!(m.delay(30, None) <= BACKOFF_CAP);
-        let honoured = m.delay(0, Some(Duration::from_secs(2)));
-        assert!(honoured >= Duration::from_secs(2) && honoured <= Duration::from_millis(2050));
-        assert!(
-            m.delay(0, Some(Duration::from_secs(3600)))
-                <= RETRY_AFTER_CAP + Duration::from_millis(50)
-        );
-    }
-
-    #[test]
     fn url_name_and_debug_hide_the_key() {
-        let m = model(1);
+        let m = model();
         assert_eq!(m.url(), "http://127.0.0.1:9/v1/chat/completions");
         assert_eq!(m.name(), "http:m");
         assert!(!format!("{m:?}").contains("sk-test-key"));

@@ -6,6 +6,7 @@
 //! [`model_from_config`] builds the model and [`LlmClient`] adds token accounting
 //! ([`TokenLedger`]) and cost estimates ([`PriceTable`]).
 
+mod backoff;
 mod client;
 mod config;
 mod http;
@@ -18,11 +19,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::backoff::{parse_retry_after, Backoff, BACKOFF_CAP, RETRY_AFTER_CAP};
 pub use self::client::{model_from_config, LlmClient};
 pub use self::config::{
     normalize_base_url, LlmConfig, Secret, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, REDACTED,
 };
-pub use self::http::{HttpModel, BACKOFF_CAP, RETRYABLE_STATUSES, RETRY_AFTER_CAP};
+pub use self::http::{HttpModel, RETRYABLE_STATUSES};
 pub use self::limit::{ConcurrencyLimit, Permit};
 pub use self::prices::{ModelPrice, PriceTable};
 pub use self::replay::{request_key, CassetteEntry, RecordedRequest, RecordingModel, ReplayModel};

@@ -6,7 +6,8 @@
 //! ```ignore
 //! mod support;
 //! use support::scripted_server::{Action, ScriptedServer};
-//! let server = ScriptedServer::start(vec![Action::status(429).retry_after("1"), Action::reply("ok")]);
+//! let server =
+//!     ScriptedServer::start(vec![Action::status(429).retry_after("1"), Action::reply("ok")]);
 //! let url = server.base_url(); // http://127.0.0.1:PORT/v1
 //! ```
 
@@ -228,7 +229,8 @@ fn serve(mut stream: TcpStream, state: &State) {
 fn respond(stream: &mut TcpStream, action: &Action) {
     let head = |code: u16, length: usize, extra: &str| {
         format!(
-            "HTTP/1.1 {code} Scripted\r\nContent-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n{extra}\r\n"
+            "HTTP/1.1 {code} Scripted\r\nContent-Type: application/json\r\n\
+             Content-Length: {length}\r\nConnection: close\r\n{extra}\r\n"
         )
     };
     let _ = match action {
