@@ -200,6 +200,25 @@ mod tests {
     }
 
     #[test]
+    fn a_configured_tokenizer_counts_its_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        std::fs::write(
+            &path,
+            r#"{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+                "normalizer": null, "pre_tokenizer": {"type": "Whitespace"},
+                "post_processor": null, "decoder": null,
+                "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "hello": 1},
+                          "unk_token": "[UNK]"}}"#,
+        )
+        .unwrap();
+        let counter = TokenCounter::load(Some(&path)).unwrap();
+        assert!(matches!(counter, TokenCounter::Tokenizer(_)));
+        // Four words; the chars/4 fallback would say 5.
+        assert_eq!(counter.count("hello world foo bar"), 4);
+    }
+
+    #[test]
     fn a_missing_tokenizer_is_a_clear_error() {
         let err = TokenCounter::load(Some(Path::new("/nonexistent/tokenizer.json"))).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/tokenizer.json"));
