@@ -83,11 +83,23 @@ LLM_FLAGS: dict[str, tuple[str, Any, str]] = {
 }
 
 
+LLM_METAVARS = {
+    "base_url": "URL",
+    "model": "NAME",
+    "api_key": "KEY",
+    "temperature": "T",
+    "seed": "N",
+    "request_timeout_s": "SECONDS",
+    "max_retries": "N",
+    "max_concurrency": "N",
+}
+
+
 def add_llm_flags(parser: argparse.ArgumentParser) -> None:
     """Adds the `--llm-*` flags (see `LLM_FLAGS`) to a command."""
     group = parser.add_argument_group("LLM endpoint", LLM_HELP)
     for flag, (key, kind, text) in LLM_FLAGS.items():
-        metavar = "FILE" if key in ("replay", "record", "prices", "tokenizer") else None
+        metavar = LLM_METAVARS.get(key, "FILE")
         group.add_argument(flag, dest=f"llm_{key}", type=kind, default=None, help=text, metavar=metavar)
 
 
