@@ -5,7 +5,8 @@
     python bench/tune_fusion.py signals.jsonl --holdout ../shared/data/lite_sample100.txt
 
 Mirrors `rust/blagent-core/src/retrieve/fuse.rs`: BM25 signals are divided by the query's best
-score, the others capped at 1, and the fused score is their weighted sum. Prints each signal
+score, dense cosines min-max scaled over the files they retrieved, the others capped at 1, and
+the fused score is their weighted sum. Prints each signal
 alone, the current weights, and the weights a coordinate ascent finds on the instances outside
 the held-out list, scored on both parts — so a weight is kept only if it holds on unseen data.
 """
@@ -17,8 +18,12 @@ import json
 import math
 from typing import Any
 
-SIGNALS = ["bm25_file", "bm25_chunk", "title_file", "title_chunk", "path_mention", "module_mention", "stack_frame", "definition", "error_message"]
+SIGNALS = [
+    "bm25_file", "bm25_chunk", "title_file", "title_chunk", "path_mention", "module_mention",
+    "stack_frame", "definition", "error_message", "dense_issue", "dense_structural", "dense_behavioral",
+]  # fmt: skip
 LEXICAL = {0, 1, 2, 3}
+DENSE = {9, 10, 11}
 GRID = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
 
 
@@ -26,16 +31,38 @@ def load(path: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in open(path)]
 
 
+def scale(i: int, v: float, lo: float, hi: float) -> float:
+    if v <= 0 or hi <= 0:
+        return 0.0
+    if i in LEXICAL:
+        return v / hi
+    if i in DENSE:
+        return (v - lo) / (hi - lo) if hi > lo else 1.0
+    return min(v, 1.0)
+
+
 def normalized(inst: dict[str, Any]) -> tuple[list[list[float]], list[bool]]:
     mx = inst["max"]
+    mn = inst.get("min") or [0.0] * len(mx)
     rows, gold = [], []
     for f in inst["files"]:
-        row = []
-        for i, v in enumerate(f["scores"]):
-            row.append(v / mx[i] if i in LEXICAL and mx[i] > 0 else (0.0 if i in LEXICAL else min(v, 1.0)))
-        rows.append(row)
+        scores = (f["scores"] + [0.0] * len(SIGNALS))[: len(SIGNALS)]
+        rows.append([scale(i, v, mn[i] if i < len(mn) else 0.0, mx[i] if i < len(mx) else 0.0) for i, v in enumerate(scores)])
         gold.append(f["path"] in inst["gold"])
     return rows, gold
+
+
+RRF_K = 60
+
+
+def reciprocal_ranks(rows: list[list[float]]) -> list[list[float]]:
+    """Each file's 1 / (RRF_K + rank) per signal (0 where the signal did not fire)."""
+    out = [[0.0] * len(SIGNALS) for _ in rows]
+    for s in range(len(SIGNALS)):
+        order = sorted((i for i, r in enumerate(rows) if r[s] > 0), key=lambda i: -rows[i][s])
+        for rank, i in enumerate(order, 1):
+            out[i][s] = 1.0 / (RRF_K + rank)
+    return out
 
 
 def metrics(data: list[tuple[list[list[float]], list[bool]]], w: list[float]) -> dict[str, float]:
@@ -83,12 +110,18 @@ def main() -> None:
     ap.add_argument("signals")
     ap.add_argument("--holdout", help="file of instance ids held out from tuning")
     ap.add_argument("--weights", help="JSON object of the current weights (default: blagent's defaults)")
+    ap.add_argument("--rrf", action="store_true", help="weighted reciprocal-rank fusion instead of score mixing")
     args = ap.parse_args()
 
     insts = load(args.signals)
     held = set(open(args.holdout).read().split()) if args.holdout else set()
-    tune = [normalized(i) for i in insts if i["instance_id"] not in held]
-    test = [normalized(i) for i in insts if i["instance_id"] in held]
+
+    def view(inst: dict[str, Any]) -> tuple[list[list[float]], list[bool]]:
+        rows, gold = normalized(inst)
+        return (reciprocal_ranks(rows), gold) if args.rrf else (rows, gold)
+
+    tune = [view(i) for i in insts if i["instance_id"] not in held]
+    test = [view(i) for i in insts if i["instance_id"] in held]
     everything = tune + test
     print(f"instances: {len(everything)} (tune {len(tune)}, held out {len(test)})")
     for i, name in enumerate(SIGNALS):

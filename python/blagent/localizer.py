@@ -39,6 +39,8 @@ class Localizer:
             repository then embeds only the chunks it has not seen.
         index_kind: "exact" (default) or "hnsw" (approximate, for large repositories).
         progress: show a progress bar on stderr while embedding (only on a terminal).
+        dense_max_tokens: truncate chunks at this many tokens before embedding (default: the
+            model's own limit).
 
     Raises:
         InputError: for invalid options.
@@ -57,6 +59,7 @@ class Localizer:
         cache_dir: Optional[PathLike] = None,
         index_kind: str = "exact",
         progress: bool = False,
+        dense_max_tokens: Optional[int] = None,
     ) -> None:
         options = _default_options()
         options["top_k"] = top_k
@@ -71,7 +74,7 @@ class Localizer:
                 raise _core.InputError(f"unknown fusion weights: {sorted(unknown)}")
             options["weights"].update(weights)
         if dense:
-            options["dense"] = dense_options(model_dir, cache_dir, index_kind, progress)
+            options["dense"] = dense_options(model_dir, cache_dir, index_kind, progress, dense_max_tokens)
         self.options: dict[str, Any] = options
         self._inner = _core.Localizer(json.dumps(options))
 
@@ -102,7 +105,8 @@ class Localizer:
                 so in its `llm` section.
             llm_options: LLM pipeline options to override (`max_steps`, `max_retries`,
                 `functions`, `prompts_dir`, token budgets, ...).
-            llm_config_json: an LLM endpoint configuration (not supported by this build yet).
+            llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON, as `blagent.cli.llm_config`
+                builds it from the `--llm-*` flags); without one every LLM stage falls back to retrieval.
 
         Raises:
             InputError: missing repository, empty issue, unknown pipeline.
@@ -158,6 +162,7 @@ def dense_options(
     cache_dir: Optional[PathLike] = None,
     index_kind: str = "exact",
     progress: bool = False,
+    max_tokens: Optional[int] = None,
 ) -> dict[str, Any]:
     """The core's dense retrieval options.
 
@@ -174,6 +179,7 @@ def dense_options(
         "kind": kinds[index_kind],
         "chunks_per_query": 200,
         "progress": progress,
+        "max_tokens": max_tokens,
     }
 
 

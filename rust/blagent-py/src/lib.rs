@@ -17,6 +17,7 @@ use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
 use blagent_core::analysis::{analyze_failures as run_analysis, write_outputs, AnalysisConfig};
 use blagent_core::eval::{run_eval, EvalConfig};
 use blagent_core::interface::{run_batch, BatchConfig, Granularity, LocalizeRequest};
+use blagent_core::llm::{model_from_config, LlmClient, LlmConfig, Message};
 use blagent_core::{Error, LocalizeOptions, Localizer, RepoIndex};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -116,9 +117,8 @@ fn parse_granularity(granularity: &str) -> PyResult<Granularity> {
 
 /// The LLM run a `pipeline` name asks for: none for `fused` (the LLM-free ranking).
 ///
-/// The model: without `llm_config_json` the LLM-free `NoModel`, with which every stage falls
-/// back to retrieval (the documented behaviour); endpoint configurations are not accepted by
-/// this build yet.
+/// The model comes from `llm_config_json` (HTTP, replay, or record); without an endpoint it is the
+/// LLM-free `NoModel`, with which every stage falls back to retrieval.
 fn llm_run(
     pipeline: &str,
     llm_options_json: Option<&str>,
@@ -134,22 +134,23 @@ fn llm_run(
             )))
         }
     };
-    if llm_config_json.is_some() {
-        return Err(InputError::new_err(
-            "LLM endpoint configurations are not supported by this build; run without one \
-             (every stage then falls back to retrieval)",
-        ));
-    }
     let mut options: LlmOptions = match llm_options_json {
         None => LlmOptions::default(),
         Some(text) => serde_json::from_str(text)
             .map_err(|e| InputError::new_err(format!("invalid LLM options: {e}")))?,
     };
     options.pipeline = pipeline;
-    Ok(Some(LlmRun {
-        model: std::sync::Arc::new(blagent_core::llm::NoModel),
-        options,
-    }))
+    // Without a configuration (or with one that names no endpoint) every stage falls back to
+    // retrieval: `model_from_config` gives the LLM-free model then.
+    let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
+    options.temperature = config.temperature;
+    options.seed = config.seed;
+    if config.max_tokens.is_some() {
+        options.max_completion_tokens = config.max_tokens;
+    }
+    let model: std::sync::Arc<dyn blagent_core::llm::ChatModel> =
+        model_from_config(&config).map_err(to_py)?.into();
+    Ok(Some(LlmRun { model, options }))
 }
 
 /// A repository's index, reusable across issues.
@@ -243,7 +244,7 @@ impl PyLocalizer {
     ///     pipeline: "blagent" or "rrl".
     ///     top_k: files to return.
     ///     llm_options_json: `LlmOptions` as JSON (defaults when None).
-    ///     llm_config_json: an LLM endpoint configuration (not supported by this build yet).
+    ///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON; LLM-free when None).
     #[pyo3(signature = (repo, issue, pipeline, top_k=10, llm_options_json=None, llm_config_json=None))]
     fn localize_llm(
         &self,
@@ -402,6 +403,72 @@ impl PyEncoder {
     }
 }
 
+/// A chat client: an OpenAI-compatible endpoint, a replay cassette, or none (LLM-free), with
+/// retries, timeouts, a concurrency limit and token accounting per stage.
+#[pyclass(name = "LlmClient", module = "blagent._core", frozen)]
+struct PyLlmClient {
+    inner: LlmClient,
+}
+
+#[pymethods]
+impl PyLlmClient {
+    /// Args:
+    ///     config_json: the configuration as JSON (`LlmConfig` fields: base_url, model, api_key,
+    ///         temperature, seed, max_tokens, connect_timeout_s, request_timeout_s, max_retries,
+    ///         backoff_base_ms, max_concurrency, prices, tokenizer, replay, record); unset
+    ///         base_url, model and api_key are read from BLAGENT_LLM_BASE_URL,
+    ///         BLAGENT_LLM_MODEL and BLAGENT_LLM_API_KEY.
+    ///
+    /// Raises:
+    ///     InputError: the configuration is invalid.
+    #[new]
+    #[pyo3(signature = (config_json="{}"))]
+    fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
+        let inner = run(py, || LlmClient::from_json(config_json))?;
+        Ok(PyLlmClient { inner })
+    }
+
+    /// The model's name (`http:MODEL`, `replay:MODEL` or `none`); never contains the key.
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    /// Whether requests can be answered (False in LLM-free mode).
+    #[getter]
+    fn enabled(&self) -> bool {
+        self.inner.is_enabled()
+    }
+
+    /// The validated configuration as JSON, the key shown as "<redacted>".
+    fn config_json(&self) -> PyResult<String> {
+        to_json(self.inner.config()).map_err(to_py)
+    }
+
+    /// Sends one chat request with the configured temperature, seed and token cap.
+    ///
+    /// Args:
+    ///     messages_json: a JSON list of {"role": "system"|"user"|"assistant", "content": str}.
+    ///     stage: the pipeline stage asking, for token accounting.
+    ///
+    /// Returns:
+    ///     The response as JSON: {"content", "usage": {"prompt_tokens", "completion_tokens",
+    ///     "estimated"}, "finish_reason"}.
+    ///
+    /// Raises:
+    ///     LlmError: no answer after the retries (or no LLM configured).
+    fn chat(&self, py: Python<'_>, messages_json: &str, stage: &str) -> PyResult<String> {
+        let messages: Vec<Message> = serde_json::from_str(messages_json)
+            .map_err(|e| InputError::new_err(format!("invalid messages: {e}")))?;
+        run(py, || to_json(&self.inner.chat(stage, messages)?))
+    }
+
+    /// Tokens, calls and estimated cost so far, per stage and in total, as JSON.
+    fn usage_json(&self) -> PyResult<String> {
+        to_json(&self.inner.usage()).map_err(to_py)
+    }
+}
+
 /// Runs an evaluation; returns the report as JSON.
 ///
 /// Args:
@@ -415,7 +482,7 @@ impl PyEncoder {
 ///     queries: pre-written T0/T1 rewrites per instance (JSONL); needs dense retrieval on.
 ///     pipeline: "fused" (LLM-free), "blagent" or "rrl".
 ///     llm_options_json: `LlmOptions` as JSON.
-///     llm_config_json: an LLM endpoint configuration (not supported by this build yet).
+///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON; LLM-free when None).
 #[pyfunction]
 #[pyo3(signature = (dataset, repos, ids=None, options_json=None, out=None, signals_out=None, progress=true, queries=None, pipeline="fused", llm_options_json=None, llm_config_json=None))]
 fn evaluate(
@@ -465,7 +532,7 @@ fn evaluate(
 ///     progress: show progress on stderr.
 ///     pipeline: "fused" (LLM-free), "blagent" or "rrl".
 ///     llm_options_json: `LlmOptions` as JSON.
-///     llm_config_json: an LLM endpoint configuration (not supported by this build yet).
+///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON; LLM-free when None).
 #[pyfunction]
 #[pyo3(signature = (dataset, repos, out, failures_out, ids=None, options_json=None, top_k=10, granularity="file", progress=true, pipeline="fused", llm_options_json=None, llm_config_json=None))]
 fn batch(
@@ -594,6 +661,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLocalizer>()?;
     m.add_class::<PyRepoIndex>()?;
     m.add_class::<PyEncoder>()?;
+    m.add_class::<PyLlmClient>()?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;

@@ -30,6 +30,11 @@ pub struct DenseOptions {
     pub chunks_per_query: usize,
     /// Show a progress bar while embedding (only on a terminal).
     pub progress: bool,
+    /// Truncate chunks at this many tokens when below the model's own limit. all-MiniLM-L6-v2
+    /// was trained on 128-token inputs (its folder allows 256); embedding costs grow faster
+    /// than linearly with length.
+    #[serde(default)]
+    pub max_tokens: Option<usize>,
 }
 
 impl DenseOptions {
@@ -41,6 +46,7 @@ impl DenseOptions {
             kind: VectorIndexKind::Exact,
             chunks_per_query: 200,
             progress: false,
+            max_tokens: None,
         }
     }
 }
@@ -107,7 +113,7 @@ impl DenseModel {
                 "chunks_per_query must be at least 1".to_owned(),
             ));
         }
-        let encoder = Encoder::load(&options.model_dir)?;
+        let encoder = Encoder::load_with_max_tokens(&options.model_dir, options.max_tokens)?;
         let cache = match &options.cache_dir {
             Some(dir) => Some(EmbeddingCache::open(
                 &dir.join("embeddings"),

@@ -55,7 +55,15 @@ fn model_err(e: impl std::fmt::Display) -> Error {
 impl Encoder {
     /// Loads the model folder at `dir` onto the CPU.
     pub fn load(dir: &Path) -> Result<Self> {
-        let folder = ModelFolder::read(dir)?;
+        Self::load_with_max_tokens(dir, None)
+    }
+
+    /// [`Encoder::load`], truncating inputs at `max_tokens` when that is below the folder's limit.
+    pub fn load_with_max_tokens(dir: &Path, max_tokens: Option<usize>) -> Result<Self> {
+        let mut folder = ModelFolder::read(dir)?;
+        if let Some(cap) = max_tokens {
+            folder.cap_max_seq_length(cap);
+        }
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| Error::Model(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
         tokenizer

@@ -73,6 +73,19 @@ fn usize_field(value: &Value, keys: &[&str]) -> Option<usize> {
 }
 
 impl ModelFolder {
+    /// Truncates inputs at `max_tokens` when that is below the folder's own limit. The identity
+    /// names the limit, since truncation changes the vectors (and so the cache keys).
+    pub fn cap_max_seq_length(&mut self, max_tokens: usize) {
+        if max_tokens == 0 || max_tokens >= self.max_seq_length {
+            return;
+        }
+        let suffix = format!("/t{}", self.max_seq_length);
+        if let Some(stem) = self.identity.strip_suffix(&suffix) {
+            self.identity = format!("{stem}/t{max_tokens}");
+        }
+        self.max_seq_length = max_tokens;
+    }
+
     /// Reads the folder's configuration; errors name the missing or malformed file.
     pub fn read(dir: &Path) -> Result<Self> {
         if !dir.is_dir() {
@@ -166,7 +179,9 @@ impl ModelFolder {
             dir: dir.to_path_buf(),
             architecture,
             normalize: module_types.iter().any(|t| t.ends_with("Normalize")),
-            identity: format!("{name}/{model_type}/d{dimension}/l{layers}/{weights_len}"),
+            identity: format!(
+                "{name}/{model_type}/d{dimension}/l{layers}/{weights_len}/t{max_seq_length}"
+            ),
             config,
             pooling,
             max_seq_length,

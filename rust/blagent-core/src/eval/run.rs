@@ -364,6 +364,21 @@ fn signal_dump(
         .iter()
         .map(|&s| signals.iter().map(|f| f.get(s)).fold(0.0, f32::max))
         .collect();
+    let min: Vec<f32> = Signal::ALL
+        .iter()
+        .map(|&s| {
+            let lowest = signals
+                .iter()
+                .map(|f| f.get(s))
+                .filter(|&v| v > 0.0)
+                .fold(f32::INFINITY, f32::min);
+            if lowest.is_finite() {
+                lowest
+            } else {
+                0.0
+            }
+        })
+        .collect();
     let files: Vec<serde_json::Value> = keep
         .iter()
         .map(|&i| serde_json::json!({"path": index.files[i].path(), "scores": signals[i].scores, "lines": index.files[i].text.lines().count()}))
@@ -374,6 +389,7 @@ fn signal_dump(
         "gold": instance.gold_files,
         "indexed_files": index.files.len(),
         "max": max,
+        "min": min,
         "files": files,
     })
 }

@@ -1,12 +1,39 @@
 //! The LLM as an input to stages: a [`ChatModel`] answers chat requests. Implementations: HTTP
 //! (any OpenAI-compatible `/v1/chat/completions`), replay (recorded exchanges), and none
 //! (LLM-free mode, which refuses every request so a stage falls back to retrieval).
+//!
+//! [`LlmConfig`] says which (CLI flags as JSON, `BLAGENT_LLM_*` environment variables);
+//! [`model_from_config`] builds the model and [`LlmClient`] adds token accounting
+//! ([`TokenLedger`]) and cost estimates ([`PriceTable`]).
+
+mod backoff;
+mod client;
+mod config;
+mod http;
+mod limit;
+mod prices;
+mod replay;
+mod usage;
+
+use std::sync::Arc;
 
 mod scripted;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::backoff::{parse_retry_after, Backoff, BACKOFF_CAP, RETRY_AFTER_CAP};
+pub use self::client::{model_from_config, LlmClient};
+pub use self::config::{
+    normalize_base_url, LlmConfig, Secret, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, REDACTED,
+};
+pub use self::http::{HttpModel, RETRYABLE_STATUSES};
+pub use self::limit::{ConcurrencyLimit, Permit};
+pub use self::prices::{ModelPrice, PriceTable};
+pub use self::replay::{request_key, CassetteEntry, RecordedRequest, RecordingModel, ReplayModel};
 pub use self::scripted::ScriptedModel;
+pub use self::usage::{
+    StageUsage, TokenCounter, TokenLedger, UsageSummary, CHARS_PER_TOKEN, TOKENS_PER_MESSAGE,
+};
 
 use crate::error::{Error, Result};
 
@@ -102,6 +129,26 @@ pub trait ChatModel: Send + Sync {
     /// Answers one request, retrying transient failures as the implementation sees fit. An error
     /// means no answer could be had; the stage falls back to retrieval.
     fn chat(&self, request: &ChatRequest) -> Result<ChatResponse>;
+}
+
+impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+
+    fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        (**self).chat(request)
+    }
+}
+
+impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+
+    fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        (**self).chat(request)
+    }
 }
 
 /// The LLM-free model: every request is refused, so every stage uses its retrieval fallback.

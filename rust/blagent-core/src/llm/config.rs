@@ -1,0 +1,343 @@
+//! Endpoint configuration: where the model is, how long to wait, how often to retry. Filled from
+//! CLI flags (as JSON) and the `BLAGENT_LLM_*` environment variables; the API key is a
+//! [`Secret`] that never prints.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::{ChatRequest, Message};
+use crate::error::{Error, Result};
+
+/// Environment variable holding the endpoint's base URL.
+pub const ENV_BASE_URL: &str = "BLAGENT_LLM_BASE_URL";
+/// Environment variable holding the model name.
+pub const ENV_MODEL: &str = "BLAGENT_LLM_MODEL";
+/// Environment variable holding the API key (preferred over the `--llm-api-key` flag).
+pub const ENV_API_KEY: &str = "BLAGENT_LLM_API_KEY";
+
+/// What a [`Secret`] shows in `Debug` output and serialized configurations.
+pub const REDACTED: &str = "<redacted>";
+
+/// A string that never appears in `Debug` output, `Display` or serialized JSON: those show
+/// [`REDACTED`]. Deserializes from a plain string; [`Secret::expose`] is the one way to read it.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the `Authorization` header and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Replaces every occurrence of the secret in `text` with [`REDACTED`] (for error messages
+    /// that quote a server's reply, which might echo the key).
+    pub fn scrub(&self, text: &str) -> String {
+        if self.0.is_empty() {
+            text.to_owned()
+        } else {
+            text.replace(&self.0, REDACTED)
+        }
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret({REDACTED})")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(REDACTED)
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Secret)
+    }
+}
+
+/// How to reach and drive the chat model. Every field has a default, so `{}` is a valid
+/// (LLM-free) configuration; JSON keys are the field names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Endpoint base URL (`http://localhost:11434` or `…/v1`; `/v1` is added when the URL has
+    /// no path). None: no endpoint (LLM-free unless replaying).
+    pub base_url: Option<String>,
+    /// Model name sent with each request, part of every replay key.
+    pub model: String,
+    /// Bearer token, sent only when set.
+    pub api_key: Option<Secret>,
+    /// Sampling temperature for requests built by [`LlmConfig::request`].
+    pub temperature: f32,
+    /// Sampling seed for requests built by [`LlmConfig::request`].
+    pub seed: Option<u64>,
+    /// Completion token cap for requests built by [`LlmConfig::request`].
+    pub max_tokens: Option<u32>,
+    /// Seconds to establish a connection.
+    pub connect_timeout_s: f64,
+    /// Seconds for a whole request, response body included.
+    pub request_timeout_s: f64,
+    /// Retries after the first attempt, on 408/429/5xx, connection errors, timeouts and
+    /// malformed bodies.
+    pub max_retries: u32,
+    /// First backoff delay in milliseconds; doubled on each retry, with jitter.
+    pub backoff_base_ms: u64,
+    /// Requests in flight at once through one model (batch runs share it across threads).
+    pub max_concurrency: usize,
+    /// A JSON price table extending the built-in one.
+    pub prices: Option<PathBuf>,
+    /// A `tokenizer.json` for estimating tokens when a response has no `usage`.
+    pub tokenizer: Option<PathBuf>,
+    /// Serve responses from this cassette instead of an endpoint.
+    pub replay: Option<PathBuf>,
+    /// Append every exchange with the endpoint to this cassette.
+    pub record: Option<PathBuf>,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: None,
+            model: String::new(),
+            api_key: None,
+            temperature: 0.0,
+            seed: None,
+            max_tokens: None,
+            connect_timeout_s: 10.0,
+            request_timeout_s: 300.0,
+            max_retries: 4,
+            backoff_base_ms: 500,
+            max_concurrency: 4,
+            prices: None,
+            tokenizer: None,
+            replay: None,
+            record: None,
+        }
+    }
+}
+
+impl LlmConfig {
+    /// The defaults with `BLAGENT_LLM_BASE_URL`, `BLAGENT_LLM_MODEL` and `BLAGENT_LLM_API_KEY`.
+    pub fn from_env() -> Self {
+        let mut config = LlmConfig::default();
+        config.fill_from(|name| std::env::var(name).ok());
+        config
+    }
+
+    /// Parses a JSON configuration (CLI flags) and fills what it leaves unset from the
+    /// environment, then validates and normalizes it.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let mut config: LlmConfig = serde_json::from_str(text)
+            .map_err(|e| Error::InvalidInput(format!("invalid LLM configuration: {e}")))?;
+        config.fill_from(|name| std::env::var(name).ok());
+        config.validated()
+    }
+
+    /// Fills the base URL, model and key from `lookup` (an environment) where they are unset;
+    /// empty values count as unset.
+    pub fn fill_from(&mut self, lookup: impl Fn(&str) -> Option<String>) {
+        let get = |name| lookup(name).filter(|v: &String| !v.trim().is_empty());
+        if self.base_url.is_none() {
+            self.base_url = get(ENV_BASE_URL);
+        }
+        if self.model.is_empty() {
+            self.model = get(ENV_MODEL).unwrap_or_default();
+        }
+        if self.api_key.is_none() {
+            self.api_key = get(ENV_API_KEY).map(Secret::new);
+        }
+    }
+
+    /// Checks the settings and normalizes the base URL (see [`normalize_base_url`]).
+    pub fn validated(mut self) -> Result<Self> {
+        let bad = |what: String| Err(Error::InvalidInput(format!("LLM configuration: {what}")));
+        if let Some(url) = &self.base_url {
+            self.base_url = Some(normalize_base_url(url)?);
+            if self.model.trim().is_empty() {
+                return bad(format!(
+                    "an endpoint needs a model name (--llm-model or {ENV_MODEL})"
+                ));
+            }
+        }
+        if !(0.0..=2.0).contains(&self.temperature) {
+            return bad(format!("temperature {} is outside 0..=2", self.temperature));
+        }
+        for (name, value) in [
+            ("connect timeout", self.connect_timeout_s),
+            ("request timeout", self.request_timeout_s),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return bad(format!(
+                    "{name} must be a positive number of seconds, not {value}"
+                ));
+            }
+        }
+        if self.max_concurrency == 0 {
+            return bad("max_concurrency must be at least 1".to_owned());
+        }
+        if self.replay.is_some() && self.record.is_some() {
+            return bad("replay and record exclude each other".to_owned());
+        }
+        if self.record.is_some() && self.base_url.is_none() {
+            return bad(format!(
+                "recording needs an endpoint (--llm-base-url or {ENV_BASE_URL})"
+            ));
+        }
+        Ok(self)
+    }
+
+    /// The connect timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.connect_timeout_s)
+    }
+
+    /// The whole-request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.request_timeout_s)
+    }
+
+    /// A request for `stage` with this configuration's temperature, seed and token cap.
+    pub fn request(&self, stage: &str, messages: Vec<Message>) -> ChatRequest {
+        ChatRequest {
+            stage: stage.to_owned(),
+            messages,
+            temperature: self.temperature,
+            seed: self.seed,
+            max_tokens: self.max_tokens,
+        }
+    }
+}
+
+/// Normalizes an endpoint base URL: `http(s)` only, trailing slashes and a trailing
+/// `/chat/completions` dropped, and `/v1` added when the URL has no path
+/// (`http://localhost:11434` → `http://localhost:11434/v1`). Other paths (`/api/v1`,
+/// `/openai/v1`) are kept as given.
+pub fn normalize_base_url(url: &str) -> Result<String> {
+    let bad = |why: &str| Error::InvalidInput(format!("LLM base URL {url:?}: {why}"));
+    let parsed = reqwest::Url::parse(url.trim()).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad("the scheme must be http or https"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(bad("a base URL takes no query or fragment"));
+    }
+    let mut text = parsed.as_str().trim_end_matches('/').to_owned();
+    if let Some(stripped) = text.strip_suffix("/chat/completions") {
+        text = stripped.trim_end_matches('/').to_owned();
+    }
+    if reqwest::Url::parse(&text).is_ok_and(|u| u.path() == "/") {
+        text.push_str("/v1");
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_are_normalized() {
+        let n = |u| normalize_base_url(u).unwrap();
+        assert_eq!(n("http://localhost:11434"), "http://localhost:11434/v1");
+        assert_eq!(n("http://localhost:11434/"), "http://localhost:11434/v1");
+        assert_eq!(n("http://h:8000/v1/"), "http://h:8000/v1");
+        assert_eq!(n("https://api.openai.com/v1"), "https://api.openai.com/v1");
+        assert_eq!(n("http://h/v1/chat/completions"), "http://h/v1");
+        assert_eq!(n("http://h/api/v1"), "http://h/api/v1");
+        for bad in [
+            "localhost:8000",
+            "ftp://h/v1",
+            "not a url",
+            "http://h/v1?x=1",
+            "",
+        ] {
+            assert!(normalize_base_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let config = LlmConfig {
+            api_key: Some(Secret::new("sk-very-secret")),
+            ..LlmConfig::default()
+        };
+        assert!(!format!("{config:?}").contains("sk-very-secret"));
+        let json = serde_json::to_string(&config).unwrap();
+        assert!(!json.contains("sk-very-secret") && json.contains(REDACTED));
+        let key = Secret::new("k3y");
+        assert_eq!(
+            key.scrub("echo k3y and k3y"),
+            "echo <redacted> and <redacted>"
+        );
+        assert_eq!(key.expose(), "k3y");
+    }
+
+    #[test]
+    fn environment_fills_only_unset_fields() {
+        let env = |name: &str| match name {
+            ENV_BASE_URL => Some("http://env:1".to_owned()),
+            ENV_MODEL => Some("env-model".to_owned()),
+            ENV_API_KEY => Some("env-key".to_owned()),
+            _ => None,
+        };
+        let mut config = LlmConfig {
+            model: "flag-model".to_owned(),
+            ..LlmConfig::default()
+        };
+        config.fill_from(env);
+        assert_eq!(config.base_url.as_deref(), Some("http://env:1"));
+        assert_eq!(config.model, "flag-model");
+        assert_eq!(config.api_key.as_ref().map(Secret::expose), Some("env-key"));
+    }
+
+    #[test]
+    fn validation_names_the_problem() {
+        let err = |c: LlmConfig| c.validated().unwrap_err().to_string();
+        let endpoint = LlmConfig {
+            base_url: Some("http://h:1".to_owned()),
+            model: "m".to_owned(),
+            ..LlmConfig::default()
+        };
+        assert_eq!(
+            endpoint.clone().validated().unwrap().base_url.as_deref(),
+            Some("http://h:1/v1")
+        );
+        let no_model = LlmConfig {
+            model: String::new(),
+            ..endpoint.clone()
+        };
+        assert!(err(no_model).contains("model name"));
+        let hot = LlmConfig {
+            temperature: 3.0,
+            ..endpoint.clone()
+        };
+        assert!(err(hot).contains("temperature"));
+        let zero = LlmConfig {
+            request_timeout_s: 0.0,
+            ..endpoint.clone()
+        };
+        assert!(err(zero).contains("request timeout"));
+        let both = LlmConfig {
+            replay: Some("a".into()),
+            record: Some("b".into()),
+            ..endpoint
+        };
+        assert!(err(both).contains("exclude"));
+        assert!(LlmConfig::default().validated().is_ok());
+        assert!(serde_json::from_str::<LlmConfig>(r#"{"modle": "x"}"#).is_err());
+    }
+}

@@ -1,0 +1,316 @@
+//! [`HttpModel`]: any OpenAI-compatible `POST {base}/chat/completions` (Ollama, vLLM, the
+//! `llama.cpp` server, OpenAI-hosted models), on a blocking `reqwest` client with rustls.
+//! Timeouts on connect and on the whole request; bounded retries ([`Backoff`]) on 408, 429, 5xx
+//! gateway errors, connection errors, timeouts and malformed bodies; a concurrency limit shared
+//! by all threads using the model.
+
+use std::time::Duration;
+
+use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use serde::{Deserialize, Serialize};
+
+use super::backoff::{parse_retry_after, Backoff};
+use super::config::{LlmConfig, Secret};
+use super::limit::ConcurrencyLimit;
+use super::usage::TokenCounter;
+use super::{ChatModel, ChatRequest, ChatResponse, Message, Usage};
+use crate::error::{Error, Result};
+
+/// Statuses worth retrying: request timeout, rate limit, and transient server errors.
+pub const RETRYABLE_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
+/// Characters of a response body quoted in an error.
+const SNIPPET_CHARS: usize = 300;
+
+/// A chat model behind an OpenAI-compatible HTTP endpoint. Share one across threads: its
+/// concurrency limit then bounds the whole run.
+#[derive(Debug)]
+pub struct HttpModel {
+    url: String,
+    model: String,
+    api_key: Option<Secret>,
+    client: reqwest::blocking::Client,
+    max_retries: u32,
+    backoff: Backoff,
+    limit: ConcurrencyLimit,
+    counter: TokenCounter,
+}
+
+/// What went wrong with one attempt.
+enum Failure {
+    /// Transient: try again, after `retry_after` when the server said so.
+    Retry {
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// Permanent (a 4xx other than 408/429): give up now.
+    Fatal(String),
+}
+
+impl Failure {
+    fn retry(message: String) -> Self {
+        Failure::Retry {
+            message,
+            retry_after: None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: &'a [Message],
+    temperature: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    stream: bool,
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    choices: Vec<WireChoice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireMessage,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+impl HttpModel {
+    /// A model for `config`'s endpoint (validated first). Loads the configured tokenizer for
+    /// estimates, if any.
+    pub fn new(config: &LlmConfig) -> Result<Self> {
+        let config = config.clone().validated()?;
+        let base = config.base_url.as_deref().ok_or_else(|| {
+            Error::InvalidInput("LLM configuration: no endpoint base URL".to_owned())
+        })?;
+        let client = reqwest::blocking::Client::builder()
+            .connect_timeout(config.connect_timeout())
+            .timeout(config.request_timeout())
+            .build()
+            .map_err(|e| Error::Llm(format!("cannot create the HTTP client: {}", chain(&e))))?;
+        Ok(HttpModel {
+            url: format!("{base}/chat/completions"),
+            model: config.model.clone(),
+            api_key: config.api_key.clone(),
+            client,
+            max_retries: config.max_retries,
+            backoff: Backoff::new(Duration::from_millis(config.backoff_base_ms)),
+            limit: ConcurrencyLimit::new(config.max_concurrency),
+            counter: TokenCounter::load(config.tokenizer.as_deref())?,
+        })
+    }
+
+    /// The model name sent with each request.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The endpoint URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// One attempt, holding a concurrency permit.
+    fn attempt(
+        &self,
+        body: &[u8],
+        request: &ChatRequest,
+    ) -> std::result::Result<ChatResponse, Failure> {
+        let _permit = self.limit.acquire();
+        let mut builder = self
+            .client
+            .post(&self.url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key.expose());
+        }
+        let response = builder
+            .send()
+            .map_err(|e| transport_failure(&e.without_url()))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let text = response.text().map_err(|e| {
+            Failure::retry(format!(
+                "HTTP {status}, reading the body failed: {}",
+                chain(&e.without_url())
+            ))
+        })?;
+        if !status.is_success() {
+            let message = format!("HTTP {status}: {}", snippet(&text));
+            return Err(if RETRYABLE_STATUSES.contains(&status.as_u16()) {
+                Failure::Retry {
+                    message,
+                    retry_after,
+                }
+            } else {
+                Failure::Fatal(message)
+            });
+        }
+        let wire: WireResponse = serde_json::from_str(&text).map_err(|e| {
+            Failure::retry(format!("malformed response body ({e}): {}", snippet(&text)))
+        })?;
+        let choice = wire.choices.into_iter().next().ok_or_else(|| {
+            Failure::retry(format!("response without choices: {}", snippet(&text)))
+        })?;
+        let content = choice.message.content.unwrap_or_default();
+        let usage = match wire.usage {
+            Some(u) => Usage {
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+                estimated: false,
+            },
+            None => self.counter.estimate(&request.messages, &content),
+        };
+        Ok(ChatResponse {
+            content,
+            usage,
+            finish_reason: choice.finish_reason,
+        })
+    }
+
+    fn error(&self, message: &str) -> Error {
+        let text = format!("{} (model {}): {message}", self.url, self.model);
+        Error::Llm(match &self.api_key {
+            Some(key) => key.scrub(&text),
+            None => text,
+        })
+    }
+}
+
+impl ChatModel for HttpModel {
+    fn name(&self) -> String {
+        format!("http:{}", self.model)
+    }
+
+    fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        let body = serde_json::to_vec(&WireRequest {
+            model: &self.model,
+            messages: &request.messages,
+            temperature: request.temperature,
+            seed: request.seed,
+            max_tokens: request.max_tokens,
+            stream: false,
+        })?;
+        let mut retry = 0;
+        loop {
+            let (message, retry_after) = match self.attempt(&body, request) {
+                Ok(response) => return Ok(response),
+                Err(Failure::Fatal(message)) => return Err(self.error(&message)),
+                Err(Failure::Retry {
+                    message,
+                    retry_after,
+                }) => (message, retry_after),
+            };
+            if retry >= self.max_retries {
+                let attempts = retry + 1;
+                return Err(self.error(&format!(
+                    "gave up after {attempts} attempt(s) (stage {}); last error: {message}",
+                    request.stage
+                )));
+            }
+            std::thread::sleep(self.backoff.delay(retry, retry_after));
+            retry += 1;
+        }
+    }
+}
+
+/// A failure to send or to get a response: retried, except a request that cannot be built.
+fn transport_failure(err: &reqwest::Error) -> Failure {
+    if err.is_builder() {
+        return Failure::Fatal(format!("invalid request: {}", chain(err)));
+    }
+    let what = if err.is_connect() {
+        "cannot connect (is the server running?)"
+    } else if err.is_timeout() {
+        "timed out"
+    } else {
+        "request failed"
+    };
+    Failure::retry(format!("{what}: {}", chain(err)))
+}
+
+/// An error and its sources, `outer: inner: innermost` (reqwest's own message alone rarely
+/// says *why*).
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(inner) = source {
+        let line = inner.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = inner.source();
+    }
+    text
+}
+
+/// The start of a body, for error messages.
+fn snippet(text: &str) -> String {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return "(empty body)".to_owned();
+    }
+    let mut out: String = trimmed.chars().take(SNIPPET_CHARS).collect();
+    if out.len() < trimmed.len() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> HttpModel {
+        HttpModel::new(&LlmConfig {
+            base_url: Some("http://127.0.0.1:9".to_owned()),
+            model: "m".to_owned(),
+            api_key: Some(Secret::new("sk-test-key")),
+            ..LlmConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn url_name_and_debug_hide_the_key() {
+        let m = model();
+        assert_eq!(m.url(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(m.name(), "http:m");
+        assert!(!format!("{m:?}").contains("sk-test-key"));
+        let err = m.error("server said: bad key sk-test-key").to_string();
+        assert!(
+            !err.contains("sk-test-key") && err.contains("<redacted>"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn snippets_are_bounded() {
+        assert_eq!(snippet("  "), "(empty body)");
+        let long = "x".repeat(1000);
+        assert_eq!(snippet(&long).chars().count(), SNIPPET_CHARS + 1);
+    }
+}

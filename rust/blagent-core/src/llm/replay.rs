@@ -1,0 +1,357 @@
+//! Cassettes: recorded exchanges, one JSON line each (`{"key", "request", "response"}`, or
+//! `"error"` for a request that failed), so any run can be reproduced exactly. The key is a
+//! BLAKE3 hash of what the model sees ([`request_key`]); the stage is recorded but not hashed.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use super::{ChatModel, ChatRequest, ChatResponse, Message};
+use crate::error::{Error, Result};
+
+/// A request as a cassette stores it: the model name and everything sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    /// Model name (part of the key).
+    pub model: String,
+    /// The stage that asked (not part of the key).
+    pub stage: String,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// Sampling seed.
+    pub seed: Option<u64>,
+    /// Completion token cap.
+    pub max_tokens: Option<u32>,
+}
+
+/// One cassette line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CassetteEntry {
+    /// [`request_key`] of the request.
+    pub key: String,
+    /// The request.
+    pub request: RecordedRequest,
+    /// The answer, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<ChatResponse>,
+    /// The error message, when the request failed (replayed as the same error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct KeyMaterial<'a> {
+    model: &'a str,
+    messages: &'a [Message],
+    temperature: f32,
+    seed: Option<u64>,
+    max_tokens: Option<u32>,
+}
+
+/// The replay key of `request` sent to `model`: BLAKE3 (hex) over the JSON of (model,
+/// messages, temperature, seed, `max_tokens`), in that field order. The stage is left out, so a
+/// renamed stage still replays.
+pub fn request_key(model: &str, request: &ChatRequest) -> String {
+    let material = KeyMaterial {
+        model,
+        messages: &request.messages,
+        temperature: request.temperature,
+        seed: request.seed,
+        max_tokens: request.max_tokens,
+    };
+    let bytes = serde_json::to_vec(&material).expect("plain data serializes");
+    blake3::hash(&bytes).to_hex().to_string()
+}
+
+/// Serves the exchanges of a cassette. Identical requests are answered in recorded order; a
+/// request not in the cassette, or asked more often than recorded, is an [`Error::Llm`].
+#[derive(Debug)]
+pub struct ReplayModel {
+    path: PathBuf,
+    model: String,
+    recorded: HashSet<String>,
+    queues: Mutex<HashMap<String, VecDeque<std::result::Result<ChatResponse, String>>>>,
+}
+
+impl ReplayModel {
+    /// Opens a cassette recorded with one model (whose name then keys the requests).
+    pub fn open(path: &Path) -> Result<Self> {
+        let entries = read_cassette(path)?;
+        let models: HashSet<&str> = entries.iter().map(|e| e.request.model.as_str()).collect();
+        if models.len() > 1 {
+            let mut names: Vec<&str> = models.into_iter().collect();
+            names.sort_unstable();
+            return Err(Error::InvalidInput(format!(
+                "cassette {} holds several models ({}); name the one to replay",
+                path.display(),
+                names.join(", ")
+            )));
+        }
+        let model = models.into_iter().next().unwrap_or_default().to_owned();
+        Ok(Self::from_entries(path, model, entries))
+    }
+
+    /// Opens a cassette and replays the exchanges of `model`.
+    pub fn open_with_model(path: &Path, model: &str) -> Result<Self> {
+        let entries = read_cassette(path)?;
+        Ok(Self::from_entries(path, model.to_owned(), entries))
+    }
+
+    fn from_entries(path: &Path, model: String, entries: Vec<CassetteEntry>) -> Self {
+        let mut queues: HashMap<_, VecDeque<_>> = HashMap::new();
+        for entry in entries {
+            let outcome = match (entry.response, entry.error) {
+                (Some(response), _) => Ok(response),
+                (None, error) => Err(error.unwrap_or_else(|| "recorded without a response".into())),
+            };
+            queues.entry(entry.key).or_default().push_back(outcome);
+        }
+        ReplayModel {
+            path: path.to_owned(),
+            model,
+            recorded: queues.keys().cloned().collect(),
+            queues: Mutex::new(queues),
+        }
+    }
+
+    /// The model name whose requests are replayed.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+}
+
+impl ChatModel for ReplayModel {
+    fn name(&self) -> String {
+        format!("replay:{}", self.model)
+    }
+
+    fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        let key = request_key(&self.model, request);
+        let next = self
+            .queues
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(&key)
+            .and_then(VecDeque::pop_front);
+        match next {
+            Some(Ok(response)) => Ok(response),
+            Some(Err(message)) => Err(Error::Llm(message)),
+            None => {
+                let why = if self.recorded.contains(&key) {
+                    "asked more often than recorded"
+                } else {
+                    "not recorded"
+                };
+                Err(Error::Llm(format!(
+                    "replay {}: request {key} (stage {}, model {}) {why}",
+                    self.path.display(),
+                    request.stage,
+                    self.model
+                )))
+            }
+        }
+    }
+}
+
+/// Reads every entry; a malformed last line without a newline (an interrupted recording) is
+/// dropped, any other malformed line is an error naming it.
+fn read_cassette(path: &Path) -> Result<Vec<CassetteEntry>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut entries = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(entry) => entries.push(entry),
+            Err(_) if i + 1 == lines.len() => {} // unterminated last line
+            Err(e) => {
+                return Err(Error::Dataset {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    message: format!("not a cassette entry: {e}"),
+                })
+            }
+        }
+    }
+    Ok(entries)
+}
+
+/// Wraps a model and appends each exchange (answer or error) to a cassette, one flushed line
+/// per request; safe when several threads share it.
+#[derive(Debug)]
+pub struct RecordingModel<M> {
+    inner: M,
+    model: String,
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl<M: ChatModel> RecordingModel<M> {
+    /// Records `inner`'s exchanges, keyed with `model` (the name it sends), to `path`
+    /// (appended to; created with its folder if missing).
+    pub fn create(inner: M, model: impl Into<String>, path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(RecordingModel {
+            inner,
+            model: model.into(),
+            path: path.to_owned(),
+            file: Mutex::new(file),
+        })
+    }
+}
+
+impl<M: ChatModel> ChatModel for RecordingModel<M> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        let result = self.inner.chat(request);
+        let entry = CassetteEntry {
+            key: request_key(&self.model, request),
+            request: RecordedRequest {
+                model: self.model.clone(),
+                stage: request.stage.clone(),
+                messages: request.messages.clone(),
+                temperature: request.temperature,
+                seed: request.seed,
+                max_tokens: request.max_tokens,
+            },
+            response: result.as_ref().ok().cloned(),
+            error: result.as_ref().err().map(|e| match e {
+                Error::Llm(message) => message.clone(),
+                other => other.to_string(),
+            }),
+        };
+        let mut line = serde_json::to_string(&entry)?;
+        line.push('\n');
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|e| Error::io(&self.path, e))?;
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Usage;
+
+    /// Answers with the last message reversed; fails on "fail".
+    struct Echo;
+
+    impl ChatModel for Echo {
+        fn name(&self) -> String {
+            "echo".into()
+        }
+        fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+            let last = &request.messages.last().unwrap().content;
+            if last == "fail" {
+                return Err(Error::Llm("echo refused".into()));
+            }
+            Ok(ChatResponse {
+                content: last.chars().rev().collect(),
+                usage: Usage::default(),
+                finish_reason: Some("stop".into()),
+            })
+        }
+    }
+
+    fn ask(stage: &str, text: &str) -> ChatRequest {
+        ChatRequest {
+            stage: stage.into(),
+            messages: vec![Message::user(text)],
+            temperature: 0.0,
+            seed: Some(7),
+            max_tokens: None,
+        }
+    }
+
+    #[test]
+    fn key_ignores_the_stage_but_not_what_is_sent() {
+        let base = request_key("m", &ask("t0", "hi"));
+        assert_eq!(base, request_key("m", &ask("phase1", "hi")));
+        assert_ne!(base, request_key("m2", &ask("t0", "hi")));
+        assert_ne!(base, request_key("m", &ask("t0", "hi!")));
+        let mut hot = ask("t0", "hi");
+        hot.temperature = 0.7;
+        assert_ne!(base, request_key("m", &hot));
+        assert_eq!(base.len(), 64);
+    }
+
+    #[test]
+    fn records_then_replays_answers_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/run.jsonl");
+        let recorder = RecordingModel::create(Echo, "m", &path).unwrap();
+        let first = recorder.chat(&ask("t0", "abc")).unwrap();
+        recorder.chat(&ask("t0", "xyz")).unwrap();
+        recorder.chat(&ask("t1", "abc")).unwrap();
+        assert!(recorder.chat(&ask("t0", "fail")).is_err());
+        drop(recorder);
+        // An interrupted recording leaves half a line; it is dropped.
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"key\": \"trunc");
+        std::fs::write(&path, text).unwrap();
+
+        let replay = ReplayModel::open(&path).unwrap();
+        assert_eq!(replay.name(), "replay:m");
+        assert_eq!(replay.chat(&ask("other-stage", "abc")).unwrap(), first);
+        assert_eq!(replay.chat(&ask("t0", "xyz")).unwrap().content, "zyx");
+        assert_eq!(replay.chat(&ask("t1", "abc")).unwrap().content, "cba");
+        let err = replay.chat(&ask("t0", "abc")).unwrap_err().to_string();
+        assert!(err.contains("more often than recorded"), "{err}");
+        assert_eq!(
+            replay.chat(&ask("t0", "fail")).unwrap_err().to_string(),
+            "LLM error: echo refused"
+        );
+        let missing = replay.chat(&ask("phase2", "new")).unwrap_err().to_string();
+        let key = request_key("m", &ask("phase2", "new"));
+        assert!(
+            missing.contains(&key) && missing.contains("phase2"),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn malformed_lines_and_mixed_models_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        std::fs::write(&path, "not json\n").unwrap();
+        assert!(ReplayModel::open(&path)
+            .unwrap_err()
+            .to_string()
+            .contains(":1:"));
+        std::fs::write(&path, "").unwrap();
+        RecordingModel::create(Echo, "a", &path)
+            .unwrap()
+            .chat(&ask("s", "x"))
+            .unwrap();
+        RecordingModel::create(Echo, "b", &path)
+            .unwrap()
+            .chat(&ask("s", "x"))
+            .unwrap();
+        assert!(ReplayModel::open(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("a, b"));
+        let b = ReplayModel::open_with_model(&path, "b").unwrap();
+        assert_eq!(b.chat(&ask("s", "x")).unwrap().content, "x");
+    }
+}

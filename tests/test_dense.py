@@ -1,0 +1,91 @@
+"""Dense retrieval end to end with the real default model: chunk embeddings in a Faiss index,
+the dense signals in the fused ranking, the embedding cache across commits, and the stored vector
+index (reused when sound, rebuilt when stale or corrupt)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from blagent import InputError, Localizer
+
+ISSUE = (
+    "apply_discount accepts a percentage above one hundred\n\n"
+    "Calling `apply_discount(100, 150)` should raise DiscountError but returns a negative total."
+)
+DENSE_SIGNALS = {"dense_issue", "dense_structural", "dense_behavioral"}
+
+
+def localize(repo: Path, cache: Path, **options: object) -> dict:
+    return Localizer(dense=True, cache_dir=cache, **options).localize(repo, ISSUE).to_dict()
+
+
+def manifests(cache: Path) -> list[Path]:
+    return sorted((cache / "indexes").glob("*/manifest.json"))
+
+
+def test_dense_signals_fire_and_point_at_chunks(repo: Path, tmp_path: Path) -> None:
+    result = localize(repo, tmp_path / "cache")
+    top = result["files"][0]
+    assert top["path"] == "shop/pricing.py"
+    assert DENSE_SIGNALS <= set(top["signals"])
+    dense = [e for e in top["evidence"] if e["signal"] == "dense_issue"]
+    assert dense and dense[0]["lines"][0] >= 1 and "cosine" in dense[0]["detail"]
+    lexical = Localizer().localize(repo, ISSUE).to_dict()
+    assert not DENSE_SIGNALS & set(lexical["files"][0]["signals"])
+
+
+def test_a_sound_stored_index_is_reused_and_a_corrupt_one_rebuilt(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = localize(repo, cache)
+    (manifest,) = manifests(cache)
+    before = manifest.read_text()
+    again = localize(repo, cache)
+    assert [f["path"] for f in again["files"]] == [f["path"] for f in first["files"]]
+    assert manifest.read_text() == before
+    vectors = manifest.parent / "vectors.faiss"
+    data = bytearray(vectors.read_bytes())
+    data[-1] ^= 0xFF
+    vectors.write_bytes(bytes(data))
+    rebuilt = localize(repo, cache)
+    assert [f["path"] for f in rebuilt["files"]] == [f["path"] for f in first["files"]]
+    assert json.loads(manifest.read_text())["checksum"] == json.loads(before)["checksum"]
+
+
+def test_another_commit_embeds_only_new_chunks(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    localize(repo, cache)
+    entries = sum(1 for p in (cache / "embeddings").rglob("*") if p.is_file())
+    (repo / "shop" / "coupons.py").write_text("def redeem(code):\n    return code.upper()\n")
+    localize(repo, cache)
+    after = sum(1 for p in (cache / "embeddings").rglob("*") if p.is_file())
+    # One new chunk, plus the three query vectors of the (unchanged) issue already cached.
+    assert after == entries + 1
+    assert len(manifests(cache)) == 2
+
+
+def test_hnsw_and_truncation_are_options(repo: Path, tmp_path: Path) -> None:
+    hnsw = localize(repo, tmp_path / "cache", index_kind="hnsw", dense_max_tokens=64)
+    assert hnsw["files"][0]["path"] == "shop/pricing.py"
+    kinds = {json.loads(m.read_text())["kind"]["kind"] for m in manifests(tmp_path / "cache")}
+    assert kinds == {"hnsw"}
+    with pytest.raises(InputError, match="index kind"):
+        Localizer(dense=True, index_kind="ivf")
+
+
+def test_cli_dense_flag(repo: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "blagent", "localize", "--repo", str(repo), "--issue-text", ISSUE,
+         "--dense", "--cache-dir", str(tmp_path / "cache"), "--quiet"],  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    files = json.loads(proc.stdout)["files"]
+    assert DENSE_SIGNALS <= set(files[0]["signals"])
+    assert proc.stderr == ""

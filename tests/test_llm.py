@@ -1,0 +1,200 @@
+"""The LLM client and its command-line flags, against the scripted OpenAI-compatible server on
+loopback (agentless_adapter.scripted_server): answers, errors, replay, and the key never shown."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import pytest
+
+from agentless_adapter.scripted_server import ScriptedServer, start_scripted
+from blagent import InputError, LlmClient, LlmError
+from blagent.cli import build_parser, llm_config
+
+KEY = "sk-python-test-secret-42"
+MESSAGES = json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Which file?"}])
+
+
+@pytest.fixture
+def scripted() -> Iterator[tuple[ScriptedServer, str]]:
+    server, url = start_scripted()
+    yield server, url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def no_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("BLAGENT_LLM_BASE_URL", "BLAGENT_LLM_MODEL", "BLAGENT_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def client(**config: Any) -> LlmClient:
+    return LlmClient(json.dumps(config))
+
+
+def test_chat_returns_content_and_usage_and_sends_the_key(scripted: tuple[ScriptedServer, str]) -> None:
+    server, url = scripted
+    llm = client(base_url=url, model="coder", api_key=KEY, seed=3)
+    assert llm.enabled and llm.name == "http:coder"
+    response = json.loads(llm.chat(MESSAGES, "t0"))
+    assert response["content"] == "```\n```"
+    assert response["finish_reason"] == "stop"
+    assert response["usage"]["estimated"] is False and response["usage"]["prompt_tokens"] == 2
+    usage = json.loads(llm.usage_json())
+    assert usage["stages"]["t0"]["calls"] == 1 and usage["total"]["prompt_tokens"] == 2
+    assert usage["total"]["cost_usd"] is None, "an unknown model has no price"
+    assert server.requests[-1]["authorization"] == f"Bearer {KEY}"
+    assert server.requests[-1]["path"] == "/v1/chat/completions"
+    config = llm.config_json()
+    assert KEY not in config and "<redacted>" in config
+    assert json.loads(config)["base_url"] == url
+
+
+def test_base_url_without_v1_and_no_key_header(scripted: tuple[ScriptedServer, str]) -> None:
+    server, url = scripted
+    llm = client(base_url=url.removesuffix("/v1"), model="coder")
+    json.loads(llm.chat(MESSAGES, "t0"))
+    assert server.requests[-1]["path"] == "/v1/chat/completions"
+    assert server.requests[-1]["authorization"] is None
+
+
+def test_environment_supplies_endpoint_and_key(scripted: tuple[ScriptedServer, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    server, url = scripted
+    monkeypatch.setenv("BLAGENT_LLM_BASE_URL", url)
+    monkeypatch.setenv("BLAGENT_LLM_MODEL", "from-env")
+    monkeypatch.setenv("BLAGENT_LLM_API_KEY", KEY)
+    llm = client()
+    assert llm.name == "http:from-env"
+    llm.chat(MESSAGES, "t0")
+    assert server.requests[-1]["model"] == "from-env"
+    assert server.requests[-1]["authorization"] == f"Bearer {KEY}"
+
+
+def test_errors_are_llm_errors_within_bounded_time(scripted: tuple[ScriptedServer, str]) -> None:
+    _, url = scripted
+    with pytest.raises(LlmError, match="400"):
+        client(base_url=url, model="error-400").chat(MESSAGES, "t0")
+    started = time.monotonic()
+    with pytest.raises(LlmError, match=r"gave up after 2 attempt\(s\).*500"):
+        client(base_url=url, model="error-500", max_retries=1, backoff_base_ms=10).chat(MESSAGES, "t0")
+    assert time.monotonic() - started < 5
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    started = time.monotonic()
+    with pytest.raises(LlmError, match="cannot connect"):
+        client(base_url=dead, model="m", max_retries=1, backoff_base_ms=10).chat(MESSAGES, "t0")
+    assert time.monotonic() - started < 5
+
+
+def test_llm_free_and_invalid_configurations() -> None:
+    llm = client()
+    assert not llm.enabled and llm.name == "none"
+    with pytest.raises(LlmError, match="no LLM configured"):
+        llm.chat(MESSAGES, "t0")
+    for bad, match in [
+        ({"base_url": "localhost:8000", "model": "m"}, "base URL"),
+        ({"base_url": "http://h:1"}, "model name"),
+        ({"temperature": 9}, "temperature"),
+        ({"max_retries": "many"}, "invalid LLM configuration"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            client(**bad)
+    with pytest.raises(InputError, match="invalid messages"):
+        llm.chat("[{}]", "t0")
+
+
+def test_recorded_exchanges_replay_identically(scripted: tuple[ScriptedServer, str], tmp_path: Path) -> None:
+    server, url = scripted
+    cassette = tmp_path / "cassette.jsonl"
+    recording = client(base_url=url, model="coder", record=str(cassette))
+    first = [recording.chat(MESSAGES, stage) for stage in ("t0", "phase1")]
+    asked = len(server.requests)
+    replaying = client(replay=str(cassette))
+    assert replaying.name == "replay:coder"
+    assert [replaying.chat(MESSAGES, stage) for stage in ("t0", "phase1")] == first
+    assert json.loads(replaying.usage_json()) == json.loads(recording.usage_json())
+    assert len(server.requests) == asked
+    with pytest.raises(LlmError, match="stage t1"):
+        replaying.chat(json.dumps([{"role": "user", "content": "new"}]), "t1")
+
+
+def test_cli_flags_become_a_config() -> None:
+    args = build_parser().parse_args(
+        ["batch", "--dataset", "d", "--repos", "r", "--out", "o",
+         "--llm-base-url", "http://h:1", "--llm-model", "m", "--llm-temperature", "0.2",
+         "--llm-seed", "7", "--llm-timeout", "30", "--llm-max-retries", "2",
+         "--llm-concurrency", "8", "--llm-record", "c.jsonl", "--llm-prices", "p.json"]
+    )  # fmt: skip
+    assert llm_config(args) == {
+        "base_url": "http://h:1",
+        "model": "m",
+        "temperature": 0.2,
+        "seed": 7,
+        "request_timeout_s": 30.0,
+        "max_retries": 2,
+        "max_concurrency": 8,
+        "record": "c.jsonl",
+        "prices": "p.json",
+    }
+    for command in (["localize", "--repo", "x"], ["eval", "--dataset", "d", "--repos", "r"]):
+        args = build_parser().parse_args([*command, "--llm-replay", "run.jsonl"])
+        assert llm_config(args) == {"replay": "run.jsonl"}
+    assert llm_config(build_parser().parse_args(["localize", "--repo", "x"])) == {}
+
+
+def run_cli(*args: str, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("BLAGENT_LLM_")}
+    return subprocess.run(
+        [sys.executable, "-m", "blagent", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, **(env or {})},
+    )
+
+
+def test_llm_check_never_prints_the_key(scripted: tuple[ScriptedServer, str]) -> None:
+    server, url = scripted
+    by_flag = run_cli("llm-check", "--llm-base-url", url, "--llm-model", "coder", "--llm-api-key", KEY)
+    assert by_flag.returncode == 0, by_flag.stderr
+    report = json.loads(by_flag.stdout)
+    assert report["model"] == "http:coder" and report["reply"] == "```\n```"
+    assert report["usage"]["calls"] == 1
+    by_env = run_cli("llm-check", env={"BLAGENT_LLM_BASE_URL": url, "BLAGENT_LLM_MODEL": "coder", "BLAGENT_LLM_API_KEY": KEY})
+    assert by_env.returncode == 0, by_env.stderr
+    failing = run_cli("llm-check", "--llm-base-url", url, "--llm-model", "error-401", "--llm-api-key", KEY)
+    assert failing.returncode == 3 and "401" in failing.stderr
+    for proc in (by_flag, by_env, failing):
+        assert KEY not in proc.stdout + proc.stderr
+    assert [r["authorization"] for r in server.requests] == [f"Bearer {KEY}"] * 3
+
+
+def test_llm_check_without_an_llm_is_bad_input() -> None:
+    proc = run_cli("llm-check")
+    assert proc.returncode == 1 and "no LLM configured" in proc.stderr
+
+
+def test_localize_sends_llm_pipelines_to_the_endpoint(repo: Path, scripted: tuple[ScriptedServer, str]) -> None:
+    server, url = scripted
+    flags = ["--llm-base-url", url, "--llm-model", "coder", "--llm-api-key", KEY]
+    fused = run_cli("localize", "--repo", str(repo), "--issue-text", "apply_discount fails", *flags)
+    assert fused.returncode == 0, fused.stderr
+    assert json.loads(fused.stdout)["files"] and server.requests == []
+    proc = run_cli("localize", "--repo", str(repo), "--issue-text", "apply_discount fails", "--pipeline", "blagent", *flags)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["files"] and result["llm"]["calls"] > 0
+    assert server.requests and all(r["authorization"] == f"Bearer {KEY}" for r in server.requests)
+    assert KEY not in proc.stdout + proc.stderr
+    bad = run_cli("localize", "--repo", str(repo), "--issue-text", "x", "--llm-base-url", "nope")
+    assert bad.returncode == 1 and "base URL" in bad.stderr
