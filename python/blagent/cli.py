@@ -176,6 +176,7 @@ def cmd_llm_check(args: argparse.Namespace) -> int:
 
 
 def cmd_localize(args: argparse.Namespace) -> int:
+    llm_client(args)  # a bad --llm-* configuration is bad input, whichever pipeline runs
     if args.request_json is not None:
         if args.pipeline != "fused":
             raise _core.InputError("--request-json runs the fused pipeline only; drop --pipeline")
@@ -270,6 +271,7 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    llm_client(args)
     options = json.loads(_localizer(args, args.top_k).options_json())
     if args.weights:
         options["weights"].update(json.loads(args.weights))
@@ -299,6 +301,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
+    llm_client(args)
     out = Path(args.out)
     failures = Path(args.failures_out) if args.failures_out else out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
     options = _localizer(args, args.top_k).options_json()
