@@ -89,3 +89,27 @@ def test_cli_dense_flag(repo: Path, tmp_path: Path) -> None:
     files = json.loads(proc.stdout)["files"]
     assert DENSE_SIGNALS <= set(files[0]["signals"])
     assert proc.stderr == ""
+
+
+def test_eval_with_given_rewrites_reports_the_pool(repo: Path, tmp_path: Path) -> None:
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    (trees / "shop-1").symlink_to(repo)
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "shop-1", "repo": "o/shop", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]}) + "\n")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(
+        json.dumps({"instance_id": "shop-1", "structural_t0": "apply_discount DiscountError shop/pricing.py", "behavioral_t1": "a discount above 100 percent gives a negative total"})
+        + "\n"
+    )
+    base = [sys.executable, "-m", "blagent", "eval", "--dataset", str(dataset), "--repos", str(trees), "--format", "json", "--quiet"]
+    proc = subprocess.run([*base, "--dense", "--cache-dir", str(tmp_path / "cache"), "--queries", str(queries)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    rewrites = report["rewrites"]
+    assert rewrites["instances"] == 1 and rewrites["pool_recall"] == 1.0
+    assert 1 <= rewrites["pool_mean_size"] <= 15
+    assert rewrites["dense_structural"]["instances"] == 1
+    assert report["dense"]["embedded"] > 0
+    without_dense = subprocess.run([*base, "--queries", str(queries)], capture_output=True, text=True, check=False)
+    assert without_dense.returncode == 1 and "--dense" in without_dense.stderr

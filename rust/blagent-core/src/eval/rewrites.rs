@@ -7,15 +7,14 @@
 //! [`POOL_CAP`] files: how often it holds a gold file, and how large it is.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metrics, MetricsAccumulator};
+use super::run::read_jsonl;
 use crate::dense::{merge_candidates, DenseIndex};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::RepoIndex;
 use crate::retrieve::Rewrites;
 
@@ -35,27 +34,18 @@ struct QueryLine {
 
 /// Reads `{"instance_id", "structural_t0", "behavioral_t1"}` lines (`t0` / `t1` accepted too).
 pub fn load_rewrites(path: &Path) -> Result<HashMap<String, Rewrites>> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut out = HashMap::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::io(path, e))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let row: QueryLine = serde_json::from_str(&line).map_err(|e| Error::Dataset {
-            path: path.to_path_buf(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        out.insert(
-            row.instance_id,
-            Rewrites {
-                structural: row.structural_t0,
-                behavioral: row.behavioral_t1,
-            },
-        );
-    }
-    Ok(out)
+    Ok(read_jsonl::<QueryLine>(path)?
+        .into_iter()
+        .map(|row| {
+            (
+                row.instance_id,
+                Rewrites {
+                    structural: row.structural_t0,
+                    behavioral: row.behavioral_t1,
+                },
+            )
+        })
+        .collect())
 }
 
 /// Retrieval measured under the given rewrites.

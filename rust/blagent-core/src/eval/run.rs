@@ -58,24 +58,31 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
     files
 }
 
-/// Reads a JSONL dataset; a malformed line is an error naming the line.
-pub fn load_dataset(path: &Path) -> Result<Vec<Instance>> {
+/// Reads a JSONL file of `T` (blank lines skipped); a malformed line is an error naming it.
+pub(super) fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut instances = Vec::new();
+    let mut rows = Vec::new();
     for (i, line) in BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| Error::io(path, e))?;
         if line.trim().is_empty() {
             continue;
         }
-        let mut instance: Instance = serde_json::from_str(&line).map_err(|e| Error::Dataset {
+        rows.push(serde_json::from_str(&line).map_err(|e| Error::Dataset {
             path: path.to_path_buf(),
             line: i + 1,
             message: e.to_string(),
-        })?;
+        })?);
+    }
+    Ok(rows)
+}
+
+/// Reads a JSONL dataset; a malformed line is an error naming the line.
+pub fn load_dataset(path: &Path) -> Result<Vec<Instance>> {
+    let mut instances: Vec<Instance> = read_jsonl(path)?;
+    for instance in &mut instances {
         if instance.gold_files.is_empty() {
             instance.gold_files = gold_files_from_patch(&instance.patch);
         }
-        instances.push(instance);
     }
     Ok(instances)
 }
