@@ -5,7 +5,7 @@
 
 use crate::index::RepoIndex;
 use crate::query::reformulate;
-use crate::retrieve::{compute_signals, fuse, FileSignals, FusionWeights, Signal};
+use crate::retrieve::{add_dense_view, compute_signals, fuse, FileSignals, FusionWeights, Signal};
 
 /// A span of a file that matched the query.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,12 +31,20 @@ pub struct FileHit {
 
 /// Every file with any signal for `text`, best first: the query is reformulated and scored
 /// exactly as an issue is in LLM-free mode (lexical BM25 over files and chunks, mentions,
-/// definitions, …). The one place later retrievers (dense) plug in.
+/// definitions, …), plus, when the index has a dense part, the files of the chunks nearest to
+/// the text (BLAgent's dense retrieval per query). A dense failure (the encoder erring) leaves
+/// the lexical ranking.
 pub fn retrieve_for_query(index: &RepoIndex, text: &str, weights: &FusionWeights) -> Vec<FileHit> {
     if text.trim().is_empty() {
         return Vec::new();
     }
-    let signals = compute_signals(index, &reformulate(text));
+    let mut signals = compute_signals(index, &reformulate(text));
+    if let Some(dense) = &index.dense {
+        let mut with_dense = signals.clone();
+        if add_dense_view(index, dense, Signal::DenseIssue, text, &mut with_dense).is_ok() {
+            signals = with_dense;
+        }
+    }
     hits(&signals, &fuse(&signals, weights))
 }
 
@@ -48,7 +56,16 @@ pub fn hits(signals: &[FileSignals], ranked: &[(usize, f32)]) -> Vec<FileHit> {
             let mut top_chunks: Vec<ChunkHit> = signals[file]
                 .evidence
                 .iter()
-                .filter(|e| matches!(e.signal, Signal::Bm25Chunk | Signal::TitleChunk))
+                .filter(|e| {
+                    matches!(
+                        e.signal,
+                        Signal::Bm25Chunk
+                            | Signal::TitleChunk
+                            | Signal::DenseIssue
+                            | Signal::DenseStructural
+                            | Signal::DenseBehavioral
+                    )
+                })
                 .filter_map(|e| {
                     e.lines.map(|lines| ChunkHit {
                         lines,

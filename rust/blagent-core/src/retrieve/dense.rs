@@ -45,20 +45,33 @@ pub fn dense_signals(
         (Signal::DenseBehavioral, rewrites.behavioral.as_str()),
     ];
     for (signal, text) in views {
-        if text.trim().is_empty() {
-            continue;
-        }
-        for hit in dense.search_files(text)? {
-            let (file, chunk) = index.chunk_refs[hit.chunk];
-            let chunk = &index.files[file as usize].parsed.chunks[chunk as usize];
-            out[hit.file].add(Evidence {
-                signal,
-                score: hit.score,
-                detail: format!("nearest chunk, cosine {:.3}", hit.score),
-                lines: Some((chunk.start_line, chunk.end_line)),
-                symbol: chunk.symbol.clone(),
-            });
-        }
+        add_dense_view(index, dense, signal, text, out)?;
+    }
+    Ok(())
+}
+
+/// Adds one dense signal: the files whose chunks are nearest to `text`, each scored by its best
+/// chunk's cosine, with that chunk as evidence.
+pub fn add_dense_view(
+    index: &RepoIndex,
+    dense: &DenseIndex,
+    signal: Signal,
+    text: &str,
+    out: &mut [FileSignals],
+) -> Result<()> {
+    if text.trim().is_empty() {
+        return Ok(());
+    }
+    for hit in dense.search_files(text)? {
+        let (file, chunk) = index.chunk_refs[hit.chunk];
+        let chunk = &index.files[file as usize].parsed.chunks[chunk as usize];
+        out[hit.file].add(Evidence {
+            signal,
+            score: hit.score,
+            detail: format!("nearest chunk, cosine {:.3}", hit.score),
+            lines: Some((chunk.start_line, chunk.end_line)),
+            symbol: chunk.symbol.clone(),
+        });
     }
     Ok(())
 }

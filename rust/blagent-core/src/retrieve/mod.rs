@@ -7,7 +7,7 @@ mod signals;
 
 use serde::{Deserialize, Serialize};
 
-pub use self::dense::{dense_signals, Rewrites};
+pub use self::dense::{add_dense_view, dense_signals, Rewrites};
 pub use self::fuse::{fuse, FusionWeights, Normalizer};
 pub use self::signals::compute_signals;
 
