@@ -27,6 +27,7 @@ CPU count), BLAGENT_LLAMA_CMAKE_ARGS (extra cmake arguments, shell-quoted).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import hashlib
 import json
 import os
@@ -59,6 +60,10 @@ MODEL_ALIAS = "qwen2.5-coder-0.5b-instruct"
 DEFAULT_CTX = 32768
 DEFAULT_THREADS = 2
 HOST = "127.0.0.1"
+# ggml's CPU threads meet at a barrier after every op. OpenMP's default is to spin there, which
+# on a busy 2-core machine (builds, tests, blagent itself) collapses generation to 1-2 tokens/s;
+# sleeping instead measured 7-9 tokens/s under the same load. A caller's own setting wins.
+SERVER_ENV_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
 
 CMAKE_ARGS = [
     "-DCMAKE_BUILD_TYPE=Release",
@@ -312,15 +317,32 @@ class Server:
     def command(self) -> list[str]:
         return serve_command(self.port, self.ctx, self.threads)
 
+    @property
+    def env_overrides(self) -> dict[str, str]:
+        return {k: os.environ.get(k, v) for k, v in SERVER_ENV_DEFAULTS.items()}
+
+    @property
+    def command_line(self) -> str:
+        """The command as a shell line, environment settings first."""
+        env = [f"{k}={shlex.quote(v)}" for k, v in self.env_overrides.items()]
+        return " ".join([*env, shlex.join(self.command)])
+
     def __enter__(self) -> Server:
         for path, what in ((server_path(), "llama-server"), (model_path(), "model")):
             if not path.is_file():
                 die(f"{what} missing at {path}; run `python bench/llm_server.py setup` first")
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        log("$ " + shlex.join(self.command))
+        log("$ " + self.command_line)
         log(f"server log: {self.log_file}")
+        env = {**os.environ, **self.env_overrides}
         with self.log_file.open("wb") as out:
-            self.proc = subprocess.Popen(self.command, stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                self.command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=die_with_parent,
+            )
         self._wait_healthy(timeout=180)
         return self
 
@@ -358,17 +380,26 @@ class Server:
         self.stop()
 
 
-def raise_on_sigterm() -> None:
-    """SIGTERM ends the foreground process like Ctrl-C, so `with Server` cleans up."""
+def die_with_parent() -> None:
+    """In the child, before exec: Linux sends it SIGTERM when this script dies, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGINT (Ctrl-C) raise KeyboardInterrupt, so `with Server` stops the server.
+    Set explicitly: a shell starts background jobs with SIGINT ignored."""
 
     def handler(signum, _frame):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    raise_on_sigterm()
+    stop_on_signals()
     try:
         with Server(args.port, args.ctx, args.threads) as server:
             print(server.base_url, flush=True)
@@ -419,10 +450,10 @@ def content_of(reply: dict) -> str:
 
 def cmd_smoke(args: argparse.Namespace) -> int:
     port = args.port or free_port()
-    raise_on_sigterm()
+    stop_on_signals()
     with Server(port, args.ctx, args.threads) as server:
         print(f"base URL: {server.base_url}")
-        print(f"serve command: {shlex.join(server.command)}")
+        print(f"serve command: {server.command_line}")
         models = http_json(server.base_url + "/models")
         print(f"/v1/models: {[m.get('id') for m in models.get('data', [])]}")
 
