@@ -290,7 +290,9 @@ def serve_command(port: int, ctx: int, threads: int) -> list[str]:
     ]  # fmt: skip
 
 
-def http_json(url: str, body: dict | None = None, timeout: float = 600) -> dict:
+def http_json(url: str, body: dict | None = None, timeout: float = 3600) -> dict:
+    """POST `body` (GET when None) and decode the JSON answer. The long default timeout is for
+    long prompts: a 16k-token prompt took over 10 minutes on a busy 2-core machine."""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=timeout) as resp:
