@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blagent_core::llm::{
-    model_from_config, ChatModel, ChatRequest, HttpModel, LlmClient, LlmConfig, Message, Secret,
+    model_from_config, request_key, ChatModel, ChatRequest, HttpModel, LlmClient, LlmConfig,
+    Message, Secret,
 };
 use blagent_core::Error;
 use support::scripted_server::{dead_base_url, Action, ScriptedServer};
@@ -34,6 +35,7 @@ fn request(stage: &str, text: &str) -> ChatRequest {
         temperature: 0.0,
         seed: None,
         max_tokens: None,
+        json: false,
     }
 }
 
@@ -99,6 +101,24 @@ fn no_key_no_authorization_header_and_optional_fields_omitted() {
     let got = &server.received()[0];
     assert_eq!(got.header("authorization"), None);
     assert!(got.body.get("seed").is_none() && got.body.get("max_tokens").is_none());
+    assert!(got.body.get("response_format").is_none());
+}
+
+#[test]
+fn json_requests_ask_for_a_json_object() {
+    let server = ScriptedServer::start(vec![Action::reply("{}")]);
+    let mut req = request("phase2", "Rank.");
+    req.json = true;
+    HttpModel::new(&config(&server.base_url()))
+        .unwrap()
+        .chat(&req)
+        .unwrap();
+    assert_eq!(
+        server.received()[0].body["response_format"]["type"],
+        "json_object"
+    );
+    let plain = request("phase2", "Rank.");
+    assert_ne!(request_key("m", &req), request_key("m", &plain));
 }
 
 #[test]

@@ -119,6 +119,7 @@ impl Localizer {
             seed: options.seed,
             max_tokens: options.max_completion_tokens,
             max_retries: options.max_retries,
+            json: options.json_mode,
         };
         let mut session = Session::new(model, &prompts, settings);
         let outcome = match options.pipeline {

@@ -57,6 +57,9 @@ pub struct LlmOptions {
     pub seed: Option<u64>,
     /// Completion cap per call.
     pub max_completion_tokens: Option<u32>,
+    /// Ask the endpoint for JSON objects (every stage answers in JSON); turn off for endpoints
+    /// that refuse `response_format`.
+    pub json_mode: bool,
     /// Also return `path::Class.method` entities of the top files.
     pub functions: bool,
     /// RRL's BM25 query groups the agent may use (all when empty).
@@ -83,6 +86,7 @@ impl Default for LlmOptions {
             temperature: 0.0,
             seed: Some(0),
             max_completion_tokens: Some(512),
+            json_mode: true,
             functions: false,
             rrl_groups: Vec::new(),
             prompts_dir: None,

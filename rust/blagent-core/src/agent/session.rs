@@ -63,6 +63,7 @@ pub(crate) struct CallSettings {
     pub seed: Option<u64>,
     pub max_tokens: Option<u32>,
     pub max_retries: u32,
+    pub json: bool,
 }
 
 pub(crate) struct Session<'a> {
@@ -96,6 +97,7 @@ impl<'a> Session<'a> {
             temperature: self.settings.temperature,
             seed: self.settings.seed,
             max_tokens: self.settings.max_tokens,
+            json: self.settings.json,
         };
         let response = self.model.chat(&request).map_err(|e| e.to_string())?;
         self.stats.calls += 1;
@@ -168,6 +170,7 @@ mod tests {
         seed: Some(1),
         max_tokens: Some(64),
         max_retries: 3,
+        json: true,
     };
 
     fn number(reply: &str) -> Result<u32, String> {

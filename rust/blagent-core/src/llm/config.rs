@@ -215,6 +215,7 @@ impl LlmConfig {
             temperature: self.temperature,
             seed: self.seed,
             max_tokens: self.max_tokens,
+            json: false,
         }
     }
 }

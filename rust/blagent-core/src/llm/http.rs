@@ -64,6 +64,8 @@ struct WireRequest<'a> {
     seed: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<serde_json::Value>,
     stream: bool,
 }
 
@@ -211,6 +213,9 @@ impl ChatModel for HttpModel {
             temperature: request.temperature,
             seed: request.seed,
             max_tokens: request.max_tokens,
+            response_format: request
+                .json
+                .then(|| serde_json::json!({"type": "json_object"})),
             stream: false,
         })?;
         let mut retry = 0;

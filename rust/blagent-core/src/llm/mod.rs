@@ -95,6 +95,10 @@ pub struct ChatRequest {
     pub seed: Option<u64>,
     /// Cap on completion tokens.
     pub max_tokens: Option<u32>,
+    /// Ask for a JSON object (`response_format: {"type": "json_object"}`, which llama.cpp,
+    /// vLLM, Ollama and OpenAI honour, llama.cpp and vLLM by constraining decoding).
+    #[serde(default)]
+    pub json: bool,
 }
 
 /// Token counts of one exchange.

@@ -52,6 +52,9 @@ struct KeyMaterial<'a> {
     temperature: f32,
     seed: Option<u64>,
     max_tokens: Option<u32>,
+    /// Only when set, so keys of plain requests are what they always were.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    json: bool,
 }
 
 /// The replay key of `request` sent to `model`: BLAKE3 (hex) over the JSON of (model,
@@ -64,6 +67,7 @@ pub fn request_key(model: &str, request: &ChatRequest) -> String {
         temperature: request.temperature,
         seed: request.seed,
         max_tokens: request.max_tokens,
+        json: request.json,
     };
     let bytes = serde_json::to_vec(&material).expect("plain data serializes");
     blake3::hash(&bytes).to_hex().to_string()
@@ -280,6 +284,7 @@ mod tests {
             temperature: 0.0,
             seed: Some(7),
             max_tokens: None,
+            json: false,
         }
     }
 

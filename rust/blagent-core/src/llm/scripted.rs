@@ -102,6 +102,7 @@ mod tests {
             temperature: 0.0,
             seed: None,
             max_tokens: None,
+            json: false,
         }
     }
 
