@@ -112,4 +112,4 @@ def test_eval_with_given_rewrites_reports_the_pool(repo: Path, tmp_path: Path) -
     assert rewrites["dense_structural"]["instances"] == 1
     assert report["dense"]["embedded"] > 0
     without_dense = subprocess.run([*base, "--queries", str(queries)], capture_output=True, text=True, check=False)
-    assert without_dense.returncode == 1 and "--dense" in without_dense.stderr
+    assert without_dense.returncode == 1 and "needs --dense" in without_dense.stderr

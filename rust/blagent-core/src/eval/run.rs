@@ -210,7 +210,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     let dense_on = config.options.dense.is_some();
     if rewrites.is_some() && !dense_on {
         return Err(Error::InvalidInput(
-            "--queries needs dense retrieval (the rewrites are dense queries)".to_owned(),
+            "--queries needs --dense (the rewrites are dense queries)".to_owned(),
         ));
     }
     let mut dense_totals = DenseTotals::default();
