@@ -144,7 +144,9 @@ fn llm_run(
     // retrieval: `model_from_config` gives the LLM-free model then.
     let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
     options.temperature = config.temperature;
-    options.seed = config.seed;
+    if config.seed.is_some() {
+        options.seed = config.seed;
+    }
     if config.max_tokens.is_some() {
         options.max_completion_tokens = config.max_tokens;
     }
