@@ -2,6 +2,7 @@
 //! `model.safetensors`, `tokenizer.json`, pooling config) loaded with candle and run on the CPU,
 //! with length-bucketed batches so that padding wastes little work.
 
+mod bert;
 mod cache;
 mod encoder;
 mod folder;
