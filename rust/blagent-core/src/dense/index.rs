@@ -182,7 +182,7 @@ impl DenseModel {
         let vectors = if let Some(cache) = &self.cache {
             let (vectors, cache_stats) =
                 cache.embed_with_progress(&self.encoder, texts, TextKind::Document, &|n| {
-                    bar.inc(n as u64)
+                    bar.inc(n as u64);
                 })?;
             stats.cached = cache_stats.hits;
             stats.embedded = cache_stats.misses;

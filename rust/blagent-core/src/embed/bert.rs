@@ -4,11 +4,14 @@
 //! `bert` loads) and computes the same function with fewer passes over memory: the query, key
 //! and value projections are one matrix multiplication with concatenated weights, the attention
 //! scale is folded into the query weights, the attention mask becomes an additive bias once per
-//! batch, and layer norm and softmax are candle's fused kernels.
+//! batch that the softmax kernel adds, the intermediate bias is added by the GELU kernel
+//! (`kernels`), and layer norm is candle's fused kernel.
 
 use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct};
+
+use super::kernels::{BiasGelu, MaskedSoftmax};
 
 /// One transformer layer: self-attention, then the feed-forward block, each with a residual
 /// connection and a post layer norm.
@@ -17,7 +20,9 @@ struct Layer {
     qkv: Linear,
     attention_out: Linear,
     attention_norm: LayerNorm,
+    /// The intermediate projection without its bias, which is added by the fused activation.
     intermediate: Linear,
+    intermediate_bias: Tensor,
     output: Linear,
     output_norm: LayerNorm,
 }
@@ -64,15 +69,16 @@ impl Layer {
         let weight = Tensor::cat(&[(query.0 * scale)?, key.0, value.0], 0)?;
         let bias = Tensor::cat(&[(query.1 * scale)?, key.1, value.1], 0)?;
         let eps = config.layer_norm_eps;
+        let intermediate = vb.pp("intermediate").pp("dense");
         Ok(Layer {
             qkv: Linear::new(weight, Some(bias)),
             attention_out: linear(&attention.pp("output").pp("dense"), hidden, hidden)?,
             attention_norm: layer_norm(&attention.pp("output").pp("LayerNorm"), hidden, eps)?,
-            intermediate: linear(
-                &vb.pp("intermediate").pp("dense"),
-                hidden,
-                config.intermediate_size,
-            )?,
+            intermediate: Linear::new(
+                intermediate.get((config.intermediate_size, hidden), "weight")?,
+                None,
+            ),
+            intermediate_bias: intermediate.get(config.intermediate_size, "bias")?,
             output: linear(
                 &vb.pp("output").pp("dense"),
                 config.intermediate_size,
@@ -82,7 +88,7 @@ impl Layer {
         })
     }
 
-    /// `x` is `(batch × seq, hidden)`; `bias` is the additive mask, `(batch, 1, 1, seq)`.
+    /// `x` is `(batch × seq, hidden)`; `bias` is the additive mask, `(batch, seq)`.
     fn forward(
         &self,
         x: &Tensor,
@@ -100,8 +106,7 @@ impl Layer {
             .permute((2, 0, 3, 1, 4))?
             .contiguous()?;
         let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
-        let scores = q.matmul(&k.t()?)?.broadcast_add(bias)?;
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let probs = q.matmul(&k.t()?)?.apply_op2_no_bwd(bias, &MaskedSoftmax)?;
         let context = probs
             .matmul(&v)?
             .transpose(1, 2)?
@@ -111,9 +116,9 @@ impl Layer {
         let attended = self.attention_norm.forward(&attended)?;
         let inner = self.intermediate.forward(&attended)?;
         let inner = match act {
-            HiddenAct::Gelu => inner.gelu_erf()?,
-            HiddenAct::GeluApproximate => inner.gelu()?,
-            HiddenAct::Relu => inner.relu()?,
+            HiddenAct::Gelu => inner.apply_op2_no_bwd(&self.intermediate_bias, &BiasGelu)?,
+            HiddenAct::GeluApproximate => inner.broadcast_add(&self.intermediate_bias)?.gelu()?,
+            HiddenAct::Relu => inner.broadcast_add(&self.intermediate_bias)?.relu()?,
         };
         let out = (self.output.forward(&inner)? + attended)?;
         self.output_norm.forward(&out)
@@ -175,7 +180,7 @@ impl Bert {
     }
 }
 
-/// The additive attention bias, `(batch, 1, 1, seq)`: 0 where a token is attended, the most
+/// The additive attention bias, `(batch, seq)`: 0 where a token is attended, the most
 /// negative f32 where it is padding (as Hugging Face's `get_extended_attention_mask` does).
 fn attention_bias(
     mask: &[u32],
@@ -186,5 +191,5 @@ fn attention_bias(
         .iter()
         .map(|&m| if m == 0 { f32::MIN } else { 0.0 })
         .collect();
-    Tensor::from_vec(bias, (batch, 1, 1, seq), device)
+    Tensor::from_vec(bias, (batch, seq), device)
 }

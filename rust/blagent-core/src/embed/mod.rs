@@ -6,6 +6,7 @@ mod bert;
 mod cache;
 mod encoder;
 mod folder;
+mod kernels;
 
 pub use self::cache::{CacheStats, EmbeddingCache};
 pub use self::encoder::{Encoder, TextKind};
