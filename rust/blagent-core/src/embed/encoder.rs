@@ -6,6 +6,8 @@ use std::path::Path;
 use candle_core::{DType, Device, IndexOp, Tensor, D};
 use candle_nn::VarBuilder;
 use candle_transformers::models::{bert, nomic_bert};
+
+use super::bert::Bert;
 use rayon::prelude::*;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
@@ -28,7 +30,7 @@ pub enum TextKind {
 }
 
 enum Model {
-    Bert(bert::BertModel),
+    Bert(Bert),
     NomicBert(nomic_bert::NomicBertModel),
 }
 
@@ -82,7 +84,7 @@ impl Encoder {
             Architecture::Bert => {
                 let config: bert::Config = serde_json::from_value(folder.config.clone())
                     .map_err(|e| Error::Model(format!("config.json: {e}")))?;
-                Model::Bert(bert::BertModel::load(vb, &config).map_err(model_err)?)
+                Model::Bert(Bert::load(&vb, &config).map_err(model_err)?)
             }
             Architecture::NomicBert => {
                 let config: nomic_bert::Config = serde_json::from_value(folder.config.clone())
@@ -148,14 +150,17 @@ impl Encoder {
         }
         let shape = (rows.len(), width);
         let ids = Tensor::from_vec(ids, shape, &self.device).map_err(model_err)?;
-        let mask = Tensor::from_vec(mask, shape, &self.device).map_err(model_err)?;
         let hidden = match &self.model {
-            Model::Bert(model) => {
-                model.forward(&ids, &ids.zeros_like().map_err(model_err)?, Some(&mask))
+            Model::Bert(model) => model.forward(&ids, &mask),
+            Model::NomicBert(model) => {
+                let mask = Tensor::new(mask.as_slice(), &self.device)
+                    .and_then(|m| m.reshape(shape))
+                    .map_err(model_err)?;
+                model.forward(&ids, None, Some(&mask))
             }
-            Model::NomicBert(model) => model.forward(&ids, None, Some(&mask)),
         }
         .map_err(model_err)?;
+        let mask = Tensor::from_vec(mask, shape, &self.device).map_err(model_err)?;
         let pooled = pool(&hidden, &mask, self.folder.pooling).map_err(model_err)?;
         let pooled = if self.folder.normalize {
             l2_normalize(&pooled).map_err(model_err)?

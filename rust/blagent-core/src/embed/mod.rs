@@ -2,9 +2,11 @@
 //! `model.safetensors`, `tokenizer.json`, pooling config) loaded with candle and run on the CPU,
 //! with length-bucketed batches so that padding wastes little work.
 
+mod bert;
 mod cache;
 mod encoder;
 mod folder;
+mod kernels;
 
 pub use self::cache::{CacheStats, EmbeddingCache};
 pub use self::encoder::{Encoder, TextKind};

@@ -1,0 +1,195 @@
+//! A BERT encoder forward pass for inference on the CPU, tuned for sentence embeddings.
+//!
+//! It reads the weight names of Hugging Face's `BertModel` (the same tensors candle-transformers'
+//! `bert` loads) and computes the same function with fewer passes over memory: the query, key
+//! and value projections are one matrix multiplication with concatenated weights, the attention
+//! scale is folded into the query weights, the attention mask becomes an additive bias once per
+//! batch that the softmax kernel adds, the intermediate bias is added by the GELU kernel
+//! (`kernels`), and layer norm is candle's fused kernel.
+
+use candle_core::{Device, Module, Tensor};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_transformers::models::bert::{Config, HiddenAct};
+
+use super::kernels::{BiasGelu, MaskedSoftmax};
+
+/// One transformer layer: self-attention, then the feed-forward block, each with a residual
+/// connection and a post layer norm.
+struct Layer {
+    /// Query, key and value projections stacked into one `(3 × hidden, hidden)` matrix.
+    qkv: Linear,
+    attention_out: Linear,
+    attention_norm: LayerNorm,
+    /// The intermediate projection without its bias, which is added by the fused activation.
+    intermediate: Linear,
+    intermediate_bias: Tensor,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+/// A BERT encoder (embeddings and transformer layers, no pooler) ready for inference.
+pub struct Bert {
+    word_embeddings: Embedding,
+    /// Position embeddings with the token-type-0 embedding already added (blagent never sets
+    /// token types), so the embedding step is one lookup and one addition.
+    positions: Tensor,
+    embedding_norm: LayerNorm,
+    layers: Vec<Layer>,
+    heads: usize,
+    act: HiddenAct,
+}
+
+fn linear(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<Linear> {
+    let weight = vb.get((outputs, inputs), "weight")?;
+    let bias = vb.get(outputs, "bias")?;
+    Ok(Linear::new(weight, Some(bias)))
+}
+
+fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> candle_core::Result<LayerNorm> {
+    Ok(LayerNorm::new(
+        vb.get(size, "weight")?,
+        vb.get(size, "bias")?,
+        eps,
+    ))
+}
+
+impl Layer {
+    fn load(vb: &VarBuilder, config: &Config) -> candle_core::Result<Self> {
+        let hidden = config.hidden_size;
+        let head_size = hidden / config.num_attention_heads;
+        let attention = vb.pp("attention");
+        let projections = attention.pp("self");
+        let part = |name: &str| -> candle_core::Result<(Tensor, Tensor)> {
+            let vb = projections.pp(name);
+            Ok((vb.get((hidden, hidden), "weight")?, vb.get(hidden, "bias")?))
+        };
+        let (query, key, value) = (part("query")?, part("key")?, part("value")?);
+        // Scaling the query projection scales the scores: q·k / √d without a pass over them.
+        let scale = 1.0 / (head_size as f64).sqrt();
+        let weight = Tensor::cat(&[(query.0 * scale)?, key.0, value.0], 0)?;
+        let bias = Tensor::cat(&[(query.1 * scale)?, key.1, value.1], 0)?;
+        let eps = config.layer_norm_eps;
+        let intermediate = vb.pp("intermediate").pp("dense");
+        Ok(Layer {
+            qkv: Linear::new(weight, Some(bias)),
+            attention_out: linear(&attention.pp("output").pp("dense"), hidden, hidden)?,
+            attention_norm: layer_norm(&attention.pp("output").pp("LayerNorm"), hidden, eps)?,
+            intermediate: Linear::new(
+                intermediate.get((config.intermediate_size, hidden), "weight")?,
+                None,
+            ),
+            intermediate_bias: intermediate.get(config.intermediate_size, "bias")?,
+            output: linear(
+                &vb.pp("output").pp("dense"),
+                config.intermediate_size,
+                hidden,
+            )?,
+            output_norm: layer_norm(&vb.pp("output").pp("LayerNorm"), hidden, eps)?,
+        })
+    }
+
+    /// `x` is `(batch × seq, hidden)`; `bias` is the additive mask, `(batch, seq)`.
+    fn forward(
+        &self,
+        x: &Tensor,
+        bias: &Tensor,
+        (batch, seq, heads): (usize, usize, usize),
+        act: HiddenAct,
+    ) -> candle_core::Result<Tensor> {
+        let hidden = x.dim(1)?;
+        let head_size = hidden / heads;
+        // (batch·seq, 3·hidden) → (3, batch, heads, seq, head) in one copy.
+        let qkv = self
+            .qkv
+            .forward(x)?
+            .reshape((batch, seq, 3, heads, head_size))?
+            .permute((2, 0, 3, 1, 4))?
+            .contiguous()?;
+        let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
+        let probs = q.matmul(&k.t()?)?.apply_op2_no_bwd(bias, &MaskedSoftmax)?;
+        let context = probs
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .contiguous()?
+            .reshape((batch * seq, hidden))?;
+        let attended = (self.attention_out.forward(&context)? + x)?;
+        let attended = self.attention_norm.forward(&attended)?;
+        let inner = self.intermediate.forward(&attended)?;
+        let inner = match act {
+            HiddenAct::Gelu => inner.apply_op2_no_bwd(&self.intermediate_bias, &BiasGelu)?,
+            HiddenAct::GeluApproximate => inner.broadcast_add(&self.intermediate_bias)?.gelu()?,
+            HiddenAct::Relu => inner.broadcast_add(&self.intermediate_bias)?.relu()?,
+        };
+        let out = (self.output.forward(&inner)? + attended)?;
+        self.output_norm.forward(&out)
+    }
+}
+
+impl Bert {
+    /// Loads the weights under `vb` (with or without a leading `bert.`), as laid out by
+    /// Hugging Face's `BertModel`.
+    pub fn load(vb: &VarBuilder, config: &Config) -> candle_core::Result<Self> {
+        let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
+            vb.clone()
+        } else {
+            vb.pp("bert")
+        };
+        let hidden = config.hidden_size;
+        let embeddings = vb.pp("embeddings");
+        let word = embeddings.get((config.vocab_size, hidden), "word_embeddings.weight")?;
+        let positions = embeddings.get(
+            (config.max_position_embeddings, hidden),
+            "position_embeddings.weight",
+        )?;
+        let token_types = embeddings.get(
+            (config.type_vocab_size, hidden),
+            "token_type_embeddings.weight",
+        )?;
+        let positions = positions.broadcast_add(&token_types.get(0)?)?;
+        let layers = (0..config.num_hidden_layers)
+            .map(|i| Layer::load(&vb.pp(format!("encoder.layer.{i}")), config))
+            .collect::<candle_core::Result<_>>()?;
+        Ok(Bert {
+            word_embeddings: Embedding::new(word, hidden),
+            positions,
+            embedding_norm: layer_norm(&embeddings.pp("LayerNorm"), hidden, config.layer_norm_eps)?,
+            layers,
+            heads: config.num_attention_heads,
+            act: config.hidden_act,
+        })
+    }
+
+    /// The last hidden states, `(batch, seq, hidden)`, of token `ids` (`(batch, seq)`, u32)
+    /// whose padding is marked by zeros in `mask` (one flag per token, row-major).
+    pub fn forward(&self, ids: &Tensor, mask: &[u32]) -> candle_core::Result<Tensor> {
+        let (batch, seq) = ids.dims2()?;
+        let hidden = self.positions.dim(1)?;
+        let x = self
+            .word_embeddings
+            .forward(ids)?
+            .broadcast_add(&self.positions.narrow(0, 0, seq)?)?;
+        let mut x = self
+            .embedding_norm
+            .forward(&x)?
+            .reshape((batch * seq, hidden))?;
+        let bias = attention_bias(mask, (batch, seq), ids.device())?;
+        for layer in &self.layers {
+            x = layer.forward(&x, &bias, (batch, seq, self.heads), self.act)?;
+        }
+        x.reshape((batch, seq, hidden))
+    }
+}
+
+/// The additive attention bias, `(batch, seq)`: 0 where a token is attended, the most
+/// negative f32 where it is padding (as Hugging Face's `get_extended_attention_mask` does).
+fn attention_bias(
+    mask: &[u32],
+    (batch, seq): (usize, usize),
+    device: &Device,
+) -> candle_core::Result<Tensor> {
+    let bias: Vec<f32> = mask
+        .iter()
+        .map(|&m| if m == 0 { f32::MIN } else { 0.0 })
+        .collect();
+    Tensor::from_vec(bias, (batch, seq), device)
+}
