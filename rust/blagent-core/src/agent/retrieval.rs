@@ -40,10 +40,9 @@ pub fn retrieve_for_query(index: &RepoIndex, text: &str, weights: &FusionWeights
     }
     let mut signals = compute_signals(index, &reformulate(text));
     if let Some(dense) = &index.dense {
-        let mut with_dense = signals.clone();
-        if add_dense_view(index, dense, Signal::DenseIssue, text, &mut with_dense).is_ok() {
-            signals = with_dense;
-        }
+        // An error comes from embedding or searching, before any evidence is added, so the
+        // lexical signals are left as they were.
+        let _ = add_dense_view(index, dense, Signal::DenseIssue, text, &mut signals);
     }
     hits(&signals, &fuse(&signals, weights))
 }

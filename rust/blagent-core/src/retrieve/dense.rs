@@ -51,7 +51,7 @@ pub fn dense_signals(
 }
 
 /// Adds one dense signal: the files whose chunks are nearest to `text`, each scored by its best
-/// chunk's cosine, with that chunk as evidence.
+/// chunk's cosine, with that chunk as evidence. On an error nothing has been added.
 pub fn add_dense_view(
     index: &RepoIndex,
     dense: &DenseIndex,
