@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metrics, MetricsAccumulator};
 use super::run::read_jsonl;
-use crate::dense::{merge_candidates, DenseIndex};
+use crate::dense::merge_candidates;
 use crate::error::Result;
 use crate::index::RepoIndex;
-use crate::retrieve::Rewrites;
+use crate::retrieve::{FileSignals, Rewrites, Signal};
 
 /// Most files in a candidate pool (BLAgent's cap).
 pub const POOL_CAP: usize = 15;
@@ -77,21 +77,24 @@ pub struct RewriteAccumulator {
 }
 
 impl RewriteAccumulator {
-    /// Adds one instance: its dense index, rewrites, fused ranking and gold files.
+    /// Adds one instance from its scored signals (whose dense structural and behavioral views
+    /// were queried with the given rewrites), its fused ranking and gold files.
     pub fn add(
         &mut self,
         index: &RepoIndex,
-        dense: &DenseIndex,
-        rewrites: &Rewrites,
+        signals: &[FileSignals],
         fused: &[String],
         gold: &[String],
-    ) -> Result<()> {
-        let rank = |text: &str| -> Result<Vec<usize>> {
-            Ok(dense
-                .search_files(text)?
-                .into_iter()
-                .map(|h| h.file)
-                .collect())
+    ) {
+        let rank = |signal: Signal| -> Vec<usize> {
+            let mut files: Vec<(usize, f32)> = signals
+                .iter()
+                .enumerate()
+                .map(|(f, s)| (f, s.get(signal)))
+                .filter(|&(_, v)| v > 0.0)
+                .collect();
+            files.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            files.into_iter().map(|(f, _)| f).collect()
         };
         let paths = |files: &[usize]| -> Vec<String> {
             files
@@ -99,8 +102,8 @@ impl RewriteAccumulator {
                 .map(|&f| index.files[f].path().to_owned())
                 .collect()
         };
-        let t0 = rank(&rewrites.structural)?;
-        let t1 = rank(&rewrites.behavioral)?;
+        let t0 = rank(Signal::DenseStructural);
+        let t1 = rank(Signal::DenseBehavioral);
         self.structural.add(&paths(&t0), gold);
         self.behavioral.add(&paths(&t1), gold);
         let pool = paths(&merge_candidates(&t0, &t1, POOL_PER_QUERY, POOL_CAP));
@@ -108,7 +111,6 @@ impl RewriteAccumulator {
         self.pool_sizes += pool.len();
         self.pool_hits += usize::from(pool.iter().any(|p| gold.contains(p)));
         self.fused_hits += usize::from(fused.iter().take(POOL_CAP).any(|p| gold.contains(p)));
-        Ok(())
     }
 
     /// The report.

@@ -246,13 +246,13 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             }
             let start = Instant::now();
             let scored = localizer.score_with(&index, &instance.problem_statement, given)?;
-            if let (Some(given), Some(dense)) = (given, &index.dense) {
+            if given.is_some() && index.dense.is_some() {
                 let fused: Vec<String> = scored
                     .ranked
                     .iter()
                     .map(|&(f, _)| index.files[f].path().to_owned())
                     .collect();
-                rewrite_acc.add(&index, dense, given, &fused, &instance.gold_files)?;
+                rewrite_acc.add(&index, &scored.signals, &fused, &instance.gold_files);
             }
             if let (Some(writer), Some(path)) =
                 (signals_out.as_mut(), config.signals_out.as_deref())
