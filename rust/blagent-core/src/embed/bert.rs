@@ -4,27 +4,26 @@
 //! `bert` loads) and computes the same function with fewer passes over memory: the query, key
 //! and value projections are one matrix multiplication with concatenated weights, the attention
 //! scale is folded into the query weights, the attention mask becomes an additive bias once per
-//! batch that the softmax kernel adds, the intermediate bias is added by the GELU kernel
-//! (`kernels`), and layer norm is candle's fused kernel.
+//! batch, attention is one fused op and each linear layer adds its bias, activation or residual
+//! in its own output buffer (`blas`), and layer norm follows in the
+//! same buffer.
 
 use candle_core::{Device, Module, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_nn::{Embedding, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct};
 
-use super::kernels::{BiasGelu, MaskedSoftmax};
+use super::blas::{Attention, BlasLinear, Norm};
 
 /// One transformer layer: self-attention, then the feed-forward block, each with a residual
 /// connection and a post layer norm.
 struct Layer {
     /// Query, key and value projections stacked into one `(3 × hidden, hidden)` matrix.
-    qkv: Linear,
-    attention_out: Linear,
-    attention_norm: LayerNorm,
-    /// The intermediate projection without its bias, which is added by the fused activation.
-    intermediate: Linear,
-    intermediate_bias: Tensor,
-    output: Linear,
-    output_norm: LayerNorm,
+    qkv: BlasLinear,
+    attention_out: BlasLinear,
+    attention_norm: Norm,
+    intermediate: BlasLinear,
+    output: BlasLinear,
+    output_norm: Norm,
 }
 
 /// A BERT encoder (embeddings and transformer layers, no pooler) ready for inference.
@@ -33,24 +32,20 @@ pub struct Bert {
     /// Position embeddings with the token-type-0 embedding already added (blagent never sets
     /// token types), so the embedding step is one lookup and one addition.
     positions: Tensor,
-    embedding_norm: LayerNorm,
+    embedding_norm: Norm,
     layers: Vec<Layer>,
     heads: usize,
     act: HiddenAct,
 }
 
-fn linear(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<Linear> {
+fn linear(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<BlasLinear> {
     let weight = vb.get((outputs, inputs), "weight")?;
     let bias = vb.get(outputs, "bias")?;
-    Ok(Linear::new(weight, Some(bias)))
+    BlasLinear::new(&weight, Some(&bias))
 }
 
-fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> candle_core::Result<LayerNorm> {
-    Ok(LayerNorm::new(
-        vb.get(size, "weight")?,
-        vb.get(size, "bias")?,
-        eps,
-    ))
+fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> candle_core::Result<Norm> {
+    Norm::new(&vb.get(size, "weight")?, &vb.get(size, "bias")?, eps)
 }
 
 impl Layer {
@@ -71,14 +66,10 @@ impl Layer {
         let eps = config.layer_norm_eps;
         let intermediate = vb.pp("intermediate").pp("dense");
         Ok(Layer {
-            qkv: Linear::new(weight, Some(bias)),
+            qkv: BlasLinear::new(&weight, Some(&bias))?,
             attention_out: linear(&attention.pp("output").pp("dense"), hidden, hidden)?,
             attention_norm: layer_norm(&attention.pp("output").pp("LayerNorm"), hidden, eps)?,
-            intermediate: Linear::new(
-                intermediate.get((config.intermediate_size, hidden), "weight")?,
-                None,
-            ),
-            intermediate_bias: intermediate.get(config.intermediate_size, "bias")?,
+            intermediate: linear(&intermediate, hidden, config.intermediate_size)?,
             output: linear(
                 &vb.pp("output").pp("dense"),
                 config.intermediate_size,
@@ -93,35 +84,23 @@ impl Layer {
         &self,
         x: &Tensor,
         bias: &Tensor,
-        (batch, seq, heads): (usize, usize, usize),
+        heads: usize,
         act: HiddenAct,
     ) -> candle_core::Result<Tensor> {
-        let hidden = x.dim(1)?;
-        let head_size = hidden / heads;
-        // (batch·seq, 3·hidden) → (3, batch, heads, seq, head) in one copy.
-        let qkv = self
+        let context = self
             .qkv
             .forward(x)?
-            .reshape((batch, seq, 3, heads, head_size))?
-            .permute((2, 0, 3, 1, 4))?
-            .contiguous()?;
-        let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
-        let probs = q.matmul(&k.t()?)?.apply_op2_no_bwd(bias, &MaskedSoftmax)?;
-        let context = probs
-            .matmul(&v)?
-            .transpose(1, 2)?
-            .contiguous()?
-            .reshape((batch * seq, hidden))?;
-        let attended = (self.attention_out.forward(&context)? + x)?;
-        let attended = self.attention_norm.forward(&attended)?;
-        let inner = self.intermediate.forward(&attended)?;
+            .apply_op2_no_bwd(bias, &Attention { heads })?;
+        let attended = self
+            .attention_out
+            .forward_add_norm(&context, x, &self.attention_norm)?;
         let inner = match act {
-            HiddenAct::Gelu => inner.apply_op2_no_bwd(&self.intermediate_bias, &BiasGelu)?,
-            HiddenAct::GeluApproximate => inner.broadcast_add(&self.intermediate_bias)?.gelu()?,
-            HiddenAct::Relu => inner.broadcast_add(&self.intermediate_bias)?.relu()?,
+            HiddenAct::Gelu => self.intermediate.forward_gelu(&attended)?,
+            HiddenAct::GeluApproximate => self.intermediate.forward(&attended)?.gelu()?,
+            HiddenAct::Relu => self.intermediate.forward(&attended)?.relu()?,
         };
-        let out = (self.output.forward(&inner)? + attended)?;
-        self.output_norm.forward(&out)
+        self.output
+            .forward_add_norm(&inner, &attended, &self.output_norm)
     }
 }
 
@@ -168,13 +147,12 @@ impl Bert {
             .word_embeddings
             .forward(ids)?
             .broadcast_add(&self.positions.narrow(0, 0, seq)?)?;
-        let mut x = self
-            .embedding_norm
-            .forward(&x)?
+        let mut x = x
+            .apply_op1_no_bwd(&self.embedding_norm)?
             .reshape((batch * seq, hidden))?;
         let bias = attention_bias(mask, (batch, seq), ids.device())?;
         for layer in &self.layers {
-            x = layer.forward(&x, &bias, (batch, seq, self.heads), self.act)?;
+            x = layer.forward(&x, &bias, self.heads, self.act)?;
         }
         x.reshape((batch, seq, hidden))
     }

@@ -1,16 +1,14 @@
-//! Fused CPU kernels for the BERT forward pass, as candle custom ops: each replaces several
-//! passes over a large tensor by one, and uses branch-free `exp` and `erf` approximations
-//! that the compiler vectorizes (the libm functions it replaces are scalar).
+//! Element-wise kernels of the BERT forward pass (masked softmax, GELU, layer norm), applied
+//! in place by the fused ops of `blas`, with branch-free `exp` and `erf` approximations that
+//! the compiler vectorizes (the libm functions they replace are scalar). Each public kernel is
+//! compiled for AVX-512 and AVX2 as well as the baseline, and picks one at run time.
 
-use candle_core::{bail, CpuStorage, CustomOp2, Layout, Result, Shape};
-use rayon::prelude::*;
-
-/// Rows handed to one rayon task at a time.
-const ROWS_PER_TASK: usize = 64;
+use multiversion::multiversion;
 
 /// `e^x` for `x` in the range softmax and GELU use, relative error below 5e-7; inputs below
 /// -87 give about 1e-38 instead of a denormal or 0.
 #[inline]
+#[allow(clippy::many_single_char_names)] // the textbook's names
 fn exp(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_145_75;
@@ -18,14 +16,19 @@ fn exp(x: f32) -> f32 {
     // Adding and subtracting 1.5·2²³ rounds to the nearest integer without a libm call.
     const ROUND: f32 = 12_582_912.0;
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
     // Taylor polynomial of e^r on |r| ≤ ln2/2, Horner form.
     let p = 1.0
         + r * (1.0
             + r * (0.5
                 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // `t` lies in [2²³, 2²⁴), where floats are consecutive integers: its bits minus ROUND's are
+    // `n` itself, which becomes 2ⁿ's exponent without a float-to-int conversion (those
+    // saturate in Rust and do not vectorize).
+    let exponent = t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127);
+    let scale = f32::from_bits(exponent << 23);
     p * scale
 }
 
@@ -39,23 +42,6 @@ fn erf(x: f32) -> f32 {
             + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
     let y = 1.0 - poly * exp(-a * a);
     y.copysign(x)
-}
-
-/// The f32 slices of two contiguous inputs.
-fn inputs<'a>(
-    a: &'a CpuStorage,
-    la: &Layout,
-    b: &'a CpuStorage,
-    lb: &Layout,
-) -> Result<(&'a [f32], &'a [f32])> {
-    let (CpuStorage::F32(a), CpuStorage::F32(b)) = (a, b) else {
-        bail!("fused kernels take f32 tensors")
-    };
-    let (Some((a0, a1)), Some((b0, b1))) = (la.contiguous_offsets(), lb.contiguous_offsets())
-    else {
-        bail!("fused kernels take contiguous tensors")
-    };
-    Ok((&a[a0..a1], &b[b0..b1]))
 }
 
 /// Reduces `xs` with `f` over eight interleaved accumulators, which the compiler keeps in one
@@ -77,87 +63,68 @@ fn lanes(xs: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
     total
 }
 
-/// Softmax over the last dimension of attention scores `(batch, …, seq)` after adding a
-/// per-batch additive mask `(batch, seq)`.
-pub struct MaskedSoftmax;
-
-impl CustomOp2 for MaskedSoftmax {
-    fn name(&self) -> &'static str {
-        "masked-softmax"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (scores, bias) = inputs(s1, l1, s2, l2)?;
-        let seq = l1.dims().last().copied().unwrap_or(0);
-        let batch = l1.dims().first().copied().unwrap_or(0);
-        if seq == 0 || bias.len() != batch * seq {
-            bail!("masked softmax: a mask of {batch}×{seq} expected");
+/// `Σ x²` over eight interleaved accumulators (as [`lanes`]).
+#[inline]
+fn sum_of_squares(xs: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (a, &x) in acc.iter_mut().zip(chunk) {
+            *a += x * x;
         }
-        let rows_per_batch = scores.len() / (batch * seq);
-        let mut out = vec![0f32; scores.len()];
-        out.par_chunks_mut(seq * ROWS_PER_TASK)
-            .enumerate()
-            .for_each(|(task, chunk)| {
-                for (i, row) in chunk.chunks_exact_mut(seq).enumerate() {
-                    let index = task * ROWS_PER_TASK + i;
-                    let src = &scores[index * seq..(index + 1) * seq];
-                    let mask = &bias[(index / rows_per_batch) * seq..][..seq];
-                    for ((o, &s), &m) in row.iter_mut().zip(src).zip(mask) {
-                        *o = s + m;
-                    }
-                    let max = lanes(row, f32::MIN, f32::max);
-                    for o in row.iter_mut() {
-                        *o = exp(*o - max);
-                    }
-                    let inv = 1.0 / lanes(row, 0.0, |a, b| a + b);
-                    for o in row.iter_mut() {
-                        *o *= inv;
-                    }
-                }
-            });
-        Ok((CpuStorage::F32(out), l1.shape().clone()))
+    }
+    acc.iter().sum::<f32>() + rest.iter().map(|x| x * x).sum::<f32>()
+}
+
+/// The larger of two values, without `f32::max`'s NaN handling (which does not vectorize).
+#[inline]
+fn larger(a: f32, b: f32) -> f32 {
+    if b > a {
+        b
+    } else {
+        a
     }
 }
 
-/// `gelu(x + bias)` with the exact (erf) GELU, for `x` of `(rows, features)` and `bias` of
-/// `(features)`: the bias of the intermediate projection and its activation in one pass.
-pub struct BiasGelu;
-
-impl CustomOp2 for BiasGelu {
-    fn name(&self) -> &'static str {
-        "bias-gelu"
+/// Adds the additive `mask` to a row of attention scores and replaces the row by its softmax.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
+pub(super) fn masked_softmax(row: &mut [f32], mask: &[f32]) {
+    for (o, &m) in row.iter_mut().zip(mask) {
+        *o += m;
     }
+    let max = lanes(row, f32::MIN, larger);
+    for o in row.iter_mut() {
+        *o = exp(*o - max);
+    }
+    let inv = 1.0 / lanes(row, 0.0, |a, b| a + b);
+    for o in row.iter_mut() {
+        *o *= inv;
+    }
+}
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (x, bias) = inputs(s1, l1, s2, l2)?;
-        let features = bias.len();
-        if features == 0 || x.len() % features != 0 {
-            bail!("bias-gelu: a bias of {features} does not fit the input");
+/// The exact (erf) GELU of every value, in place.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
+pub(super) fn gelu(xs: &mut [f32]) {
+    for v in xs {
+        *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
+    }
+}
+
+/// Layer normalization of each row of `xs` (rows of `gamma.len()` values), in place.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
+pub(super) fn layer_norm(xs: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let n = gamma.len();
+    for row in xs.chunks_exact_mut(n) {
+        let mean = lanes(row, 0.0, |a, b| a + b) / n as f32;
+        for v in row.iter_mut() {
+            *v -= mean;
         }
-        let mut out = vec![0f32; x.len()];
-        out.par_chunks_mut(features * ROWS_PER_TASK)
-            .zip(x.par_chunks(features * ROWS_PER_TASK))
-            .for_each(|(out, x)| {
-                for (o_row, x_row) in out.chunks_exact_mut(features).zip(x.chunks_exact(features)) {
-                    for ((o, &v), &b) in o_row.iter_mut().zip(x_row).zip(bias) {
-                        let v = v + b;
-                        *o = 0.5 * v * (1.0 + erf(v * std::f32::consts::FRAC_1_SQRT_2));
-                    }
-                }
-            });
-        Ok((CpuStorage::F32(out), l1.shape().clone()))
+        let var = sum_of_squares(row) / n as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = *v * inv * g + b;
+        }
     }
 }
 
@@ -184,5 +151,29 @@ mod tests {
         ] {
             assert!((erf(x) - want).abs() < 3e-7, "erf({x})");
         }
+    }
+
+    #[test]
+    fn softmax_ignores_masked_positions() {
+        let mut row = [1.0, 2.0, 3.0, 50.0];
+        masked_softmax(&mut row, &[0.0, 0.0, 0.0, f32::MIN]);
+        let e: Vec<f32> = [1.0f32, 2.0, 3.0].iter().map(|x| x.exp()).collect();
+        let total: f32 = e.iter().sum();
+        for (got, want) in row.iter().zip(e.iter().map(|x| x / total)) {
+            assert!((got - want).abs() < 1e-6);
+        }
+        assert!(row[3] < 1e-30);
+    }
+
+    #[test]
+    fn layer_norm_centres_and_scales_rows() {
+        let mut xs = [1.0, 2.0, 3.0, 4.0, -1.0, -1.0, 5.0, 5.0];
+        layer_norm(&mut xs, &[1.0, 1.0, 2.0, 1.0], &[0.0, 0.0, 0.0, 1.0], 1e-12);
+        let inv = 1.0 / 1.25f32.sqrt();
+        let want = [-1.5 * inv, -0.5 * inv, 2.0 * 0.5 * inv, 1.5 * inv + 1.0];
+        for (got, want) in xs[..4].iter().zip(want) {
+            assert!((got - want).abs() < 1e-5, "{got} vs {want}");
+        }
+        assert!((xs[4] + 1.0).abs() < 1e-5 && (xs[6] - 2.0).abs() < 1e-5);
     }
 }
