@@ -59,6 +59,8 @@ def main() -> int:
     ap.add_argument("--pipeline", choices=["blagent", "rrl"], default="blagent")
     ap.add_argument("--out-dir", type=Path, default=Path("llm-eval"))
     ap.add_argument("--record", type=Path, help="append every LLM exchange to this cassette")
+    ap.add_argument("--llm-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="passed to blagent eval (LLM pipeline options); repeatable")
     ap.add_argument("--blagent", default=str(ROOT / ".venv" / "bin" / "blagent"))
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
@@ -72,6 +74,8 @@ def main() -> int:
                  "--llm-model", llm_server.MODEL_ALIAS, "--llm-concurrency", "1"]  # fmt: skip
         if args.record:
             extra += ["--llm-record", str(args.record)]
+        for option in args.llm_option:
+            extra += ["--llm-option", option]
         llm, llm_seconds = blagent_eval(args, args.out_dir / f"{args.pipeline}.jsonl", extra)
     free, free_seconds = blagent_eval(args, args.out_dir / "llm_free.jsonl", [])
     (args.out_dir / "report.json").write_text(json.dumps({"llm": llm, "llm_free": free}, indent=2))

@@ -48,6 +48,18 @@ def test_bad_pipeline_inputs_are_refused(repo: Path, tmp_path: Path) -> None:
     assert run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--pipeline", "bogus").returncode == 2
 
 
+def test_llm_options_are_passed_through_and_checked(repo: Path) -> None:
+    base = ("localize", "--repo", str(repo), "--issue-text", ISSUE, "--pipeline", "blagent")
+    proc = run(*base, "--llm-option", "model_weight=0.25", "--llm-option", "max_steps=2")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["llm"]["model_weight"] == 0.25
+    # Without a model the weight is the share of valid replies: none were made.
+    assert json.loads(run(*base).stdout)["llm"]["model_weight"] == 0.0
+    typo = run(*base, "--llm-option", "model_wieght=1")
+    assert typo.returncode == 1 and "unknown field `model_wieght`" in typo.stderr
+    assert run(*base, "--llm-option", "max_steps").returncode == 1
+
+
 def test_eval_reports_llm_totals(repo: Path, tmp_path: Path) -> None:
     trees = tmp_path / "trees"
     trees.mkdir()

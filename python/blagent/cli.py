@@ -74,6 +74,14 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
         "configuration every LLM stage falls back to retrieval)",
     )
     llm.add_argument("--prompts-dir", help="folder of prompt overrides (<name>.md) for the LLM pipelines")
+    llm.add_argument(
+        "--llm-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set an LLM pipeline option (max_steps, max_retries, phase1_budget_tokens, model_weight, ...); "
+        "VALUE is read as JSON when it parses, else as text; repeatable",
+    )
 
 
 def _localizer(args: argparse.Namespace, top_k: int = 10) -> Localizer:
@@ -196,16 +204,31 @@ def cmd_localize(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _llm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The LLM pipeline arguments of `localize`."""
+def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The LLM pipeline options of `--prompts-dir` and `--llm-option KEY=VALUE`."""
     options: dict[str, Any] = {}
     if args.prompts_dir:
         options["prompts_dir"] = args.prompts_dir
+    for item in args.llm_option:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise _core.InputError(f"--llm-option wants KEY=VALUE, got {item!r}")
+        try:
+            options[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            options[key.strip()] = text
+    return options
+
+
+def _llm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The LLM pipeline arguments of `localize`."""
+    options = _llm_options(args)
     return {"pipeline": args.pipeline, "llm_options": options or None, "llm_config_json": json.dumps(llm_config(args))}
 
 
 def _llm_options_json(args: argparse.Namespace) -> Optional[str]:
-    return json.dumps({"prompts_dir": args.prompts_dir}) if args.prompts_dir else None
+    options = _llm_options(args)
+    return json.dumps(options) if options else None
 
 
 def _warn_llm(llm: Optional[dict[str, Any]]) -> None:

@@ -3,6 +3,7 @@
 //! literals, smart quotes), then checked against the expected [`Shape`]. Every failure is a
 //! precise message meant to be sent back to the model.
 
+use std::borrow::Cow;
 use serde_json::Value;
 
 /// What a value must look like. Object fields not listed are ignored; listed ones may be
@@ -127,14 +128,19 @@ fn fenced_blocks(text: &str) -> Vec<&str> {
     out
 }
 
-/// The first balanced `{…}` or `[…]` of `text` (string-aware), or why there is none.
-fn balanced(text: &str) -> Result<&str, String> {
+/// The first balanced `{…}` or `[…]` of `text` (string-aware), or why there is none. A
+/// reply cut off by the completion cap keeps its complete part: it is cut after the last
+/// complete element or member (at the last `,` outside strings) and the brackets still open
+/// there are closed; the schema check then says what is missing, if anything.
+fn balanced(text: &str) -> Result<Cow<'_, str>, String> {
     let start = text
         .find(['{', '['])
         .ok_or("the reply contains no JSON object")?;
-    let mut depth = 0usize;
+    let mut open: Vec<char> = Vec::new();
     let mut quote: Option<char> = None;
     let mut escaped = false;
+    // Where the last complete element ended, with the brackets open there.
+    let mut last_complete: Option<(usize, Vec<char>)> = None;
     for (i, c) in text[start..].char_indices() {
         if let Some(q) = quote {
             if escaped {
@@ -148,17 +154,23 @@ fn balanced(text: &str) -> Result<&str, String> {
         }
         match c {
             '"' | '\'' => quote = Some(c),
-            '{' | '[' => depth += 1,
+            '{' | '[' => open.push(c),
             '}' | ']' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return Ok(&text[start..=start + i]);
+                open.pop();
+                if open.is_empty() {
+                    return Ok(Cow::Borrowed(&text[start..=start + i]));
                 }
             }
+            ',' => last_complete = Some((start + i, open.clone())),
             _ => {}
         }
     }
-    Err("the JSON is truncated: a `{`, `[` or string is never closed".to_owned())
+    let Some((end, open)) = last_complete else {
+        return Err("the JSON is truncated: a `{`, `[` or string is never closed".to_owned());
+    };
+    let mut closed = text[start..end].to_owned();
+    closed.extend(open.iter().rev().map(|&c| if c == '{' { '}' } else { ']' }));
+    Ok(Cow::Owned(closed))
 }
 
 /// Repairs single-quoted strings, smart quotes, Python literals and trailing commas, leaving
@@ -239,8 +251,8 @@ pub fn extract_json(reply: &str) -> Result<Value, String> {
                 continue;
             }
         };
-        match serde_json::from_str::<Value>(found)
-            .or_else(|_| serde_json::from_str::<Value>(&repair(found)))
+        match serde_json::from_str::<Value>(&found)
+            .or_else(|_| serde_json::from_str::<Value>(&repair(&found)))
         {
             Ok(value) => return Ok(value),
             Err(e) => {
@@ -300,6 +312,12 @@ mod tests {
     fn says_precisely_what_is_wrong() {
         let truncated = extract_json("{\"ranking\": [{\"path\": \"a.py\"").unwrap_err();
         assert!(truncated.contains("truncated"), "{truncated}");
+        // Cut off after complete elements: those are kept.
+        let cut = extract_json("{\"scores\": {\"a.py\": 7, \"b.py\": 3, \"c/d").unwrap();
+        assert_eq!(cut, serde_json::json!({"scores": {"a.py": 7, "b.py": 3}}));
+        let cut = extract_json("[{\"path\": \"a.py\"}, {\"path\": \"b,c\", \"why\": \"x").unwrap();
+        // Commas inside strings do not count; complete members of an open object are kept.
+        assert_eq!(cut, serde_json::json!([{"path": "a.py"}, {"path": "b,c"}]));
         assert!(extract_json("no json here")
             .unwrap_err()
             .contains("no JSON"));

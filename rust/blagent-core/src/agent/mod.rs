@@ -9,9 +9,10 @@
 //! Every reply goes through parse → validate → repair request with the exact error (at most
 //! `max_retries`) → fallback (the `session` module); model paths are resolved against the index
 //! and dropped when they name no single file; tools are confined to the repository. The final
-//! ranking interleaves the model's order with the LLM-free fused ranking, completed with every
-//! indexed file, so it always has `top_k` files when the repository does and a weak model can
-//! at most halve retrieval's ranks (the `rank` module).
+//! ranking fuses the model's order with the LLM-free fused ranking (reciprocal ranks), completed with every
+//! indexed file, so it always has `top_k` files when the repository does; the model's weight in
+//! that fusion is, by default, the share of its replies that were valid, so a weak model moves
+//! little (the `rank` module).
 
 mod blagent;
 mod confine;
@@ -40,7 +41,7 @@ pub use self::functions::match_symbol;
 pub use self::json::{extract_json, parse_checked, Shape};
 pub use self::paths::{resolve, resolve_all, Match};
 pub use self::prompts::{Prompts, PROMPTS};
-pub use self::rank::interleave;
+pub use self::rank::{fuse, reliability};
 pub use self::result::{
     LlmFileEvidence, LlmLocalizeResult, LlmOptions, LlmReport, LlmRun, Pipeline,
 };
@@ -126,7 +127,10 @@ impl Localizer {
             Pipeline::Blagent => blagent::run(&mut session, &ctx)?,
             Pipeline::Rrl => rrl::run(&mut session, &ctx)?,
         };
-        let order = interleave(&outcome.order, &ctx.retrieval, options.top_k);
+        let model_weight = options.model_weight.unwrap_or_else(|| {
+            reliability(session.stats.calls, session.stats.parse_failures)
+        });
+        let order = fuse(&outcome.order, &ctx.retrieval, model_weight, options.top_k);
         let fused: HashMap<usize, f32> = scored.ranked.iter().copied().collect();
         let ranked: Vec<(usize, f32)> = order
             .iter()
@@ -166,6 +170,7 @@ impl Localizer {
                 pipeline: options.pipeline,
                 model: model.name(),
                 llm_ranked: !outcome.order.is_empty(),
+                model_weight,
                 prompt_tokens,
                 completion_tokens,
                 stats: session.stats,

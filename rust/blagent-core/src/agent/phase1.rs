@@ -76,7 +76,9 @@ fn parse_action(
             let mut out = HashMap::new();
             let mut refused = Vec::new();
             for (path, score) in scores {
+                // `{"path": {"score": 7}}` is a common variant of `{"path": 7}`.
                 let score = as_number(score)
+                    .or_else(|| score.get("score").and_then(as_number))
                     .filter(|s| (0.0..=10.0).contains(s))
                     .ok_or_else(|| {
                         format!("$.scores[{path:?}] must be an integer 0-10, got {score}")

@@ -25,7 +25,7 @@ pub enum Pipeline {
 
 /// Options of [`crate::Localizer::localize_with_llm`]. Every budget is in approximate tokens.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct LlmOptions {
     /// The pipeline.
     pub pipeline: Pipeline,
@@ -51,6 +51,9 @@ pub struct LlmOptions {
     pub view_tokens: usize,
     /// Prompt tokens phase 1 may spend over all its turns before it must answer.
     pub phase1_budget_tokens: usize,
+    /// The model order's weight against retrieval's in the final ranking (`agent::fuse`);
+    /// `None`: the share of the model's replies that were valid in this run.
+    pub model_weight: Option<f32>,
     /// Sampling temperature.
     pub temperature: f32,
     /// Sampling seed.
@@ -83,6 +86,7 @@ impl Default for LlmOptions {
             context_tokens: 320,
             view_tokens: 512,
             phase1_budget_tokens: 5000,
+            model_weight: None,
             temperature: 0.0,
             seed: Some(0),
             max_completion_tokens: Some(512),
@@ -122,6 +126,8 @@ pub struct LlmReport {
     pub model: String,
     /// Whether valid model output shaped the ranking (false: retrieval's ranking alone).
     pub llm_ranked: bool,
+    /// The model order's weight in the final fusion (`agent::fuse`).
+    pub model_weight: f32,
     /// Prompt tokens over all stages.
     pub prompt_tokens: u64,
     /// Completion tokens over all stages.

@@ -113,6 +113,19 @@ fn malformed_json_is_fixed_on_retry_with_the_parse_error() {
 }
 
 #[test]
+fn a_reply_cut_off_by_the_completion_cap_keeps_its_complete_scores() {
+    let index = minishop();
+    // Cut mid-path by the token cap, with the nested score form small models often write.
+    let cut = r#"{"thought": "pricing", "action": "finish", "scores": {"minishop/pricing.py": {"score": 9}, "minishop/inven"#;
+    let model = by_stage(&[("t0", T0), ("t1", T1), ("phase1", cut), ("phase2", RERANK)]);
+    let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
+    let stats = &result.llm.stats;
+    assert_eq!((stats.parse_failures, stats.retries), (0, 0), "{stats:?}");
+    let pricing = result.llm.files.iter().find(|f| f.path == "minishop/pricing.py");
+    assert_eq!(pricing.and_then(|f| f.score), Some(9.0));
+}
+
+#[test]
 fn hallucinated_paths_are_dropped() {
     let index = minishop();
     let finish = r#"{"action": "finish", "scores": {"minishop/discounts.py": 10, "minishop/pricing.py": 8}}"#;
