@@ -3,8 +3,8 @@
 //! literals, smart quotes), then checked against the expected [`Shape`]. Every failure is a
 //! precise message meant to be sent back to the model.
 
-use std::borrow::Cow;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// What a value must look like. Object fields not listed are ignored; listed ones may be
 /// optional (absent or `null`).

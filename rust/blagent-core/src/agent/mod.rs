@@ -127,9 +127,9 @@ impl Localizer {
             Pipeline::Blagent => blagent::run(&mut session, &ctx)?,
             Pipeline::Rrl => rrl::run(&mut session, &ctx)?,
         };
-        let model_weight = options.model_weight.unwrap_or_else(|| {
-            reliability(session.stats.calls, session.stats.parse_failures)
-        });
+        let model_weight = options
+            .model_weight
+            .unwrap_or_else(|| reliability(session.stats.calls, session.stats.parse_failures));
         let order = fuse(&outcome.order, &ctx.retrieval, model_weight, options.top_k);
         let fused: HashMap<usize, f32> = scored.ranked.iter().copied().collect();
         let ranked: Vec<(usize, f32)> = order

@@ -52,7 +52,11 @@ pub fn fuse(model: &[usize], retrieval: &[usize], model_weight: f32, k: usize) -
         }
     }
     scores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
-    scores.into_iter().take(k).map(|(file, _, _)| file).collect()
+    scores
+        .into_iter()
+        .take(k)
+        .map(|(file, _, _)| file)
+        .collect()
 }
 
 #[cfg(test)]

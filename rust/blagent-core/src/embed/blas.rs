@@ -354,7 +354,10 @@ impl CustomOp2 for Attention {
         let (batch, seq) = l2.shape().dims2()?;
         let hidden = width / 3;
         if rows != batch * seq || width % 3 != 0 || self.heads == 0 || hidden % self.heads != 0 {
-            bail!("attention: {rows}×{width} does not fit {batch}×{seq} and {} heads", self.heads);
+            bail!(
+                "attention: {rows}×{width} does not fit {batch}×{seq} and {} heads",
+                self.heads
+            );
         }
         let head = hidden / self.heads;
         let mut out = vec![0f32; rows * hidden];
@@ -463,8 +466,15 @@ mod tests {
             .unwrap()
             .contiguous()
             .unwrap();
-        let (q, k, v) = (split.get(0).unwrap(), split.get(1).unwrap(), split.get(2).unwrap());
-        let keep: Vec<f32> = mask.iter().map(|&m| if m == 0.0 { 0.0 } else { -1e30 }).collect();
+        let (q, k, v) = (
+            split.get(0).unwrap(),
+            split.get(1).unwrap(),
+            split.get(2).unwrap(),
+        );
+        let keep: Vec<f32> = mask
+            .iter()
+            .map(|&m| if m == 0.0 { 0.0 } else { -1e30 })
+            .collect();
         let keep = Tensor::from_vec(keep, (batch, 1, 1, seq), &device).unwrap();
         let scores = q
             .matmul(&k.t().unwrap())
@@ -483,8 +493,12 @@ mod tests {
             .unwrap();
         assert!(max_diff(&want, &got) < 1e-5, "{}", max_diff(&want, &got));
 
-        let bad = Tensor::zeros((batch * seq, 3 * hidden + 1), candle_core::DType::F32, &device)
-            .unwrap();
+        let bad = Tensor::zeros(
+            (batch * seq, 3 * hidden + 1),
+            candle_core::DType::F32,
+            &device,
+        )
+        .unwrap();
         assert!(bad.apply_op2_no_bwd(&mask_t, &Attention { heads }).is_err());
     }
 }

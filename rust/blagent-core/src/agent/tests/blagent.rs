@@ -121,7 +121,11 @@ fn a_reply_cut_off_by_the_completion_cap_keeps_its_complete_scores() {
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let stats = &result.llm.stats;
     assert_eq!((stats.parse_failures, stats.retries), (0, 0), "{stats:?}");
-    let pricing = result.llm.files.iter().find(|f| f.path == "minishop/pricing.py");
+    let pricing = result
+        .llm
+        .files
+        .iter()
+        .find(|f| f.path == "minishop/pricing.py");
     assert_eq!(pricing.and_then(|f| f.score), Some(9.0));
 }
 
