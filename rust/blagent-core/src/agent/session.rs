@@ -111,6 +111,8 @@ impl<'a> Session<'a> {
     /// Asks until `parse` accepts a reply: the conversation is `messages` (failed attempts and
     /// repair requests are appended while retrying and removed again once a reply is accepted,
     /// so later turns do not carry them). `shape` is the JSON shape quoted in repair requests.
+    /// A model that answers a repair request with the same invalid reply again is not asked a
+    /// third time (at temperature 0 it would repeat itself until the retries run out).
     /// `None` means the stage must fall back; the reason is recorded.
     pub fn ask<T>(
         &mut self,
@@ -125,6 +127,7 @@ impl<'a> Session<'a> {
         }
         let base = messages.len();
         let mut attempt = 0;
+        let mut previous: Option<String> = None;
         let outcome = loop {
             let reply = match self.call(stage, messages) {
                 Ok(reply) => reply,
@@ -138,12 +141,18 @@ impl<'a> Session<'a> {
                 Ok(value) => break Some(value),
                 Err(error) => {
                     self.stats.parse_failures += 1;
+                    if previous.as_deref() == Some(reply.trim()) {
+                        let why = format!("the model repeated an invalid reply ({error})");
+                        self.fallback(stage, &why);
+                        break None;
+                    }
                     if attempt >= self.settings.max_retries {
                         let why =
                             format!("no valid reply after {attempt} retries (last error: {error})");
                         self.fallback(stage, &why);
                         break None;
                     }
+                    previous = Some(reply.trim().to_owned());
                     attempt += 1;
                     self.stats.retries += 1;
                     let repair = self
@@ -208,6 +217,17 @@ mod tests {
             .map(|m| m.content.len().div_ceil(4) as u64)
             .sum();
         assert_eq!(session.stats.stages["s"].prompt_tokens, estimated);
+    }
+
+    #[test]
+    fn stops_when_the_model_repeats_an_invalid_reply() {
+        let model = ScriptedModel::new(["seven", " seven\n", "7"]);
+        let prompts = Prompts::default();
+        let mut session = Session::new(&model, &prompts, SETTINGS);
+        let mut messages = vec![Message::user("a number?")];
+        assert_eq!(session.ask("s", &mut messages, "<n>", number), None);
+        assert_eq!(model.requests().len(), 2);
+        assert!(session.stats.fallbacks[0].starts_with("s: the model repeated an invalid reply"));
     }
 
     #[test]

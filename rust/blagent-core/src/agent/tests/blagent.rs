@@ -159,7 +159,12 @@ fn hallucinated_paths_are_dropped() {
 #[test]
 fn a_model_that_never_answers_validly_falls_back_to_retrieval() {
     let index = minishop();
-    let model = ScriptedModel::from_fn(|_| "I think the bug is in pricing.".to_owned());
+    // Different invalid replies: every stage uses its three retries.
+    let count = std::sync::atomic::AtomicUsize::new(0);
+    let model = ScriptedModel::from_fn(move |_| {
+        let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("I think the bug is in pricing ({n}).")
+    });
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let llm = &result.llm;
     assert!(!llm.llm_ranked);
@@ -168,6 +173,15 @@ fn a_model_that_never_answers_validly_falls_back_to_retrieval() {
         4 * 4,
         "four stages, each one try and three retries"
     );
+    // The same invalid reply twice ends a stage early.
+    let same = ScriptedModel::from_fn(|_| "I think the bug is in pricing.".to_owned());
+    let repeated = run(&index, &issue(), &same, &options(Pipeline::Blagent, 5));
+    assert_eq!(
+        repeated.llm.stats.calls,
+        4 * 2,
+        "four stages, each one try and one retry"
+    );
+    assert_eq!(paths(&repeated), llm_free(&index, &issue(), 5));
     assert_eq!(llm.stats.fallbacks.len(), 4);
     assert!(!llm.queries["t0"].from_model);
     assert_eq!(paths(&result), llm_free(&index, &issue(), 5));
