@@ -89,12 +89,12 @@ def fmt(m: dict[str, float]) -> str:
     return f"MRR {m['mrr']:.3f}  Acc@1 {m['acc1']:.3f}  Acc@5 {m['acc5']:.3f}  Acc@10 {m['acc10']:.3f}"
 
 
-def ascend(data, start: list[float], rounds: int = 4) -> list[float]:
+def ascend(data, start: list[float], free: list[int], rounds: int = 4) -> list[float]:
     w = list(start)
     best = objective(metrics(data, w))
     for _ in range(rounds):
         improved = False
-        for i in range(len(w)):
+        for i in free:
             for v in GRID:
                 trial = w[:i] + [v] + w[i + 1 :]
                 score = objective(metrics(data, trial))
@@ -111,7 +111,9 @@ def main() -> None:
     ap.add_argument("--holdout", help="file of instance ids held out from tuning")
     ap.add_argument("--weights", help="JSON object of the current weights (default: blagent's defaults)")
     ap.add_argument("--rrf", action="store_true", help="weighted reciprocal-rank fusion instead of score mixing")
+    ap.add_argument("--only", help="comma-separated signals to tune (default: all); the others keep their weights")
     args = ap.parse_args()
+    free = [SIGNALS.index(n) for n in args.only.split(",")] if args.only else list(range(len(SIGNALS)))
 
     insts = load(args.signals)
     held = set(open(args.holdout).read().split()) if args.holdout else set()
@@ -136,7 +138,7 @@ def main() -> None:
         given = default_weights()
     current = [given.get(n, 0.0) for n in SIGNALS]
     print(f"current weights: {fmt(metrics(everything, current))}")
-    tuned = ascend(tune or everything, current)
+    tuned = ascend(tune or everything, current, free)
     print("tuned weights:", json.dumps(dict(zip(SIGNALS, tuned))))
     print(f"  on tuning set: {fmt(metrics(tune, tuned))}   (current: {fmt(metrics(tune, current))})")
     if test:

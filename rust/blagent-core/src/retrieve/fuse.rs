@@ -44,6 +44,13 @@ pub struct FusionWeights {
 /// outside `lite_sample100.txt` and checked on those 100. The four lexical views weigh the same;
 /// an explicit path is the strongest single clue; a traceback frame adds nothing the lexical
 /// signals do not already carry (kept small, for its evidence).
+///
+/// The dense weights (zero when `--dense` is off, since the signals are then absent) were
+/// tuned with the lexical weights fixed, on the 70 instances of `lite_sample100.txt` outside
+/// `lite_sample30.txt` (MiniLM, chunks truncated at 128 tokens), and checked on those 30:
+/// MRR 0.751 → 0.772, Acc@5 0.867 → 0.900, Acc@10 0.933 either way; tuned the other way round
+/// the held-out 70 gain MRR 0.769 → 0.803. Reciprocal-rank fusion of all twelve signals did
+/// worse on the held-out 30 (MRR 0.743).
 impl Default for FusionWeights {
     fn default() -> Self {
         FusionWeights {
@@ -56,9 +63,9 @@ impl Default for FusionWeights {
             stack_frame: 0.25,
             definition: 0.5,
             error_message: 0.25,
-            dense_issue: 0.0,
-            dense_structural: 0.0,
-            dense_behavioral: 0.0,
+            dense_issue: 1.5,
+            dense_structural: 0.3,
+            dense_behavioral: 0.5,
         }
     }
 }
