@@ -45,9 +45,9 @@ pub struct FusionWeights {
 /// an explicit path is the strongest single clue; a traceback frame adds nothing the lexical
 /// signals do not already carry (kept small, for its evidence).
 ///
-/// The dense weights (zero when `--dense` is off, since the signals are then absent) were
+/// The dense weights (inert when `--dense` is off, since the signals are then absent) were
 /// tuned with the lexical weights fixed, on the 70 instances of `lite_sample100.txt` outside
-/// `lite_sample30.txt` (MiniLM, chunks truncated at 128 tokens), and checked on those 30:
+/// `lite_sample30.txt` (`MiniLM`, chunks truncated at 128 tokens), and checked on those 30:
 /// MRR 0.751 → 0.772, Acc@5 0.867 → 0.900, Acc@10 0.933 either way; tuned the other way round
 /// the held-out 70 gain MRR 0.769 → 0.803. Reciprocal-rank fusion of all twelve signals did
 /// worse on the held-out 30 (MRR 0.743).
