@@ -108,6 +108,7 @@ def test_eval_with_given_rewrites_reports_the_pool(repo: Path, tmp_path: Path) -
     report = json.loads(proc.stdout)
     rewrites = report["rewrites"]
     assert rewrites["instances"] == 1 and rewrites["pool_recall"] == 1.0
+    assert rewrites["hybrid_pool_recall"] == 1.0 and 1 <= rewrites["hybrid_pool_mean_size"] <= 15
     assert 1 <= rewrites["pool_mean_size"] <= 15
     assert rewrites["dense_structural"]["instances"] == 1
     assert report["dense"]["embedded"] > 0

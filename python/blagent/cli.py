@@ -271,7 +271,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(_metrics_row("  dense, behavioral (T1)", rewrites["dense_behavioral"]))
         lines.append(
             f"  pool unique(T0[:8]+T1[:8]) <= 15: recall {rewrites['pool_recall']:.3f}, "
-            f"mean size {rewrites['pool_mean_size']:.1f}; fused top-15 recall {rewrites['fused_recall_at_cap']:.3f}"
+            f"mean size {rewrites['pool_mean_size']:.1f}; fused top-15 recall {rewrites['fused_recall_at_cap']:.3f}; "
+            f"pool unique(T0[:8]+T1[:8]+fused[:8]) <= 15: recall {rewrites['hybrid_pool_recall']:.3f}, "
+            f"mean size {rewrites['hybrid_pool_mean_size']:.1f}"
         )
     dense = report.get("dense")
     if dense:

@@ -63,6 +63,12 @@ pub struct RewriteReport {
     pub pool_mean_size: f64,
     /// Share of instances with a gold file in the fused ranking's first [`POOL_CAP`] files.
     pub fused_recall_at_cap: f64,
+    /// Share of instances whose three-ranking pool holds a gold file: `unique(T0[:m] ⊕ T1[:m] ⊕
+    /// fused[:m])` capped at [`POOL_CAP`], the candidates blagent's BLAgent pipeline merges
+    /// (its two rewrites and the fused ranking).
+    pub hybrid_pool_recall: f64,
+    /// Mean size of the three-ranking pool.
+    pub hybrid_pool_mean_size: f64,
 }
 
 /// Accumulates a [`RewriteReport`].
@@ -74,6 +80,8 @@ pub struct RewriteAccumulator {
     pool_hits: usize,
     pool_sizes: usize,
     fused_hits: usize,
+    hybrid_hits: usize,
+    hybrid_sizes: usize,
 }
 
 impl RewriteAccumulator {
@@ -104,8 +112,21 @@ impl RewriteAccumulator {
         };
         let t0 = rank(Signal::DenseStructural);
         let t1 = rank(Signal::DenseBehavioral);
-        self.structural.add(&paths(&t0), gold);
-        self.behavioral.add(&paths(&t1), gold);
+        let (t0_paths, t1_paths) = (paths(&t0), paths(&t1));
+        self.structural.add(&t0_paths, gold);
+        self.behavioral.add(&t1_paths, gold);
+        let mut hybrid: Vec<&String> = Vec::new();
+        for path in [&t0_paths[..], &t1_paths, fused]
+            .iter()
+            .flat_map(|ranking| ranking.iter().take(POOL_PER_QUERY))
+        {
+            if !hybrid.contains(&path) {
+                hybrid.push(path);
+            }
+        }
+        hybrid.truncate(POOL_CAP);
+        self.hybrid_sizes += hybrid.len();
+        self.hybrid_hits += usize::from(hybrid.iter().any(|p| gold.contains(p)));
         let pool = paths(&merge_candidates(&t0, &t1, POOL_PER_QUERY, POOL_CAP));
         self.instances += 1;
         self.pool_sizes += pool.len();
@@ -123,6 +144,8 @@ impl RewriteAccumulator {
             pool_recall: self.pool_hits as f64 / n,
             pool_mean_size: self.pool_sizes as f64 / n,
             fused_recall_at_cap: self.fused_hits as f64 / n,
+            hybrid_pool_recall: self.hybrid_hits as f64 / n,
+            hybrid_pool_mean_size: self.hybrid_sizes as f64 / n,
         }
     }
 }
