@@ -9,11 +9,10 @@ Both engines truncate at the model's max_seq_length (256 for all-MiniLM-L6-v2) a
 --threads threads. Prints chunks/s for each engine and the ratio. Needs sentence-transformers
 (and so PyTorch) in the environment; blagent itself never does.
 
-Figures (256 django chunks, 2 threads, a 2-core machine shared with other work, load ~5.5,
-so absolute rates are low; the ratio is what to compare): candle-transformers' BERT 6.3 vs
-8.9 chunks/s (0.71x); blagent's own BERT forward (`embed/bert.rs`: fused QKV, scale folded
-into the query, fused layer norm) with fused masked-softmax and bias+GELU kernels
-(`embed/kernels.rs`) 11.9 vs 9.5 (1.24x) and 12.3 vs 10.6 (1.16x). For quick tuning without
+Figures (256 django chunks, 2 threads, 256-token cap, a 2-core machine with load 1.7-2.0):
+blagent 45.4 vs 39.4 chunks/s (1.15x) and 45.9 vs 37.5 (1.22x); per CPU second 1.17x and 1.24x.
+The version before the OpenBLAS forward (`embed/blas.rs`) ran 30.7 vs 44.1 (0.70x) on the same
+machine when quiet. For quick tuning without
 Python: `cargo run --release --example encode_bench -- MODEL_DIR TEXTS.json`.
 """
 
