@@ -284,10 +284,10 @@ fn files_from_chunks(chunks: &[(usize, f32)], chunk_file: &[u32]) -> Vec<FileHit
     hits
 }
 
-/// BLAgent's candidate pool: `unique(a[:m] ⊕ b[:m])`, in that order, cut at `cap`.
-pub fn merge_candidates(a: &[usize], b: &[usize], m: usize, cap: usize) -> Vec<usize> {
+/// BLAgent's candidate pool: `unique(list₁[:m] ⊕ list₂[:m] ⊕ …)`, in that order, cut at `cap`.
+pub fn merge_candidates(lists: &[&[usize]], m: usize, cap: usize) -> Vec<usize> {
     let mut pool: Vec<usize> = Vec::with_capacity(cap);
-    for &file in a.iter().take(m).chain(b.iter().take(m)) {
+    for &file in lists.iter().flat_map(|list| list.iter().take(m)) {
         if pool.len() == cap {
             break;
         }
@@ -316,16 +316,16 @@ mod tests {
     #[test]
     fn candidates_concatenate_dedup_and_cap() {
         assert_eq!(
-            merge_candidates(&[1, 2, 3], &[3, 4, 5], 2, 15),
+            merge_candidates(&[&[1, 2, 3], &[3, 4, 5]], 2, 15),
             vec![1, 2, 3, 4]
         );
-        assert_eq!(merge_candidates(&[1, 2], &[2, 1], 2, 15), vec![1, 2]);
+        assert_eq!(merge_candidates(&[&[1, 2], &[2, 1]], 2, 15), vec![1, 2]);
         assert_eq!(
-            merge_candidates(&[1, 2, 3], &[3, 4, 5], 3, 15),
+            merge_candidates(&[&[1, 2, 3], &[3, 4, 5]], 3, 15),
             vec![1, 2, 3, 4, 5]
         );
         let a: Vec<usize> = (0..10).collect();
         let b: Vec<usize> = (10..20).collect();
-        assert_eq!(merge_candidates(&a, &b, 10, 15).len(), 15);
+        assert_eq!(merge_candidates(&[&a, &b], 10, 15).len(), 15);
     }
 }

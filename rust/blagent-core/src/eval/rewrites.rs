@@ -86,12 +86,12 @@ pub struct RewriteAccumulator {
 
 impl RewriteAccumulator {
     /// Adds one instance from its scored signals (whose dense structural and behavioral views
-    /// were queried with the given rewrites), its fused ranking and gold files.
+    /// were queried with the given rewrites), its fused ranking (file indices) and gold files.
     pub fn add(
         &mut self,
         index: &RepoIndex,
         signals: &[FileSignals],
-        fused: &[String],
+        fused: &[usize],
         gold: &[String],
     ) {
         let rank = |signal: Signal| -> Vec<usize> {
@@ -112,26 +112,21 @@ impl RewriteAccumulator {
         };
         let t0 = rank(Signal::DenseStructural);
         let t1 = rank(Signal::DenseBehavioral);
-        let (t0_paths, t1_paths) = (paths(&t0), paths(&t1));
-        self.structural.add(&t0_paths, gold);
-        self.behavioral.add(&t1_paths, gold);
-        let mut hybrid: Vec<&String> = Vec::new();
-        for path in [&t0_paths[..], &t1_paths, fused]
-            .iter()
-            .flat_map(|ranking| ranking.iter().take(POOL_PER_QUERY))
-        {
-            if !hybrid.contains(&path) {
-                hybrid.push(path);
-            }
-        }
-        hybrid.truncate(POOL_CAP);
-        self.hybrid_sizes += hybrid.len();
-        self.hybrid_hits += usize::from(hybrid.iter().any(|p| gold.contains(p)));
-        let pool = paths(&merge_candidates(&t0, &t1, POOL_PER_QUERY, POOL_CAP));
+        self.structural.add(&paths(&t0), gold);
+        self.behavioral.add(&paths(&t1), gold);
+        let holds_gold = |files: &[usize]| {
+            files
+                .iter()
+                .any(|&f| gold.iter().any(|g| g == index.files[f].path()))
+        };
+        let pool = merge_candidates(&[&t0, &t1], POOL_PER_QUERY, POOL_CAP);
+        let hybrid = merge_candidates(&[&t0, &t1, fused], POOL_PER_QUERY, POOL_CAP);
         self.instances += 1;
         self.pool_sizes += pool.len();
-        self.pool_hits += usize::from(pool.iter().any(|p| gold.contains(p)));
-        self.fused_hits += usize::from(fused.iter().take(POOL_CAP).any(|p| gold.contains(p)));
+        self.pool_hits += usize::from(holds_gold(&pool));
+        self.hybrid_sizes += hybrid.len();
+        self.hybrid_hits += usize::from(holds_gold(&hybrid));
+        self.fused_hits += usize::from(holds_gold(&fused[..fused.len().min(POOL_CAP)]));
     }
 
     /// The report.

@@ -247,11 +247,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             let start = Instant::now();
             let scored = localizer.score_with(&index, &instance.problem_statement, given)?;
             if given.is_some() && index.dense.is_some() {
-                let fused: Vec<String> = scored
-                    .ranked
-                    .iter()
-                    .map(|&(f, _)| index.files[f].path().to_owned())
-                    .collect();
+                let fused: Vec<usize> = scored.ranked.iter().map(|&(f, _)| f).collect();
                 rewrite_acc.add(&index, &scored.signals, &fused, &instance.gold_files);
             }
             if let (Some(writer), Some(path)) =
