@@ -1,9 +1,15 @@
 //! The BLAgent pipeline: T0 and T1 rewrites → retrieval per query → candidates (the heads of
-//! the T0, T1 and raw-issue rankings, at most `candidates`, filled from the raw ranking) →
-//! phase 1 (skeleton-reading scoring agent) → phase 2 (evidence-anchored rerank of the best
-//! `rerank_files`) → the model's order: phase 2's, then the other candidates phase 1 scored
-//! at least 1, by score. Each stage falls back on its own: a heuristic rewrite, candidate
-//! order, no model order at all.
+//! the raw-issue, T0 and T1 rankings taken in turn, at most `candidates`, filled from the raw
+//! ranking) → phase 1 (skeleton-reading scoring agent) → phase 2 (evidence-anchored rerank of
+//! the best `rerank_files` by phase 1's score, ties in candidate order) → the model's order:
+//! phase 2's, then the other candidates phase 1 scored at least 1, by score. Each stage falls
+//! back on its own: a heuristic rewrite, candidate order, no model order at all.
+//!
+//! The candidate order matters when phase 1's scores do not separate the files (a small model
+//! gives most of them 10, or none): then phase 2 sees the first candidates. Taking the raw
+//! issue's fused ranking first, then the rewrites' in turn, shows it retrieval's best file and
+//! each query's best; with the rewrites' heads first, Qwen2.5-Coder-0.5B's phase 2 never saw
+//! the gold file that retrieval ranked first (django-16046, matplotlib-22835).
 
 use std::collections::HashMap;
 
@@ -52,7 +58,7 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
     let h1 = retrieve_for_query(ctx.index, &t1.text, ctx.weights);
     let rankings: [&[FileHit]; 3] = [&ctx.raw, &h0, &h1];
     let candidates = merge_candidates(
-        &[&h0, &h1, &ctx.raw],
+        &[&ctx.raw, &h0, &h1],
         options.per_query,
         options.candidates,
         &ctx.retrieval,

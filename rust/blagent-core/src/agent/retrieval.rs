@@ -84,19 +84,22 @@ pub fn hits(signals: &[FileSignals], ranked: &[(usize, f32)]) -> Vec<FileHit> {
         .collect()
 }
 
-/// `unique(list₁[:per_list] ⊕ list₂[:per_list] ⊕ …)` capped at `cap`, then filled from `fill`
-/// in its order up to `cap`.
+/// The candidate pool of `lists` ([`crate::dense::merge_candidates`]: their heads of
+/// `per_list` files, round-robin, at most `cap`), then filled from `fill` in its order up to
+/// `cap`.
 pub fn merge_candidates(
     lists: &[&[FileHit]],
     per_list: usize,
     cap: usize,
     fill: &[usize],
 ) -> Vec<usize> {
-    let mut out: Vec<usize> = Vec::new();
-    let heads = lists
+    let files: Vec<Vec<usize>> = lists
         .iter()
-        .flat_map(|l| l.iter().take(per_list).map(|h| h.file));
-    for file in heads.chain(fill.iter().copied()) {
+        .map(|list| list.iter().map(|h| h.file).collect())
+        .collect();
+    let heads: Vec<&[usize]> = files.iter().map(Vec::as_slice).collect();
+    let mut out = crate::dense::merge_candidates(&heads, per_list, cap);
+    for &file in fill {
         if out.len() >= cap {
             break;
         }

@@ -284,15 +284,20 @@ fn files_from_chunks(chunks: &[(usize, f32)], chunk_file: &[u32]) -> Vec<FileHit
     hits
 }
 
-/// BLAgent's candidate pool: `unique(list₁[:m] ⊕ list₂[:m] ⊕ …)`, in that order, cut at `cap`.
+/// BLAgent's candidate pool: the set `unique(list₁[:m] ∪ list₂[:m] ∪ …)`, at most `cap` files,
+/// taken round-robin (every list's first file, then every list's second, …), so the pool's order
+/// alternates between the lists, each list's best files come before any list's weaker ones, and
+/// when `cap` cuts the pool it cuts the lists' tails evenly.
 pub fn merge_candidates(lists: &[&[usize]], m: usize, cap: usize) -> Vec<usize> {
     let mut pool: Vec<usize> = Vec::with_capacity(cap);
-    for &file in lists.iter().flat_map(|list| list.iter().take(m)) {
-        if pool.len() == cap {
-            break;
-        }
-        if !pool.contains(&file) {
-            pool.push(file);
+    for depth in 0..m {
+        for &file in lists.iter().filter_map(|list| list.get(depth)) {
+            if pool.len() == cap {
+                return pool;
+            }
+            if !pool.contains(&file) {
+                pool.push(file);
+            }
         }
     }
     pool
@@ -314,18 +319,28 @@ mod tests {
     }
 
     #[test]
-    fn candidates_concatenate_dedup_and_cap() {
+    fn candidates_alternate_dedup_and_cap() {
         assert_eq!(
             merge_candidates(&[&[1, 2, 3], &[3, 4, 5]], 2, 15),
-            vec![1, 2, 3, 4]
+            vec![1, 3, 2, 4]
         );
         assert_eq!(merge_candidates(&[&[1, 2], &[2, 1]], 2, 15), vec![1, 2]);
         assert_eq!(
             merge_candidates(&[&[1, 2, 3], &[3, 4, 5]], 3, 15),
-            vec![1, 2, 3, 4, 5]
+            vec![1, 3, 2, 4, 5]
         );
+        // A short list drops out; the others go on.
+        assert_eq!(
+            merge_candidates(&[&[7], &[1, 2, 3]], 3, 15),
+            vec![7, 1, 2, 3]
+        );
+        // The cap cuts both lists' tails, not the second list.
         let a: Vec<usize> = (0..10).collect();
         let b: Vec<usize> = (10..20).collect();
-        assert_eq!(merge_candidates(&[&a, &b], 10, 15).len(), 15);
+        let pool = merge_candidates(&[&a, &b], 10, 15);
+        assert_eq!(pool.len(), 15);
+        assert_eq!(pool[..4], [0, 10, 1, 11]);
+        assert!(pool.contains(&16) && !pool.contains(&8));
+        assert!(merge_candidates(&[&a, &b], 0, 15).is_empty());
     }
 }

@@ -120,7 +120,7 @@ impl RewriteAccumulator {
                 .any(|&f| gold.iter().any(|g| g == index.files[f].path()))
         };
         let pool = merge_candidates(&[&t0, &t1], POOL_PER_QUERY, POOL_CAP);
-        let hybrid = merge_candidates(&[&t0, &t1, fused], POOL_PER_QUERY, POOL_CAP);
+        let hybrid = merge_candidates(&[fused, &t0, &t1], POOL_PER_QUERY, POOL_CAP);
         self.instances += 1;
         self.pool_sizes += pool.len();
         self.pool_hits += usize::from(holds_gold(&pool));

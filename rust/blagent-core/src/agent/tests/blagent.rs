@@ -1,7 +1,9 @@
 use std::fmt::Write as _;
 
 use super::*;
+use crate::agent::retrieve_for_query;
 use crate::llm::NoModel;
+use crate::retrieve::FusionWeights;
 
 const T0: &str = r#"{"query": "Coupon percent apply_coupon Cart.total"}"#;
 const T1: &str = "```json\n{\"query\": \"percentage coupon discount applied as a fraction gives negative total\"}\n```";
@@ -203,6 +205,40 @@ fn the_final_list_is_always_top_k_long_when_the_repository_has_the_files() {
         let none = run(&index, narrow, &NoModel, &options(Pipeline::Blagent, k));
         assert_eq!(paths(&none).len(), k.min(index.files.len()));
     }
+}
+
+#[test]
+fn phase_two_sees_retrievals_best_file_when_phase_one_scores_all_alike() {
+    // The rewrites point elsewhere (inventory), and phase 1 gives every candidate 10: phase 2
+    // is shown the candidates in pool order, which starts with the raw issue's best file.
+    let index = minishop();
+    let elsewhere = r#"{"query": "Inventory OutOfStock restock stock level"}"#;
+    let all_ten = r#"{"action": "finish", "scores": {"minishop/inventory.py": 10, "minishop/cli.py": 10, "minishop/cart.py": 10, "minishop/pricing.py": 10, "minishop/__init__.py": 10}}"#;
+    let model = by_stage(&[
+        ("t0", elsewhere),
+        ("t1", elsewhere),
+        ("phase1", all_ten),
+        ("phase2", RERANK),
+    ]);
+    let mut options = options(Pipeline::Blagent, 5);
+    options.rerank_files = 2;
+    let result = run(&index, &issue(), &model, &options);
+    let best = llm_free(&index, &issue(), 1).remove(0);
+    assert_eq!(best, "minishop/pricing.py");
+    assert_eq!(result.llm.candidates[0], best);
+    let t0_best = retrieve_for_query(
+        &index,
+        "Inventory OutOfStock restock stock level",
+        &FusionWeights::default(),
+    );
+    assert_eq!(index.files[t0_best[0].file].path(), "minishop/inventory.py");
+    assert_eq!(result.llm.candidates[1], "minishop/inventory.py");
+    let requests = model.requests();
+    let shown = &requests.last().unwrap().messages[0].content;
+    assert_eq!(requests.last().unwrap().stage, "phase2");
+    assert!(shown.contains("### minishop/pricing.py\n"), "{shown}");
+    assert!(shown.contains("### minishop/inventory.py\n"), "{shown}");
+    assert_eq!(shown.matches("\n### ").count(), 2, "{shown}");
 }
 
 #[test]
