@@ -51,6 +51,24 @@ def row(name: str, m: dict, seconds: float) -> str:
     )
 
 
+def rank_changes(llm_preds: Path, free_preds: Path) -> list[str]:
+    """One line per instance whose gold rank differs between the two prediction files."""
+
+    def ranks(path: Path) -> dict[str, int | None]:
+        lines = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+        return {p["instance_id"]: p.get("gold_rank") for p in lines}
+
+    def show(rank: int | None) -> str:
+        return "-" if rank is None else str(rank)
+
+    llm, free = ranks(llm_preds), ranks(free_preds)
+    return [
+        f"  {iid:<40} LLM-free {show(free[iid]):>2} -> LLM {show(rank):>2}"
+        for iid, rank in llm.items()
+        if iid in free and free[iid] != rank
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repos", required=True, type=Path, help="one tree per instance: DIR/<instance_id>")
@@ -91,6 +109,9 @@ def main() -> int:
             f"calls {total['calls']}, parse failures {total['parse_failures']}, retries {total['retries']}, "
             f"fallbacks {total['fallbacks']}, ranked by the model {cost['llm_ranked']}/{cost['instances']}"
         )
+    changes = rank_changes(args.out_dir / f"{args.pipeline}.jsonl", args.out_dir / "llm_free.jsonl")
+    print(f"gold rank changed in {len(changes)} instance(s) (- = not in the top 10):")
+    print("\n".join(changes))
     return 0
 
 
