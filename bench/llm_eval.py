@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import llm_server  # noqa: E402
+import llm_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -70,15 +70,24 @@ def rank_changes(llm_preds: Path, free_preds: Path) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repos", required=True, type=Path, help="one tree per instance: DIR/<instance_id>")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--repos", required=True, type=Path, help="one tree per instance: DIR/<instance_id>"
+    )
     ap.add_argument("--dataset", type=Path, default=DATA / "swebench_lite.jsonl")
     ap.add_argument("--ids-file", type=Path, default=DATA / "lite_sample30.txt")
     ap.add_argument("--pipeline", choices=["blagent", "rrl"], default="blagent")
     ap.add_argument("--out-dir", type=Path, default=Path("llm-eval"))
     ap.add_argument("--record", type=Path, help="append every LLM exchange to this cassette")
-    ap.add_argument("--llm-option", action="append", default=[], metavar="KEY=VALUE",
-                    help="passed to blagent eval (LLM pipeline options); repeatable")
+    ap.add_argument(
+        "--llm-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to blagent eval (LLM pipeline options); repeatable",
+    )
     ap.add_argument("--blagent", default=str(ROOT / ".venv" / "bin" / "blagent"))
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
@@ -105,9 +114,11 @@ def main() -> int:
     if cost:
         total, mean = cost["total"], cost["mean"]
         print(
-            f"LLM: prompt tokens/instance {mean['prompt_tokens']:.0f}, completion {mean['completion_tokens']:.0f}, "
-            f"calls {total['calls']}, parse failures {total['parse_failures']}, retries {total['retries']}, "
-            f"fallbacks {total['fallbacks']}, ranked by the model {cost['llm_ranked']}/{cost['instances']}"
+            f"LLM: prompt tokens/instance {mean['prompt_tokens']:.0f}, "
+            f"completion {mean['completion_tokens']:.0f}, calls {total['calls']}, "
+            f"parse failures {total['parse_failures']}, retries {total['retries']}, "
+            f"fallbacks {total['fallbacks']}, "
+            f"ranked by the model {cost['llm_ranked']}/{cost['instances']}"
         )
     changes = rank_changes(args.out_dir / f"{args.pipeline}.jsonl", args.out_dir / "llm_free.jsonl")
     print(f"gold rank changed in {len(changes)} instance(s) (- = not in the top 10):")
