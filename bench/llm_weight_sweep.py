@@ -51,8 +51,8 @@ def main() -> int:
         if weight != "auto":
             extra += ["--llm-option", f"model_weight={float(weight)}"]
         report, seconds = blagent_eval(args, args.out_dir / f"w_{weight}.jsonl", extra)
-        label = "auto (share of valid replies)" if weight == "auto" else f"w = {weight}"
-        print(row(label[:26], report["overall"], seconds), flush=True)
+        label = "auto (valid-reply share)" if weight == "auto" else f"w = {weight}"
+        print(row(label, report["overall"], seconds), flush=True)
     return 0
 
 

@@ -95,7 +95,7 @@ pub fn merge_candidates(
 ) -> Vec<usize> {
     let files: Vec<Vec<usize>> = lists
         .iter()
-        .map(|list| list.iter().map(|h| h.file).collect())
+        .map(|list| list.iter().take(per_list).map(|h| h.file).collect())
         .collect();
     let heads: Vec<&[usize]> = files.iter().map(Vec::as_slice).collect();
     let mut out = crate::dense::merge_candidates(&heads, per_list, cap);

@@ -63,9 +63,9 @@ pub struct RewriteReport {
     pub pool_mean_size: f64,
     /// Share of instances with a gold file in the fused ranking's first [`POOL_CAP`] files.
     pub fused_recall_at_cap: f64,
-    /// Share of instances whose three-ranking pool holds a gold file: `unique(T0[:m] ⊕ T1[:m] ⊕
-    /// fused[:m])` capped at [`POOL_CAP`], the candidates blagent's BLAgent pipeline merges
-    /// (its two rewrites and the fused ranking).
+    /// Share of instances whose three-ranking pool holds a gold file: the heads of the fused,
+    /// T0 and T1 rankings merged as blagent's BLAgent pipeline merges its candidates
+    /// ([`merge_candidates`], at most [`POOL_CAP`]).
     pub hybrid_pool_recall: f64,
     /// Mean size of the three-ranking pool.
     pub hybrid_pool_mean_size: f64,
