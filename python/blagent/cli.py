@@ -117,8 +117,8 @@ LLM_FLAGS: dict[str, tuple[str, Any, str]] = {
     "--llm-timeout": ("request_timeout_s", float, "seconds for a whole request (default 300)"),
     "--llm-max-retries": ("max_retries", int, "retries on 429/5xx/timeouts/connection errors (default 4)"),
     "--llm-concurrency": ("max_concurrency", int, "requests in flight at once (default 4)"),
-    "--llm-replay": ("replay", str, "answer from this recorded cassette (JSONL) instead of an endpoint"),
-    "--llm-record": ("record", str, "append every exchange with the endpoint to this cassette (JSONL)"),
+    "--llm-replay": ("replay", str, "answer from this recorded cassette (JSONL); with an endpoint, it asks only what is not recorded"),
+    "--llm-record": ("record", str, "append every exchange of the run to this cassette (JSONL); needs an endpoint"),
     "--llm-prices": ("prices", str, "JSON price table extending the built-in one, for cost estimates"),
     "--llm-tokenizer": ("tokenizer", str, "tokenizer.json for token estimates when a response has no usage"),
 }

@@ -381,3 +381,60 @@ fn recorded_run_replays_identically() {
         "seed is part of the key"
     );
 }
+
+#[test]
+fn replay_with_an_endpoint_asks_it_only_what_the_cassette_lacks_and_records_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.jsonl");
+    let first = ScriptedServer::start(vec![Action::reply("A"), Action::reply("B")]);
+    let recording = LlmClient::new(&LlmConfig {
+        record: Some(old.clone()),
+        ..config(&first.base_url())
+    })
+    .unwrap();
+    recording.chat("t0", vec![Message::user("a")]).unwrap();
+    recording.chat("t1", vec![Message::user("b")]).unwrap();
+
+    // The changed run asks "a" again and "c" instead of "b".
+    let second = ScriptedServer::start(vec![Action::reply("C")]);
+    let new = dir.path().join("new.jsonl");
+    let mixed = LlmClient::new(&LlmConfig {
+        replay: Some(old.clone()),
+        record: Some(new.clone()),
+        ..config(&second.base_url())
+    })
+    .unwrap();
+    assert!(
+        mixed.name().starts_with("replay:test-model+"),
+        "{}",
+        mixed.name()
+    );
+    let answers: Vec<String> = ["a", "c"]
+        .iter()
+        .map(|q| mixed.chat("t0", vec![Message::user(*q)]).unwrap().content)
+        .collect();
+    assert_eq!(answers, ["A", "C"]);
+    assert_eq!(
+        second.received().len(),
+        1,
+        "only the new request reaches the endpoint"
+    );
+    drop(mixed);
+
+    // The new cassette alone replays the whole changed run, with no endpoint.
+    let replaying = LlmClient::new(&LlmConfig {
+        replay: Some(new),
+        ..LlmConfig::default()
+    })
+    .unwrap();
+    for (q, a) in [("a", "A"), ("c", "C")] {
+        assert_eq!(
+            replaying
+                .chat("t0", vec![Message::user(q)])
+                .unwrap()
+                .content,
+            a
+        );
+    }
+    assert!(replaying.chat("t1", vec![Message::user("b")]).is_err());
+}

@@ -12,25 +12,26 @@ use super::{ChatModel, ChatRequest, ChatResponse, Message, NoModel};
 use crate::error::Result;
 
 /// The model a configuration asks for: replay (`replay` set; keyed with `model` when given,
-/// else the cassette's one model), HTTP (`base_url` set), HTTP recorded to a cassette (`base_url`
-/// and `record`), or none (LLM-free). The configuration is validated first.
+/// else the cassette's one model), HTTP (`base_url` set), replay with HTTP answering what the
+/// cassette does not (both set), any of those with an endpoint recorded to a cassette
+/// (`record`: every exchange of the run, replayed ones included, so the new cassette alone
+/// reproduces it), or none (LLM-free). The configuration is validated first.
 pub fn model_from_config(config: &LlmConfig) -> Result<Box<dyn ChatModel>> {
     let config = config.clone().validated()?;
-    if let Some(path) = &config.replay {
-        let replay = if config.model.is_empty() {
-            ReplayModel::open(path)?
-        } else {
-            ReplayModel::open_with_model(path, &config.model)?
-        };
-        return Ok(Box::new(replay));
-    }
-    if config.base_url.is_none() {
-        return Ok(Box::new(NoModel));
-    }
-    let http = HttpModel::new(&config)?;
+    let replay = match &config.replay {
+        Some(path) if config.model.is_empty() => Some(ReplayModel::open(path)?),
+        Some(path) => Some(ReplayModel::open_with_model(path, &config.model)?),
+        None => None,
+    };
+    let model: Box<dyn ChatModel> = match (replay, &config.base_url) {
+        (Some(replay), None) => return Ok(Box::new(replay)),
+        (None, None) => return Ok(Box::new(NoModel)),
+        (None, Some(_)) => Box::new(HttpModel::new(&config)?),
+        (Some(replay), Some(_)) => Box::new(replay.then_live(Box::new(HttpModel::new(&config)?))),
+    };
     Ok(match &config.record {
-        Some(path) => Box::new(RecordingModel::create(http, config.model.clone(), path)?),
-        None => Box::new(http),
+        Some(path) => Box::new(RecordingModel::create(model, config.model.clone(), path)?),
+        None => model,
     })
 }
 

@@ -99,9 +99,10 @@ pub struct LlmConfig {
     pub prices: Option<PathBuf>,
     /// A `tokenizer.json` for estimating tokens when a response has no `usage`.
     pub tokenizer: Option<PathBuf>,
-    /// Serve responses from this cassette instead of an endpoint.
+    /// Serve responses from this cassette; with `base_url` too, the endpoint answers what the
+    /// cassette does not.
     pub replay: Option<PathBuf>,
-    /// Append every exchange with the endpoint to this cassette.
+    /// Append every exchange of the run to this cassette (needs an endpoint).
     pub record: Option<PathBuf>,
 }
 
@@ -186,8 +187,8 @@ impl LlmConfig {
         if self.max_concurrency == 0 {
             return bad("max_concurrency must be at least 1".to_owned());
         }
-        if self.replay.is_some() && self.record.is_some() {
-            return bad("replay and record exclude each other".to_owned());
+        if self.replay.is_some() && self.replay == self.record {
+            return bad("replay and record need two cassettes".to_owned());
         }
         if self.record.is_some() && self.base_url.is_none() {
             return bad(format!(
@@ -332,12 +333,18 @@ mod tests {
             ..endpoint.clone()
         };
         assert!(err(zero).contains("request timeout"));
+        let same = LlmConfig {
+            replay: Some("a".into()),
+            record: Some("a".into()),
+            ..endpoint.clone()
+        };
+        assert!(err(same).contains("two cassettes"));
         let both = LlmConfig {
             replay: Some("a".into()),
             record: Some("b".into()),
             ..endpoint
         };
-        assert!(err(both).contains("exclude"));
+        assert!(both.validated().is_ok());
         assert!(LlmConfig::default().validated().is_ok());
         assert!(serde_json::from_str::<LlmConfig>(r#"{"modle": "x"}"#).is_err());
     }

@@ -74,13 +74,25 @@ pub fn request_key(model: &str, request: &ChatRequest) -> String {
 }
 
 /// Serves the exchanges of a cassette. Identical requests are answered in recorded order; a
-/// request not in the cassette, or asked more often than recorded, is an [`Error::Llm`].
-#[derive(Debug)]
+/// request not in the cassette, or asked more often than recorded, is an [`Error::Llm`], or,
+/// with a live model behind it ([`ReplayModel::then_live`]), that model's answer: a changed
+/// pipeline then re-asks only what it asks differently.
 pub struct ReplayModel {
     path: PathBuf,
     model: String,
     recorded: HashSet<String>,
     queues: Mutex<HashMap<String, VecDeque<std::result::Result<ChatResponse, String>>>>,
+    live: Option<Box<dyn ChatModel>>,
+}
+
+impl std::fmt::Debug for ReplayModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplayModel")
+            .field("path", &self.path)
+            .field("model", &self.model)
+            .field("live", &self.live.as_ref().map(|m| m.name()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl ReplayModel {
@@ -121,7 +133,16 @@ impl ReplayModel {
             model,
             recorded: queues.keys().cloned().collect(),
             queues: Mutex::new(queues),
+            live: None,
         }
+    }
+
+    /// Asks `live` what the cassette does not answer (it must send the model name the cassette
+    /// is keyed with).
+    #[must_use]
+    pub fn then_live(mut self, live: Box<dyn ChatModel>) -> Self {
+        self.live = Some(live);
+        self
     }
 
     /// The model name whose requests are replayed.
@@ -132,7 +153,10 @@ impl ReplayModel {
 
 impl ChatModel for ReplayModel {
     fn name(&self) -> String {
-        format!("replay:{}", self.model)
+        match &self.live {
+            Some(live) => format!("replay:{}+{}", self.model, live.name()),
+            None => format!("replay:{}", self.model),
+        }
     }
 
     fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
@@ -143,10 +167,11 @@ impl ChatModel for ReplayModel {
             .unwrap_or_else(PoisonError::into_inner)
             .get_mut(&key)
             .and_then(VecDeque::pop_front);
-        match next {
-            Some(Ok(response)) => Ok(response),
-            Some(Err(message)) => Err(Error::Llm(message)),
-            None => {
+        match (next, &self.live) {
+            (Some(Ok(response)), _) => Ok(response),
+            (Some(Err(message)), _) => Err(Error::Llm(message)),
+            (None, Some(live)) => live.chat(request),
+            (None, None) => {
                 let why = if self.recorded.contains(&key) {
                     "asked more often than recorded"
                 } else {
