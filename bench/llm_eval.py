@@ -4,12 +4,16 @@
     python bench/llm_server.py setup        # once: llama-server + Qwen2.5-Coder-0.5B (Q4 GGUF)
     python bench/llm_eval.py --repos TREES [--ids-file ../shared/data/lite_sample30.txt]
                              [--pipeline blagent] [--out-dir DIR] [--record FILE]
+                             [--replay FILE]
 
 Starts llama-server on 127.0.0.1 (see `llm_server.py`), runs `blagent eval` in LLM mode
 (`--pipeline`, default blagent) through it, then LLM-free on the same instances, and prints
 MRR, Acc@1/3/5/10 side by side with the LLM's cost: prompt and completion tokens per instance,
 calls, parse failures, retries, fallbacks, and wall time per instance. `--record` keeps every
 exchange in a cassette, so the run replays exactly with `blagent eval --llm-replay FILE`.
+`--replay` answers from an earlier run's cassette and asks the model only what it does not
+hold: after a pipeline change, only the changed calls cost model time (with `--record`, the
+new cassette holds the whole run).
 Benchmark tooling only: not part of the wheel nor of its dependencies.
 """
 
@@ -82,6 +86,9 @@ def main() -> int:
     ap.add_argument("--out-dir", type=Path, default=Path("llm-eval"))
     ap.add_argument("--record", type=Path, help="append every LLM exchange to this cassette")
     ap.add_argument(
+        "--replay", type=Path, help="answer from this cassette; the model answers what it lacks"
+    )
+    ap.add_argument(
         "--llm-option",
         action="append",
         default=[],
@@ -101,6 +108,8 @@ def main() -> int:
                  "--llm-model", llm_server.MODEL_ALIAS, "--llm-concurrency", "1"]  # fmt: skip
         if args.record:
             extra += ["--llm-record", str(args.record)]
+        if args.replay:
+            extra += ["--llm-replay", str(args.replay)]
         for option in args.llm_option:
             extra += ["--llm-option", option]
         llm, llm_seconds = blagent_eval(args, args.out_dir / f"{args.pipeline}.jsonl", extra)
@@ -118,7 +127,8 @@ def main() -> int:
             f"completion {mean['completion_tokens']:.0f}, calls {total['calls']}, "
             f"parse failures {total['parse_failures']}, retries {total['retries']}, "
             f"fallbacks {total['fallbacks']}, "
-            f"ranked by the model {cost['llm_ranked']}/{cost['instances']}"
+            f"ranked by the model {cost['llm_ranked']}/{cost['instances']}, "
+            f"mean model weight {mean.get('model_weight', 0.0):.2f}"
         )
     changes = rank_changes(args.out_dir / f"{args.pipeline}.jsonl", args.out_dir / "llm_free.jsonl")
     print(f"gold rank changed in {len(changes)} instance(s) (- = not in the top 10):")

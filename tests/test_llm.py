@@ -128,6 +128,23 @@ def test_recorded_exchanges_replay_identically(scripted: tuple[ScriptedServer, s
         replaying.chat(json.dumps([{"role": "user", "content": "new"}]), "t1")
 
 
+def test_replay_with_an_endpoint_asks_only_what_is_not_recorded(scripted: tuple[ScriptedServer, str], tmp_path: Path) -> None:
+    server, url = scripted
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    recorded = client(base_url=url, model="coder", record=str(old)).chat(MESSAGES, "t0")
+    asked = len(server.requests)
+    mixed = client(base_url=url, model="coder", replay=str(old), record=str(new))
+    assert mixed.chat(MESSAGES, "t0") == recorded and len(server.requests) == asked
+    other = json.dumps([{"role": "user", "content": "Which function?"}])
+    answer = mixed.chat(other, "t1")
+    assert len(server.requests) == asked + 1
+    del mixed
+    again = client(replay=str(new))
+    assert [again.chat(MESSAGES, "t0"), again.chat(other, "t1")] == [recorded, answer]
+    with pytest.raises(InputError, match="two cassettes"):
+        client(base_url=url, model="coder", replay=str(old), record=str(old))
+
+
 def test_cli_flags_become_a_config() -> None:
     args = build_parser().parse_args(
         ["batch", "--dataset", "d", "--repos", "r", "--out", "o",

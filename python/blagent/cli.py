@@ -289,7 +289,8 @@ def format_report(report: dict[str, Any]) -> str:
             f"prompt tokens {total['prompt_tokens']} (mean {mean['prompt_tokens']:.0f}), "
             f"completion tokens {total['completion_tokens']} (mean {mean['completion_tokens']:.0f}), "
             f"calls {total['calls']}, parse failures {total['parse_failures']}, retries {total['retries']}, "
-            f"fallbacks {total['fallbacks']}, mean wall {mean['wall_ms']:.0f} ms"
+            f"fallbacks {total['fallbacks']}, mean model weight {mean.get('model_weight', 0.0):.2f}, "
+            f"mean wall {mean['wall_ms']:.0f} ms"
         )
     lines.append(f"seconds: {report['seconds']:.1f}")
     return "\n".join(lines)

@@ -1,9 +1,11 @@
 //! The BLAgent pipeline: T0 and T1 rewrites → retrieval per query → candidates (the heads of
 //! the raw-issue, T0 and T1 rankings taken in turn, at most `candidates`, filled from the raw
 //! ranking) → phase 1 (skeleton-reading scoring agent) → phase 2 (evidence-anchored rerank of
-//! the best `rerank_files` by phase 1's score, ties in candidate order) → the model's order:
-//! phase 2's, then the other candidates phase 1 scored at least 1, by score. Each stage falls
-//! back on its own: a heuristic rewrite, candidate order, no model order at all.
+//! the best `rerank_files` by phase 1's score, ties in candidate order; with
+//! `permutation_check`, asked again with those files in reverse order, the two answers merged
+//! by mean position and their agreement reported, see the `consistency` module) → the model's
+//! order: phase 2's, then the other candidates phase 1 scored at least 1, by score. Each stage
+//! falls back on its own: a heuristic rewrite, candidate order, no model order at all.
 //!
 //! The candidate order matters when phase 1's scores do not separate the files (a small model
 //! gives most of them 10, or none): then phase 2 sees the first candidates. Taking the raw
@@ -13,10 +15,11 @@
 
 use std::collections::HashMap;
 
+use super::phase2::Reranked;
 use super::retrieval::{merge_candidates, retrieve_for_query, ChunkHit, FileHit};
 use super::rewrite::{heuristic_behavioral, heuristic_structural, rewrite};
 use super::session::Session;
-use super::{phase1, phase2, Context, LlmFileEvidence, Outcome};
+use super::{consistency, phase1, phase2, Context, LlmFileEvidence, Outcome};
 
 /// Chunks shown per file in phase 2.
 const CHUNKS_PER_FILE: usize = 3;
@@ -77,7 +80,23 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
         .take(options.rerank_files)
         .map(|&f| (f, chunks_for(f, &rankings)))
         .collect();
-    let reranked = phase2::rerank(session, ctx.index, &ctx.issue, &shown, options)?;
+    let reranked = phase2::rerank(session, "phase2", ctx.index, &ctx.issue, &shown, options)?;
+    let (reranked, agreement) = if options.permutation_check && shown.len() > 1 {
+        let reversed: Vec<(usize, Vec<ChunkHit>)> = shown.iter().rev().cloned().collect();
+        let again = phase2::rerank(
+            session,
+            "phase2_reversed",
+            ctx.index,
+            &ctx.issue,
+            &reversed,
+            options,
+        )?;
+        let files: Vec<usize> = shown.iter().map(|s| s.0).collect();
+        let (merged, agreement) = consistent(reranked, again, &files);
+        (merged, Some(agreement))
+    } else {
+        (reranked, None)
+    };
 
     let mut order: Vec<usize> = reranked.iter().flatten().map(|r| r.file).collect();
     if scores.is_some() {
@@ -107,5 +126,26 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
             .into_iter()
             .collect(),
         candidates,
+        agreement,
     })
+}
+
+/// Phase 2's two answers (files shown in order, then reversed) merged by mean position, each
+/// file keeping the first answer's reason and functions when it has them; and their agreement,
+/// 0 when either answer is missing (the model showed no consistent judgement).
+fn consistent(
+    first: Option<Vec<Reranked>>,
+    second: Option<Vec<Reranked>>,
+    shown: &[usize],
+) -> (Option<Vec<Reranked>>, f32) {
+    let (Some(first), Some(second)) = (&first, &second) else {
+        return (first.or(second), 0.0);
+    };
+    let files = |r: &[Reranked]| -> Vec<usize> { r.iter().map(|x| x.file).collect() };
+    let (a, b) = (files(first), files(second));
+    let merged = consistency::aggregate(&a, &b, shown)
+        .into_iter()
+        .filter_map(|f| first.iter().chain(second).find(|r| r.file == f).cloned())
+        .collect();
+    (Some(merged), consistency::agreement(&a, &b, shown))
 }

@@ -11,11 +11,14 @@
 //! and dropped when they name no single file; tools are confined to the repository. The final
 //! ranking fuses the model's order with the LLM-free fused ranking (reciprocal ranks), completed with every
 //! indexed file, so it always has `top_k` files when the repository does; the model's weight in
-//! that fusion is, by default, the share of its replies that were valid, so a weak model moves
-//! little (the `rank` module).
+//! that fusion is, by default, the share of its replies that were valid times, in BLAgent, the
+//! agreement of its phase-2 rerank with itself when shown the files in reverse order, so a
+//! weak model, or one that echoes the order it is shown, moves little (the `rank` and
+//! `consistency` modules).
 
 mod blagent;
 mod confine;
+mod consistency;
 mod context;
 mod functions;
 mod json;
@@ -85,6 +88,9 @@ pub(crate) struct Outcome {
     pub functions: HashMap<usize, Vec<String>>,
     pub queries: BTreeMap<String, Rewrite>,
     pub candidates: Vec<usize>,
+    /// How far the model's judgement held when the files were shown in another order (0–1;
+    /// `None` when not checked).
+    pub agreement: Option<f32>,
 }
 
 impl Localizer {
@@ -127,9 +133,10 @@ impl Localizer {
             Pipeline::Blagent => blagent::run(&mut session, &ctx)?,
             Pipeline::Rrl => rrl::run(&mut session, &ctx)?,
         };
-        let model_weight = options
-            .model_weight
-            .unwrap_or_else(|| reliability(session.stats.calls, session.stats.parse_failures));
+        let model_weight = options.model_weight.unwrap_or_else(|| {
+            reliability(session.stats.calls, session.stats.parse_failures)
+                * outcome.agreement.unwrap_or(1.0)
+        });
         let order = fuse(&outcome.order, &ctx.retrieval, model_weight, options.top_k);
         let fused: HashMap<usize, f32> = scored.ranked.iter().copied().collect();
         let ranked: Vec<(usize, f32)> = order
@@ -171,6 +178,7 @@ impl Localizer {
                 model: model.name(),
                 llm_ranked: !outcome.order.is_empty(),
                 model_weight,
+                agreement: outcome.agreement,
                 prompt_tokens,
                 completion_tokens,
                 stats: session.stats,

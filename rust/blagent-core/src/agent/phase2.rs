@@ -85,10 +85,11 @@ fn parse(
     Ok(out)
 }
 
-/// Runs phase 2 over `files` (best first) with each file's top chunks; the model's order, or
-/// `None` when it gave none.
+/// Runs phase 2 as `stage` over `files` (in the order shown) with each file's top chunks; the
+/// model's order, or `None` when it gave none.
 pub(crate) fn rerank(
     session: &mut Session<'_>,
+    stage: &str,
     index: &RepoIndex,
     issue: &str,
     files: &[(usize, Vec<ChunkHit>)],
@@ -108,7 +109,7 @@ pub(crate) fn rerank(
         .render(prompt, &[("issue", issue), ("files", &contexts.join("\n"))])?;
     let shown: Vec<usize> = files.iter().map(|f| f.0).collect();
     let mut dropped = Vec::new();
-    let ranked = session.ask("phase2", &mut vec![Message::user(text)], shape, |reply| {
+    let ranked = session.ask(stage, &mut vec![Message::user(text)], shape, |reply| {
         dropped.clear();
         parse(reply, index, &shown, &mut dropped)
     });

@@ -52,8 +52,13 @@ pub struct LlmOptions {
     /// Prompt tokens phase 1 may spend over all its turns before it must answer.
     pub phase1_budget_tokens: usize,
     /// The model order's weight against retrieval's in the final ranking (`agent::fuse`);
-    /// `None`: the share of the model's replies that were valid in this run.
+    /// `None`: the share of the model's replies that were valid in this run, times the
+    /// phase-2 agreement when `permutation_check` ran.
     pub model_weight: Option<f32>,
+    /// BLAgent: ask phase 2 a second time with its files in reverse order, merge the two
+    /// answers by mean position, and scale the default model weight by their agreement
+    /// (Kendall's τ-b, negatives cut to 0). One more call, about 2k prompt tokens.
+    pub permutation_check: bool,
     /// Sampling temperature.
     pub temperature: f32,
     /// Sampling seed.
@@ -87,6 +92,7 @@ impl Default for LlmOptions {
             view_tokens: 512,
             phase1_budget_tokens: 5000,
             model_weight: None,
+            permutation_check: true,
             temperature: 0.0,
             seed: Some(0),
             max_completion_tokens: Some(512),
@@ -128,6 +134,9 @@ pub struct LlmReport {
     pub llm_ranked: bool,
     /// The model order's weight in the final fusion (`agent::fuse`).
     pub model_weight: f32,
+    /// Agreement of phase 2 with itself on the files in reverse order (0–1), when checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<f32>,
     /// Prompt tokens over all stages.
     pub prompt_tokens: u64,
     /// Completion tokens over all stages.

@@ -225,5 +225,6 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
         functions: HashMap::new(),
         queries,
         candidates,
+        agreement: None,
     })
 }

@@ -21,6 +21,9 @@ pub struct LlmInstanceStats {
     pub fallbacks: u64,
     /// Whether valid model output shaped the ranking.
     pub llm_ranked: bool,
+    /// The model order's weight in the final fusion (in totals, the sum).
+    #[serde(default)]
+    pub model_weight: f64,
     /// Wall-clock milliseconds of the pipeline.
     pub wall_ms: f64,
 }
@@ -35,6 +38,7 @@ impl From<&LlmReport> for LlmInstanceStats {
             retries: report.stats.retries,
             fallbacks: report.stats.fallbacks.len() as u64,
             llm_ranked: report.llm_ranked,
+            model_weight: f64::from(report.model_weight),
             wall_ms: report.stats.wall_ms,
         }
     }
@@ -72,6 +76,9 @@ pub struct LlmMeans {
     pub retries: f64,
     /// Fallbacks.
     pub fallbacks: f64,
+    /// Model weight.
+    #[serde(default)]
+    pub model_weight: f64,
     /// Wall-clock milliseconds.
     pub wall_ms: f64,
 }
@@ -88,6 +95,7 @@ impl LlmTotals {
         t.parse_failures += stats.parse_failures;
         t.retries += stats.retries;
         t.fallbacks += stats.fallbacks;
+        t.model_weight += stats.model_weight;
         t.wall_ms += stats.wall_ms;
         let n = self.instances as f64;
         self.mean = LlmMeans {
@@ -97,6 +105,7 @@ impl LlmTotals {
             parse_failures: t.parse_failures as f64 / n,
             retries: t.retries as f64 / n,
             fallbacks: t.fallbacks as f64 / n,
+            model_weight: t.model_weight / n,
             wall_ms: t.wall_ms / n,
         };
     }
@@ -114,6 +123,7 @@ mod tests {
             prompt_tokens: 1000,
             retries: 1,
             llm_ranked: true,
+            model_weight: 0.5,
             wall_ms: 10.0,
             ..LlmInstanceStats::default()
         };
@@ -122,5 +132,6 @@ mod tests {
         assert_eq!((totals.instances, totals.llm_ranked), (2, 1));
         assert_eq!(totals.total.prompt_tokens, 1000);
         assert!((totals.mean.calls - 2.0).abs() < 1e-9 && (totals.mean.wall_ms - 5.0).abs() < 1e-9);
+        assert!((totals.mean.model_weight - 0.25).abs() < 1e-9);
     }
 }

@@ -90,7 +90,7 @@ impl std::fmt::Debug for ReplayModel {
         f.debug_struct("ReplayModel")
             .field("path", &self.path)
             .field("model", &self.model)
-            .field("live", &self.live.as_ref().map(|m| m.name()))
+            .field("live", &self.live.as_ref().map(ChatModel::name))
             .finish_non_exhaustive()
     }
 }

@@ -18,6 +18,7 @@ fn clean() -> ScriptedModel {
         ("phase1", READ),
         ("phase1", FINISH),
         ("phase2", RERANK),
+        ("phase2_reversed", RERANK),
     ])
 }
 
@@ -36,8 +37,10 @@ fn a_clean_run_ranks_the_models_files_first_within_budget() {
     );
     assert_eq!(
         (llm.stats.calls, llm.stats.parse_failures, llm.stats.retries),
-        (5, 0, 0)
+        (6, 0, 0)
     );
+    assert_eq!(llm.agreement, Some(1.0), "the same answer in both orders");
+    assert!((llm.model_weight - 1.0).abs() < 1e-6);
     assert!(llm.queries["t0"].from_model && llm.queries["t1"].text.contains("fraction"));
     assert_eq!(paths(&result)[0], "minishop/pricing.py");
     assert_eq!(paths(&result).len(), 5);
@@ -74,6 +77,7 @@ fn a_clean_run_ranks_the_models_files_first_within_budget() {
         (2, "phase1"),
         (3, "phase1_after_read"),
         (4, "phase2_functions"),
+        (5, "phase2_reversed_functions"),
     ] {
         let text: Vec<&str> = requests[i]
             .messages
@@ -94,6 +98,7 @@ fn malformed_json_is_fixed_on_retry_with_the_parse_error() {
         ("phase1", FINISH),
         ("phase2", truncated),
         ("phase2", RERANK),
+        ("phase2_reversed", RERANK),
     ]);
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let stats = &result.llm.stats;
@@ -119,7 +124,13 @@ fn a_reply_cut_off_by_the_completion_cap_keeps_its_complete_scores() {
     let index = minishop();
     // Cut mid-path by the token cap, with the nested score form small models often write.
     let cut = r#"{"thought": "pricing", "action": "finish", "scores": {"minishop/pricing.py": {"score": 9}, "minishop/inven"#;
-    let model = by_stage(&[("t0", T0), ("t1", T1), ("phase1", cut), ("phase2", RERANK)]);
+    let model = by_stage(&[
+        ("t0", T0),
+        ("t1", T1),
+        ("phase1", cut),
+        ("phase2", RERANK),
+        ("phase2_reversed", RERANK),
+    ]);
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let stats = &result.llm.stats;
     assert_eq!((stats.parse_failures, stats.retries), (0, 0), "{stats:?}");
@@ -141,6 +152,7 @@ fn hallucinated_paths_are_dropped() {
         ("t1", T1),
         ("phase1", finish),
         ("phase2", rerank),
+        ("phase2_reversed", rerank),
     ]);
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let dropped = &result.llm.stats.dropped_paths;
@@ -172,19 +184,19 @@ fn a_model_that_never_answers_validly_falls_back_to_retrieval() {
     assert!(!llm.llm_ranked);
     assert_eq!(
         llm.stats.calls,
-        4 * 4,
-        "four stages, each one try and three retries"
+        5 * 4,
+        "five stages, each one try and three retries"
     );
     // The same invalid reply twice ends a stage early.
     let same = ScriptedModel::from_fn(|_| "I think the bug is in pricing.".to_owned());
     let repeated = run(&index, &issue(), &same, &options(Pipeline::Blagent, 5));
     assert_eq!(
         repeated.llm.stats.calls,
-        4 * 2,
-        "four stages, each one try and one retry"
+        5 * 2,
+        "five stages, each one try and one retry"
     );
     assert_eq!(paths(&repeated), llm_free(&index, &issue(), 5));
-    assert_eq!(llm.stats.fallbacks.len(), 4);
+    assert_eq!(llm.stats.fallbacks.len(), 5);
     assert!(!llm.queries["t0"].from_model);
     assert_eq!(paths(&result), llm_free(&index, &issue(), 5));
 
@@ -219,6 +231,7 @@ fn phase_two_sees_retrievals_best_file_when_phase_one_scores_all_alike() {
         ("t1", elsewhere),
         ("phase1", all_ten),
         ("phase2", RERANK),
+        ("phase2_reversed", RERANK),
     ]);
     let mut options = options(Pipeline::Blagent, 5);
     options.rerank_files = 2;
@@ -234,8 +247,8 @@ fn phase_two_sees_retrievals_best_file_when_phase_one_scores_all_alike() {
     assert_eq!(index.files[t0_best[0].file].path(), "minishop/inventory.py");
     assert_eq!(result.llm.candidates[1], "minishop/inventory.py");
     let requests = model.requests();
-    let shown = &requests.last().unwrap().messages[0].content;
-    assert_eq!(requests.last().unwrap().stage, "phase2");
+    let phase2 = requests.iter().find(|r| r.stage == "phase2").unwrap();
+    let shown = &phase2.messages[0].content;
     assert!(shown.contains("### minishop/pricing.py\n"), "{shown}");
     assert!(shown.contains("### minishop/inventory.py\n"), "{shown}");
     assert_eq!(shown.matches("\n### ").count(), 2, "{shown}");
@@ -254,6 +267,7 @@ fn duplicate_reads_are_not_shown_again_and_end_the_reading() {
         ("phase1", again),
         ("phase1", FINISH),
         ("phase2", RERANK),
+        ("phase2_reversed", RERANK),
     ]);
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let phase1: Vec<ChatRequest> = model
@@ -374,4 +388,75 @@ fn prompt_tokens_stay_under_12k_on_large_files_and_a_long_issue() {
         llm.stats.stages
     );
     assert_eq!(paths(&result).len(), 10);
+}
+
+/// Phase 2 of a model that echoes the order it is shown.
+fn echo_phase2(request: &ChatRequest) -> Option<String> {
+    let shown: Vec<serde_json::Value> = request.messages[0]
+        .content
+        .lines()
+        .filter_map(|l| l.strip_prefix("### "))
+        .map(|p| serde_json::json!({"path": p, "reason": "looks relevant"}))
+        .collect();
+    request
+        .stage
+        .starts_with("phase2")
+        .then(|| serde_json::json!({"ranking": shown}).to_string())
+}
+
+#[test]
+fn a_model_that_echoes_the_order_it_is_shown_leaves_retrievals_ranking() {
+    // Phase 1 puts inventory first (retrieval has pricing first), and phase 2 returns the files
+    // in whatever order it is shown them: the reversed ask contradicts the first, so the
+    // model gets no weight and the ranking is LLM-free's.
+    let index = minishop();
+    let scores = r#"{"action": "finish", "scores": {"minishop/inventory.py": 10, "minishop/cli.py": 8, "minishop/pricing.py": 3}}"#;
+    let model = ScriptedModel::from_fn(move |request: &ChatRequest| {
+        echo_phase2(request).unwrap_or_else(|| match request.stage.as_str() {
+            "phase1" => scores.to_owned(),
+            _ => T0.to_owned(),
+        })
+    });
+    let mut options = options(Pipeline::Blagent, 5);
+    options.rerank_files = 3;
+    let result = run(&index, &issue(), &model, &options);
+    let llm = &result.llm;
+    assert!(llm.stats.fallbacks.is_empty(), "{:?}", llm.stats.fallbacks);
+    assert_eq!(llm.agreement, Some(0.0));
+    assert!(llm.model_weight.abs() < 1e-6);
+    assert_eq!(
+        llm.files[0].path, "minishop/inventory.py",
+        "the model's own order"
+    );
+    assert_eq!(paths(&result), llm_free(&index, &issue(), 5));
+
+    let requests = model.requests();
+    let listing = |stage: &str| -> Vec<String> {
+        let request = requests.iter().find(|r| r.stage == stage).unwrap();
+        request.messages[0]
+            .content
+            .lines()
+            .filter_map(|l| l.strip_prefix("### "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let first = listing("phase2");
+    assert_eq!(
+        first,
+        [
+            "minishop/inventory.py",
+            "minishop/cli.py",
+            "minishop/pricing.py"
+        ]
+    );
+    let mut reversed = listing("phase2_reversed");
+    reversed.reverse();
+    assert_eq!(reversed, first);
+
+    // Without the check, the echo moves its first file up.
+    options.permutation_check = false;
+    let unchecked = run(&index, &issue(), &model, &options);
+    assert_eq!(unchecked.llm.agreement, None);
+    let place = |paths: Vec<String>| paths.iter().position(|p| p == "minishop/inventory.py");
+    assert!(place(paths(&unchecked)) < place(llm_free(&index, &issue(), 5)));
 }
