@@ -1,7 +1,8 @@
 //! BLAgent phase 2: one call over the best few candidates, each shown as its pruned context
 //! (imports, module assignments, signatures, and the full bodies of the functions holding the
 //! retriever's top chunks), answered with an order, a reason per file and, in the
-//! function-level variant, the functions to edit.
+//! function-level variant, the functions to edit. A ranking that lists a file twice is invalid
+//! (sent back for repair like any other invalid reply).
 
 use serde_json::Value;
 
@@ -54,7 +55,11 @@ fn parse(
             }
         };
         if out.iter().any(|r| r.file == file) {
-            continue;
+            // A ranking holds each file once; a repeat (small models loop) leaves its place
+            // undefined, and the permutation check compares places.
+            return Err(format!(
+                "$.ranking[{i}]: `{path}` is already ranked above; list each file once, best first"
+            ));
         }
         let functions = item
             .get("functions")

@@ -120,6 +120,35 @@ fn malformed_json_is_fixed_on_retry_with_the_parse_error() {
 }
 
 #[test]
+fn a_ranking_that_lists_a_file_twice_is_sent_back() {
+    let index = minishop();
+    let looping = r#"{"ranking": [{"path": "minishop/cart.py"}, {"path": "minishop/pricing.py"}, {"path": "cart.py"}]}"#;
+    let model = by_stage(&[
+        ("t0", T0),
+        ("t1", T1),
+        ("phase1", FINISH),
+        ("phase2", looping),
+        ("phase2", RERANK),
+        ("phase2_reversed", RERANK),
+    ]);
+    let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
+    let stats = &result.llm.stats;
+    assert_eq!((stats.parse_failures, stats.retries), (1, 1), "{stats:?}");
+    let retry = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.stage == "phase2")
+        .nth(1)
+        .unwrap();
+    let repair = &retry.messages.last().unwrap().content;
+    assert!(
+        repair.contains("`cart.py` is already ranked above"),
+        "{repair}"
+    );
+    assert_eq!(result.llm.files[0].path, "minishop/pricing.py");
+}
+
+#[test]
 fn a_reply_cut_off_by_the_completion_cap_keeps_its_complete_scores() {
     let index = minishop();
     // Cut mid-path by the token cap, with the nested score form small models often write.
