@@ -88,21 +88,21 @@ fn a_clean_run_ranks_the_models_files_first_within_budget() {
     }
 }
 
-#[test]
-fn malformed_json_is_fixed_on_retry_with_the_parse_error() {
+/// A clean run whose first phase-2 reply is `first`: the result, after the one repair request
+/// it must draw, and that request.
+fn phase2_sent_back(first: &'static str) -> (LlmLocalizeResult, String) {
     let index = minishop();
-    let truncated = "```json\n{\"ranking\": [{\"path\": \"minishop/pricing.py\"\n```";
     let model = by_stage(&[
         ("t0", T0),
         ("t1", T1),
         ("phase1", FINISH),
-        ("phase2", truncated),
+        ("phase2", first),
         ("phase2", RERANK),
         ("phase2_reversed", RERANK),
     ]);
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let stats = &result.llm.stats;
-    assert_eq!((stats.parse_failures, stats.retries), (1, 1));
+    assert_eq!((stats.parse_failures, stats.retries), (1, 1), "{stats:?}");
     assert!(stats.fallbacks.is_empty());
     let retry = model
         .requests()
@@ -110,7 +110,14 @@ fn malformed_json_is_fixed_on_retry_with_the_parse_error() {
         .filter(|r| r.stage == "phase2")
         .nth(1)
         .unwrap();
-    let repair = &retry.messages.last().unwrap().content;
+    let repair = retry.messages.last().unwrap().content.clone();
+    (result, repair)
+}
+
+#[test]
+fn malformed_json_is_fixed_on_retry_with_the_parse_error() {
+    let truncated = "```json\n{\"ranking\": [{\"path\": \"minishop/pricing.py\"\n```";
+    let (result, repair) = phase2_sent_back(truncated);
     assert!(
         repair.contains("the JSON is truncated") && repair.contains("\"ranking\""),
         "{repair}"
@@ -121,26 +128,8 @@ fn malformed_json_is_fixed_on_retry_with_the_parse_error() {
 
 #[test]
 fn a_ranking_that_lists_a_file_twice_is_sent_back() {
-    let index = minishop();
     let looping = r#"{"ranking": [{"path": "minishop/cart.py"}, {"path": "minishop/pricing.py"}, {"path": "cart.py"}]}"#;
-    let model = by_stage(&[
-        ("t0", T0),
-        ("t1", T1),
-        ("phase1", FINISH),
-        ("phase2", looping),
-        ("phase2", RERANK),
-        ("phase2_reversed", RERANK),
-    ]);
-    let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
-    let stats = &result.llm.stats;
-    assert_eq!((stats.parse_failures, stats.retries), (1, 1), "{stats:?}");
-    let retry = model
-        .requests()
-        .into_iter()
-        .filter(|r| r.stage == "phase2")
-        .nth(1)
-        .unwrap();
-    let repair = &retry.messages.last().unwrap().content;
+    let (result, repair) = phase2_sent_back(looping);
     assert!(
         repair.contains("`cart.py` is already ranked above"),
         "{repair}"
