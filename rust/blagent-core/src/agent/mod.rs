@@ -127,6 +127,7 @@ impl Localizer {
             max_tokens: options.max_completion_tokens,
             max_retries: options.max_retries,
             json: options.json_mode,
+            max_prompt_tokens: options.max_prompt_tokens.map(|t| t as u64),
         };
         let mut session = Session::new(model, &prompts, settings);
         let outcome = match options.pipeline {

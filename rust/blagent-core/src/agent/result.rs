@@ -51,6 +51,10 @@ pub struct LlmOptions {
     pub view_tokens: usize,
     /// Prompt tokens phase 1 may spend over all its turns before it must answer.
     pub phase1_budget_tokens: usize,
+    /// Prompt tokens the whole run may spend (spent, from usage, plus the next request at about
+    /// four characters a token): a call that would pass it is not made and its stage falls
+    /// back. `None`: no limit.
+    pub max_prompt_tokens: Option<usize>,
     /// The model order's weight against retrieval's in the final ranking (`agent::fuse`);
     /// `None`: the share of the model's replies that were valid in this run, times the
     /// phase-2 agreement when `permutation_check` ran.
@@ -91,6 +95,7 @@ impl Default for LlmOptions {
             context_tokens: 320,
             view_tokens: 512,
             phase1_budget_tokens: 5000,
+            max_prompt_tokens: Some(12_000),
             model_weight: None,
             permutation_check: true,
             temperature: 0.0,

@@ -2,14 +2,15 @@
 //! invalid one is answered with the exact error and the expected shape, at most
 //! `max_retries` times; then the caller falls back. Calls, tokens per stage, parse failures,
 //! retries and fallbacks are counted in [`LlmStats`]. A model that fails outright (no endpoint,
-//! retries exhausted in the transport) is not asked again in the same run.
+//! retries exhausted in the transport) is not asked again in the same run, and a call that
+//! would take the run past its prompt-token budget is not made.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::prompts::Prompts;
-use super::tools::truncate_lines;
+use super::tools::{approx_tokens, truncate_lines};
 use crate::llm::{ChatModel, ChatRequest, Message};
 
 /// A failed reply is echoed back to the model cut to this many tokens.
@@ -64,6 +65,8 @@ pub(crate) struct CallSettings {
     pub max_tokens: Option<u32>,
     pub max_retries: u32,
     pub json: bool,
+    /// Prompt tokens the whole run may spend.
+    pub max_prompt_tokens: Option<u64>,
 }
 
 pub(crate) struct Session<'a> {
@@ -83,6 +86,20 @@ impl<'a> Session<'a> {
             stats: LlmStats::default(),
             unavailable: false,
         }
+    }
+
+    /// Why sending `messages` would take the run past its prompt-token budget (spent, counted
+    /// from usage, plus this request at about four characters a token), if it would.
+    fn over_budget(&self, messages: &[Message]) -> Option<String> {
+        let budget = self.settings.max_prompt_tokens?;
+        let spent = self.stats.total_tokens().0;
+        let next: u64 = messages
+            .iter()
+            .map(|m| approx_tokens(&m.content) as u64)
+            .sum();
+        (spent + next > budget).then(|| {
+            format!("the prompt-token budget ({budget}) is spent: {spent} used, this call needs about {next}")
+        })
     }
 
     /// Records that `stage` used its fallback.
@@ -129,6 +146,10 @@ impl<'a> Session<'a> {
         let mut attempt = 0;
         let mut previous: Option<String> = None;
         let outcome = loop {
+            if let Some(why) = self.over_budget(messages) {
+                self.fallback(stage, &why);
+                break None;
+            }
             let reply = match self.call(stage, messages) {
                 Ok(reply) => reply,
                 Err(e) => {
@@ -180,6 +201,7 @@ mod tests {
         max_tokens: Some(64),
         max_retries: 3,
         json: true,
+        max_prompt_tokens: None,
     };
 
     fn number(reply: &str) -> Result<u32, String> {
@@ -246,5 +268,31 @@ mod tests {
         assert_eq!(session.stats.calls, 0);
         assert!(session.stats.fallbacks[0].contains("no LLM configured"));
         assert_eq!(session.stats.fallbacks[1], "b: the model is unavailable");
+    }
+
+    #[test]
+    fn a_call_past_the_prompt_token_budget_is_not_made() {
+        // Each request costs its characters / 4 (the scripted model estimates usage the same way).
+        let model = ScriptedModel::new(["seven", "7", "8"]);
+        let prompts = Prompts::default();
+        let settings = CallSettings {
+            max_prompt_tokens: Some(40),
+            ..SETTINGS
+        };
+        let mut session = Session::new(&model, &prompts, settings);
+        let mut messages = vec![Message::user("a number, please?".repeat(4))];
+        // 17 tokens spent on the first try; the repair request would need far more.
+        assert_eq!(session.ask("s", &mut messages, "<n>", number), None);
+        assert_eq!(model.requests().len(), 1);
+        assert!(
+            session.stats.fallbacks[0].starts_with("s: the prompt-token budget (40) is spent"),
+            "{:?}",
+            session.stats.fallbacks
+        );
+        let mut short = vec![Message::user("n?")];
+        assert_eq!(session.ask("t", &mut short, "<n>", number), Some(7));
+        let mut long = vec![Message::user("x".repeat(100))];
+        assert_eq!(session.ask("u", &mut long, "<n>", number), None);
+        assert_eq!(model.requests().len(), 2, "the long request was never sent");
     }
 }

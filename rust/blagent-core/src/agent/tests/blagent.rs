@@ -197,7 +197,11 @@ fn a_model_that_never_answers_validly_falls_back_to_retrieval() {
         let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         format!("I think the bug is in pricing ({n}).")
     });
-    let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
+    let unlimited = LlmOptions {
+        max_prompt_tokens: None,
+        ..options(Pipeline::Blagent, 5)
+    };
+    let result = run(&index, &issue(), &model, &unlimited);
     let llm = &result.llm;
     assert!(!llm.llm_ranked);
     assert_eq!(
@@ -205,9 +209,19 @@ fn a_model_that_never_answers_validly_falls_back_to_retrieval() {
         5 * 4,
         "five stages, each one try and three retries"
     );
+    // Within the default budget the last repair requests are not sent.
+    let budgeted = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
+    assert!(budgeted.llm.prompt_tokens <= 12_000 && budgeted.llm.stats.calls < 5 * 4);
+    assert!(budgeted
+        .llm
+        .stats
+        .fallbacks
+        .iter()
+        .any(|f| f.contains("budget")));
+    assert_eq!(paths(&budgeted), llm_free(&index, &issue(), 5));
     // The same invalid reply twice ends a stage early.
     let same = ScriptedModel::from_fn(|_| "I think the bug is in pricing.".to_owned());
-    let repeated = run(&index, &issue(), &same, &options(Pipeline::Blagent, 5));
+    let repeated = run(&index, &issue(), &same, &unlimited);
     assert_eq!(
         repeated.llm.stats.calls,
         5 * 2,
