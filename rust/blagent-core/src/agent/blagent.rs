@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use super::context::pruned_context;
 use super::phase2::Reranked;
 use super::retrieval::{merge_candidates, retrieve_for_query, ChunkHit, FileHit};
 use super::rewrite::{heuristic_behavioral, heuristic_structural, rewrite};
@@ -75,14 +76,20 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
             .unwrap_or(-1.0)
             .total_cmp(&score_of(a).unwrap_or(-1.0))
     });
-    let shown: Vec<(usize, Vec<ChunkHit>)> = by_score
+    let shown: Vec<(usize, String)> = by_score
         .iter()
         .take(options.rerank_files)
-        .map(|&f| (f, chunks_for(f, &rankings)))
+        .map(|&f| {
+            let chunks = chunks_for(f, &rankings);
+            (
+                f,
+                pruned_context(&ctx.index.files[f], &chunks, options.context_tokens),
+            )
+        })
         .collect();
     let reranked = phase2::rerank(session, "phase2", ctx.index, &ctx.issue, &shown, options)?;
     let (reranked, agreement) = if options.permutation_check && shown.len() > 1 {
-        let reversed: Vec<(usize, Vec<ChunkHit>)> = shown.iter().rev().cloned().collect();
+        let reversed: Vec<(usize, String)> = shown.iter().rev().cloned().collect();
         let again = phase2::rerank(
             session,
             "phase2_reversed",

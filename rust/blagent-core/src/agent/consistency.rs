@@ -58,18 +58,19 @@ pub(crate) fn agreement(first: &[usize], second: &[usize], shown: &[usize]) -> f
 /// `second`'s.
 pub(crate) fn aggregate(first: &[usize], second: &[usize], shown: &[usize]) -> Vec<usize> {
     let (a, b) = (positions(first, shown), positions(second, shown));
-    let mut listed: Vec<(usize, f32)> = shown
+    let mut listed: Vec<(usize, f32, f32)> = shown
         .iter()
         .enumerate()
         .filter(|(_, f)| first.contains(f) || second.contains(f))
-        .map(|(i, &f)| (f, a[i] + b[i]))
+        .map(|(i, &f)| (f, a[i], b[i]))
         .collect();
-    let tie = |f: usize| {
-        let p = |order: &[usize]| order.iter().position(|&o| o == f).unwrap_or(usize::MAX);
-        (p(first), p(second))
-    };
-    listed.sort_by(|x, y| x.1.total_cmp(&y.1).then_with(|| tie(x.0).cmp(&tie(y.0))));
-    listed.into_iter().map(|(f, _)| f).collect()
+    listed.sort_by(|x, y| {
+        (x.1 + x.2)
+            .total_cmp(&(y.1 + y.2))
+            .then(x.1.total_cmp(&y.1))
+            .then(x.2.total_cmp(&y.2))
+    });
+    listed.into_iter().map(|(f, _, _)| f).collect()
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
+#[cfg(doc)]
 use super::context::pruned_context;
 use super::paths::resolve;
-use super::retrieval::ChunkHit;
 use super::session::Session;
 use super::LlmOptions;
 use crate::index::RepoIndex;
@@ -90,20 +90,17 @@ fn parse(
     Ok(out)
 }
 
-/// Runs phase 2 as `stage` over `files` (in the order shown) with each file's top chunks; the
-/// model's order, or `None` when it gave none.
+/// Runs phase 2 as `stage` over `files`, each with its pruned context (see [`pruned_context`]),
+/// in the order shown; the model's order, or `None` when it gave none.
 pub(crate) fn rerank(
     session: &mut Session<'_>,
     stage: &str,
     index: &RepoIndex,
     issue: &str,
-    files: &[(usize, Vec<ChunkHit>)],
+    files: &[(usize, String)],
     options: &LlmOptions,
 ) -> crate::Result<Option<Vec<Reranked>>> {
-    let contexts: Vec<String> = files
-        .iter()
-        .map(|(file, chunks)| pruned_context(&index.files[*file], chunks, options.context_tokens))
-        .collect();
+    let contexts: Vec<&str> = files.iter().map(|(_, context)| context.as_str()).collect();
     let (prompt, shape) = if options.functions {
         ("phase2_rerank_functions", SHAPE_FUNCTIONS)
     } else {
