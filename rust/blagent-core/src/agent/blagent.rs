@@ -2,10 +2,11 @@
 //! the raw-issue, T0 and T1 rankings taken in turn, at most `candidates`, filled from the raw
 //! ranking) → phase 1 (skeleton-reading scoring agent) → phase 2 (evidence-anchored rerank of
 //! the best `rerank_files` by phase 1's score, ties in candidate order; with
-//! `permutation_check`, asked again with those files in reverse order, the two answers merged
-//! by mean position and their agreement reported, see the `consistency` module) → the model's
-//! order: phase 2's, then the other candidates phase 1 scored at least 1, by score. Each stage
-//! falls back on its own: a heuristic rewrite, candidate order, no model order at all.
+//! `permutation_check`, asked again with those files reversed and none left in its place, the
+//! two answers merged by mean position and their agreement reported, see the `consistency`
+//! module) → the model's order: phase 2's, then the other candidates phase 1 scored at least
+//! 1, by score. Each stage falls back on its own: a heuristic rewrite, candidate order, no
+//! model order at all.
 //!
 //! The candidate order matters when phase 1's scores do not separate the files (a small model
 //! gives most of them 10, or none): then phase 2 sees the first candidates. Taking the raw
@@ -89,13 +90,12 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
         .collect();
     let reranked = phase2::rerank(session, "phase2", ctx.index, &ctx.issue, &shown, options)?;
     let (reranked, agreement) = if options.permutation_check && shown.len() > 1 {
-        let reversed: Vec<(usize, String)> = shown.iter().rev().cloned().collect();
         let again = phase2::rerank(
             session,
-            "phase2_reversed",
+            "phase2_permuted",
             ctx.index,
             &ctx.issue,
-            &reversed,
+            &consistency::second_order(&shown),
             options,
         )?;
         let files: Vec<usize> = shown.iter().map(|s| s.0).collect();
@@ -137,7 +137,7 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
     })
 }
 
-/// Phase 2's two answers (files shown in order, then reversed) merged by mean position, each
+/// Phase 2's two answers (files shown in order, then permuted) merged by mean position, each
 /// file keeping the first answer's reason and functions when it has them; and their agreement,
 /// 0 when either answer is missing (the model showed no consistent judgement).
 fn consistent(

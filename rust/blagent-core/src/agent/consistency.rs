@@ -1,11 +1,27 @@
 //! Permutation self-consistency of a listwise rerank (Tang et al., "Found in the Middle:
 //! Permutation Self-Consistency Improves Listwise Ranking in Large Language Models", 2024).
 //!
-//! The same files are ranked twice, shown in one order and then in the reverse order. A model
-//! that judges the files gives two similar rankings; one that echoes the order it was shown
-//! gives two opposite ones. [`agreement`] measures that (Kendall's τ-b, negative values cut to
-//! 0) and scales the model's weight in the final fusion; [`aggregate`] merges the two rankings
-//! by mean position, which removes the position bias of each.
+//! The same files are ranked twice, shown in one order and then in the [`second_order`]: the
+//! reverse, with no file left at the place it had. A model that judges the files gives two
+//! similar rankings; one that echoes the order it was shown gives two opposite ones, and one
+//! that favours a place (the first, the last, the middle) puts a different file there each
+//! time. [`agreement`] measures that (Kendall's τ-b, negative values cut to 0) and scales the
+//! model's weight in the final fusion; [`aggregate`] merges the two rankings by mean position,
+//! which removes the position bias of each.
+
+/// The order the files are shown in the second time: `shown` reversed, and for an odd count
+/// the middle file swapped with the one after it. Plain reversal leaves the middle file in the
+/// middle, so a model that favours the middle place would agree with itself (with five files,
+/// Qwen2.5-Coder-0.5B put the middle one first in both orders); this order moves every file,
+/// and still contradicts the first order in all but one pair, so an echo has no agreement.
+pub(crate) fn second_order<T: Clone>(shown: &[T]) -> Vec<T> {
+    let mut order: Vec<T> = shown.iter().rev().cloned().collect();
+    let n = order.len();
+    if n % 2 == 1 && n > 1 {
+        order.swap(n / 2, n / 2 + 1);
+    }
+    order
+}
 
 /// Each shown file's position in `order`; files `order` does not list share the last place.
 #[allow(clippy::cast_precision_loss)]
@@ -87,6 +103,39 @@ mod tests {
         // One swap of neighbours out of ten pairs: τ = (9 - 1) / 10.
         let swapped = [10, 12, 11, 13, 14];
         assert!((agreement(&SHOWN, &swapped, &SHOWN) - 0.8).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_second_order_moves_every_file_and_contradicts_the_first() {
+        for n in 1..=9 {
+            let shown: Vec<usize> = (0..n).collect();
+            let second = second_order(&shown);
+            let mut sorted = second.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, shown, "a permutation of {n}");
+            if n > 1 {
+                assert!(
+                    second.iter().enumerate().all(|(place, &f)| place != f),
+                    "{n}: {second:?} leaves a file in place"
+                );
+                assert!(
+                    agreement(&shown, &second, &shown).abs() < 1e-6,
+                    "{n}: an echo"
+                );
+            }
+        }
+        assert_eq!(second_order(&SHOWN), [14, 13, 11, 12, 10]);
+    }
+
+    #[test]
+    fn a_model_that_names_the_middle_file_does_not_agree_with_itself() {
+        // It answers with the one file shown in the middle, as Qwen2.5-Coder-0.5B did.
+        let middle = |shown: &[usize]| vec![shown[shown.len() / 2]];
+        let first = middle(&SHOWN);
+        let reversed: Vec<usize> = SHOWN.iter().rev().copied().collect();
+        // Plain reversal keeps 12 in the middle: the bias looks like a judgement.
+        assert!((agreement(&first, &middle(&reversed), &SHOWN) - 1.0).abs() < 1e-6);
+        assert!(agreement(&first, &middle(&second_order(&SHOWN)), &SHOWN).abs() < 1e-6);
     }
 
     #[test]

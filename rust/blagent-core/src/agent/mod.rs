@@ -12,7 +12,8 @@
 //! ranking fuses the model's order with the LLM-free fused ranking (reciprocal ranks), completed with every
 //! indexed file, so it always has `top_k` files when the repository does; the model's weight in
 //! that fusion is, by default, the share of its replies that were valid times, in BLAgent, the
-//! agreement of its phase-2 rerank with itself when shown the files in reverse order, so a
+//! agreement of its phase-2 rerank with itself when shown the files reversed (none left in its
+//! place), so a
 //! weak model, or one that echoes the order it is shown, moves little (the `rank` and
 //! `consistency` modules).
 

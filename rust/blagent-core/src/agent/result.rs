@@ -59,7 +59,8 @@ pub struct LlmOptions {
     /// `None`: the share of the model's replies that were valid in this run, times the
     /// phase-2 agreement when `permutation_check` ran.
     pub model_weight: Option<f32>,
-    /// BLAgent: ask phase 2 a second time with its files in reverse order, merge the two
+    /// BLAgent: ask phase 2 a second time with its files reversed, none left in its place
+    /// (`consistency::second_order`), merge the two
     /// answers by mean position, and scale the default model weight by their agreement
     /// (Kendall's τ-b, negatives cut to 0). One more call, about 2k prompt tokens.
     pub permutation_check: bool,
@@ -139,7 +140,7 @@ pub struct LlmReport {
     pub llm_ranked: bool,
     /// The model order's weight in the final fusion (`agent::fuse`).
     pub model_weight: f32,
-    /// Agreement of phase 2 with itself on the files in reverse order (0–1), when checked.
+    /// Agreement of phase 2 with itself on the files permuted (0–1), when checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agreement: Option<f32>,
     /// Prompt tokens over all stages.

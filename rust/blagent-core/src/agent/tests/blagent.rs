@@ -18,7 +18,7 @@ fn clean() -> ScriptedModel {
         ("phase1", READ),
         ("phase1", FINISH),
         ("phase2", RERANK),
-        ("phase2_reversed", RERANK),
+        ("phase2_permuted", RERANK),
     ])
 }
 
@@ -77,7 +77,7 @@ fn a_clean_run_ranks_the_models_files_first_within_budget() {
         (2, "phase1"),
         (3, "phase1_after_read"),
         (4, "phase2_functions"),
-        (5, "phase2_reversed_functions"),
+        (5, "phase2_permuted_functions"),
     ] {
         let text: Vec<&str> = requests[i]
             .messages
@@ -98,7 +98,7 @@ fn phase2_sent_back(first: &'static str) -> (LlmLocalizeResult, String) {
         ("phase1", FINISH),
         ("phase2", first),
         ("phase2", RERANK),
-        ("phase2_reversed", RERANK),
+        ("phase2_permuted", RERANK),
     ]);
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let stats = &result.llm.stats;
@@ -147,7 +147,7 @@ fn a_reply_cut_off_by_the_completion_cap_keeps_its_complete_scores() {
         ("t1", T1),
         ("phase1", cut),
         ("phase2", RERANK),
-        ("phase2_reversed", RERANK),
+        ("phase2_permuted", RERANK),
     ]);
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let stats = &result.llm.stats;
@@ -170,7 +170,7 @@ fn hallucinated_paths_are_dropped() {
         ("t1", T1),
         ("phase1", finish),
         ("phase2", rerank),
-        ("phase2_reversed", rerank),
+        ("phase2_permuted", rerank),
     ]);
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let dropped = &result.llm.stats.dropped_paths;
@@ -263,7 +263,7 @@ fn phase_two_sees_retrievals_best_file_when_phase_one_scores_all_alike() {
         ("t1", elsewhere),
         ("phase1", all_ten),
         ("phase2", RERANK),
-        ("phase2_reversed", RERANK),
+        ("phase2_permuted", RERANK),
     ]);
     let mut options = options(Pipeline::Blagent, 5);
     options.rerank_files = 2;
@@ -299,7 +299,7 @@ fn duplicate_reads_are_not_shown_again_and_end_the_reading() {
         ("phase1", again),
         ("phase1", FINISH),
         ("phase2", RERANK),
-        ("phase2_reversed", RERANK),
+        ("phase2_permuted", RERANK),
     ]);
     let result = run(&index, &issue(), &model, &options(Pipeline::Blagent, 5));
     let phase1: Vec<ChatRequest> = model
@@ -439,7 +439,7 @@ fn echo_phase2(request: &ChatRequest) -> Option<String> {
 #[test]
 fn a_model_that_echoes_the_order_it_is_shown_leaves_retrievals_ranking() {
     // Phase 1 puts inventory first (retrieval has pricing first), and phase 2 returns the files
-    // in whatever order it is shown them: the reversed ask contradicts the first, so the
+    // in whatever order it is shown them: the permuted ask contradicts the first, so the
     // model gets no weight and the ranking is LLM-free's.
     let index = minishop();
     let scores = r#"{"action": "finish", "scores": {"minishop/inventory.py": 10, "minishop/cli.py": 8, "minishop/pricing.py": 3}}"#;
@@ -481,9 +481,15 @@ fn a_model_that_echoes_the_order_it_is_shown_leaves_retrievals_ranking() {
             "minishop/pricing.py"
         ]
     );
-    let mut reversed = listing("phase2_reversed");
-    reversed.reverse();
-    assert_eq!(reversed, first);
+    // Reversed, and the middle file moved off the middle.
+    assert_eq!(
+        listing("phase2_permuted"),
+        [
+            "minishop/pricing.py",
+            "minishop/inventory.py",
+            "minishop/cli.py"
+        ]
+    );
 
     // Without the check, the echo moves its first file up.
     options.permutation_check = false;
