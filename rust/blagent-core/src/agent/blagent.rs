@@ -16,12 +16,13 @@
 
 use std::collections::HashMap;
 
+use super::consistency::{self, Agreement};
 use super::context::pruned_context;
 use super::phase2::Reranked;
 use super::retrieval::{merge_candidates, retrieve_for_query, ChunkHit, FileHit};
 use super::rewrite::{heuristic_behavioral, heuristic_structural, rewrite};
 use super::session::Session;
-use super::{consistency, phase1, phase2, Context, LlmFileEvidence, Outcome};
+use super::{phase1, phase2, Context, LlmFileEvidence, Outcome};
 
 /// Chunks shown per file in phase 2.
 const CHUNKS_PER_FILE: usize = 3;
@@ -139,14 +140,14 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
 
 /// Phase 2's two answers (files shown in order, then permuted) merged by mean position, each
 /// file keeping the first answer's reason and functions when it has them; and their agreement,
-/// 0 when either answer is missing (the model showed no consistent judgement).
+/// none when either answer is missing (the model showed no consistent judgement).
 fn consistent(
     first: Option<Vec<Reranked>>,
     second: Option<Vec<Reranked>>,
     shown: &[usize],
-) -> (Option<Vec<Reranked>>, f32) {
+) -> (Option<Vec<Reranked>>, Agreement) {
     let (Some(first), Some(second)) = (&first, &second) else {
-        return (first.or(second), 0.0);
+        return (first.or(second), Agreement::NONE);
     };
     let files = |r: &[Reranked]| -> Vec<usize> { r.iter().map(|x| x.file).collect() };
     let (a, b) = (files(first), files(second));

@@ -32,42 +32,140 @@ fn positions(order: &[usize], shown: &[usize]) -> Vec<f32> {
         .collect()
 }
 
-/// Kendall's τ-b between two position vectors (ties allowed); 0 when either has no order.
-fn tau_b(a: &[f32], b: &[f32]) -> f32 {
-    let (mut concordant, mut discordant, mut tied_a, mut tied_b, mut pairs) =
-        (0i64, 0i64, 0i64, 0i64, 0i64);
+/// Concordant minus discordant pairs of two position vectors, and the pairs each leaves
+/// untied.
+fn pair_counts(a: &[f32], b: &[f32]) -> (i64, i64, i64) {
+    let (mut s, mut untied_a, mut untied_b) = (0i64, 0i64, 0i64);
     for i in 0..a.len() {
         for j in i + 1..a.len() {
-            pairs += 1;
             let da = a[i].total_cmp(&a[j]) as i64;
             let db = b[i].total_cmp(&b[j]) as i64;
-            if da == 0 {
-                tied_a += 1;
-            }
-            if db == 0 {
-                tied_b += 1;
-            }
-            match da * db {
-                1 => concordant += 1,
-                -1 => discordant += 1,
-                _ => {}
-            }
+            untied_a += da.abs();
+            untied_b += db.abs();
+            s += da * db;
         }
     }
-    #[allow(clippy::cast_precision_loss)]
-    let denominator = (((pairs - tied_a) * (pairs - tied_b)) as f64).sqrt();
+    (s, untied_a, untied_b)
+}
+
+/// Kendall's τ-b between two position vectors (ties allowed); 0 when either has no order.
+fn tau_b(a: &[f32], b: &[f32]) -> f32 {
+    let (s, untied_a, untied_b) = pair_counts(a, b);
+    let denominator = ((untied_a * untied_b) as f64).sqrt();
     if denominator == 0.0 {
         return 0.0;
     }
-    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
-    let tau = ((concordant - discordant) as f64 / denominator) as f32;
-    tau
+    (s as f64 / denominator) as f32
+}
+
+/// Up to this many files the p-value is exact: every reordering is counted (9! = 362,880).
+const EXACT_UP_TO: usize = 9;
+
+/// The one-sided p-value of `a` and `b` agreeing as much as they do: the share of the
+/// reorderings of `b` (ties kept) whose concordant-minus-discordant count reaches theirs,
+/// that is the chance that a model ranking the files at random the second time would agree
+/// as well. Exact up to [`EXACT_UP_TO`] files, Kendall's normal approximation with ties above.
+fn p_value(a: &[f32], b: &[f32]) -> f64 {
+    let (observed, _, _) = pair_counts(a, b);
+    let n = b.len();
+    if n > EXACT_UP_TO {
+        return normal_p_value(observed, a, b);
+    }
+    // Heap's algorithm: each swap gives the next of the n! orders.
+    let mut order = b.to_vec();
+    let mut counters = vec![0usize; n];
+    // The first order counted is `b` itself, which reaches `observed`.
+    let (mut total, mut reached) = (1u64, 1u64);
+    let mut i = 0;
+    while i < n {
+        if counters[i] < i {
+            order.swap(if i % 2 == 0 { 0 } else { counters[i] }, i);
+            total += 1;
+            reached += u64::from(pair_counts(a, &order).0 >= observed);
+            counters[i] += 1;
+            i = 0;
+        } else {
+            counters[i] = 0;
+            i += 1;
+        }
+    }
+    reached as f64 / total as f64
+}
+
+/// `normal_p_value`'s tie terms for one vector: Σ t(t−1)(2t+5), Σ t(t−1), Σ t(t−1)(t−2) over
+/// its groups of `t` equal values.
+fn tie_terms(v: &[f32]) -> (f64, f64, f64) {
+    let mut sorted = v.to_vec();
+    sorted.sort_by(f32::total_cmp);
+    let mut terms = (0.0, 0.0, 0.0);
+    for group in sorted.chunk_by(|x, y| x.total_cmp(y).is_eq()) {
+        let t = group.len() as f64;
+        terms.0 += t * (t - 1.0) * (2.0 * t + 5.0);
+        terms.1 += t * (t - 1.0);
+        terms.2 += t * (t - 1.0) * (t - 2.0);
+    }
+    terms
+}
+
+/// The normal approximation of [`p_value`]: the variance of the pair count under
+/// independence with ties in both vectors (Kendall, Rank Correlation Methods, 1970).
+fn normal_p_value(observed: i64, a: &[f32], b: &[f32]) -> f64 {
+    let n = a.len() as f64;
+    let (ta, tb) = (tie_terms(a), tie_terms(b));
+    let variance = (n * (n - 1.0) * (2.0 * n + 5.0) - ta.0 - tb.0) / 18.0
+        + ta.1 * tb.1 / (2.0 * n * (n - 1.0))
+        + ta.2 * tb.2 / (9.0 * n * (n - 1.0) * (n - 2.0));
+    if variance <= 0.0 {
+        return 1.0;
+    }
+    0.5 * libm::erfc(observed as f64 / variance.sqrt() / std::f64::consts::SQRT_2)
+}
+
+/// The significance level: a model's two answers count as agreeing when a model ranking at
+/// random would agree as much at most this often.
+const ALPHA: f32 = 0.05;
+
+/// How far two rankings of the same files agree, and how likely that is by chance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Agreement {
+    /// Kendall's τ-b of the two rankings, negatives cut to 0.
+    pub tau: f32,
+    /// The one-sided p-value of `tau` (1 when `tau` is 0).
+    pub p_value: f32,
+}
+
+impl Agreement {
+    /// No agreement: an answer was missing.
+    pub const NONE: Self = Self {
+        tau: 0.0,
+        p_value: 1.0,
+    };
+
+    /// What the model's weight is scaled by: `tau` when chance reaches it at most [`ALPHA`]
+    /// of the time, else 0. A model that judges at random agrees with itself by chance half the
+    /// time (τ > 0); only a significant agreement shows a judgement.
+    pub fn weight(self) -> f32 {
+        if self.p_value <= ALPHA {
+            self.tau
+        } else {
+            0.0
+        }
+    }
 }
 
 /// How far two rankings of the `shown` files agree: Kendall's τ-b of their positions (a file a
-/// ranking leaves out is tied last in it), 0 when they disagree more than they agree.
-pub(crate) fn agreement(first: &[usize], second: &[usize], shown: &[usize]) -> f32 {
-    tau_b(&positions(first, shown), &positions(second, shown)).max(0.0)
+/// ranking leaves out is tied last in it), 0 when they disagree more than they agree; and its
+/// p-value.
+pub(crate) fn agreement(first: &[usize], second: &[usize], shown: &[usize]) -> Agreement {
+    let (a, b) = (positions(first, shown), positions(second, shown));
+    let tau = tau_b(&a, &b).max(0.0);
+    if tau == 0.0 {
+        return Agreement::NONE;
+    }
+    Agreement {
+        tau,
+        p_value: p_value(&a, &b) as f32,
+    }
 }
 
 /// The files either ranking lists, by their summed positions; ties in `first`'s order, then
@@ -98,11 +196,23 @@ mod tests {
     #[test]
     fn an_echo_of_the_shown_order_has_no_agreement_a_judgement_full_agreement() {
         let reversed: Vec<usize> = SHOWN.iter().rev().copied().collect();
-        assert!(agreement(&SHOWN, &reversed, &SHOWN).abs() < 1e-6);
-        assert!((agreement(&SHOWN, &SHOWN, &SHOWN) - 1.0).abs() < 1e-6);
-        // One swap of neighbours out of ten pairs: τ = (9 - 1) / 10.
-        let swapped = [10, 12, 11, 13, 14];
-        assert!((agreement(&SHOWN, &swapped, &SHOWN) - 0.8).abs() < 1e-6);
+        assert_eq!(agreement(&SHOWN, &reversed, &SHOWN), Agreement::NONE);
+        let same = agreement(&SHOWN, &SHOWN, &SHOWN);
+        assert!((same.tau - 1.0).abs() < 1e-6);
+        // One order of the 5! = 120 agrees as much: the same one.
+        assert!((same.p_value - 1.0 / 120.0).abs() < 1e-6);
+        assert!((same.weight() - 1.0).abs() < 1e-6);
+        // One swap of neighbours out of ten pairs: τ = (9 - 1) / 10; the orders with at most one
+        // swap (1 + 4 of them) agree as much.
+        let swapped = agreement(&SHOWN, &[10, 12, 11, 13, 14], &SHOWN);
+        assert!((swapped.tau - 0.8).abs() < 1e-6);
+        assert!((swapped.p_value - 5.0 / 120.0).abs() < 1e-6);
+        assert!((swapped.weight() - 0.8).abs() < 1e-6);
+        // Two swaps: τ = 0.6, reached by 1 + 4 + 9 orders of 120: chance, no weight.
+        let two = agreement(&SHOWN, &[11, 10, 13, 12, 14], &SHOWN);
+        assert!((two.tau - 0.6).abs() < 1e-6);
+        assert!((two.p_value - 14.0 / 120.0).abs() < 1e-6);
+        assert!(two.weight().abs() < f32::EPSILON);
     }
 
     #[test]
@@ -118,8 +228,9 @@ mod tests {
                     second.iter().enumerate().all(|(place, &f)| place != f),
                     "{n}: {second:?} leaves a file in place"
                 );
-                assert!(
-                    agreement(&shown, &second, &shown).abs() < 1e-6,
+                assert_eq!(
+                    agreement(&shown, &second, &shown),
+                    Agreement::NONE,
                     "{n}: an echo"
                 );
             }
@@ -134,18 +245,46 @@ mod tests {
         let first = middle(&SHOWN);
         let reversed: Vec<usize> = SHOWN.iter().rev().copied().collect();
         // Plain reversal keeps 12 in the middle: the bias looks like a judgement.
-        assert!((agreement(&first, &middle(&reversed), &SHOWN) - 1.0).abs() < 1e-6);
-        assert!(agreement(&first, &middle(&second_order(&SHOWN)), &SHOWN).abs() < 1e-6);
+        assert!((agreement(&first, &middle(&reversed), &SHOWN).tau - 1.0).abs() < 1e-6);
+        assert_eq!(
+            agreement(&first, &middle(&second_order(&SHOWN)), &SHOWN),
+            Agreement::NONE
+        );
     }
 
     #[test]
     fn short_lists_tie_the_files_they_leave_out() {
-        // Both put 12 first and say nothing else: they agree.
-        assert!((agreement(&[12], &[12], &SHOWN) - 1.0).abs() < 1e-6);
+        // Both put 12 first and say nothing else: they agree, but naming the same one file of
+        // five is what chance does one time in five.
+        let one = agreement(&[12], &[12], &SHOWN);
+        assert!((one.tau - 1.0).abs() < 1e-6);
+        assert!((one.p_value - 0.2).abs() < 1e-6);
+        assert!(one.weight().abs() < f32::EPSILON);
         // Each names only the file it was shown first: they disagree.
-        assert!(agreement(&[10], &[14], &SHOWN).abs() < 1e-6);
+        assert_eq!(agreement(&[10], &[14], &SHOWN), Agreement::NONE);
         // Nothing listed: no order, no agreement.
-        assert!(agreement(&[], &[12], &SHOWN).abs() < 1e-6);
+        assert_eq!(agreement(&[], &[12], &SHOWN), Agreement::NONE);
+    }
+
+    #[test]
+    fn the_normal_approximation_is_close_to_the_exact_count_at_nine_files() {
+        let shown: Vec<usize> = (0..9).collect();
+        for (first, second) in [
+            (
+                vec![0, 1, 2, 3, 4, 5, 6, 7, 8],
+                vec![1, 0, 3, 2, 5, 4, 8, 6, 7],
+            ),
+            (vec![0, 1, 2, 3, 4], vec![2, 0, 1, 5, 3, 8]),
+            (vec![3, 1, 4], vec![1, 3, 5, 4]),
+        ] {
+            let (a, b) = (positions(&first, &shown), positions(&second, &shown));
+            let exact = p_value(&a, &b);
+            let normal = normal_p_value(pair_counts(&a, &b).0, &a, &b);
+            assert!(
+                (exact - normal).abs() < 0.02,
+                "{first:?} {second:?}: exact {exact}, normal {normal}"
+            );
+        }
     }
 
     #[test]

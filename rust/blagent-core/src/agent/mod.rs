@@ -89,9 +89,9 @@ pub(crate) struct Outcome {
     pub functions: HashMap<usize, Vec<String>>,
     pub queries: BTreeMap<String, Rewrite>,
     pub candidates: Vec<usize>,
-    /// How far the model's judgement held when the files were shown in another order (0–1;
-    /// `None` when not checked).
-    pub agreement: Option<f32>,
+    /// How far the model's judgement held when the files were shown in another order (`None`
+    /// when not checked).
+    pub agreement: Option<consistency::Agreement>,
 }
 
 impl Localizer {
@@ -137,7 +137,9 @@ impl Localizer {
         };
         let model_weight = options.model_weight.unwrap_or_else(|| {
             reliability(session.stats.calls, session.stats.parse_failures)
-                * outcome.agreement.unwrap_or(1.0)
+                * outcome
+                    .agreement
+                    .map_or(1.0, consistency::Agreement::weight)
         });
         let order = fuse(&outcome.order, &ctx.retrieval, model_weight, options.top_k);
         let fused: HashMap<usize, f32> = scored.ranked.iter().copied().collect();
@@ -180,7 +182,8 @@ impl Localizer {
                 model: model.name(),
                 llm_ranked: !outcome.order.is_empty(),
                 model_weight,
-                agreement: outcome.agreement,
+                agreement: outcome.agreement.map(|a| a.tau),
+                agreement_p: outcome.agreement.map(|a| a.p_value),
                 prompt_tokens,
                 completion_tokens,
                 stats: session.stats,

@@ -57,12 +57,12 @@ pub struct LlmOptions {
     pub max_prompt_tokens: Option<usize>,
     /// The model order's weight against retrieval's in the final ranking (`agent::fuse`);
     /// `None`: the share of the model's replies that were valid in this run, times the
-    /// phase-2 agreement when `permutation_check` ran.
+    /// phase-2 agreement when `permutation_check` ran (0 unless significant).
     pub model_weight: Option<f32>,
     /// BLAgent: ask phase 2 a second time with its files reversed, none left in its place
-    /// (`consistency::second_order`), merge the two
-    /// answers by mean position, and scale the default model weight by their agreement
-    /// (Kendall's τ-b, negatives cut to 0). One more call, about 2k prompt tokens.
+    /// (`consistency::second_order`), merge the two answers by mean position, and scale the
+    /// default model weight by their agreement (Kendall's τ-b, negatives cut to 0) when it is
+    /// significant (p ≤ 0.05; else by 0). One more call, about 2k prompt tokens.
     pub permutation_check: bool,
     /// Sampling temperature.
     pub temperature: f32,
@@ -140,9 +140,14 @@ pub struct LlmReport {
     pub llm_ranked: bool,
     /// The model order's weight in the final fusion (`agent::fuse`).
     pub model_weight: f32,
-    /// Agreement of phase 2 with itself on the files permuted (0–1), when checked.
+    /// Agreement of phase 2 with itself on the files permuted (Kendall's τ-b, 0–1), when
+    /// checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agreement: Option<f32>,
+    /// The chance that a model ranking at random the second time agrees as much (one-sided
+    /// p-value); the agreement scales the default model weight only when this is at most 0.05.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement_p: Option<f32>,
     /// Prompt tokens over all stages.
     pub prompt_tokens: u64,
     /// Completion tokens over all stages.
