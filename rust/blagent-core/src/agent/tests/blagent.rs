@@ -498,3 +498,39 @@ fn a_model_that_echoes_the_order_it_is_shown_leaves_retrievals_ranking() {
     let place = |paths: Vec<String>| paths.iter().position(|p| p == "minishop/inventory.py");
     assert!(place(paths(&unchecked)) < place(llm_free(&index, &issue(), 5)));
 }
+
+#[test]
+fn an_agreement_chance_reaches_often_gives_the_model_no_weight() {
+    // Phase 1 puts inventory first, retrieval has pricing first. Phase 2 names inventory alone
+    // in both orders: the same one file of five, which a model naming a file at random does
+    // one time in five. Naming inventory and cli in the same order in both (one time in
+    // twenty) is a judgement, and moves inventory up.
+    const SCORES: &str = r#"{"action": "finish", "scores": {"minishop/inventory.py": 10, "minishop/cli.py": 8, "minishop/pricing.py": 3}}"#;
+    const ONE: &str = r#"{"ranking": [{"path": "minishop/inventory.py", "reason": "stock"}]}"#;
+    const TWO: &str = r#"{"ranking": [{"path": "minishop/inventory.py", "reason": "stock"}, {"path": "minishop/cli.py", "reason": "reads stock"}]}"#;
+    let index = minishop();
+    let answering = |rerank: &'static str| {
+        by_stage(&[
+            ("t0", T0),
+            ("t1", T1),
+            ("phase1", SCORES),
+            ("phase2", rerank),
+            ("phase2_permuted", rerank),
+        ])
+    };
+    let options = options(Pipeline::Blagent, 5);
+
+    let chance = run(&index, &issue(), &answering(ONE), &options);
+    let one = &chance.llm;
+    assert!(one.candidates.len() >= 5, "five files shown");
+    assert_eq!(one.agreement, Some(1.0));
+    assert!((one.agreement_p.unwrap() - 0.2).abs() < 1e-6);
+    assert!(one.model_weight.abs() < f32::EPSILON);
+    assert_eq!(paths(&chance), llm_free(&index, &issue(), 5));
+
+    let two = run(&index, &issue(), &answering(TWO), &options);
+    assert!((two.llm.agreement_p.unwrap() - 0.05).abs() < 1e-6);
+    assert!((two.llm.model_weight - 1.0).abs() < 1e-6);
+    let place = |paths: Vec<String>| paths.iter().position(|p| p == "minishop/inventory.py");
+    assert!(place(paths(&two)) < place(llm_free(&index, &issue(), 5)));
+}
