@@ -5,9 +5,11 @@
 //! reverse, with no file left at the place it had. A model that judges the files gives two
 //! similar rankings; one that echoes the order it was shown gives two opposite ones, and one
 //! that favours a place (the first, the last, the middle) puts a different file there each
-//! time. [`agreement`] measures that (Kendall's τ-b, negative values cut to 0) and scales the
-//! model's weight in the final fusion; [`aggregate`] merges the two rankings by mean position,
-//! which removes the position bias of each.
+//! time. [`agreement`] measures that (Kendall's τ-b, negative values cut to 0) with the chance
+//! of a model ranking at random reaching it (an exact permutation p-value); only a significant
+//! agreement scales the model's weight in the final fusion ([`Agreement::weight`]).
+//! [`aggregate`] merges the two rankings by mean position, which removes the position bias of
+//! each.
 
 /// The order the files are shown in the second time: `shown` reversed, and for an odd count
 /// the middle file swapped with the one after it. Plain reversal leaves the middle file in the
