@@ -23,7 +23,7 @@ const VECTORS: &str = "vectors.faiss";
 /// What a stored index was built from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
-    /// [`FORMAT`] of the writer.
+    /// The store format of the writer; an index stored in another format is stale.
     pub format: u32,
     /// Identity of the embedding model.
     pub model: String,
