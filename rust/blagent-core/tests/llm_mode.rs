@@ -83,7 +83,8 @@ fn eval_reports_llm_cost_per_instance_and_in_total() {
             totals.llm_ranked,
             totals.pipeline.as_str()
         ),
-        (1, 1, "blagent")
+        (1, 0, "blagent"),
+        "phase 1 gave an order, but with no weight it did not shape the ranking"
     );
     assert_eq!(
         totals.total.parse_failures, 4,

@@ -180,7 +180,7 @@ impl Localizer {
             llm: LlmReport {
                 pipeline: options.pipeline,
                 model: model.name(),
-                llm_ranked: !outcome.order.is_empty(),
+                llm_ranked: !outcome.order.is_empty() && model_weight > 0.0,
                 model_weight,
                 agreement: outcome.agreement.map(|a| a.tau),
                 agreement_p: outcome.agreement.map(|a| a.p_value),

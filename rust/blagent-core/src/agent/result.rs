@@ -136,7 +136,8 @@ pub struct LlmReport {
     pub pipeline: Pipeline,
     /// The model's name (`none` when LLM-free).
     pub model: String,
-    /// Whether valid model output shaped the ranking (false: retrieval's ranking alone).
+    /// Whether valid model output shaped the ranking: the model gave an order and its weight is
+    /// above 0 (false: retrieval's ranking alone).
     pub llm_ranked: bool,
     /// The model order's weight in the final fusion (`agent::fuse`).
     pub model_weight: f32,
