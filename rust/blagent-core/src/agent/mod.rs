@@ -9,12 +9,12 @@
 //! Every reply goes through parse → validate → repair request with the exact error (at most
 //! `max_retries`) → fallback (the `session` module); model paths are resolved against the index
 //! and dropped when they name no single file; tools are confined to the repository. The final
-//! ranking fuses the model's order with the LLM-free fused ranking (reciprocal ranks), completed with every
-//! indexed file, so it always has `top_k` files when the repository does; the model's weight in
-//! that fusion is, by default, the share of its replies that were valid times, in BLAgent, the
-//! agreement of its phase-2 rerank with itself when shown the files reversed (none left in its
-//! place), so a
-//! weak model, or one that echoes the order it is shown, moves little (the `rank` and
+//! ranking fuses the model's order with the LLM-free fused ranking (reciprocal ranks), completed
+//! with every indexed file, so it always has `top_k` files when the repository does; the
+//! model's weight in that fusion is, by default, the share of its replies that were valid
+//! times, in BLAgent, the agreement of its phase-2 rerank with itself when shown the files
+//! reversed (none left in its place), counted only when chance rarely reaches it, so a weak
+//! model, or one that echoes the order it is shown, moves little or nothing (the `rank` and
 //! `consistency` modules).
 
 mod blagent;
