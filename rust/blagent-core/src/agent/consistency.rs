@@ -50,9 +50,8 @@ fn pair_counts(a: &[f32], b: &[f32]) -> (i64, i64, i64) {
     (s, untied_a, untied_b)
 }
 
-/// Kendall's τ-b between two position vectors (ties allowed); 0 when either has no order.
-fn tau_b(a: &[f32], b: &[f32]) -> f32 {
-    let (s, untied_a, untied_b) = pair_counts(a, b);
+/// Kendall's τ-b from [`pair_counts`] (ties allowed); 0 when either vector has no order.
+fn tau_b((s, untied_a, untied_b): (i64, i64, i64)) -> f32 {
     let denominator = ((untied_a * untied_b) as f64).sqrt();
     if denominator == 0.0 {
         return 0.0;
@@ -63,12 +62,12 @@ fn tau_b(a: &[f32], b: &[f32]) -> f32 {
 /// Up to this many files the p-value is exact: every reordering is counted (9! = 362,880).
 const EXACT_UP_TO: usize = 9;
 
-/// The one-sided p-value of `a` and `b` agreeing as much as they do: the share of the
-/// reorderings of `b` (ties kept) whose concordant-minus-discordant count reaches theirs,
-/// that is the chance that a model ranking the files at random the second time would agree
-/// as well. Exact up to [`EXACT_UP_TO`] files, Kendall's normal approximation with ties above.
-fn p_value(a: &[f32], b: &[f32]) -> f64 {
-    let (observed, _, _) = pair_counts(a, b);
+/// The one-sided p-value of `a` and `b` agreeing as much as they do (`observed`, their
+/// concordant-minus-discordant count): the share of the reorderings of `b` (ties kept) whose
+/// count reaches it, that is the chance that a model ranking the files at random the second
+/// time would agree as well. Exact up to [`EXACT_UP_TO`] files, Kendall's normal approximation
+/// with ties above.
+fn p_value(observed: i64, a: &[f32], b: &[f32]) -> f64 {
     let n = b.len();
     if n > EXACT_UP_TO {
         return normal_p_value(observed, a, b);
@@ -77,12 +76,11 @@ fn p_value(a: &[f32], b: &[f32]) -> f64 {
     let mut order = b.to_vec();
     let mut counters = vec![0usize; n];
     // The first order counted is `b` itself, which reaches `observed`.
-    let (mut total, mut reached) = (1u64, 1u64);
+    let mut reached = 1u64;
     let mut i = 0;
     while i < n {
         if counters[i] < i {
             order.swap(if i % 2 == 0 { 0 } else { counters[i] }, i);
-            total += 1;
             reached += u64::from(pair_counts(a, &order).0 >= observed);
             counters[i] += 1;
             i = 0;
@@ -91,7 +89,8 @@ fn p_value(a: &[f32], b: &[f32]) -> f64 {
             i += 1;
         }
     }
-    reached as f64 / total as f64
+    let orders: u64 = (1..=n as u64).product();
+    reached as f64 / orders as f64
 }
 
 /// `normal_p_value`'s tie terms for one vector: Σ t(t−1)(2t+5), Σ t(t−1), Σ t(t−1)(t−2) over
@@ -160,13 +159,14 @@ impl Agreement {
 /// p-value.
 pub(crate) fn agreement(first: &[usize], second: &[usize], shown: &[usize]) -> Agreement {
     let (a, b) = (positions(first, shown), positions(second, shown));
-    let tau = tau_b(&a, &b).max(0.0);
+    let counts = pair_counts(&a, &b);
+    let tau = tau_b(counts).max(0.0);
     if tau == 0.0 {
         return Agreement::NONE;
     }
     Agreement {
         tau,
-        p_value: p_value(&a, &b) as f32,
+        p_value: p_value(counts.0, &a, &b) as f32,
     }
 }
 
@@ -280,8 +280,9 @@ mod tests {
             (vec![3, 1, 4], vec![1, 3, 5, 4]),
         ] {
             let (a, b) = (positions(&first, &shown), positions(&second, &shown));
-            let exact = p_value(&a, &b);
-            let normal = normal_p_value(pair_counts(&a, &b).0, &a, &b);
+            let observed = pair_counts(&a, &b).0;
+            let exact = p_value(observed, &a, &b);
+            let normal = normal_p_value(observed, &a, &b);
             assert!(
                 (exact - normal).abs() < 0.02,
                 "{first:?} {second:?}: exact {exact}, normal {normal}"

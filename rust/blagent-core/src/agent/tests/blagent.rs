@@ -437,16 +437,23 @@ fn echo_phase2(request: &ChatRequest) -> Option<String> {
         .then(|| serde_json::json!({"ranking": shown}).to_string())
 }
 
+/// Phase-1 scores that put inventory first (retrieval has pricing first).
+const INVENTORY_FIRST: &str = r#"{"action": "finish", "scores": {"minishop/inventory.py": 10, "minishop/cli.py": 8, "minishop/pricing.py": 3}}"#;
+
+/// Where inventory is in a ranking.
+fn inventory_place(paths: &[String]) -> Option<usize> {
+    paths.iter().position(|p| p == "minishop/inventory.py")
+}
+
 #[test]
 fn a_model_that_echoes_the_order_it_is_shown_leaves_retrievals_ranking() {
     // Phase 1 puts inventory first (retrieval has pricing first), and phase 2 returns the files
     // in whatever order it is shown them: the permuted ask contradicts the first, so the
     // model gets no weight and the ranking is LLM-free's.
     let index = minishop();
-    let scores = r#"{"action": "finish", "scores": {"minishop/inventory.py": 10, "minishop/cli.py": 8, "minishop/pricing.py": 3}}"#;
     let model = ScriptedModel::from_fn(move |request: &ChatRequest| {
         echo_phase2(request).unwrap_or_else(|| match request.stage.as_str() {
-            "phase1" => scores.to_owned(),
+            "phase1" => INVENTORY_FIRST.to_owned(),
             _ => T0.to_owned(),
         })
     });
@@ -496,8 +503,7 @@ fn a_model_that_echoes_the_order_it_is_shown_leaves_retrievals_ranking() {
     options.permutation_check = false;
     let unchecked = run(&index, &issue(), &model, &options);
     assert_eq!(unchecked.llm.agreement, None);
-    let place = |paths: Vec<String>| paths.iter().position(|p| p == "minishop/inventory.py");
-    assert!(place(paths(&unchecked)) < place(llm_free(&index, &issue(), 5)));
+    assert!(inventory_place(&paths(&unchecked)) < inventory_place(&llm_free(&index, &issue(), 5)));
 }
 
 #[test]
@@ -506,7 +512,6 @@ fn an_agreement_chance_reaches_often_gives_the_model_no_weight() {
     // in both orders: the same one file of five, which a model naming a file at random does
     // one time in five. Naming inventory and cli in the same order in both (one time in
     // twenty) is a judgement, and moves inventory up.
-    const SCORES: &str = r#"{"action": "finish", "scores": {"minishop/inventory.py": 10, "minishop/cli.py": 8, "minishop/pricing.py": 3}}"#;
     const ONE: &str = r#"{"ranking": [{"path": "minishop/inventory.py", "reason": "stock"}]}"#;
     const TWO: &str = r#"{"ranking": [{"path": "minishop/inventory.py", "reason": "stock"}, {"path": "minishop/cli.py", "reason": "reads stock"}]}"#;
     let index = minishop();
@@ -514,7 +519,7 @@ fn an_agreement_chance_reaches_often_gives_the_model_no_weight() {
         by_stage(&[
             ("t0", T0),
             ("t1", T1),
-            ("phase1", SCORES),
+            ("phase1", INVENTORY_FIRST),
             ("phase2", rerank),
             ("phase2_permuted", rerank),
         ])
@@ -537,6 +542,5 @@ fn an_agreement_chance_reaches_often_gives_the_model_no_weight() {
     assert!((two.llm.agreement_p.unwrap() - 0.05).abs() < 1e-6);
     assert!((two.llm.model_weight - 1.0).abs() < 1e-6);
     assert!(two.llm.llm_ranked);
-    let place = |paths: Vec<String>| paths.iter().position(|p| p == "minishop/inventory.py");
-    assert!(place(paths(&two)) < place(llm_free(&index, &issue(), 5)));
+    assert!(inventory_place(&paths(&two)) < inventory_place(&llm_free(&index, &issue(), 5)));
 }
