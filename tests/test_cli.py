@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -66,10 +67,15 @@ def test_usage_errors_exit_2(repo: Path) -> None:
 
 
 def test_help_on_every_command() -> None:
-    for command in ([], ["localize"], ["eval"]):
+    from blagent.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(commands) >= {"localize", "batch", "eval", "llm-check", "analyze-failures"}
+    for command in ([], *([c] for c in commands)):
         proc = run(*command, "--help")
-        assert proc.returncode == 0
-        assert "usage: blagent" in proc.stdout
+        assert proc.returncode == 0, command
+        assert f"usage: blagent {' '.join(command)}".rstrip() in proc.stdout, command
 
 
 def _dataset(tmp_path: Path, repo: Path) -> Path:

@@ -49,7 +49,7 @@ def test_request_round_trips_and_validates_against_the_schema(repo: Path) -> Non
 def test_file_granularity_result_is_schema_valid_and_llm_free(repo: Path) -> None:
     result = Localizer().localize_request(request_for(repo, top_k=3))
     schema_validator("localize-result").validate(result.to_dict())
-    assert result.schema_version == blagent.INTERFACE_SCHEMA_VERSION
+    assert result.schema_version == blagent.SCHEMA_VERSION
     assert result.instance_id == "shop-1"
     assert result.paths[0] == "shop/pricing.py"
     assert [f.rank for f in result.files] == [1, 2, 3]
@@ -96,7 +96,11 @@ def test_a_prebuilt_index_answers_requests_too(repo: Path) -> None:
     index = localizer.index(repo)
     result = localizer.localize_request(request_for(repo, top_k=2).to_dict(), index=index)
     assert result.paths[0] == "shop/pricing.py"
-    assert result.timings["walk_ms"] == 0
+    assert result.timings["index_reused"] is True
+    assert result.timings["total_ms"] == result.timings["query_ms"]
+    fresh = localizer.localize_request(request_for(repo, top_k=2))
+    assert fresh.timings["index_reused"] is False
+    assert fresh.timings["total_ms"] >= fresh.timings["walk_ms"] + fresh.timings["query_ms"]
 
 
 @pytest.mark.parametrize(

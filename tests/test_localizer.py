@@ -10,6 +10,7 @@ import pytest
 
 import blagent
 from blagent import InputError, Localizer
+from conftest import schema_validator
 
 ISSUE = """apply_discount gives a negative total
 
@@ -45,12 +46,20 @@ def test_ranks_the_buggy_file_first_with_evidence(repo: Path) -> None:
     assert top.score >= result.files[1].score >= result.files[2].score
 
 
-def test_results_round_trip_to_the_cli_json(repo: Path) -> None:
-    result = Localizer().localize(repo, ISSUE)
-    text = json.dumps(result.to_dict())
-    again = blagent.LocalizeResult.from_dict(json.loads(text))
-    assert again.paths == result.paths
-    assert again.files[0].evidence == result.files[0].evidence
+def test_one_result_type_for_every_pipeline_and_it_follows_its_schema(repo: Path) -> None:
+    fused = Localizer(top_k=3).localize(repo, ISSUE, instance_id="shop-1")
+    llm = Localizer(top_k=3).localize(repo, ISSUE, pipeline="blagent")
+    for result, pipeline in ((fused, "fused"), (llm, "blagent")):
+        assert type(result) is blagent.LocalizationResult
+        assert result.pipeline == pipeline
+        assert schema_validator("localize-result").is_valid(result.to_dict()), pipeline
+        again = blagent.LocalizationResult.from_dict(json.loads(json.dumps(result.to_dict())))
+        assert again == result
+        assert (again.query["title"], again.stats["files"]) == (result.query["title"], 6)
+    assert fused.instance_id == "shop-1" and fused.llm is None
+    assert fused.localizer.mode == "llm-free" and llm.localizer.mode == "llm:blagent:none"
+    assert llm.llm is not None and llm.llm["model"] == "none"
+    assert fused.paths == llm.paths, "with no model the LLM pipeline's ranking is the fused one"
 
 
 def test_walk_reports_what_it_skipped(repo: Path) -> None:
@@ -99,17 +108,21 @@ def test_a_file_as_repository_is_an_input_error(repo: Path) -> None:
         Localizer().localize(repo / "shop" / "cart.py", ISSUE)
 
 
-def test_invalid_options_are_input_errors() -> None:
+def test_invalid_options_are_input_errors(repo: Path) -> None:
     with pytest.raises(InputError, match="top_k"):
-        Localizer(top_k=0)
-    with pytest.raises(InputError, match="unknown fusion weights"):
+        Localizer(top_k=0).localize(repo, ISSUE)
+    with pytest.raises(InputError, match="unknown field `nonsense`"):
         Localizer(weights={"nonsense": 1.0})
+    with pytest.raises(InputError, match="unknown variant `flat`"):
+        Localizer(dense=True, index_kind="flat", model_dir=repo)
 
 
 def test_hostile_issue_text_still_ranks(repo: Path) -> None:
     hostile = "`" * 5000 + "(" * 5000 + "\x00\u202e" + "File \"" * 1000 + "a" * 100_000
     result = Localizer().localize(repo, hostile)
-    assert isinstance(result.paths, list)
+    indexed = Localizer().index(repo).num_files
+    assert len(set(result.paths)) == len(result.files) == indexed, "completed with every file"
+    assert [f.rank for f in result.files] == list(range(1, indexed + 1))
 
 
 @pytest.mark.skipif(os.name != "posix", reason="symlinks")

@@ -37,8 +37,8 @@ def test_the_final_list_is_completed_to_top_k(repo: Path) -> None:
 
 def test_bad_pipeline_inputs_are_refused(repo: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="base URL"):
-        Localizer().localize(repo, ISSUE, pipeline="blagent", llm_config_json='{"base_url": "nope"}')
-    with pytest.raises(InputError, match="invalid pipeline"):
+        Localizer(llm_config_json='{"base_url": "nope"}')
+    with pytest.raises(InputError, match="unknown variant `gpt`"):
         Localizer().localize(repo, ISSUE, pipeline="gpt")
     bad = tmp_path / "prompts"
     bad.mkdir()

@@ -6,7 +6,8 @@
 """
 
 from ._core import (
-    INTERFACE_SCHEMA_VERSION,
+    DEFAULT_TOP_K,
+    PIPELINES,
     SCHEMA_VERSION,
     BlagentError,
     BlagentIOError,
@@ -18,21 +19,23 @@ from ._core import (
     RepoIndex,
     __version__,
 )
-from .interface import (
+from .interface import FileLocalizer, Hints, LocalizeRequest
+from .localizer import Localizer, default_options, default_weights
+from .results import (
     Entity,
+    Evidence,
     FileHit,
-    FileLocalizer,
-    Hints,
     LocalizationResult,
-    LocalizeRequest,
     LocalizerInfo,
+    LocalizeResult,
+    RankedFile,
+    Skipped,
     TokenUsage,
 )
-from .localizer import Localizer, default_weights
-from .results import Evidence, LocalizeResult, RankedFile, Skipped
 
 __all__ = [
-    "INTERFACE_SCHEMA_VERSION",
+    "DEFAULT_TOP_K",
+    "PIPELINES",
     "SCHEMA_VERSION",
     "BlagentError",
     "BlagentIOError",
@@ -56,5 +59,6 @@ __all__ = [
     "Skipped",
     "TokenUsage",
     "__version__",
+    "default_options",
     "default_weights",
 ]

@@ -5,7 +5,9 @@ from typing import Optional
 
 __version__: str
 SCHEMA_VERSION: str
-INTERFACE_SCHEMA_VERSION: str
+PIPELINES: list[str]
+DEFAULT_TOP_K: int
+DEFAULT_ANALYSIS_TOP_K: int
 
 class BlagentError(Exception): ...
 class InputError(BlagentError): ...
@@ -44,58 +46,27 @@ class RepoIndex:
     def timings_json(self) -> str: ...
 
 class Localizer:
-    def __init__(self, options_json: Optional[str] = None) -> None: ...
-    def options_json(self) -> str: ...
-    def index(self, repo: "str | PathLike[str]") -> RepoIndex: ...
-    def localize(self, repo: "str | PathLike[str]", issue: str) -> str: ...
-    def localize_in(self, index: RepoIndex, issue: str) -> str: ...
-    def localize_llm(
+    def __init__(
         self,
-        repo: "str | PathLike[str]",
-        issue: str,
-        pipeline: str,
-        top_k: int = 10,
+        options_json: Optional[str] = None,
         llm_options_json: Optional[str] = None,
         llm_config_json: Optional[str] = None,
-    ) -> str: ...
-    def localize_request(self, request_json: str) -> str: ...
-    def localize_request_in(self, index: RepoIndex, request_json: str) -> str: ...
+    ) -> None: ...
+    def options_json(self) -> str: ...
+    def index(self, repo: "str | PathLike[str]") -> RepoIndex: ...
+    def localize(self, request_json: str) -> str: ...
+    def localize_in(self, index: RepoIndex, request_json: str) -> str: ...
 
 def evaluate(
-    dataset: "str | PathLike[str]",
-    repos: "str | PathLike[str]",
-    ids: Optional[list[str]] = None,
-    options_json: Optional[str] = None,
-    out: "Optional[str | PathLike[str]]" = None,
-    signals_out: "Optional[str | PathLike[str]]" = None,
-    progress: bool = True,
-    queries: "Optional[str | PathLike[str]]" = None,
-    pipeline: str = "fused",
+    config_json: str,
     llm_options_json: Optional[str] = None,
     llm_config_json: Optional[str] = None,
 ) -> str: ...
 def batch(
-    dataset: "str | PathLike[str]",
-    repos: "str | PathLike[str]",
-    out: "str | PathLike[str]",
-    failures_out: "str | PathLike[str]",
-    ids: Optional[list[str]] = None,
-    options_json: Optional[str] = None,
-    top_k: int = 10,
-    granularity: str = "file",
-    progress: bool = True,
-    pipeline: str = "fused",
+    config_json: str,
     llm_options_json: Optional[str] = None,
     llm_config_json: Optional[str] = None,
 ) -> str: ...
-def analyze_failures(
-    dataset: "str | PathLike[str]",
-    locs: "str | PathLike[str]",
-    predictions: "str | PathLike[str]",
-    report: "str | PathLike[str]",
-    repos: "Optional[str | PathLike[str]]" = None,
-    top_k: int = 3,
-    out_dir: "Optional[str | PathLike[str]]" = None,
-) -> str: ...
+def analyze_failures(config_json: str) -> str: ...
 def reformulate(issue: str) -> str: ...
 def parse_source(path: str, text: str) -> str: ...

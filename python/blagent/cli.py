@@ -68,7 +68,7 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
     llm = parser.add_argument_group("LLM pipelines")
     llm.add_argument(
         "--pipeline",
-        choices=["fused", "blagent", "rrl"],
+        choices=list(_core.PIPELINES),
         default="fused",
         help="fused: LLM-free ranking (default); blagent / rrl: the LLM pipelines (without an LLM "
         "configuration every LLM stage falls back to retrieval)",
@@ -84,9 +84,10 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _localizer(args: argparse.Namespace, top_k: int = 10) -> Localizer:
+def _localizer(args: argparse.Namespace) -> Localizer:
+    """The localizer of the command's flags, with the LLM of its `--llm-*` flags."""
     return Localizer(
-        top_k=top_k,
+        top_k=getattr(args, "top_k", _core.DEFAULT_TOP_K),
         include_tests=args.include_tests,
         dense=args.dense,
         model_dir=args.model_dir,
@@ -94,6 +95,9 @@ def _localizer(args: argparse.Namespace, top_k: int = 10) -> Localizer:
         index_kind=args.index_kind,
         progress=not getattr(args, "quiet", False),
         dense_max_tokens=args.dense_max_tokens,
+        weights=json.loads(args.weights) if getattr(args, "weights", None) else None,
+        llm_options=_llm_options(args) or None,
+        llm_config_json=json.dumps(llm_config(args)),
     )
 
 
@@ -185,16 +189,15 @@ def cmd_llm_check(args: argparse.Namespace) -> int:
 
 def cmd_localize(args: argparse.Namespace) -> int:
     llm_client(args)  # a bad --llm-* configuration is bad input, whichever pipeline runs
+    localizer = _localizer(args)
     if args.request_json is not None:
-        if args.pipeline != "fused":
-            raise _core.InputError("--request-json runs the fused pipeline only; drop --pipeline")
         request = _read_request(args.request_json)
-        result = _localizer(args).localize_request(request)
-        json.dump(result.to_dict(), sys.stdout, indent=2)
-        print()
-        return EXIT_OK
-    issue = _read_issue(args)
-    result = _localizer(args, args.top_k).localize(args.repo, issue, **_llm_kwargs(args)).to_dict()
+        if args.pipeline != "fused":
+            request.setdefault("pipeline", args.pipeline)
+        result = localizer.localize_request(request).to_dict()
+    else:
+        issue = _read_issue(args)
+        result = localizer.localize(args.repo, issue, pipeline=args.pipeline).to_dict()
     _warn_llm(result.get("llm"))
     if args.format == "text":
         _print_ranking(result)
@@ -218,12 +221,6 @@ def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
         except json.JSONDecodeError:
             options[key.strip()] = text
     return options
-
-
-def _llm_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The LLM pipeline arguments of `localize`."""
-    options = _llm_options(args)
-    return {"pipeline": args.pipeline, "llm_options": options or None, "llm_config_json": json.dumps(llm_config(args))}
 
 
 def _llm_options_json(args: argparse.Namespace) -> Optional[str]:
@@ -296,24 +293,25 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _run_config(args: argparse.Namespace, **fields: Any) -> str:
+    """The JSON config of `eval` / `batch`: the localizer's options and the run's fields."""
+    llm_client(args)  # a bad --llm-* configuration is bad input, whichever pipeline runs
+    config = {
+        "dataset": args.dataset,
+        "repos": args.repos,
+        "ids": _ids(args),
+        "options": _localizer(args).options,
+        "top_k": args.top_k,
+        "pipeline": args.pipeline,
+        "progress": not args.quiet,
+        **fields,
+    }
+    return json.dumps(config)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    llm_client(args)
-    options = json.loads(_localizer(args, args.top_k).options_json())
-    if args.weights:
-        options["weights"].update(json.loads(args.weights))
-    raw = _core.evaluate(
-        args.dataset,
-        args.repos,
-        ids=_ids(args),
-        options_json=json.dumps(options),
-        out=args.out,
-        signals_out=args.signals_out,
-        progress=not args.quiet,
-        queries=args.queries,
-        pipeline=args.pipeline,
-        llm_options_json=_llm_options_json(args),
-        llm_config_json=json.dumps(llm_config(args)),
-    )
+    config = _run_config(args, out=args.out, signals_out=args.signals_out, queries=args.queries)
+    raw = _core.evaluate(config, _llm_options_json(args), json.dumps(llm_config(args)))
     report = json.loads(raw)
     if report["overall"]["instances"] == 0:
         print(f"no instance of {args.dataset} has a tree under {args.repos}", file=sys.stderr)
@@ -327,26 +325,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    llm_client(args)
     out = Path(args.out)
     failures = Path(args.failures_out) if args.failures_out else out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
-    options = _localizer(args, args.top_k).options_json()
-    report = json.loads(
-        _core.batch(
-            args.dataset,
-            args.repos,
-            str(out),
-            str(failures),
-            ids=_ids(args),
-            options_json=options,
-            top_k=args.top_k,
-            granularity=args.granularity,
-            progress=not args.quiet,
-            pipeline=args.pipeline,
-            llm_options_json=_llm_options_json(args),
-            llm_config_json=json.dumps(llm_config(args)),
-        )
-    )
+    config = _run_config(args, out=str(out), failures_out=str(failures), granularity=args.granularity)
+    report = json.loads(_core.batch(config, _llm_options_json(args), json.dumps(llm_config(args))))
     json.dump(report, sys.stdout, indent=2)
     print()
     done = report["resumed"] + report["written"]
@@ -396,15 +378,16 @@ def cmd_analyze_failures(args: argparse.Namespace) -> int:
         path = Path(getattr(args, flag))
         if not path.is_file():
             raise _core.InputError(f"--{flag}: no such file: {path}")
-    raw = _core.analyze_failures(
-        args.dataset,
-        args.locs,
-        args.predictions,
-        args.report,
-        repos=args.repos,
-        top_k=args.top_k,
-        out_dir=args.out_dir,
-    )
+    config = {
+        "dataset": args.dataset,
+        "locs": args.locs,
+        "predictions": args.predictions,
+        "report": args.report,
+        "repos": args.repos,
+        "top_k": args.top_k,
+        "out_dir": args.out_dir,
+    }
+    raw = _core.analyze_failures(json.dumps(config))
     analysis = json.loads(raw)
     for warning in analysis["warnings"]:
         print(f"blagent: warning: {warning}", file=sys.stderr)
@@ -437,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a standardized request (schemas/localize-request.schema.json) from FILE or stdin; "
         "prints a standardized result (schemas/localize-result.schema.json)",
     )
-    loc.add_argument("--top-k", type=int, default=10, help="files to return (default 10)")
+    loc.add_argument("--top-k", type=_positive_int, default=_core.DEFAULT_TOP_K, help=f"files to return (default {_core.DEFAULT_TOP_K})")
     loc.add_argument("--format", choices=["json", "text"], default="json")
     loc.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_retrieval_flags(loc)
@@ -458,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     ba.add_argument("--failures-out", help="this run's failures (JSONL; default: OUT with .failures.jsonl)")
     ba.add_argument("--ids", help="comma-separated instance ids")
     ba.add_argument("--ids-file", help="file with one instance id per line")
-    ba.add_argument("--top-k", type=int, default=10, help="files per instance (default 10)")
+    ba.add_argument("--top-k", type=_positive_int, default=_core.DEFAULT_TOP_K, help=f"files per instance (default {_core.DEFAULT_TOP_K})")
     ba.add_argument("--granularity", choices=["file", "function"], default="file", help="function: entities too, under the blagent key")
     ba.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_retrieval_flags(ba)
@@ -470,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
     ev.add_argument("--ids", help="comma-separated instance ids")
     ev.add_argument("--ids-file", help="file with one instance id per line")
-    ev.add_argument("--top-k", type=int, default=10, help="files per prediction (default 10)")
+    ev.add_argument("--top-k", type=_positive_int, default=_core.DEFAULT_TOP_K, help=f"files per prediction (default {_core.DEFAULT_TOP_K})")
     ev.add_argument("--out", help="write predictions as JSONL")
     ev.add_argument("--signals-out", help="write every candidate's raw signal scores (JSONL) for tuning")
     ev.add_argument("--weights", help="JSON object of fusion weights to override")
@@ -508,7 +491,12 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--predictions", required=True, help="generated patches (SWE-bench predictions)")
     an.add_argument("--report", required=True, help="evaluation report JSON")
     an.add_argument("--repos", help="directory with one base tree per instance: DIR/<instance_id>")
-    an.add_argument("--top-k", type=_positive_int, default=3, help="localized files the file stage looks at (default 3)")
+    an.add_argument(
+        "--top-k",
+        type=_positive_int,
+        default=_core.DEFAULT_ANALYSIS_TOP_K,
+        help=f"localized files the file stage looks at (default {_core.DEFAULT_ANALYSIS_TOP_K})",
+    )
     an.add_argument("--out-dir", help="write instances/<id>.json, summary.md, summary.json, chart.png here")
     an.set_defaults(func=cmd_analyze_failures)
     return parser

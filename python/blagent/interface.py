@@ -17,13 +17,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol, Union, runtime_checkable
 
-from ._core import INTERFACE_SCHEMA_VERSION
-from .results import Evidence
+from ._core import DEFAULT_TOP_K, SCHEMA_VERSION
+from .results import LocalizationResult
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-GRANULARITIES = ("file", "function")
-
 
 @dataclass(frozen=True)
 class Hints:
@@ -32,13 +29,17 @@ class Hints:
     Args:
         files: repository-relative paths. Each indexed one is scored as if the issue named its
             full path (its `path_mention` signal raised to 1: a boost of at most the
-            `path_mention` fusion weight, 3.0 by default) and carries `hint` evidence; the
-            others are reported in `warnings`.
+            `path_mention` fusion weight) and carries `hint` evidence; the others are reported in
+            `warnings`. A single path must still be given as a list.
         language: the repository's main language; an unsupported one is reported in `warnings`.
     """
 
     files: list[str] = field(default_factory=list)
     language: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.files, str):
+            raise TypeError(f"Hints.files is a list of paths; got the string {self.files!r}")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"files": list(self.files)}
@@ -48,7 +49,8 @@ class Hints:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hints:
-        return cls(list(d.get("files", [])), d.get("language"))
+        files = d.get("files", [])
+        return cls(files if isinstance(files, str) else list(files), d.get("language"))
 
 
 @dataclass(frozen=True)
@@ -62,15 +64,17 @@ class LocalizeRequest:
         hints: files and language the caller suspects.
         top_k: how many files to return.
         granularity: "file", or "function" for `path::Class.method` entities too.
+        pipeline: "fused" (LLM-free), or an LLM pipeline, "blagent" or "rrl" (`blagent.PIPELINES`).
     """
 
     instance_id: str
     repo_path: str
     issue: str
     hints: Hints = field(default_factory=Hints)
-    top_k: int = 10
+    top_k: int = DEFAULT_TOP_K
     granularity: str = "file"
-    schema_version: str = INTERFACE_SCHEMA_VERSION
+    pipeline: str = "fused"
+    schema_version: str = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
         """The request as JSON data (`schemas/localize-request.schema.json`)."""
@@ -82,6 +86,7 @@ class LocalizeRequest:
             "hints": self.hints.to_dict(),
             "top_k": self.top_k,
             "granularity": self.granularity,
+            "pipeline": self.pipeline,
         }
 
     @classmethod
@@ -91,143 +96,10 @@ class LocalizeRequest:
             repo_path=d["repo_path"],
             issue=d["issue"],
             hints=Hints.from_dict(d.get("hints", {})),
-            top_k=d.get("top_k", 10),
+            top_k=d.get("top_k", DEFAULT_TOP_K),
             granularity=d.get("granularity", "file"),
-            schema_version=d.get("schema_version", INTERFACE_SCHEMA_VERSION),
-        )
-
-
-def _evidence_dict(e: Evidence) -> dict[str, Any]:
-    out: dict[str, Any] = {"signal": e.signal, "score": e.score, "detail": e.detail}
-    if e.lines is not None:
-        out["lines"] = list(e.lines)
-    if e.symbol is not None:
-        out["symbol"] = e.symbol
-    return out
-
-
-@dataclass(frozen=True)
-class FileHit:
-    """A ranked file: rank, path, fused score, raw signal scores, evidence, whether hinted."""
-
-    rank: int
-    path: str
-    score: float
-    signals: dict[str, float] = field(default_factory=dict)
-    evidence: list[Evidence] = field(default_factory=list)
-    hinted: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rank": self.rank,
-            "path": self.path,
-            "score": self.score,
-            "signals": dict(self.signals),
-            "evidence": [_evidence_dict(e) for e in self.evidence],
-            "hinted": self.hinted,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FileHit:
-        evidence = [Evidence.from_dict(e) for e in d.get("evidence", [])]
-        return cls(
-            d["rank"],
-            d["path"],
-            d["score"],
-            dict(d.get("signals", {})),
-            evidence,
-            d.get("hinted", False),
-        )
-
-
-@dataclass(frozen=True)
-class Entity:
-    """A class, function or method of a returned file: `id` is `path::Class.method`."""
-
-    id: str
-    path: str
-    name: str
-    kind: str
-    lines: tuple[int, int]
-    score: float
-    file_rank: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "lines": list(self.lines)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Entity:
-        return cls(
-            d["id"], d["path"], d["name"], d["kind"], tuple(d["lines"]), d["score"], d["file_rank"]
-        )  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class TokenUsage:
-    """LLM tokens spent; all zero in LLM-free mode."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    llm_calls: int = 0
-
-
-@dataclass(frozen=True)
-class LocalizerInfo:
-    """Who answered: name, version and mode (`llm-free` or the model used)."""
-
-    name: str
-    version: str
-    mode: str
-
-
-@dataclass(frozen=True)
-class LocalizationResult:
-    """The answer to one request (`schemas/localize-result.schema.json`)."""
-
-    instance_id: str
-    localizer: LocalizerInfo
-    files: list[FileHit]
-    granularity: str = "file"
-    entities: Optional[list[Entity]] = None
-    timings: dict[str, float] = field(default_factory=dict)
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    warnings: list[str] = field(default_factory=list)
-    schema_version: str = INTERFACE_SCHEMA_VERSION
-
-    @property
-    def paths(self) -> list[str]:
-        """Ranked paths, best first."""
-        return [f.path for f in self.files]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result as JSON data."""
-        out: dict[str, Any] = {
-            "schema_version": self.schema_version,
-            "instance_id": self.instance_id,
-            "localizer": dict(self.localizer.__dict__),
-            "granularity": self.granularity,
-            "files": [f.to_dict() for f in self.files],
-            "timings": dict(self.timings),
-            "usage": dict(self.usage.__dict__),
-            "warnings": list(self.warnings),
-        }
-        if self.entities is not None:
-            out["entities"] = [e.to_dict() for e in self.entities]
-        return out
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LocalizationResult:
-        entities = d.get("entities")
-        return cls(
-            instance_id=d["instance_id"],
-            localizer=LocalizerInfo(**d["localizer"]),
-            files=[FileHit.from_dict(f) for f in d["files"]],
-            granularity=d.get("granularity", "file"),
-            entities=None if entities is None else [Entity.from_dict(e) for e in entities],
-            timings=dict(d.get("timings", {})),
-            usage=TokenUsage(**d.get("usage", {})),
-            warnings=list(d.get("warnings", [])),
-            schema_version=d["schema_version"],
+            pipeline=d.get("pipeline", "fused"),
+            schema_version=d.get("schema_version", SCHEMA_VERSION),
         )
 
 

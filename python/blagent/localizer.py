@@ -8,25 +8,22 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from . import _core
-from .interface import LocalizationResult, LocalizeRequest
+from .interface import Hints, LocalizeRequest
 from .models import default_model_dir
-from .results import LocalizeResult
+from .results import LocalizationResult
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-def _default_options() -> dict[str, Any]:
-    return json.loads(_core.Localizer().options_json())
 
 
 class Localizer:
     """Ranks the files of a repository most likely to need a change for a bug report.
 
     Implements `blagent.FileLocalizer` (`localize_request`) as well as the plain
-    `localize(repo, issue)`.
+    `localize(repo, issue)`. Options left unset take the core's defaults (`default_options()`);
+    an unknown fusion weight or option is an `InputError`.
 
     Args:
-        top_k: how many files to return.
+        top_k: how many files `localize` returns (a request names its own).
         include_tests: index test files too (by default any path component starting with
             `test` is excluded, as Agentless does).
         max_file_bytes: skip files larger than this.
@@ -41,6 +38,12 @@ class Localizer:
         progress: show a progress bar on stderr while embedding (only on a terminal).
         dense_max_tokens: truncate chunks at this many tokens before embedding (default: the
             model's own limit).
+        llm_options: LLM pipeline options to override (`max_steps`, `max_retries`,
+            `model_weight`, `prompts_dir`, token budgets, ...), for requests that name an LLM
+            pipeline.
+        llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON, as
+            `blagent.cli.llm_config` builds it from the `--llm-*` flags); without it the LLM
+            pipelines run with no model and every LLM stage falls back to retrieval.
 
     Raises:
         InputError: for invalid options.
@@ -49,7 +52,7 @@ class Localizer:
     def __init__(
         self,
         *,
-        top_k: int = 10,
+        top_k: int = _core.DEFAULT_TOP_K,
         include_tests: bool = False,
         max_file_bytes: Optional[int] = None,
         chunk_max_bytes: Optional[int] = None,
@@ -60,27 +63,27 @@ class Localizer:
         index_kind: str = "exact",
         progress: bool = False,
         dense_max_tokens: Optional[int] = None,
+        llm_options: Optional[dict[str, Any]] = None,
+        llm_config_json: Optional[str] = None,
     ) -> None:
-        options = _default_options()
-        options["top_k"] = top_k
-        options["index"]["walk"]["include_tests"] = include_tests
+        walk: dict[str, Any] = {"include_tests": include_tests}
         if max_file_bytes is not None:
-            options["index"]["walk"]["max_file_bytes"] = max_file_bytes
-        if chunk_max_bytes is not None:
-            options["index"]["chunk"]["max_bytes"] = chunk_max_bytes
-        if weights:
-            unknown = set(weights) - set(options["weights"])
-            if unknown:
-                raise _core.InputError(f"unknown fusion weights: {sorted(unknown)}")
-            options["weights"].update(weights)
+            walk["max_file_bytes"] = max_file_bytes
+        chunk: dict[str, Any] = {} if chunk_max_bytes is None else {"max_bytes": chunk_max_bytes}
+        options: dict[str, Any] = {"index": {"walk": walk, "chunk": chunk}, "weights": weights or {}}
         if dense:
             options["dense"] = dense_options(model_dir, cache_dir, index_kind, progress, dense_max_tokens)
-        self.options: dict[str, Any] = options
-        self._inner = _core.Localizer(json.dumps(options))
+        self.top_k = top_k
+        self._inner = _core.Localizer(
+            json.dumps(options),
+            json.dumps(llm_options) if llm_options else None,
+            llm_config_json,
+        )
+        self.options: dict[str, Any] = json.loads(self._inner.options_json())
 
     def options_json(self) -> str:
         """The options in force, as the core sees them."""
-        return json.dumps(self.options)
+        return self._inner.options_json()
 
     def index(self, repo: PathLike) -> _core.RepoIndex:
         """Index a repository once, to localize several issues in it."""
@@ -92,43 +95,37 @@ class Localizer:
         issue: str,
         *,
         pipeline: str = "fused",
-        llm_options: Optional[dict[str, Any]] = None,
-        llm_config_json: Optional[str] = None,
-    ) -> LocalizeResult:
-        """Rank the files of `repo` (a path or a prebuilt index) for the bug report `issue`.
+        granularity: str = "file",
+        hints: Optional[Hints] = None,
+        instance_id: str = "",
+    ) -> LocalizationResult:
+        """Rank the files of `repo` (a path, or a prebuilt index of it) for the bug report `issue`.
 
         Args:
-            repo: a repository path, or a prebuilt index (LLM-free pipeline only).
+            repo: a repository path, or a prebuilt index (`index()`).
             issue: the bug report.
             pipeline: "fused" (LLM-free), or an LLM pipeline, "blagent" or "rrl". Without an
                 LLM configuration every LLM stage falls back to retrieval, and the result says
                 so in its `llm` section.
-            llm_options: LLM pipeline options to override (`max_steps`, `max_retries`,
-                `functions`, `prompts_dir`, token budgets, ...).
-            llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON, as `blagent.cli.llm_config`
-                builds it from the `--llm-*` flags); without one every LLM stage falls back to retrieval.
+            granularity: "file", or "function" for `path::Class.method` entities too.
+            hints: files and language the caller suspects.
+            instance_id: echoed in the result.
 
         Raises:
             InputError: missing repository, empty issue, unknown pipeline.
             BlagentIOError: the repository could not be read.
         """
-        if pipeline != "fused":
-            if isinstance(repo, _core.RepoIndex):
-                raise _core.InputError("LLM pipelines index the repository themselves: pass its path")
-            raw = self._inner.localize_llm(
-                os.fspath(repo),
-                issue,
-                pipeline,
-                top_k=self.options["top_k"],
-                llm_options_json=json.dumps(llm_options) if llm_options else None,
-                llm_config_json=llm_config_json,
-            )
-            return LocalizeResult.from_dict(json.loads(raw))
-        if isinstance(repo, _core.RepoIndex):
-            raw = self._inner.localize_in(repo, issue)
-        else:
-            raw = self._inner.localize(os.fspath(repo), issue)
-        return LocalizeResult.from_dict(json.loads(raw))
+        index = repo if isinstance(repo, _core.RepoIndex) else None
+        request = LocalizeRequest(
+            instance_id=instance_id,
+            repo_path="" if index is not None else os.fspath(repo),  # type: ignore[arg-type]
+            issue=issue,
+            hints=hints or Hints(),
+            top_k=self.top_k,
+            granularity=granularity,
+            pipeline=pipeline,
+        )
+        return self.localize_request(request, index)
 
     def localize_request(
         self,
@@ -137,7 +134,8 @@ class Localizer:
     ) -> LocalizationResult:
         """Answer a standardized request (the `FileLocalizer` protocol).
 
-        The request's `top_k` and `granularity` apply; the other options are this localizer's.
+        The request names its pipeline, `top_k`, granularity and hints; the other options are
+        this localizer's.
 
         Args:
             request: a `LocalizeRequest`, or its JSON data as a dict.
@@ -148,13 +146,8 @@ class Localizer:
         """
         data = request.to_dict() if isinstance(request, LocalizeRequest) else request
         text = json.dumps(data)
-        raw = self._inner.localize_request(text) if index is None else self._inner.localize_request_in(index, text)
+        raw = self._inner.localize(text) if index is None else self._inner.localize_in(index, text)
         return LocalizationResult.from_dict(json.loads(raw))
-
-
-def default_cache_dir() -> Path:
-    """`$BLAGENT_CACHE_DIR`, else `~/.cache/blagent`."""
-    return Path(os.environ.get("BLAGENT_CACHE_DIR") or Path.home() / ".cache" / "blagent")
 
 
 def dense_options(
@@ -164,25 +157,28 @@ def dense_options(
     progress: bool = False,
     max_tokens: Optional[int] = None,
 ) -> dict[str, Any]:
-    """The core's dense retrieval options.
+    """The core's dense retrieval options for these settings (the core fills the rest).
 
     Raises:
-        InputError: an unknown index kind, or no model installed.
+        InputError: no model installed.
     """
-    kinds = {"exact": {"kind": "exact"}, "hnsw": {"kind": "hnsw", "m": 32}}
-    if index_kind not in kinds:
-        raise _core.InputError(f"unknown index kind {index_kind!r}: use 'exact' or 'hnsw'")
     folder = Path(model_dir) if model_dir is not None else default_model_dir()
-    return {
+    options: dict[str, Any] = {
         "model_dir": os.fspath(folder),
-        "cache_dir": os.fspath(Path(cache_dir) if cache_dir is not None else default_cache_dir()),
-        "kind": kinds[index_kind],
-        "chunks_per_query": 200,
+        "kind": {"kind": index_kind},
         "progress": progress,
         "max_tokens": max_tokens,
     }
+    if cache_dir is not None:
+        options["cache_dir"] = os.fspath(cache_dir)
+    return options
+
+
+def default_options() -> dict[str, Any]:
+    """The core's default options (walk, chunking, fusion weights)."""
+    return json.loads(_core.Localizer().options_json())
 
 
 def default_weights() -> dict[str, float]:
     """The fusion weights the core uses by default."""
-    return dict(_default_options()["weights"])
+    return dict(default_options()["weights"])

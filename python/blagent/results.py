@@ -1,4 +1,6 @@
-"""Typed views of the JSON the core returns. `to_dict()` gives back exactly that JSON."""
+"""The one result type, as typed Python objects: `LocalizationResult.from_dict` reads the JSON the
+core returns (`schemas/localize-result.schema.json`) and `to_dict()` gives back exactly that JSON,
+whichever pipeline ranked the files."""
 
 from __future__ import annotations
 
@@ -23,19 +25,38 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class RankedFile:
-    """A file of the ranking, with its fused score, per-signal scores and evidence."""
+class FileHit:
+    """A ranked file: rank, path, fused score, raw signal scores, evidence, whether hinted."""
 
     rank: int
     path: str
     score: float
-    signals: dict[str, float]
-    evidence: list[Evidence]
+    signals: dict[str, float] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+    hinted: bool = False
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RankedFile:
-        evidence = [Evidence.from_dict(e) for e in d["evidence"]]
-        return cls(d["rank"], d["path"], d["score"], dict(d["signals"]), evidence)
+    def from_dict(cls, d: dict[str, Any]) -> FileHit:
+        evidence = [Evidence.from_dict(e) for e in d.get("evidence", [])]
+        return cls(d["rank"], d["path"], d["score"], dict(d.get("signals", {})), evidence, d.get("hinted", False))
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A class, function or method of a returned file: `id` is `path::Class.method`."""
+
+    id: str
+    path: str
+    name: str
+    kind: str
+    lines: tuple[int, int]
+    score: float
+    file_rank: int
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Entity:
+        lines = (int(d["lines"][0]), int(d["lines"][1]))
+        return cls(d["id"], d["path"], d["name"], d["kind"], lines, d["score"], d["file_rank"])
 
 
 @dataclass(frozen=True)
@@ -53,26 +74,66 @@ class Skipped:
 
 
 @dataclass(frozen=True)
-class LocalizeResult:
-    """The ranking for one issue, with the reformulated query and index statistics."""
+class TokenUsage:
+    """LLM tokens spent; all zero in LLM-free mode."""
 
-    schema_version: str
-    files: list[RankedFile]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+
+
+@dataclass(frozen=True)
+class LocalizerInfo:
+    """Who answered: name, version and mode (`llm-free`, or `llm:PIPELINE:MODEL`)."""
+
+    name: str
+    version: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class LocalizationResult:
+    """The answer to one request: the ranked files with their evidence, and how they came about.
+
+    `files` has `top_k` files when the repository has that many; `llm` is the model's report
+    (tokens per stage, parse failures, retries, fallbacks, its weight and evidence per file) for
+    the LLM pipelines, None for the fused one.
+    """
+
+    instance_id: str
+    localizer: LocalizerInfo
+    pipeline: str
+    granularity: str
+    files: list[FileHit]
+    entities: Optional[list[Entity]]
     query: dict[str, Any]
     skipped: list[Skipped]
     stats: dict[str, Any]
-    timings: dict[str, float]
+    timings: dict[str, Any]
+    usage: TokenUsage
+    warnings: list[str]
+    llm: Optional[dict[str, Any]]
+    schema_version: str
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LocalizeResult:
+    def from_dict(cls, d: dict[str, Any]) -> LocalizationResult:
+        entities = d.get("entities")
         return cls(
+            instance_id=d["instance_id"],
+            localizer=LocalizerInfo(**d["localizer"]),
+            pipeline=d.get("pipeline", "fused"),
+            granularity=d.get("granularity", "file"),
+            files=[FileHit.from_dict(f) for f in d["files"]],
+            entities=None if entities is None else [Entity.from_dict(e) for e in entities],
+            query=d.get("query", {}),
+            skipped=[Skipped.from_dict(s) for s in d.get("skipped", [])],
+            stats=d.get("stats", {}),
+            timings=dict(d.get("timings", {})),
+            usage=TokenUsage(**d.get("usage", {})),
+            warnings=list(d.get("warnings", [])),
+            llm=d.get("llm"),
             schema_version=d["schema_version"],
-            files=[RankedFile.from_dict(f) for f in d["files"]],
-            query=d["query"],
-            skipped=[Skipped.from_dict(s) for s in d["skipped"]],
-            stats=d["stats"],
-            timings=d["timings"],
             raw=d,
         )
 
@@ -81,12 +142,12 @@ class LocalizeResult:
         """Ranked paths, best first."""
         return [f.path for f in self.files]
 
-    @property
-    def llm(self) -> Optional[dict[str, Any]]:
-        """The `llm` section of an LLM pipeline's result (pipeline, model, tokens per stage, parse
-        failures, retries, fallbacks, the model's evidence per file); None in LLM-free mode."""
-        return self.raw.get("llm")
-
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object the CLI prints."""
+        """The result as the JSON object the core wrote (and the CLI prints)."""
         return self.raw
+
+
+# The names of the result types before schema 1.1, when the LLM-free and the standardized
+# results were two types.
+LocalizeResult = LocalizationResult
+RankedFile = FileHit

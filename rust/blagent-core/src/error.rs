@@ -60,15 +60,61 @@ impl Error {
         }
     }
 
+    /// Which family the error is in: the one place that decides exit codes, Python exception
+    /// classes and batch failure kinds.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::RepoNotFound(_)
+            | Error::NotADirectory(_)
+            | Error::InvalidInput(_)
+            | Error::Dataset { .. } => ErrorKind::Input,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Model(_) => ErrorKind::Model,
+            Error::Llm(_) => ErrorKind::Llm,
+            Error::Json(_) | Error::Internal(_) => ErrorKind::Internal,
+        }
+    }
+
     /// Whether the error is the caller's fault (bad input) rather than the environment's.
     pub fn is_input_error(&self) -> bool {
-        matches!(
-            self,
-            Error::RepoNotFound(_)
-                | Error::NotADirectory(_)
-                | Error::InvalidInput(_)
-                | Error::Dataset { .. }
-        )
+        self.kind() == ErrorKind::Input
+    }
+}
+
+/// The families of [`Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The caller's input is unusable (exit 1, `InputError`).
+    Input,
+    /// Reading or writing failed (exit 3, `BlagentIOError`).
+    Io,
+    /// The embedding model is missing, malformed or failed (exit 3, `ModelError`).
+    Model,
+    /// The LLM endpoint failed after retries (exit 3, `LlmError`).
+    Llm,
+    /// A bug (exit 3, `InternalError`).
+    Internal,
+}
+
+impl ErrorKind {
+    /// The CLI's exit code for an error of this kind.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Input => 1,
+            ErrorKind::Io | ErrorKind::Model | ErrorKind::Llm | ErrorKind::Internal => 3,
+        }
+    }
+
+    /// The `snake_case` name (batch failure records use it).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Input => "input",
+            ErrorKind::Io => "io",
+            ErrorKind::Model => "model",
+            ErrorKind::Llm => "llm",
+            ErrorKind::Internal => "internal",
+        }
     }
 }
 

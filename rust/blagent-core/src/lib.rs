@@ -17,6 +17,7 @@ mod error;
 pub mod agent;
 pub mod analysis;
 pub mod chunk;
+pub mod dataset;
 pub mod dense;
 pub mod embed;
 pub mod eval;
@@ -27,16 +28,14 @@ pub mod query;
 pub mod repo;
 pub mod retrieve;
 
-mod localizer;
-
-pub use crate::error::{Error, Result};
+pub use crate::error::{Error, ErrorKind, Result};
 
 /// Milliseconds since `start`, as every timing in the results reports them.
 pub(crate) fn elapsed_ms(start: std::time::Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1000.0
 }
 pub use crate::index::RepoIndex;
-pub use crate::localizer::{
-    signal_name, IndexStats, LocalizeOptions, LocalizeResult, Localizer, RankedFile, Scored,
-    Timings, SCHEMA_VERSION,
+pub use crate::interface::{
+    LocalizationResult, LocalizeOptions, LocalizeRequest, Localizer, Pipeline, SearchIndex,
+    SCHEMA_VERSION,
 };

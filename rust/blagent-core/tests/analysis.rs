@@ -220,6 +220,7 @@ fn inputs() -> Inputs {
         report: root.join("report.json"),
         repos: Some(root.join("trees")),
         top_k: 3,
+        out_dir: None,
     };
     Inputs { dir, config }
 }

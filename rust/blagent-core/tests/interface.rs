@@ -6,7 +6,7 @@ use std::path::Path;
 use blagent_core::interface::{
     run_batch, AgentlessLine, BatchConfig, Granularity, LocalizeRequest, HINT_SIGNAL,
 };
-use blagent_core::{LocalizeOptions, Localizer};
+use blagent_core::{LocalizeOptions, Localizer, Pipeline};
 
 const ISSUE: &str =
     "apply_discount returns a negative total\n\n`apply_discount(100, 10)` returns -900.\n\
@@ -36,7 +36,7 @@ fn a_hint_boosts_a_file_as_a_path_mention_would() {
     write_repo(dir.path());
     let localizer = Localizer::default();
     let mut request = LocalizeRequest::new("shop-1", dir.path(), ISSUE);
-    let plain = localizer.localize_request(&request).expect("localizes");
+    let plain = localizer.localize(&request).expect("localizes");
     assert_eq!(plain.paths()[0], "shop/pricing.py");
     let before = plain
         .files
@@ -55,7 +55,7 @@ fn a_hint_boosts_a_file_as_a_path_mention_would() {
         "shop/missing.py".to_owned(),
     ];
     request.hints.language = Some("cobol".to_owned());
-    let hinted = localizer.localize_request(&request).expect("localizes");
+    let hinted = localizer.localize(&request).expect("localizes");
     let inventory = hinted
         .files
         .iter()
@@ -81,9 +81,9 @@ fn a_hint_boosts_a_file_as_a_path_mention_would() {
         dir.path(),
         "Wrong total in shop/cart.py when empty",
     );
-    let without = localizer.localize_request(&named).expect("localizes");
+    let without = localizer.localize(&named).expect("localizes");
     named.hints.files = vec!["shop/cart.py".to_owned()];
-    let with = localizer.localize_request(&named).expect("localizes");
+    let with = localizer.localize(&named).expect("localizes");
     assert_eq!(without.files[0].path, "shop/cart.py");
     assert!((with.files[0].score - without.files[0].score).abs() < 1e-6);
     assert!(with.files[0].hinted);
@@ -96,9 +96,7 @@ fn function_granularity_lists_entities_of_the_top_files() {
     let mut request = LocalizeRequest::new("shop-1", dir.path(), ISSUE);
     request.granularity = Granularity::Function;
     request.top_k = 2;
-    let result = Localizer::default()
-        .localize_request(&request)
-        .expect("localizes");
+    let result = Localizer::default().localize(&request).expect("localizes");
     let entities = result.entities.expect("entities for function granularity");
     assert_eq!(entities[0].id, "shop/pricing.py::apply_discount");
     assert_eq!(entities[0].kind, "function");
@@ -109,7 +107,7 @@ fn function_granularity_lists_entities_of_the_top_files() {
         .any(|f| f.path == e.path && f.rank == e.file_rank)));
     request.granularity = Granularity::File;
     assert!(Localizer::default()
-        .localize_request(&request)
+        .localize(&request)
         .expect("localizes")
         .entities
         .is_none());
@@ -139,6 +137,7 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
         options: LocalizeOptions::default(),
         top_k: 3,
         granularity: Granularity::File,
+        pipeline: Pipeline::Fused,
         progress: false,
         llm: None,
     };

@@ -46,10 +46,7 @@ fn dataset(dir: &Path) -> std::path::PathBuf {
 fn run(model: Arc<dyn blagent_core::llm::ChatModel>) -> LlmRun {
     LlmRun {
         model,
-        options: LlmOptions {
-            pipeline: Pipeline::Blagent,
-            ..LlmOptions::default()
-        },
+        options: LlmOptions::default(),
     }
 }
 
@@ -72,6 +69,8 @@ fn eval_reports_llm_cost_per_instance_and_in_total() {
         signals_out: None,
         progress: false,
         queries: None,
+        top_k: 10,
+        pipeline: Pipeline::Blagent,
         llm: Some(run(Arc::new(model))),
     };
     let report = run_eval(&config).expect("runs");
@@ -119,6 +118,7 @@ fn batch_runs_a_pipeline_without_a_model_by_falling_back() {
         top_k: 3,
         granularity: Granularity::Function,
         progress: false,
+        pipeline: Pipeline::Blagent,
         llm: Some(run(Arc::new(NoModel))),
     };
     let report = run_batch(&config).expect("runs");

@@ -13,14 +13,15 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
-use blagent_core::analysis::{analyze_failures as run_analysis, write_outputs, AnalysisConfig};
+use blagent_core::agent::{LlmOptions, LlmRun};
+use blagent_core::analysis::{analyze_failures as run_analysis, AnalysisConfig};
 use blagent_core::eval::{run_eval, EvalConfig};
-use blagent_core::interface::{run_batch, BatchConfig, Granularity, LocalizeRequest};
-use blagent_core::llm::{model_from_config, LlmClient, LlmConfig, Message};
-use blagent_core::{Error, LocalizeOptions, Localizer, RepoIndex};
+use blagent_core::interface::{run_batch, BatchConfig, LocalizeRequest};
+use blagent_core::llm::{LlmClient, LlmConfig, Message};
+use blagent_core::{Error, ErrorKind, LocalizeOptions, Localizer, SearchIndex};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use serde::de::DeserializeOwned;
 
 /// The encoder allocates and frees large tensors at a high rate; mimalloc keeps those pages
 /// mapped instead of returning them to the kernel after each batch (measured in
@@ -65,16 +66,15 @@ pyo3::create_exception!(
     "A bug in blagent (an invariant failed or a panic was caught)."
 );
 
-/// The one conversion point from core errors to Python exceptions.
+/// The one conversion point from core errors to Python exceptions: [`Error::kind`] decides.
 fn to_py(err: Error) -> PyErr {
     let message = err.to_string();
-    match err {
-        Error::Io { .. } => BlagentIOError::new_err(message),
-        Error::Internal(_) | Error::Json(_) => InternalError::new_err(message),
-        Error::Model(_) => ModelError::new_err(message),
-        Error::Llm(_) => LlmError::new_err(message),
-        _ if err.is_input_error() => InputError::new_err(message),
-        _ => BlagentError::new_err(message),
+    match err.kind() {
+        ErrorKind::Input => InputError::new_err(message),
+        ErrorKind::Io => BlagentIOError::new_err(message),
+        ErrorKind::Model => ModelError::new_err(message),
+        ErrorKind::Llm => LlmError::new_err(message),
+        ErrorKind::Internal => InternalError::new_err(message),
     }
 }
 
@@ -99,66 +99,41 @@ fn to_json<T: serde::Serialize>(value: &T) -> blagent_core::Result<String> {
     Ok(serde_json::to_string(value)?)
 }
 
-fn parse_options(options_json: Option<&str>) -> PyResult<LocalizeOptions> {
-    match options_json {
-        None => Ok(LocalizeOptions::default()),
-        Some(text) => serde_json::from_str(text)
-            .map_err(|e| InputError::new_err(format!("invalid options: {e}"))),
-    }
+/// `T` from JSON text (`what` names it in the error), its default when `None`.
+fn parse<T: DeserializeOwned + Default>(what: &str, json: Option<&str>) -> PyResult<T> {
+    json.map_or_else(
+        || Ok(T::default()),
+        |text| {
+            serde_json::from_str(text)
+                .map_err(|e| InputError::new_err(format!("invalid {what}: {e}")))
+        },
+    )
 }
 
-fn parse_granularity(granularity: &str) -> PyResult<Granularity> {
-    serde_json::from_value(serde_json::Value::String(granularity.to_owned())).map_err(|_| {
-        InputError::new_err(format!(
-            "invalid granularity {granularity:?}: use \"file\" or \"function\""
-        ))
-    })
+/// `T` from JSON text (`what` names it in the error).
+fn parse_required<T: DeserializeOwned>(what: &str, json: &str) -> PyResult<T> {
+    serde_json::from_str(json).map_err(|e| InputError::new_err(format!("invalid {what}: {e}")))
 }
 
-/// The LLM run a `pipeline` name asks for: none for `fused` (the LLM-free ranking).
-///
-/// The model comes from `llm_config_json` (HTTP, replay, or record); without an endpoint it is the
-/// LLM-free `NoModel`, with which every stage falls back to retrieval.
+/// The LLM run for the pipelines, when an LLM configuration or LLM options are given.
 fn llm_run(
-    pipeline: &str,
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<Option<LlmRun>> {
-    let pipeline = match pipeline {
-        "fused" => return Ok(None),
-        "blagent" => Pipeline::Blagent,
-        "rrl" => Pipeline::Rrl,
-        other => {
-            return Err(InputError::new_err(format!(
-                "invalid pipeline {other:?}: use \"fused\", \"blagent\" or \"rrl\""
-            )))
-        }
-    };
-    let mut options: LlmOptions = match llm_options_json {
-        None => LlmOptions::default(),
-        Some(text) => serde_json::from_str(text)
-            .map_err(|e| InputError::new_err(format!("invalid LLM options: {e}")))?,
-    };
-    options.pipeline = pipeline;
-    // Without a configuration (or with one that names no endpoint) every stage falls back to
-    // retrieval: `model_from_config` gives the LLM-free model then.
+    if llm_options_json.is_none() && llm_config_json.is_none() {
+        return Ok(None);
+    }
+    let options: LlmOptions = parse("LLM options", llm_options_json)?;
     let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
-    options.temperature = config.temperature;
-    if config.seed.is_some() {
-        options.seed = config.seed;
-    }
-    if config.max_tokens.is_some() {
-        options.max_completion_tokens = config.max_tokens;
-    }
-    let model: std::sync::Arc<dyn blagent_core::llm::ChatModel> =
-        model_from_config(&config).map_err(to_py)?.into();
-    Ok(Some(LlmRun { model, options }))
+    LlmRun::from_config(options, &config)
+        .map(Some)
+        .map_err(to_py)
 }
 
-/// A repository's index, reusable across issues.
+/// A repository's index, reusable across requests.
 #[pyclass(name = "RepoIndex", module = "blagent._core", frozen)]
 struct PyRepoIndex {
-    inner: RepoIndex,
+    inner: SearchIndex,
 }
 
 #[pymethods]
@@ -166,37 +141,32 @@ impl PyRepoIndex {
     /// Number of indexed files.
     #[getter]
     fn num_files(&self) -> usize {
-        self.inner.files.len()
+        self.inner.repo.files.len()
     }
 
     /// Number of indexed chunks.
     #[getter]
     fn num_chunks(&self) -> usize {
-        self.inner.num_chunks()
+        self.inner.repo.num_chunks()
     }
 
     /// The path-augmented text of every chunk, in index order (what dense retrieval embeds).
     fn chunk_texts(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let index = &self.inner;
+        let index = &self.inner.repo;
         run(py, || {
-            Ok(index
-                .chunk_refs
-                .iter()
-                .map(|&(f, c)| {
-                    let file = &index.files[f as usize];
-                    file.parsed.chunks[c as usize].text(&file.text)
-                })
+            Ok((0..index.num_chunks())
+                .map(|i| index.chunk_text(i))
                 .collect())
         })
     }
 
     /// Indexing time per stage, as JSON.
     fn timings_json(&self) -> PyResult<String> {
-        to_json(&self.inner.timings).map_err(to_py)
+        to_json(&self.inner.repo.timings).map_err(to_py)
     }
 }
 
-/// The LLM-free localizer.
+/// The localizer: LLM-free, or with an LLM for the requests that name an LLM pipeline.
 #[pyclass(name = "Localizer", module = "blagent._core", frozen)]
 struct PyLocalizer {
     inner: Localizer,
@@ -205,14 +175,23 @@ struct PyLocalizer {
 #[pymethods]
 impl PyLocalizer {
     /// Args:
-    ///     options_json: `LocalizeOptions` as JSON (defaults when None).
+    ///     options_json: `LocalizeOptions` as JSON (defaults for what it leaves out).
+    ///     llm_options_json: `LlmOptions` as JSON, for the LLM pipelines.
+    ///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON); without it
+    ///         and without LLM options, the LLM pipelines run with no model and fall back.
     #[new]
-    #[pyo3(signature = (options_json=None))]
-    fn new(options_json: Option<&str>) -> PyResult<Self> {
-        let options = parse_options(options_json)?;
-        Ok(PyLocalizer {
-            inner: Localizer::new(options).map_err(to_py)?,
-        })
+    #[pyo3(signature = (options_json=None, llm_options_json=None, llm_config_json=None))]
+    fn new(
+        options_json: Option<&str>,
+        llm_options_json: Option<&str>,
+        llm_config_json: Option<&str>,
+    ) -> PyResult<Self> {
+        let options: LocalizeOptions = parse("options", options_json)?;
+        let mut inner = Localizer::new(options).map_err(to_py)?;
+        if let Some(run) = llm_run(llm_options_json, llm_config_json)? {
+            inner = inner.with_llm(run);
+        }
+        Ok(PyLocalizer { inner })
     }
 
     /// The options in force, as JSON.
@@ -226,78 +205,29 @@ impl PyLocalizer {
         Ok(PyRepoIndex { inner })
     }
 
-    /// Indexes `repo` and localizes `issue`; returns the result as JSON.
-    fn localize(&self, py: Python<'_>, repo: PathBuf, issue: &str) -> PyResult<String> {
-        run(py, || to_json(&self.inner.localize(&repo, issue)?))
-    }
-
-    /// Localizes `issue` in a prebuilt index; returns the result as JSON.
-    fn localize_in(&self, py: Python<'_>, index: &PyRepoIndex, issue: &str) -> PyResult<String> {
-        let index = &index.inner;
-        run(py, || to_json(&self.inner.localize_in(index, issue)?))
-    }
-
-    /// Localizes `issue` with an LLM pipeline; returns the result (with its `llm` section) as
-    /// JSON.
-    ///
-    /// Args:
-    ///     repo: the repository checkout.
-    ///     issue: the issue text.
-    ///     pipeline: "blagent" or "rrl".
-    ///     top_k: files to return.
-    ///     llm_options_json: `LlmOptions` as JSON (defaults when None).
-    ///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON; LLM-free when None).
-    #[pyo3(signature = (repo, issue, pipeline, top_k=10, llm_options_json=None, llm_config_json=None))]
-    fn localize_llm(
-        &self,
-        py: Python<'_>,
-        repo: PathBuf,
-        issue: &str,
-        pipeline: &str,
-        top_k: usize,
-        llm_options_json: Option<&str>,
-        llm_config_json: Option<&str>,
-    ) -> PyResult<String> {
-        let Some(mut run_with) = llm_run(pipeline, llm_options_json, llm_config_json)? else {
-            return Err(InputError::new_err(
-                "localize_llm needs pipeline \"blagent\" or \"rrl\"",
-            ));
-        };
-        run_with.options.top_k = top_k;
-        run(py, || {
-            let index = self.inner.index(&repo)?;
-            to_json(&self.inner.localize_with_llm(
-                &index,
-                issue,
-                run_with.model.as_ref(),
-                &run_with.options,
-            )?)
-        })
-    }
-
-    /// Answers a standardized request (`schemas/localize-request.schema.json`).
+    /// Answers a request (`schemas/localize-request.schema.json`), indexing its repository.
     ///
     /// Args:
     ///     request_json: the request as JSON text.
     ///
     /// Returns:
     ///     The result as JSON text (`schemas/localize-result.schema.json`).
-    fn localize_request(&self, py: Python<'_>, request_json: &str) -> PyResult<String> {
+    fn localize(&self, py: Python<'_>, request_json: &str) -> PyResult<String> {
         run(py, || {
             to_json(
                 &self
                     .inner
-                    .localize_request(&LocalizeRequest::from_json(request_json)?)?,
+                    .localize(&LocalizeRequest::from_json(request_json)?)?,
             )
         })
     }
 
-    /// Answers a standardized request in a prebuilt index of its repository.
+    /// Answers a request in a prebuilt index of its repository.
     ///
     /// Args:
     ///     index: the index of the request's repository.
     ///     request_json: the request as JSON text.
-    fn localize_request_in(
+    fn localize_in(
         &self,
         py: Python<'_>,
         index: &PyRepoIndex,
@@ -308,7 +238,7 @@ impl PyLocalizer {
             to_json(
                 &self
                     .inner
-                    .localize_request_in(index, &LocalizeRequest::from_json(request_json)?)?,
+                    .localize_in(index, &LocalizeRequest::from_json(request_json)?)?,
             )
         })
     }
@@ -372,7 +302,7 @@ impl PyEncoder {
     ///
     /// Args:
     ///     texts: the texts.
-    ///     cache_dir: the cache's root folder (one sub-folder per model).
+    ///     cache_dir: blagent's cache folder (the one dense retrieval uses).
     ///     kind: "document" or "query".
     ///
     /// Returns:
@@ -388,7 +318,7 @@ impl PyEncoder {
         let kind = text_kind(kind)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let (vectors, stats) = run(py, || {
-            let cache = blagent_core::embed::EmbeddingCache::open(
+            let cache = blagent_core::embed::EmbeddingCache::in_cache_dir(
                 &cache_dir,
                 &self.inner.folder().identity,
             )?;
@@ -474,46 +404,20 @@ impl PyLlmClient {
 /// Runs an evaluation; returns the report as JSON.
 ///
 /// Args:
-///     dataset: JSONL dataset path.
-///     repos: directory of per-instance trees.
-///     ids: instance ids to keep (all when None).
-///     options_json: `LocalizeOptions` as JSON.
-///     out: predictions JSONL path.
-///     signals_out: per-candidate raw signal dump (JSONL) for tuning.
-///     progress: show a progress bar on stderr.
-///     queries: pre-written T0/T1 rewrites per instance (JSONL); needs dense retrieval on.
-///     pipeline: "fused" (LLM-free), "blagent" or "rrl".
-///     llm_options_json: `LlmOptions` as JSON.
-///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON; LLM-free when None).
+///     config_json: `EvalConfig` as JSON (dataset, repos, ids, options, top_k, out,
+///         signals_out, progress, queries, pipeline).
+///     llm_options_json: `LlmOptions` as JSON, for the LLM pipelines.
+///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON).
 #[pyfunction]
-#[pyo3(signature = (dataset, repos, ids=None, options_json=None, out=None, signals_out=None, progress=true, queries=None, pipeline="fused", llm_options_json=None, llm_config_json=None))]
+#[pyo3(signature = (config_json, llm_options_json=None, llm_config_json=None))]
 fn evaluate(
     py: Python<'_>,
-    dataset: PathBuf,
-    repos: PathBuf,
-    ids: Option<Vec<String>>,
-    options_json: Option<&str>,
-    out: Option<PathBuf>,
-    signals_out: Option<PathBuf>,
-    progress: bool,
-    queries: Option<PathBuf>,
-    pipeline: &str,
+    config_json: &str,
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let llm = llm_run(pipeline, llm_options_json, llm_config_json)?;
-    let options = parse_options(options_json)?;
-    let config = EvalConfig {
-        dataset,
-        repos,
-        ids,
-        options,
-        out,
-        signals_out,
-        progress,
-        queries,
-        llm,
-    };
+    let mut config: EvalConfig = parse_required("evaluation config", config_json)?;
+    config.llm = llm_run(llm_options_json, llm_config_json)?;
     run(py, || to_json(&run_eval(&config)?))
 }
 
@@ -523,96 +427,34 @@ fn evaluate(
 /// `failures_out` and the report, and the others go on.
 ///
 /// Args:
-///     dataset: JSONL dataset path (`instance_id`, `problem_statement`).
-///     repos: directory of per-instance trees, `repos/<instance_id>`.
-///     out: the `loc_outputs.jsonl` to append to.
-///     failures_out: where this run's failures go (JSONL; removed when none).
-///     ids: instance ids to run (all when None).
-///     options_json: `LocalizeOptions` as JSON.
-///     top_k: files per instance.
-///     granularity: "file" or "function".
-///     progress: show progress on stderr.
-///     pipeline: "fused" (LLM-free), "blagent" or "rrl".
-///     llm_options_json: `LlmOptions` as JSON.
-///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON; LLM-free when None).
+///     config_json: `BatchConfig` as JSON (dataset, repos, out, failures_out, ids, options,
+///         top_k, granularity, pipeline, progress).
+///     llm_options_json: `LlmOptions` as JSON, for the LLM pipelines.
+///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON).
 #[pyfunction]
-#[pyo3(signature = (dataset, repos, out, failures_out, ids=None, options_json=None, top_k=10, granularity="file", progress=true, pipeline="fused", llm_options_json=None, llm_config_json=None))]
+#[pyo3(signature = (config_json, llm_options_json=None, llm_config_json=None))]
 fn batch(
     py: Python<'_>,
-    dataset: PathBuf,
-    repos: PathBuf,
-    out: PathBuf,
-    failures_out: PathBuf,
-    ids: Option<Vec<String>>,
-    options_json: Option<&str>,
-    top_k: usize,
-    granularity: &str,
-    progress: bool,
-    pipeline: &str,
+    config_json: &str,
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let llm = llm_run(pipeline, llm_options_json, llm_config_json)?;
-    let options = parse_options(options_json)?;
-    let granularity = parse_granularity(granularity)?;
-    let config = BatchConfig {
-        dataset,
-        repos,
-        out,
-        failures_out,
-        ids,
-        options,
-        top_k,
-        granularity,
-        progress,
-        llm,
-    };
+    let mut config: BatchConfig = parse_required("batch config", config_json)?;
+    config.llm = llm_run(llm_options_json, llm_config_json)?;
     run(py, || to_json(&run_batch(&config)?))
 }
 
 /// Finds, for every unresolved instance of an APR run, the first stage that failed (file,
 /// function, line, patch generation); returns the analysis as JSON (`summary`, `instances`,
-/// `warnings`, and `outputs`: the files written).
+/// `warnings`, and `outputs`: the files written to `out_dir`).
 ///
 /// Args:
-///     dataset: JSONL with `instance_id`, `patch` (gold patch), `repo`.
-///     locs: localization outputs (JSONL: `instance_id`, `found_files`, optional function entries).
-///     predictions: generated patches (SWE-bench predictions JSONL: `instance_id`, `model_patch`).
-///     report: evaluation report JSON (resolved / unresolved / empty-patch ids).
-///     repos: directory of base trees `<repos>/<instance_id>` (no function stage without it).
-///     top_k: localized files the file stage looks at.
-///     out_dir: where to write `instances/<id>.json`, `summary.md`, `summary.json`, `chart.png`.
+///     config_json: `AnalysisConfig` as JSON (dataset, locs, predictions, report, repos,
+///         top_k, out_dir).
 #[pyfunction]
-#[pyo3(signature = (dataset, locs, predictions, report, repos=None, top_k=3, out_dir=None))]
-fn analyze_failures(
-    py: Python<'_>,
-    dataset: PathBuf,
-    locs: PathBuf,
-    predictions: PathBuf,
-    report: PathBuf,
-    repos: Option<PathBuf>,
-    top_k: usize,
-    out_dir: Option<PathBuf>,
-) -> PyResult<String> {
-    let config = AnalysisConfig {
-        dataset,
-        locs,
-        predictions,
-        report,
-        repos,
-        top_k,
-    };
-    run(py, || {
-        let analysis = run_analysis(&config)?;
-        let outputs = out_dir
-            .as_deref()
-            .map(|dir| write_outputs(&analysis, dir))
-            .transpose()?
-            .unwrap_or_default();
-        let mut value = serde_json::to_value(&analysis)?;
-        value["outputs"] = serde_json::to_value(outputs)?;
-        to_json(&value)
-    })
+fn analyze_failures(py: Python<'_>, config_json: &str) -> PyResult<String> {
+    let config: AnalysisConfig = parse_required("analysis config", config_json)?;
+    run(py, || to_json(&run_analysis(&config)?))
 }
 
 /// Reformulates an issue into the extracted fields; returns JSON.
@@ -656,8 +498,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LlmError", py.get_type::<LlmError>())?;
     m.add("SCHEMA_VERSION", blagent_core::SCHEMA_VERSION)?;
     m.add(
-        "INTERFACE_SCHEMA_VERSION",
-        blagent_core::interface::SCHEMA_VERSION,
+        "PIPELINES",
+        blagent_core::Pipeline::ALL.map(blagent_core::Pipeline::name),
+    )?;
+    m.add("DEFAULT_TOP_K", blagent_core::interface::DEFAULT_TOP_K)?;
+    m.add(
+        "DEFAULT_ANALYSIS_TOP_K",
+        blagent_core::analysis::DEFAULT_ANALYSIS_TOP_K,
     )?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyLocalizer>()?;

@@ -20,9 +20,10 @@ use super::consistency::{self, Agreement};
 use super::context::pruned_context;
 use super::phase2::Reranked;
 use super::retrieval::{merge_candidates, retrieve_for_query, ChunkHit, FileHit};
-use super::rewrite::{heuristic_behavioral, heuristic_structural, rewrite};
+use super::rewrite::rewrite;
 use super::session::Session;
 use super::{phase1, phase2, Context, LlmFileEvidence, Outcome};
+use crate::query::{behavioral_query, structural_query};
 
 /// Chunks shown per file in phase 2.
 const CHUNKS_PER_FILE: usize = 3;
@@ -51,17 +52,17 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
         "t0",
         "t0_structural",
         &ctx.issue,
-        heuristic_structural(ctx.query),
+        structural_query(ctx.query),
     )?;
     let t1 = rewrite(
         session,
         "t1",
         "t1_behavioral",
         &ctx.issue,
-        heuristic_behavioral(ctx.query),
+        behavioral_query(ctx.query),
     )?;
-    let h0 = retrieve_for_query(ctx.index, &t0.text, ctx.weights);
-    let h1 = retrieve_for_query(ctx.index, &t1.text, ctx.weights);
+    let h0 = retrieve_for_query(ctx.index, ctx.dense, &t0.text, ctx.weights);
+    let h1 = retrieve_for_query(ctx.index, ctx.dense, &t1.text, ctx.weights);
     let rankings: [&[FileHit]; 3] = [&ctx.raw, &h0, &h1];
     let candidates = merge_candidates(
         &[&ctx.raw, &h0, &h1],

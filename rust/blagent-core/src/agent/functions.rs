@@ -3,8 +3,8 @@
 //! table (a qualified name, `Class::method`, or a bare name defined once); the retrieval
 //! evidence's symbols follow (the LLM-free entities), so every top file with evidence has some.
 
-use crate::chunk::{Symbol, SymbolKind};
-use crate::interface::Entity;
+use crate::chunk::Symbol;
+use crate::retrieve::Entity;
 
 /// The symbol a model-named function refers to in `symbols`.
 pub fn match_symbol<'a>(symbols: &'a [Symbol], named: &str) -> Option<&'a Symbol> {
@@ -20,14 +20,6 @@ pub fn match_symbol<'a>(symbols: &'a [Symbol], named: &str) -> Option<&'a Symbol
     }
 }
 
-fn kind_name(kind: SymbolKind) -> &'static str {
-    match kind {
-        SymbolKind::Class => "class",
-        SymbolKind::Function => "function",
-        SymbolKind::Method => "method",
-    }
-}
-
 /// The entities of one file: the model's functions first (score 1), then `fallback` (retrieval
 /// entities of that file, scores kept) without repeats.
 pub fn file_entities(
@@ -40,15 +32,7 @@ pub fn file_entities(
     let mut out: Vec<Entity> = Vec::new();
     for symbol in named.iter().filter_map(|n| match_symbol(symbols, n)) {
         if out.iter().all(|e| e.name != symbol.qualified) {
-            out.push(Entity {
-                id: format!("{path}::{}", symbol.qualified),
-                path: path.to_owned(),
-                name: symbol.qualified.clone(),
-                kind: kind_name(symbol.kind).to_owned(),
-                lines: (symbol.start_line, symbol.end_line),
-                score: 1.0,
-                file_rank,
-            });
+            out.push(Entity::of(path, symbol, 1.0, file_rank));
         }
     }
     for entity in fallback {

@@ -1,6 +1,6 @@
-//! The result of an LLM run: the LLM-free result's shape (so every consumer of
-//! [`LocalizeResult`] reads it unchanged) plus an `llm` section with the pipeline, the model,
-//! what it cost, where it fell back, and the model's evidence per file.
+//! What an LLM run takes and gives: its options, and its ranking with an `llm` report (the
+//! pipeline, the model, what it cost, where it fell back, the model's evidence per file) that
+//! the interface turns into the one result type.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,27 +9,57 @@ use serde::{Deserialize, Serialize};
 
 use super::rewrite::Rewrite;
 use super::session::LlmStats;
-use crate::interface::Entity;
-use crate::localizer::LocalizeResult;
+use crate::retrieve::{Entity, Scored};
 
-/// Which agentic pipeline to run.
+/// Which pipeline ranks the files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pipeline {
-    /// T0/T1 rewrites, retrieval, phase-1 skeleton scoring agent, phase-2 evidence rerank.
+    /// The LLM-free ranking: every signal fused.
     #[default]
+    Fused,
+    /// T0/T1 rewrites, retrieval, phase-1 skeleton scoring agent, phase-2 evidence rerank.
     Blagent,
     /// Schema extraction, BM25 tool-using agent, fresh-context self-check.
     Rrl,
 }
 
-/// Options of [`crate::Localizer::localize_with_llm`]. Every budget is in approximate tokens.
+impl Pipeline {
+    /// Every pipeline, in the order of the CLI's choices.
+    pub const ALL: [Pipeline; 3] = [Pipeline::Fused, Pipeline::Blagent, Pipeline::Rrl];
+
+    /// The name requests, results and the CLI use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pipeline::Fused => "fused",
+            Pipeline::Blagent => "blagent",
+            Pipeline::Rrl => "rrl",
+        }
+    }
+
+    /// The pipeline of that name.
+    pub fn from_name(name: &str) -> crate::Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                crate::Error::InvalidInput(format!(
+                    "invalid pipeline {name:?}: use \"fused\", \"blagent\" or \"rrl\""
+                ))
+            })
+    }
+}
+
+/// Options of [`super::localize`]. Every budget is in approximate tokens. The pipeline, `top_k`
+/// and `functions` come from the request (`LocalizeRequest`), never from these options' JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmOptions {
-    /// The pipeline.
+    /// The pipeline (the request's).
+    #[serde(skip)]
     pub pipeline: Pipeline,
-    /// Files to return.
+    /// Files to return (the request's `top_k`).
+    #[serde(skip)]
     pub top_k: usize,
     /// Agent turns (phase 1 of BLAgent, the RRL agent loop), the final answer included.
     pub max_steps: usize,
@@ -73,7 +103,8 @@ pub struct LlmOptions {
     /// Ask the endpoint for JSON objects (every stage answers in JSON); turn off for endpoints
     /// that refuse `response_format`.
     pub json_mode: bool,
-    /// Also return `path::Class.method` entities of the top files.
+    /// Also return `path::Class.method` entities of the top files (the request's granularity).
+    #[serde(skip)]
     pub functions: bool,
     /// RRL's BM25 query groups the agent may use (all when empty).
     pub rrl_groups: Vec<String>,
@@ -164,16 +195,17 @@ pub struct LlmReport {
     pub files: Vec<LlmFileEvidence>,
 }
 
-/// An LLM run's result: [`LocalizeResult`] fields plus `llm` and, on request, `entities`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LlmLocalizeResult {
-    /// The ranking and everything the LLM-free result carries.
-    #[serde(flatten)]
-    pub result: LocalizeResult,
+/// An LLM run's ranking: the LLM-free scoring it started from, the final order, and the report.
+#[derive(Debug, Clone)]
+pub struct LlmRanking {
+    /// The LLM-free scoring of the issue (its signals are every file's evidence).
+    pub scored: Scored,
+    /// `(file, fused LLM-free score)` of the final ranking, best first, `top_k` long when the
+    /// repository has that many files.
+    pub ranked: Vec<(usize, f32)>,
     /// What the model did.
     pub llm: LlmReport,
-    /// `path::Class.method` entities of the top files, when [`LlmOptions::functions`] is set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `path::Class.method` entities of the ranked files, when [`LlmOptions::functions`] is set.
     pub entities: Option<Vec<Entity>>,
 }
 
@@ -184,6 +216,26 @@ pub struct LlmRun {
     pub model: std::sync::Arc<dyn crate::llm::ChatModel>,
     /// The pipeline options (`top_k` is set by the run).
     pub options: LlmOptions,
+}
+
+impl LlmRun {
+    /// The run `config` describes (an HTTP endpoint, a replay cassette, recording, or none:
+    /// then every LLM stage falls back to retrieval), with `options`; the configuration's
+    /// sampling settings (temperature, seed, completion cap) override the options'.
+    pub fn from_config(
+        mut options: LlmOptions,
+        config: &crate::llm::LlmConfig,
+    ) -> crate::Result<Self> {
+        options.temperature = config.temperature;
+        if config.seed.is_some() {
+            options.seed = config.seed;
+        }
+        if config.max_tokens.is_some() {
+            options.max_completion_tokens = config.max_tokens;
+        }
+        let model = crate::llm::model_from_config(config)?.into();
+        Ok(LlmRun { model, options })
+    }
 }
 
 impl std::fmt::Debug for LlmRun {

@@ -1,8 +1,8 @@
 //! Retrieval for the agentic pipelines: one function ranks the files for any query text (the
 //! LLM-free fused ranking, with each file's best chunks), candidates from several queries are
-//! merged, and any ranking can be completed with every other indexed file so the final list
-//! always has `top_k` files when the repository does.
+//! merged (rankings are completed with every other indexed file by [`crate::retrieve::complete`]).
 
+use crate::dense::DenseIndex;
 use crate::index::RepoIndex;
 use crate::query::reformulate;
 use crate::retrieve::{add_dense_view, compute_signals, fuse, FileSignals, FusionWeights, Signal};
@@ -31,15 +31,20 @@ pub struct FileHit {
 
 /// Every file with any signal for `text`, best first: the query is reformulated and scored
 /// exactly as an issue is in LLM-free mode (lexical BM25 over files and chunks, mentions,
-/// definitions, …), plus, when the index has a dense part, the files of the chunks nearest to
-/// the text (BLAgent's dense retrieval per query). A dense failure (the encoder erring) leaves
-/// the lexical ranking.
-pub fn retrieve_for_query(index: &RepoIndex, text: &str, weights: &FusionWeights) -> Vec<FileHit> {
+/// definitions, …), plus, with a dense index, the files of the chunks nearest to the text
+/// (BLAgent's dense retrieval per query). A dense failure (the encoder erring) leaves the
+/// lexical ranking.
+pub fn retrieve_for_query(
+    index: &RepoIndex,
+    dense: Option<&DenseIndex>,
+    text: &str,
+    weights: &FusionWeights,
+) -> Vec<FileHit> {
     if text.trim().is_empty() {
         return Vec::new();
     }
     let mut signals = compute_signals(index, &reformulate(text));
-    if let Some(dense) = &index.dense {
+    if let Some(dense) = dense {
         // An error comes from embedding or searching, before any evidence is added, so the
         // lexical signals are left as they were.
         let _ = add_dense_view(index, dense, Signal::DenseIssue, text, &mut signals);
@@ -110,19 +115,6 @@ pub fn merge_candidates(
     out
 }
 
-/// `ranked` followed by every other indexed file in path order: a complete ranking.
-pub fn complete(index: &RepoIndex, ranked: impl IntoIterator<Item = usize>) -> Vec<usize> {
-    let mut seen = vec![false; index.files.len()];
-    let mut out = Vec::with_capacity(index.files.len());
-    for file in ranked.into_iter().chain(0..index.files.len()) {
-        if file < seen.len() && !seen[file] {
-            seen[file] = true;
-            out.push(file);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,16 +140,16 @@ mod tests {
         }
         let index = RepoIndex::build(dir.path(), &IndexOptions::default()).unwrap();
         let weights = FusionWeights::default();
-        let hits = retrieve_for_query(&index, "discount percent is wrong", &weights);
+        let hits = retrieve_for_query(&index, None, "discount percent is wrong", &weights);
         assert_eq!(index.files[hits[0].file].path(), "a/pricing.py");
         assert_eq!(hits[0].top_chunks[0].symbol.as_deref(), Some("discount"));
-        assert!(retrieve_for_query(&index, "  ", &weights).is_empty());
+        assert!(retrieve_for_query(&index, None, "  ", &weights).is_empty());
 
-        let cart = retrieve_for_query(&index, "Cart total", &weights);
+        let cart = retrieve_for_query(&index, None, "Cart total", &weights);
         let merged = merge_candidates(&[&hits, &cart], 1, 3, &[2, 1, 0]);
         assert_eq!(merged, [2, 0, 1], "pricing, cart, then misc from the fill");
         assert_eq!((hits[0].file, cart[0].file), (2, 0));
         assert_eq!(merge_candidates(&[&hits, &cart], 5, 1, &[]).len(), 1);
-        assert_eq!(complete(&index, [2, 2, 9]), [2, 0, 1]);
+        assert_eq!(crate::retrieve::complete(&index, [2, 2, 9]), [2, 0, 1]);
     }
 }

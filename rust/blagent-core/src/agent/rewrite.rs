@@ -1,14 +1,12 @@
-//! The T0 (structural) and T1 (behavioral) rewrites of the issue into search queries, each with
-//! an LLM-free fallback built from the pattern-extracted fields.
+//! The T0 (structural) and T1 (behavioral) rewrites of the issue into search queries; without a
+//! valid answer the rule-based rewrites of [`crate::query`] stand in, the same ones LLM-free
+//! dense retrieval uses.
 
 use super::json::{parse_checked, Shape};
 use super::session::Session;
-use crate::query::Reformulation;
 
 /// The shape quoted in repair requests.
 const SHAPE: &str = r#"{"query": "<text>"}"#;
-/// A heuristic query keeps at most this many bytes.
-const MAX_HEURISTIC_BYTES: usize = 1200;
 
 /// A rewritten query and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -17,45 +15,6 @@ pub struct Rewrite {
     pub text: String,
     /// Whether the model wrote it (else the heuristic fallback did).
     pub from_model: bool,
-}
-
-fn cut(mut text: String) -> String {
-    if text.len() > MAX_HEURISTIC_BYTES {
-        let mut end = MAX_HEURISTIC_BYTES;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
-    text
-}
-
-/// T0 without a model: the paths, file names, modules, identifiers and traceback frames the
-/// issue names; its title when it names none.
-pub fn heuristic_structural(query: &Reformulation) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    parts.extend(query.paths.iter().cloned());
-    parts.extend(query.filenames.iter().cloned());
-    parts.extend(query.modules.iter().cloned());
-    parts.extend(query.identifiers.iter().map(|i| i.name.clone()));
-    for frame in &query.stack_frames {
-        parts.push(frame.path.clone());
-        parts.extend(frame.function.clone());
-    }
-    let mut seen = std::collections::HashSet::new();
-    parts.retain(|p| seen.insert(p.clone()));
-    if parts.is_empty() {
-        return query.title.clone();
-    }
-    cut(parts.join(" "))
-}
-
-/// T1 without a model: the title, the error messages, then the explanation.
-pub fn heuristic_behavioral(query: &Reformulation) -> String {
-    let mut parts = vec![query.title.clone()];
-    parts.extend(query.error_messages.iter().cloned());
-    parts.push(query.explanation.clone());
-    cut(parts.join("\n"))
 }
 
 /// Asks for one rewrite (`stage` is `t0` or `t1`, `prompt` its prompt's name); the fallback
@@ -93,27 +52,4 @@ pub(crate) fn rewrite(
             from_model: false,
         },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::query::reformulate;
-
-    #[test]
-    fn heuristics_use_the_extracted_fields() {
-        let q = reformulate(
-            "Cart total is negative\n\nCalling `Cart.total()` in shop/cart.py raises \
-             ValueError: negative amount",
-        );
-        let t0 = heuristic_structural(&q);
-        assert!(
-            t0.contains("shop/cart.py") && t0.contains("Cart.total"),
-            "{t0}"
-        );
-        let t1 = heuristic_behavioral(&q);
-        assert!(t1.starts_with("Cart total is negative"), "{t1}");
-        let plain = reformulate("it does not work at all");
-        assert_eq!(heuristic_structural(&plain), plain.title);
-    }
 }

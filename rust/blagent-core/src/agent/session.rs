@@ -11,21 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use super::prompts::Prompts;
 use super::tools::{approx_tokens, truncate_lines};
-use crate::llm::{ChatModel, ChatRequest, Message};
+use crate::llm::{ChatModel, ChatRequest, Message, StageUsage};
 
 /// A failed reply is echoed back to the model cut to this many tokens.
 const ECHO_TOKENS: usize = 120;
-
-/// Tokens and calls of one stage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StageUsage {
-    /// Calls made.
-    pub calls: u64,
-    /// Prompt tokens.
-    pub prompt_tokens: u64,
-    /// Completion tokens.
-    pub completion_tokens: u64,
-}
 
 /// What one LLM run cost and where it fell short.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -118,10 +107,11 @@ impl<'a> Session<'a> {
         };
         let response = self.model.chat(&request).map_err(|e| e.to_string())?;
         self.stats.calls += 1;
-        let usage = self.stats.stages.entry(stage.to_owned()).or_default();
-        usage.calls += 1;
-        usage.prompt_tokens += response.usage.prompt_tokens;
-        usage.completion_tokens += response.usage.completion_tokens;
+        self.stats
+            .stages
+            .entry(stage.to_owned())
+            .or_default()
+            .record(&response.usage);
         Ok(response.content)
     }
 

@@ -29,10 +29,7 @@ impl FunctionRef {
 /// method holding it that is not nested in a function (a closure's line counts for the
 /// function that defines it). `None` for module-level code.
 pub fn enclosing(symbols: &[Symbol], line: usize) -> Option<&Symbol> {
-    symbols
-        .iter()
-        .filter(|s| !s.in_function && s.start_line <= line && line <= s.end_line)
-        .max_by_key(|s| (s.depth, s.start_line))
+    crate::chunk::enclosing(symbols, (line, line)).map(|i| &symbols[i])
 }
 
 /// One function-level entry of a localization output.

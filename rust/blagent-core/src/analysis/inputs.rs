@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::functions::{collect_entries, LocEntry};
+use crate::dataset::{read_records, Instance};
 use crate::error::{Error, Result};
 
 /// Localization fields read for function-level entries (see [`collect_entries`]).
@@ -23,17 +24,6 @@ pub const FUNCTION_FIELDS: [&str; 6] = [
     "found_edit_locs",
     "found_lines",
 ];
-
-/// A dataset row: what the analysis needs of it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GoldInstance {
-    /// Instance id.
-    pub instance_id: String,
-    /// `owner/name`.
-    pub repo: String,
-    /// The gold (reference) patch.
-    pub patch: String,
-}
 
 /// One instance's localization output.
 #[derive(Debug, Clone, Default)]
@@ -58,67 +48,6 @@ pub enum Outcome {
     Error,
 }
 
-/// Records of a JSONL file (or a JSON array), keyed by `instance_id`, with warnings.
-fn read_records(
-    path: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<(String, Map<String, Value>)>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let bad = |line: usize, message: String| Error::Dataset {
-        path: path.to_path_buf(),
-        line,
-        message,
-    };
-    let values: Vec<(usize, Value)> = if text.trim_start().starts_with('[') {
-        match serde_json::from_str::<Value>(&text).map_err(|e| bad(e.line(), e.to_string()))? {
-            Value::Array(items) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| (i + 1, v))
-                .collect(),
-            _ => return Err(bad(1, "expected a JSON array".into())),
-        }
-    } else {
-        let mut values = Vec::new();
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            values.push((
-                i + 1,
-                serde_json::from_str(line).map_err(|e| bad(i + 1, e.to_string()))?,
-            ));
-        }
-        values
-    };
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut records: Vec<(String, Map<String, Value>)> = Vec::new();
-    for (line, value) in values {
-        let Value::Object(map) = value else {
-            return Err(bad(line, "expected a JSON object".into()));
-        };
-        let Some(id) = map
-            .get("instance_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
-            return Err(bad(line, "missing string field `instance_id`".into()));
-        };
-        if let Some(&at) = seen.get(&id) {
-            warnings.push(format!(
-                "{}:{line}: duplicate instance {id}; this record replaces the earlier one",
-                path.display()
-            ));
-            records[at].1 = map;
-        } else {
-            seen.insert(id.clone(), records.len());
-            records.push((id, map));
-        }
-    }
-    Ok(records)
-}
-
 fn string_field(map: &Map<String, Value>, key: &str) -> String {
     map.get(key)
         .and_then(Value::as_str)
@@ -127,14 +56,15 @@ fn string_field(map: &Map<String, Value>, key: &str) -> String {
 }
 
 /// Reads the dataset: `instance_id`, `patch` (the gold patch), `repo`.
-pub fn load_gold(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<GoldInstance>> {
+pub fn load_gold(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Instance>> {
     let records = read_records(path, warnings)?;
     Ok(records
         .into_iter()
-        .map(|(instance_id, map)| GoldInstance {
+        .map(|(instance_id, map)| Instance {
             repo: string_field(&map, "repo"),
             patch: string_field(&map, "patch"),
             instance_id,
+            ..Instance::default()
         })
         .collect())
 }

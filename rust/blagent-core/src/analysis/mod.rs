@@ -29,8 +29,8 @@ pub use self::chart::render_chart;
 pub use self::docstrings::{docstring_mask, hunk_docstring_mask};
 pub use self::functions::{collect_entries, enclosing, FunctionRef, LocEntry};
 pub use self::inputs::{
-    load_gold, load_localizations, load_predictions, load_report, GoldInstance, Localization,
-    Outcome, FUNCTION_FIELDS,
+    load_gold, load_localizations, load_predictions, load_report, Localization, Outcome,
+    FUNCTION_FIELDS,
 };
 pub use self::lines::{
     code_lines, is_blank_or_comment, line_similarity, match_first_lines, CodeLine, LineMatch,
@@ -38,6 +38,8 @@ pub use self::lines::{
 };
 pub use self::patch::{apply, parse_patch, ChangeKind, FilePatch, Hunk, HunkLine};
 pub use self::report::{StageCount, Summary};
-pub use self::run::{analyze_failures, write_outputs, AnalysisConfig, AnalysisReport};
+pub use self::run::{
+    analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, DEFAULT_ANALYSIS_TOP_K,
+};
 pub use self::stage::{classify, FileEvidence, FunctionEvidence, InstanceAnalysis, Stage};
 pub use self::view::{FileView, PatchView};

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 
 /// What to analyse.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AnalysisConfig {
     /// Dataset JSONL: `instance_id`, `patch` (gold), `repo`.
     pub dataset: PathBuf,
@@ -25,9 +26,22 @@ pub struct AnalysisConfig {
     /// Evaluation report JSON (see [`super::load_report`] for the accepted shapes).
     pub report: PathBuf,
     /// Directory of base trees, `<repos>/<instance_id>`; without it no function stage.
+    #[serde(default)]
     pub repos: Option<PathBuf>,
     /// How many localized files the file stage looks at.
+    #[serde(default = "default_top_k")]
     pub top_k: usize,
+    /// Where to write the per-instance evidence, the summaries and the chart
+    /// ([`write_outputs`]); nothing is written when `None`.
+    #[serde(default)]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// Localized files the file stage looks at by default (Agentless repairs its top 3).
+pub const DEFAULT_ANALYSIS_TOP_K: usize = 3;
+
+fn default_top_k() -> usize {
+    DEFAULT_ANALYSIS_TOP_K
 }
 
 /// The analysis of a run.
@@ -39,6 +53,9 @@ pub struct AnalysisReport {
     pub instances: Vec<InstanceAnalysis>,
     /// Inconsistencies between the inputs (unknown ids, duplicates, missing records).
     pub warnings: Vec<String>,
+    /// The files written to the configuration's `out_dir` (summary, JSON summary, chart).
+    #[serde(default)]
+    pub outputs: Vec<PathBuf>,
 }
 
 /// Runs the analysis. Fails on unreadable or malformed inputs, a zero `top_k`, or a report
@@ -112,11 +129,16 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
             )
         })
         .collect();
-    Ok(AnalysisReport {
+    let mut report = AnalysisReport {
         summary: Summary::new(&instances, config.top_k),
         instances,
         warnings,
-    })
+        outputs: Vec::new(),
+    };
+    if let Some(dir) = &config.out_dir {
+        report.outputs = write_outputs(&report, dir)?;
+    }
+    Ok(report)
 }
 
 /// A file name for an instance id: characters other than letters, digits, `-`, `_` and `.`

@@ -6,11 +6,11 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::functions::FunctionRef;
-use super::inputs::{GoldInstance, Localization, Outcome};
+use super::inputs::{Localization, Outcome};
 use super::lines::{match_first_lines, LineMatch, LineVerdict};
 use super::patch::parse_patch;
 use super::view::PatchView;
-use crate::eval::gold_files_from_patch;
+use crate::dataset::{gold_files_from_patch, Instance};
 
 /// Where an instance ended up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -113,7 +113,7 @@ pub struct InstanceAnalysis {
 /// Analyses one instance. `model_patch` is `None` when the predictions hold no line for it;
 /// `tree` is the base tree when it exists.
 pub fn classify(
-    gold: &GoldInstance,
+    gold: &Instance,
     loc: Option<&Localization>,
     model_patch: Option<&str>,
     outcome: Outcome,
@@ -278,11 +278,12 @@ mod tests {
         )
     }
 
-    fn gold() -> GoldInstance {
-        GoldInstance {
+    fn gold() -> Instance {
+        Instance {
             instance_id: "i".into(),
             repo: "acme/shop".into(),
             patch: patch("percent / 100", "min(percent, 100) / 100"),
+            ..Instance::default()
         }
     }
 

@@ -5,11 +5,12 @@ mod symbols;
 
 use serde::{Deserialize, Serialize};
 
-pub use self::symbols::{Symbol, SymbolKind};
+pub use self::symbols::{enclosing, Symbol, SymbolKind};
 use crate::repo::SourceFile;
 
 /// Chunking options.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ChunkOptions {
     /// The chunk budget in bytes of code. A construct larger than this is split at its
     /// children's statement boundaries; a single statement larger than it stays whole.

@@ -21,6 +21,29 @@ pub enum SymbolKind {
     Method,
 }
 
+impl SymbolKind {
+    /// `class`, `function` or `method`, as results spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SymbolKind::Class => "class",
+            SymbolKind::Function => "function",
+            SymbolKind::Method => "method",
+        }
+    }
+}
+
+/// The innermost symbol holding `lines` (1-based, inclusive) that is not nested in a function,
+/// as an index into `symbols`: a closure's lines count for the function that defines it, and
+/// module-level code has none.
+pub fn enclosing(symbols: &[Symbol], lines: (usize, usize)) -> Option<usize> {
+    symbols
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.in_function && s.start_line <= lines.0 && lines.1 <= s.end_line)
+        .max_by_key(|(_, s)| (s.depth, s.start_line))
+        .map(|(i, _)| i)
+}
+
 /// A class, function or method of a file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Symbol {

@@ -17,18 +17,27 @@ use crate::embed::{EmbeddingCache, Encoder, TextKind};
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
 
+/// Nearest chunks looked at per query, by default.
+pub const DEFAULT_CHUNKS_PER_QUERY: usize = 200;
+
 /// How to build and search a dense index.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DenseOptions {
     /// Folder of the embedding model.
     pub model_dir: PathBuf,
-    /// Where embeddings and vector indexes are cached; `None`: no cache.
+    /// Where embeddings and vector indexes are cached ([`default_cache_dir`] when absent from
+    /// the JSON); `None`: no cache.
+    #[serde(default = "default_cache_dir")]
     pub cache_dir: Option<PathBuf>,
     /// Which vector index to build.
+    #[serde(default)]
     pub kind: VectorIndexKind,
     /// Nearest chunks looked at per query.
+    #[serde(default = "default_chunks_per_query")]
     pub chunks_per_query: usize,
     /// Show a progress bar while embedding (only on a terminal).
+    #[serde(default)]
     pub progress: bool,
     /// Truncate chunks at this many tokens when below the model's own limit. all-MiniLM-L6-v2
     /// was trained on 128-token inputs (its folder allows 256); embedding costs grow faster
@@ -37,14 +46,27 @@ pub struct DenseOptions {
     pub max_tokens: Option<usize>,
 }
 
+fn default_chunks_per_query() -> usize {
+    DEFAULT_CHUNKS_PER_QUERY
+}
+
+/// The embedding and vector-index cache: `$BLAGENT_CACHE_DIR`, else `~/.cache/blagent` (none
+/// when neither the variable nor a home folder is set).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    std::env::var_os("BLAGENT_CACHE_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/blagent")))
+}
+
 impl DenseOptions {
-    /// Options for the model in `model_dir`, other settings at their defaults.
+    /// Options for the model in `model_dir`, no cache, other settings at their defaults.
     pub fn new(model_dir: impl Into<PathBuf>) -> Self {
         DenseOptions {
             model_dir: model_dir.into(),
             cache_dir: None,
             kind: VectorIndexKind::Exact,
-            chunks_per_query: 200,
+            chunks_per_query: DEFAULT_CHUNKS_PER_QUERY,
             progress: false,
             max_tokens: None,
         }
@@ -115,8 +137,8 @@ impl DenseModel {
         }
         let encoder = Encoder::load_with_max_tokens(&options.model_dir, options.max_tokens)?;
         let cache = match &options.cache_dir {
-            Some(dir) => Some(EmbeddingCache::open(
-                &dir.join("embeddings"),
+            Some(dir) => Some(EmbeddingCache::in_cache_dir(
+                dir,
                 &encoder.folder().identity,
             )?),
             None => None,

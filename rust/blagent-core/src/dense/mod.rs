@@ -7,7 +7,8 @@ mod store;
 mod vectors;
 
 pub use self::index::{
-    merge_candidates, DenseIndex, DenseModel, DenseOptions, DenseStats, FileHit,
+    default_cache_dir, merge_candidates, DenseIndex, DenseModel, DenseOptions, DenseStats, FileHit,
+    DEFAULT_CHUNKS_PER_QUERY,
 };
 pub use self::store::{expected_manifest, fingerprint, IndexStore, Manifest, StoreMiss};
 pub use self::vectors::{FaissIndex, VectorIndex, VectorIndexKind, DEFAULT_HNSW_M};

@@ -26,8 +26,13 @@ pub enum VectorIndexKind {
     /// Approximate search on a hierarchical navigable small-world graph (Faiss `HNSW<m>`).
     Hnsw {
         /// Neighbours per node.
+        #[serde(default = "default_hnsw_m")]
         m: u32,
     },
+}
+
+fn default_hnsw_m() -> u32 {
+    DEFAULT_HNSW_M
 }
 
 impl VectorIndexKind {

@@ -37,6 +37,12 @@ pub struct EmbeddingCache {
 }
 
 impl EmbeddingCache {
+    /// The cache for the model `identity` in blagent's cache folder `cache_dir` (its
+    /// `embeddings/` part, beside the vector indexes), created if needed.
+    pub fn in_cache_dir(cache_dir: &Path, identity: &str) -> Result<Self> {
+        Self::open(&cache_dir.join("embeddings"), identity)
+    }
+
     /// The cache for the model `identity` under `root` (created if needed).
     pub fn open(root: &Path, identity: &str) -> Result<Self> {
         let dir = root.join(&blake3::hash(identity.as_bytes()).to_hex()[..16]);

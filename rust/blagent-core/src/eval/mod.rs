@@ -11,7 +11,4 @@ pub use self::metrics::{
     average_precision_at, first_hit_rank, Metrics, MetricsAccumulator, ACC_KS, MAP_KS,
 };
 pub use self::rewrites::{load_rewrites, RewriteReport, POOL_CAP, POOL_PER_QUERY};
-pub use self::run::{
-    gold_files_from_patch, load_dataset, run_eval, DenseTotals, EvalConfig, EvalReport, Instance,
-    Prediction,
-};
+pub use self::run::{run_eval, DenseTotals, EvalConfig, EvalReport, Prediction};

@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metrics, MetricsAccumulator};
-use super::run::read_jsonl;
+use crate::dataset::read_jsonl;
 use crate::dense::merge_candidates;
 use crate::error::Result;
 use crate::index::RepoIndex;

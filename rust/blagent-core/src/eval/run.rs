@@ -2,9 +2,7 @@
 //! prediction written as a JSONL line, and its ranking scored against the gold files.
 
 use std::collections::{BTreeMap, HashSet};
-use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -13,11 +11,12 @@ use serde::{Deserialize, Serialize};
 use super::llm::{LlmInstanceStats, LlmTotals};
 use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
 use super::rewrites::{load_rewrites, RewriteAccumulator, RewriteReport};
-use crate::agent::{LlmOptions, LlmRun};
+use crate::agent::{LlmRun, Pipeline};
+use crate::dataset::{load_dataset, Instance, JsonlWriter};
 use crate::dense::DenseStats;
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
-use crate::localizer::{LocalizeOptions, Localizer};
+use crate::interface::{LocalizeOptions, LocalizeRequest, Localizer, DEFAULT_TOP_K};
 use crate::retrieve::{FileSignals, Signal};
 
 /// Metrics need at least this many ranked files (Acc@10, MAP@10).
@@ -25,89 +24,45 @@ const MIN_RANKED_FOR_METRICS: usize = 10;
 /// Files per signal kept in a signal dump (the union over signals is dumped).
 const DUMP_TOP_PER_SIGNAL: usize = 50;
 
-/// One dataset row.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Instance {
-    /// Unique id; its tree lives in `<repos>/<instance_id>`.
-    pub instance_id: String,
-    /// `owner/name`, for per-repository metrics.
-    #[serde(default)]
-    pub repo: String,
-    /// The issue text.
-    pub problem_statement: String,
-    /// Files the reference patch changes; derived from `patch` when absent.
-    #[serde(default)]
-    pub gold_files: Vec<String>,
-    /// The reference patch.
-    #[serde(default)]
-    pub patch: String,
-}
-
-/// The `b/` paths of a unified diff's `diff --git` headers (the rule BLAgent and LocAgent use).
-pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
-    let mut files: Vec<String> = Vec::new();
-    for line in patch.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            if let Some((_, b)) = rest.split_once(" b/") {
-                if !files.iter().any(|f| f == b) {
-                    files.push(b.to_owned());
-                }
-            }
-        }
-    }
-    files
-}
-
-/// Reads a JSONL file of `T` (blank lines skipped); a malformed line is an error naming it.
-pub(super) fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut rows = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::io(path, e))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        rows.push(serde_json::from_str(&line).map_err(|e| Error::Dataset {
-            path: path.to_path_buf(),
-            line: i + 1,
-            message: e.to_string(),
-        })?);
-    }
-    Ok(rows)
-}
-
-/// Reads a JSONL dataset; a malformed line is an error naming the line.
-pub fn load_dataset(path: &Path) -> Result<Vec<Instance>> {
-    let mut instances: Vec<Instance> = read_jsonl(path)?;
-    for instance in &mut instances {
-        if instance.gold_files.is_empty() {
-            instance.gold_files = gold_files_from_patch(&instance.patch);
-        }
-    }
-    Ok(instances)
-}
-
 /// What to evaluate.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EvalConfig {
     /// The dataset (JSONL).
     pub dataset: PathBuf,
     /// Directory holding one tree per instance, `<repos>/<instance_id>`.
     pub repos: PathBuf,
     /// Only these instances (all when `None`).
+    #[serde(default)]
     pub ids: Option<Vec<String>>,
-    /// Localizer options; `top_k` is how many files each prediction lists.
+    /// Localizer options (walk, chunking, weights, dense retrieval).
+    #[serde(default)]
     pub options: LocalizeOptions,
+    /// How many files each prediction lists (the metrics see at least 10).
+    #[serde(default = "default_top_k")]
+    pub top_k: usize,
     /// Where to write predictions (JSONL), if anywhere.
+    #[serde(default)]
     pub out: Option<PathBuf>,
     /// Where to write every candidate file's raw signal scores (JSONL), for tuning the fusion.
+    #[serde(default)]
     pub signals_out: Option<PathBuf>,
     /// Show a progress bar on stderr (hidden anyway when stderr is not a terminal).
+    #[serde(default)]
     pub progress: bool,
     /// Pre-written T0/T1 rewrites per instance (JSONL), used for the dense views and measured.
+    #[serde(default)]
     pub queries: Option<PathBuf>,
-    /// Run this LLM pipeline instead of the LLM-free ranking.
+    /// The pipeline that ranks each instance.
+    #[serde(default)]
+    pub pipeline: Pipeline,
+    /// The model and options of the LLM pipelines (none: they fall back to retrieval).
+    #[serde(skip)]
     pub llm: Option<LlmRun>,
+}
+
+fn default_top_k() -> usize {
+    DEFAULT_TOP_K
 }
 
 impl DenseTotals {
@@ -176,22 +131,6 @@ pub struct DenseTotals {
     pub seconds: f64,
 }
 
-fn create(path: &Path) -> Result<BufWriter<File>> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    Ok(BufWriter::new(
-        File::create(path).map_err(|e| Error::io(path, e))?,
-    ))
-}
-
-fn write_line(writer: &mut BufWriter<File>, path: &Path, value: &impl Serialize) -> Result<()> {
-    serde_json::to_writer(&mut *writer, value)?;
-    writeln!(writer)
-        .and_then(|()| writer.flush())
-        .map_err(|e| Error::io(path, e))
-}
-
 /// Runs the localizer over the dataset and scores it.
 pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     let start = Instant::now();
@@ -216,12 +155,21 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     let mut dense_totals = DenseTotals::default();
     let mut rewrite_acc = RewriteAccumulator::default();
 
-    let mut options = config.options.clone();
-    let written_k = options.top_k;
-    options.top_k = options.top_k.max(MIN_RANKED_FOR_METRICS);
-    let localizer = Localizer::new(options)?;
-    let mut out = config.out.as_deref().map(create).transpose()?;
-    let mut signals_out = config.signals_out.as_deref().map(create).transpose()?;
+    if config.top_k == 0 {
+        return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
+    }
+    let written_k = config.top_k;
+    let ranked_k = config.top_k.max(MIN_RANKED_FOR_METRICS);
+    let mut localizer = Localizer::new(config.options.clone())?;
+    if let Some(run) = &config.llm {
+        localizer = localizer.with_llm(run.clone());
+    }
+    let mut out = config.out.as_deref().map(JsonlWriter::create).transpose()?;
+    let mut signals_out = config
+        .signals_out
+        .as_deref()
+        .map(JsonlWriter::create)
+        .transpose()?;
 
     let bar = ProgressBar::new(present.len() as u64);
     if config.progress {
@@ -244,42 +192,29 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             if let Some(dense) = &index.dense {
                 dense_totals.add(&dense.stats);
             }
-            let start = Instant::now();
-            let scored = localizer.score_with(&index, &instance.problem_statement, given)?;
-            if given.is_some() && index.dense.is_some() {
-                let fused: Vec<usize> = scored.ranked.iter().map(|&(f, _)| f).collect();
-                rewrite_acc.add(&index, &scored.signals, &fused, &instance.gold_files);
+            let measure_rewrites = given.is_some() && index.dense.is_some();
+            if measure_rewrites || signals_out.is_some() {
+                let scored = localizer.score(&index, &instance.problem_statement, given)?;
+                if measure_rewrites {
+                    let fused: Vec<usize> = scored.ranked.iter().map(|&(f, _)| f).collect();
+                    rewrite_acc.add(&index.repo, &scored.signals, &fused, &instance.gold_files);
+                }
+                if let Some(writer) = signals_out.as_mut() {
+                    writer.write(&signal_dump(&index.repo, &scored.signals, instance))?;
+                }
             }
-            if let (Some(writer), Some(path)) =
-                (signals_out.as_mut(), config.signals_out.as_deref())
-            {
-                write_line(
-                    writer,
-                    path,
-                    &signal_dump(&index, &scored.signals, instance),
-                )?;
-            }
-            let Some(run) = &config.llm else {
-                return Ok((
-                    localizer.result(&index, &scored, crate::elapsed_ms(start)),
-                    None,
-                ));
-            };
-            let options = LlmOptions {
-                top_k: localizer.options().top_k,
-                ..run.options.clone()
-            };
-            let result = localizer.localize_with_llm(
-                &index,
-                &instance.problem_statement,
-                run.model.as_ref(),
-                &options,
-            )?;
-            let stats = LlmInstanceStats::from(&result.llm);
-            Ok((result.result, Some(stats)))
+            let mut request = LocalizeRequest::new(
+                instance.instance_id.clone(),
+                tree.clone(),
+                instance.problem_statement.clone(),
+            );
+            request.top_k = ranked_k;
+            request.pipeline = config.pipeline;
+            request.rewrites = given.cloned();
+            localizer.localize_in(&index, &request)
         });
         bar.inc(1);
-        let (result, llm) = match outcome {
+        let result = match outcome {
             Ok(done) => done,
             Err(err) => {
                 report
@@ -288,10 +223,11 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
                 continue;
             }
         };
-        if let (Some(stats), Some(run)) = (&llm, &config.llm) {
+        let llm = result.llm.as_ref().map(LlmInstanceStats::from);
+        if let (Some(stats), Some(report_llm)) = (&llm, &result.llm) {
             let totals = report.llm.get_or_insert_with(|| LlmTotals {
-                pipeline: format!("{:?}", run.options.pipeline).to_lowercase(),
-                model: run.model.name(),
+                pipeline: report_llm.pipeline.name().to_owned(),
+                model: report_llm.model.clone(),
                 ..LlmTotals::default()
             });
             totals.add(stats);
@@ -302,7 +238,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             .entry(instance.repo.clone())
             .or_default()
             .add(&ranked, &instance.gold_files);
-        if let (Some(writer), Some(path)) = (out.as_mut(), config.out.as_deref()) {
+        if let Some(writer) = out.as_mut() {
             let prediction = Prediction {
                 instance_id: instance.instance_id.clone(),
                 found_files: ranked.iter().take(written_k).cloned().collect(),
@@ -313,13 +249,14 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
                     .map(|f| f.score)
                     .collect(),
                 gold_rank: first_hit_rank(&ranked, &instance.gold_files),
-                index_ms: result.timings.index.walk_ms
-                    + result.timings.index.parse_ms
-                    + result.timings.index.index_ms,
+                index_ms: result.timings.walk_ms
+                    + result.timings.parse_ms
+                    + result.timings.index_ms
+                    + result.timings.dense_ms,
                 query_ms: result.timings.query_ms,
                 llm,
             };
-            write_line(writer, path, &prediction)?;
+            writer.write(&prediction)?;
         }
     }
     bar.finish_and_clear();
@@ -395,15 +332,4 @@ fn signal_dump(
         "min": min,
         "files": files,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gold_files_are_the_b_paths() {
-        let patch = "diff --git a/x/a.py b/x/a.py\n--- a/x/a.py\n+++ b/x/a.py\n@@\ndiff --git a/old.py b/new.py\n";
-        assert_eq!(gold_files_from_patch(patch), ["x/a.py", "new.py"]);
-    }
 }

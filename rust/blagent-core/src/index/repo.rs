@@ -16,6 +16,7 @@ use crate::repo::{walk, Skipped, WalkOptions};
 
 /// Options for indexing a repository.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct IndexOptions {
     /// Which files to index.
     pub walk: WalkOptions,
@@ -75,8 +76,6 @@ pub struct RepoIndex {
     pub resolver: PathResolver,
     /// Time spent building.
     pub timings: IndexTimings,
-    /// The dense index of the chunks, when one was attached ([`RepoIndex::attach_dense`]).
-    pub dense: Option<crate::dense::DenseIndex>,
 }
 
 impl RepoIndex {
@@ -149,20 +148,12 @@ impl RepoIndex {
                 parse_ms,
                 index_ms,
             },
-            dense: None,
         })
     }
 
     /// Total number of chunks.
     pub fn num_chunks(&self) -> usize {
         self.chunk_refs.len()
-    }
-
-    /// Embeds the chunks with `model` (through its cache) and attaches the dense index, so that
-    /// localizing in this index uses the dense signals too.
-    pub fn attach_dense(&mut self, model: &crate::dense::DenseModel) -> Result<()> {
-        self.dense = Some(model.index(self)?);
-        Ok(())
     }
 
     /// The path-augmented text of chunk `i` (an index into `chunk_refs`), as BM25 and the

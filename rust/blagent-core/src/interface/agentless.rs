@@ -53,20 +53,27 @@ impl AgentlessLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interface::{Granularity, LocalizerInfo, StageTimings, TokenUsage, SCHEMA_VERSION};
+    use crate::interface::{
+        Granularity, IndexStats, LocalizerInfo, Pipeline, StageTimings, TokenUsage, SCHEMA_VERSION,
+    };
 
     #[test]
     fn serializes_the_keys_agentless_reads_and_nothing_it_would_misread() {
         let result = LocalizationResult {
             schema_version: SCHEMA_VERSION.to_owned(),
             instance_id: "x__y-1".to_owned(),
-            localizer: LocalizerInfo::blagent_llm_free(),
+            localizer: LocalizerInfo::blagent("llm-free"),
+            pipeline: Pipeline::Fused,
             granularity: Granularity::File,
             files: Vec::new(),
             entities: None,
+            query: crate::query::Reformulation::default(),
+            skipped: Vec::new(),
+            stats: IndexStats::default(),
             timings: StageTimings::default(),
             usage: TokenUsage::default(),
             warnings: Vec::new(),
+            llm: None,
         };
         let value = serde_json::to_value(AgentlessLine::from_result(result)).expect("serializes");
         let keys: Vec<&str> = value

@@ -3,25 +3,25 @@
 //! recorded and passed over, never losing the others.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use super::agentless::AgentlessLine;
+use super::localizer::{LocalizeOptions, Localizer};
 use super::progress::Progress;
-use super::request::{Granularity, LocalizeRequest};
+use super::request::{Granularity, LocalizeRequest, DEFAULT_TOP_K};
 use super::resume::{existing_ids, panic_message};
 use super::SCHEMA_VERSION;
+use crate::agent::{LlmRun, Pipeline};
+use crate::dataset::{load_dataset, JsonlWriter};
 use crate::error::{Error, Result};
-use crate::eval::load_dataset;
-use crate::localizer::{LocalizeOptions, Localizer};
 
 /// What to localize and where to write it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BatchConfig {
     /// The dataset (JSONL with `instance_id` and `problem_statement`).
     pub dataset: PathBuf,
@@ -32,17 +32,30 @@ pub struct BatchConfig {
     /// Where to write this run's failures (JSONL); replaced at each run, absent when none failed.
     pub failures_out: PathBuf,
     /// Only these instances, in dataset order (all when `None`); unknown ids are an input error.
+    #[serde(default)]
     pub ids: Option<Vec<String>>,
-    /// Localizer options (walk, chunking, weights).
+    /// Localizer options (walk, chunking, weights, dense retrieval).
+    #[serde(default)]
     pub options: LocalizeOptions,
     /// Files per instance.
+    #[serde(default = "default_top_k")]
     pub top_k: usize,
     /// Files only, or entities too (carried in the `blagent` key).
+    #[serde(default)]
     pub granularity: Granularity,
+    /// The pipeline that ranks each instance.
+    #[serde(default)]
+    pub pipeline: Pipeline,
     /// Show progress on stderr.
+    #[serde(default)]
     pub progress: bool,
-    /// Run this LLM pipeline instead of the LLM-free ranking.
-    pub llm: Option<crate::agent::LlmRun>,
+    /// The model and options of the LLM pipelines (none: they fall back to retrieval).
+    #[serde(skip)]
+    pub llm: Option<LlmRun>,
+}
+
+fn default_top_k() -> usize {
+    DEFAULT_TOP_K
 }
 
 /// One instance that produced no line.
@@ -50,7 +63,7 @@ pub struct BatchConfig {
 pub struct BatchFailure {
     /// The instance.
     pub instance_id: String,
-    /// `missing_tree`, `input`, `io` or `internal`.
+    /// `missing_tree`, or the error's kind: `input`, `io`, `model`, `llm` or `internal`.
     pub kind: String,
     /// What went wrong.
     pub error: String,
@@ -85,23 +98,6 @@ fn failure(instance_id: &str, kind: &str, error: impl Into<String>) -> BatchFail
     }
 }
 
-fn kind_of(err: &Error) -> &'static str {
-    match err {
-        Error::Io { .. } => "io",
-        Error::Internal(_) | Error::Json(_) => "internal",
-        _ => "input",
-    }
-}
-
-fn append_line(writer: &mut impl Write, path: &Path, value: &impl Serialize) -> Result<()> {
-    let mut line = serde_json::to_vec(value)?;
-    line.push(b'\n');
-    writer
-        .write_all(&line)
-        .and_then(|()| writer.flush())
-        .map_err(|e| Error::io(path, e))
-}
-
 /// Runs the batch (see the module documentation). Per-instance failures are in the report;
 /// an `Err` means the run could not start or could not write its output.
 pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
@@ -132,28 +128,20 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
     }
     let mut seen = HashSet::new();
     instances.retain(|i| seen.insert(i.instance_id.clone()));
-    let localizer = Localizer::new(LocalizeOptions {
-        top_k: config.top_k,
-        ..config.options.clone()
-    })?;
+    let mut localizer = Localizer::new(config.options.clone())?;
+    if let Some(run) = &config.llm {
+        localizer = localizer.with_llm(run.clone());
+    }
 
     let (done, truncated) = existing_ids(&config.out)?;
-    if let Some(parent) = config.out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&config.out)
-        .map_err(|e| Error::io(&config.out, e))?;
-    let mut out = BufWriter::new(file);
+    let mut out = JsonlWriter::append(&config.out)?;
     match std::fs::remove_file(&config.failures_out) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             return Err(Error::io(&config.failures_out, e))
         }
         _ => {}
     }
-    let mut failures_file: Option<BufWriter<File>> = None;
+    let mut failures_file: Option<JsonlWriter> = None;
 
     let mut report = BatchReport {
         schema_version: SCHEMA_VERSION.to_owned(),
@@ -192,20 +180,10 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
                 LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
             request.top_k = config.top_k;
             request.granularity = config.granularity;
-            let answer = || match &config.llm {
-                None => localizer.localize_request(&request),
-                Some(run) => localizer.index(&request.repo_path).and_then(|index| {
-                    localizer.localize_request_with_llm(
-                        &index,
-                        &request,
-                        run.model.as_ref(),
-                        &run.options,
-                    )
-                }),
-            };
-            match catch_unwind(AssertUnwindSafe(answer)) {
+            request.pipeline = config.pipeline;
+            match catch_unwind(AssertUnwindSafe(|| localizer.localize(&request))) {
                 Ok(Ok(result)) => Ok(result),
-                Ok(Err(err)) => Err(failure(id, kind_of(&err), err.to_string())),
+                Ok(Err(err)) => Err(failure(id, err.kind().name(), err.to_string())),
                 Err(panic) => Err(failure(
                     id,
                     "internal",
@@ -222,7 +200,7 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
         match outcome {
             Ok(result) => {
                 let files = result.files.len();
-                append_line(&mut out, &config.out, &AgentlessLine::from_result(result))?;
+                out.write(&AgentlessLine::from_result(result))?;
                 report.written += 1;
                 progress.finish_one(
                     id,
@@ -231,12 +209,10 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
             }
             Err(failed) => {
                 if failures_file.is_none() {
-                    let file = File::create(&config.failures_out)
-                        .map_err(|e| Error::io(&config.failures_out, e))?;
-                    failures_file = Some(BufWriter::new(file));
+                    failures_file = Some(JsonlWriter::create(&config.failures_out)?);
                 }
                 if let Some(writer) = failures_file.as_mut() {
-                    append_line(writer, &config.failures_out, &failed)?;
+                    writer.write(&failed)?;
                 }
                 progress.finish_one(id, &format!("FAILED ({}): {}", failed.kind, failed.error));
                 report.failures.push(failed);

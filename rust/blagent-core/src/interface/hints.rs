@@ -11,8 +11,7 @@ use std::path::Path;
 
 use super::result::EvidenceItem;
 use crate::index::RepoIndex;
-use crate::localizer::Scored;
-use crate::retrieve::{FusionWeights, Signal};
+use crate::retrieve::{FusionWeights, Scored, Signal};
 
 /// Signal name of the evidence a hint adds.
 pub const HINT_SIGNAL: &str = "hint";

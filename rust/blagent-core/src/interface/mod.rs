@@ -1,6 +1,7 @@
-//! The standardized localizer interface that APR pipelines call: a [`LocalizeRequest`] in, a
-//! [`LocalizationResult`] out (JSON Schemas in `schemas/`), many at once with [`run_batch`] into
-//! an Agentless `loc_outputs.jsonl` ([`AgentlessLine`]).
+//! The localizer as its users call it: one [`Localizer`], a [`LocalizeRequest`] in (naming the
+//! pipeline: fused, blagent or rrl), one [`LocalizationResult`] out (JSON Schemas in
+//! `schemas/`), many at once with [`run_batch`] into an Agentless `loc_outputs.jsonl`
+//! ([`AgentlessLine`]).
 //!
 //! Caller hints: a hinted file is scored as if the issue named its full path (see the `hints`
 //! module): `weights.path_mention × (1 − its path_mention signal)` is added to its fused score,
@@ -9,9 +10,8 @@
 
 mod agentless;
 mod batch;
-pub(crate) mod entities;
 mod hints;
-mod llm;
+mod localizer;
 mod progress;
 mod request;
 mod result;
@@ -20,14 +20,17 @@ mod run;
 
 pub use self::agentless::{AgentlessLine, EXTRA_KEY};
 pub use self::batch::{run_batch, BatchConfig, BatchFailure, BatchReport};
-pub use self::entities::MAX_ENTITIES_PER_FILE;
 pub use self::hints::HINT_SIGNAL;
-pub use self::llm::to_interface;
+pub use self::localizer::{LocalizeOptions, Localizer};
 pub use self::request::{Granularity, Hints, LocalizeRequest, DEFAULT_TOP_K};
 pub use self::result::{
-    Entity, EvidenceItem, FileHit, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,
+    EvidenceItem, FileHit, IndexStats, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,
 };
+pub use crate::agent::Pipeline;
+pub use crate::retrieve::{Entity, SearchIndex, MAX_ENTITIES_PER_FILE};
 
 /// Version of the request and result formats, `major.minor`: a request of another major version
-/// is refused; minor versions only add optional fields.
-pub const SCHEMA_VERSION: &str = "1.0";
+/// is refused; minor versions only add optional fields (1.1: one result for every pipeline,
+/// with `pipeline`, `query`, `skipped`, `stats`, `llm`, and `dense_ms` / `index_reused` in
+/// `timings`).
+pub const SCHEMA_VERSION: &str = "1.1";

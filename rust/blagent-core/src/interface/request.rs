@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::SCHEMA_VERSION;
+use crate::agent::Pipeline;
 use crate::error::{Error, Result};
+use crate::retrieve::Rewrites;
 
 /// Default number of files a request asks for.
 pub const DEFAULT_TOP_K: usize = 10;
@@ -42,6 +44,7 @@ pub struct LocalizeRequest {
     #[serde(default = "current_version")]
     pub schema_version: String,
     /// The caller's id of the task (a SWE-bench `instance_id`), echoed in the result.
+    #[serde(default)]
     pub instance_id: String,
     /// The repository checkout to search.
     pub repo_path: PathBuf,
@@ -56,6 +59,13 @@ pub struct LocalizeRequest {
     /// Files only, or files and entities.
     #[serde(default)]
     pub granularity: Granularity,
+    /// Which pipeline ranks the files: `fused` (LLM-free, the default), `blagent` or `rrl`.
+    #[serde(default)]
+    pub pipeline: Pipeline,
+    /// Structural (T0) and behavioral (T1) rewrites of the issue written elsewhere (by an LLM,
+    /// or recorded), for the fused pipeline's dense views; the rule-based ones when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrites: Option<Rewrites>,
 }
 
 fn current_version() -> String {
@@ -86,6 +96,8 @@ impl LocalizeRequest {
             hints: Hints::default(),
             top_k: DEFAULT_TOP_K,
             granularity: Granularity::File,
+            pipeline: Pipeline::Fused,
+            rewrites: None,
         }
     }
 
@@ -97,18 +109,13 @@ impl LocalizeRequest {
         Ok(request)
     }
 
-    /// Checks what serde cannot: a compatible version, a non-empty id and issue, `top_k ≥ 1`.
+    /// Checks what serde cannot: a compatible version, a non-empty issue, `top_k ≥ 1`.
     pub fn validate(&self) -> Result<()> {
         if major(&self.schema_version) != major(SCHEMA_VERSION) {
             return Err(Error::InvalidInput(format!(
                 "unsupported request schema_version {:?} (this blagent speaks {SCHEMA_VERSION})",
                 self.schema_version
             )));
-        }
-        if self.instance_id.trim().is_empty() {
-            return Err(Error::InvalidInput(
-                "the request's instance_id is empty".to_owned(),
-            ));
         }
         if self.top_k == 0 {
             return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
@@ -140,7 +147,7 @@ mod tests {
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "schema_version": "2.0"}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "top_k": 0}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "  "}"#,
-            r#"{"instance_id": "", "repo_path": "/r", "issue": "x"}"#,
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "pipeline": "gpt"}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "granularity": "line"}"#,
         ];
         for text in bad {

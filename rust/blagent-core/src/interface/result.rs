@@ -1,14 +1,19 @@
-//! The result of the standardized localizer interface (`schemas/localize-result.schema.json`).
+//! The one result type (`schemas/localize-result.schema.json`), whichever pipeline ranked the
+//! files: the CLI prints it, the Python API wraps it, batch lines carry it, evaluation scores it.
 //!
-//! These types are the contract other pipelines read, so they are decoupled from the internal
-//! ones: a signal is a plain string here (`hint` included), and nothing internal leaks in.
+//! These types are the contract other pipelines read: a signal is a plain string here (`hint`
+//! included), and fields are only ever added (a minor schema version).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::request::Granularity;
-use crate::retrieve::Evidence;
+use crate::agent::{LlmReport, Pipeline};
+use crate::index::RepoIndex;
+use crate::query::Reformulation;
+use crate::repo::Skipped;
+use crate::retrieve::{Entity, Evidence};
 
 /// Who produced a result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,12 +27,12 @@ pub struct LocalizerInfo {
 }
 
 impl LocalizerInfo {
-    /// This crate, without an LLM.
-    pub fn blagent_llm_free() -> Self {
+    /// This crate, running in `mode` (`llm-free`, or `llm:PIPELINE:MODEL`).
+    pub fn blagent(mode: impl Into<String>) -> Self {
         LocalizerInfo {
             name: "blagent".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            mode: "llm-free".to_owned(),
+            mode: mode.into(),
         }
     }
 }
@@ -52,7 +57,7 @@ pub struct EvidenceItem {
 impl From<&Evidence> for EvidenceItem {
     fn from(e: &Evidence) -> Self {
         EvidenceItem {
-            signal: crate::signal_name(e.signal),
+            signal: e.signal.name().to_owned(),
             score: e.score,
             detail: e.detail.clone(),
             lines: e.lines,
@@ -78,23 +83,37 @@ pub struct FileHit {
     pub hinted: bool,
 }
 
-/// A class, function or method of a top file, for `granularity = "function"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entity {
-    /// `path::Qualified.name`, as LocAgent and SWE-bench-style function-level metrics spell it.
-    pub id: String,
-    /// The file.
-    pub path: String,
-    /// Qualified name within the file (`Class.method`).
-    pub name: String,
-    /// `class`, `function` or `method`.
-    pub kind: String,
-    /// Line range, 1-based and inclusive.
-    pub lines: (usize, usize),
-    /// The part of the file's fused score whose evidence lies in this entity.
-    pub score: f32,
-    /// Rank of its file.
-    pub file_rank: usize,
+/// Counts and flags about the indexed repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexStats {
+    /// Files indexed.
+    pub files: usize,
+    /// Chunks indexed.
+    pub chunks: usize,
+    /// Files decoded lossily because they were not valid UTF-8.
+    pub lossy_files: Vec<String>,
+    /// Files with syntax errors (chunked anyway).
+    pub syntax_error_files: Vec<String>,
+}
+
+impl IndexStats {
+    /// The statistics of `index`.
+    pub fn of(index: &RepoIndex) -> Self {
+        let paths = |keep: fn(&crate::index::IndexedFile) -> bool| {
+            index
+                .files
+                .iter()
+                .filter(|f| keep(f))
+                .map(|f| f.path().to_owned())
+                .collect()
+        };
+        IndexStats {
+            files: index.files.len(),
+            chunks: index.num_chunks(),
+            lossy_files: paths(|f| f.lossy),
+            syntax_error_files: paths(|f| f.parsed.syntax_errors),
+        }
+    }
 }
 
 /// Tokens spent on LLM calls; all zero in LLM-free mode.
@@ -108,19 +127,25 @@ pub struct TokenUsage {
     pub llm_calls: u64,
 }
 
-/// Wall-clock milliseconds per stage.
+/// Wall-clock milliseconds per stage. The index stages are those of the index as it was built,
+/// also when this answer reused it (`index_reused`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StageTimings {
-    /// Listing and reading files (0 when a prebuilt index was reused).
+    /// Listing and reading files.
     pub walk_ms: f64,
     /// Parsing and chunking.
     pub parse_ms: f64,
     /// Building the lexical indexes and symbol tables.
     pub index_ms: f64,
-    /// Reformulation, signals, fusion, hints and entities.
+    /// Embedding chunks and building the vector index (0 without dense retrieval).
+    pub dense_ms: f64,
+    /// Reformulation, signals, fusion, the LLM pipeline, hints and entities.
     pub query_ms: f64,
-    /// Everything, as the caller waited for it.
+    /// Everything this answer waited for: the query, plus the indexing unless it was reused.
     pub total_ms: f64,
+    /// Whether the index was built before this answer (its stages then cost this one nothing).
+    pub index_reused: bool,
 }
 
 /// The answer to one [`super::LocalizeRequest`].
@@ -132,19 +157,37 @@ pub struct LocalizationResult {
     pub instance_id: String,
     /// Who answered.
     pub localizer: LocalizerInfo,
+    /// The pipeline that ranked the files.
+    #[serde(default)]
+    pub pipeline: Pipeline,
     /// The granularity answered.
     pub granularity: Granularity,
-    /// Ranked files, best first, at most `top_k`.
+    /// Ranked files, best first: `top_k` of them when the repository has that many (files no
+    /// signal reached follow the others in path order, with score 0 and no evidence).
     pub files: Vec<FileHit>,
     /// Entities of the returned files, best first; present only for `granularity = "function"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entities: Option<Vec<Entity>>,
+    /// What the issue was reformulated into (the pattern-extracted fields).
+    #[serde(default)]
+    pub query: Reformulation,
+    /// What the walk left out, and why.
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+    /// Index statistics.
+    #[serde(default)]
+    pub stats: IndexStats,
     /// Stage timings.
     pub timings: StageTimings,
     /// LLM token usage (zero in LLM-free mode).
     pub usage: TokenUsage,
-    /// Things the caller should know: ignored hints, unsupported languages, skipped files.
+    /// Things the caller should know: ignored hints, unsupported languages, LLM fallbacks,
+    /// files read imperfectly.
     pub warnings: Vec<String>,
+    /// What the model did (the LLM pipelines only): tokens per stage, parse failures,
+    /// retries, fallbacks, its weight, its evidence per file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmReport>,
 }
 
 impl LocalizationResult {

@@ -1,98 +1,199 @@
-//! Answering a [`LocalizeRequest`] with the LLM-free [`Localizer`].
+//! Answering a request: the pipeline it names ranks the files, then one function builds the
+//! result whichever pipeline ranked them.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
-use super::entities::entities;
 use super::hints::{apply_hints, AppliedHints};
+use super::localizer::Localizer;
 use super::request::{Granularity, LocalizeRequest};
 use super::result::{
-    EvidenceItem, FileHit, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,
+    EvidenceItem, FileHit, IndexStats, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,
 };
 use super::SCHEMA_VERSION;
+use crate::agent::{LlmOptions, LlmReport, Pipeline};
 use crate::elapsed_ms;
 use crate::error::Result;
 use crate::index::RepoIndex;
-use crate::localizer::{signal_name, Localizer, Scored};
+use crate::llm::NoModel;
 use crate::repo::LANGUAGES;
-use crate::retrieve::Signal;
+use crate::retrieve::{complete, entities, score, Entity, Scored, SearchIndex, Signal};
 
-impl Localizer {
-    /// Answers `request`: indexes its repository, ranks its issue, applies its hints.
-    ///
-    /// The request's `top_k` overrides the localizer's; its other options (walk, chunking,
-    /// fusion weights) are the localizer's.
-    pub fn localize_request(&self, request: &LocalizeRequest) -> Result<LocalizationResult> {
-        let start = Instant::now();
-        request.validate()?;
-        let index = self.index(&request.repo_path)?;
-        let mut result = self.localize_request_in(&index, request)?;
-        result.timings.walk_ms = index.timings.walk_ms;
-        result.timings.parse_ms = index.timings.parse_ms;
-        result.timings.index_ms = index.timings.index_ms;
-        result.timings.total_ms = elapsed_ms(start);
-        Ok(result)
-    }
+/// A pipeline's ranking, before it becomes a result.
+struct Ranking {
+    scored: Scored,
+    /// `(file, score)`, best first, at most `top_k`.
+    ranked: Vec<(usize, f32)>,
+    hints: AppliedHints,
+    entities: Option<Vec<Entity>>,
+    llm: Option<LlmReport>,
+    warnings: Vec<String>,
+}
 
-    /// Answers `request` in an index already built for its repository (index timings are 0).
-    pub fn localize_request_in(
-        &self,
-        index: &RepoIndex,
-        request: &LocalizeRequest,
-    ) -> Result<LocalizationResult> {
-        let start = Instant::now();
-        request.validate()?;
-        let mut scored = self.score(index, &request.issue)?;
-        let weights = &self.options().weights;
-        let hints = apply_hints(
-            index,
-            &mut scored,
-            weights,
-            &request.hints.files,
-            &request.repo_path,
-        );
-        let mut warnings = language_warning(request.hints.language.as_deref())
-            .into_iter()
-            .collect::<Vec<_>>();
-        warnings.extend(hints.warnings.iter().cloned());
+/// Answers `request` in `index` (already validated).
+pub(super) fn answer(
+    localizer: &Localizer,
+    index: &SearchIndex,
+    request: &LocalizeRequest,
+) -> Result<LocalizationResult> {
+    let start = Instant::now();
+    let ranking = match request.pipeline {
+        Pipeline::Fused => fused(localizer, index, request)?,
+        Pipeline::Blagent | Pipeline::Rrl => with_llm(localizer, index, request)?,
+    };
+    Ok(build(index, request, ranking, elapsed_ms(start)))
+}
 
-        let top: Vec<(usize, FileHit)> = scored
-            .ranked
+/// The LLM-free ranking, with the request's hints applied, completed to `top_k` files.
+fn fused(localizer: &Localizer, index: &SearchIndex, request: &LocalizeRequest) -> Result<Ranking> {
+    let weights = &localizer.options().weights;
+    let mut scored = score(index, &request.issue, weights, request.rewrites.as_ref())?;
+    let hints = apply_hints(
+        &index.repo,
+        &mut scored,
+        weights,
+        &request.hints.files,
+        &request.repo_path,
+    );
+    let scores: std::collections::HashMap<usize, f32> = scored.ranked.iter().copied().collect();
+    let ranked: Vec<(usize, f32)> = complete(&index.repo, scored.ranked.iter().map(|&(f, _)| f))
+        .into_iter()
+        .take(request.top_k)
+        .map(|f| (f, scores.get(&f).copied().unwrap_or(0.0)))
+        .collect();
+    let entities = (request.granularity == Granularity::Function).then(|| {
+        let files: Vec<(usize, usize)> = ranked
             .iter()
-            .take(request.top_k)
             .enumerate()
-            .map(|(rank, &(file, score))| {
-                (
-                    file,
-                    file_hit(index, &scored, &hints, file, rank + 1, score),
-                )
-            })
+            .map(|(rank, &(file, _))| (file, rank + 1))
             .collect();
-        if top.is_empty() {
-            warnings.push("no indexed file matches the issue; the ranking is empty".to_owned());
-        }
-        warnings.extend(file_warnings(index, top.iter().map(|&(file, _)| file)));
-        let entities = (request.granularity == Granularity::Function).then(|| {
-            let files: Vec<(usize, &FileHit)> =
-                top.iter().map(|(file, hit)| (*file, hit)).collect();
-            entities(index, &scored.signals, weights, &files)
+        entities(&index.repo, &scored.signals, weights, &files)
+    });
+    let warnings = hints.warnings.clone();
+    Ok(Ranking {
+        scored,
+        ranked,
+        hints,
+        entities,
+        llm: None,
+        warnings,
+    })
+}
+
+/// The ranking of the LLM pipeline the request names, with the localizer's model (or none).
+fn with_llm(
+    localizer: &Localizer,
+    index: &SearchIndex,
+    request: &LocalizeRequest,
+) -> Result<Ranking> {
+    let defaults = LlmOptions::default();
+    let (model, options) = match localizer.llm() {
+        Some(run) => (run.model.as_ref(), &run.options),
+        None => (&NoModel as &dyn crate::llm::ChatModel, &defaults),
+    };
+    let options = LlmOptions {
+        pipeline: request.pipeline,
+        top_k: request.top_k,
+        functions: request.granularity == Granularity::Function,
+        ..options.clone()
+    };
+    let ranking = crate::agent::localize(
+        index,
+        &request.issue,
+        model,
+        &options,
+        &localizer.options().weights,
+    )?;
+    let mut warnings: Vec<String> = ranking
+        .llm
+        .stats
+        .fallbacks
+        .iter()
+        .map(|f| format!("LLM fallback: {f}"))
+        .collect();
+    if !request.hints.files.is_empty() {
+        warnings.push("hints are not used by the LLM pipelines; they were ignored".to_owned());
+    }
+    Ok(Ranking {
+        scored: ranking.scored,
+        ranked: ranking.ranked,
+        hints: AppliedHints::default(),
+        entities: ranking
+            .entities
+            .or_else(|| options.functions.then(Vec::new)),
+        llm: Some(ranking.llm),
+        warnings,
+    })
+}
+
+/// The one place a result is built.
+fn build(
+    index: &SearchIndex,
+    request: &LocalizeRequest,
+    ranking: Ranking,
+    query_ms: f64,
+) -> LocalizationResult {
+    let repo = &index.repo;
+    let Ranking {
+        scored,
+        ranked,
+        hints,
+        entities,
+        llm,
+        mut warnings,
+    } = ranking;
+    if let Some(warning) = language_warning(request.hints.language.as_deref()) {
+        warnings.insert(0, warning);
+    }
+    if ranked.is_empty() {
+        warnings.push("the repository has no indexed file; the ranking is empty".to_owned());
+    }
+    let stats = IndexStats::of(repo);
+    warnings.extend(file_warnings(repo, ranked.iter().map(|&(f, _)| f)));
+    let files = ranked
+        .iter()
+        .enumerate()
+        .map(|(rank, &(file, score))| file_hit(repo, &scored, &hints, file, rank + 1, score))
+        .collect();
+    let usage = llm
+        .as_ref()
+        .map_or_else(TokenUsage::default, |llm| TokenUsage {
+            prompt_tokens: llm.prompt_tokens,
+            completion_tokens: llm.completion_tokens,
+            llm_calls: llm.stats.calls,
         });
-        let query_ms = elapsed_ms(start);
-        Ok(LocalizationResult {
-            schema_version: SCHEMA_VERSION.to_owned(),
-            instance_id: request.instance_id.clone(),
-            localizer: LocalizerInfo::blagent_llm_free(),
-            granularity: request.granularity,
-            files: top.into_iter().map(|(_, hit)| hit).collect(),
-            entities,
-            timings: StageTimings {
-                query_ms,
-                total_ms: query_ms,
-                ..StageTimings::default()
-            },
-            usage: TokenUsage::default(),
-            warnings,
-        })
+    let mode = llm.as_ref().map_or_else(
+        || "llm-free".to_owned(),
+        |llm| format!("llm:{}:{}", request.pipeline.name(), llm.model),
+    );
+    let dense_ms = index
+        .dense
+        .as_ref()
+        .map_or(0.0, |d| d.stats.embed_ms + d.stats.index_ms);
+    let timings = StageTimings {
+        walk_ms: repo.timings.walk_ms,
+        parse_ms: repo.timings.parse_ms,
+        index_ms: repo.timings.index_ms,
+        dense_ms,
+        query_ms,
+        total_ms: query_ms,
+        index_reused: true,
+    };
+    LocalizationResult {
+        schema_version: SCHEMA_VERSION.to_owned(),
+        instance_id: request.instance_id.clone(),
+        localizer: LocalizerInfo::blagent(mode),
+        pipeline: request.pipeline,
+        granularity: request.granularity,
+        files,
+        entities,
+        query: scored.query,
+        skipped: repo.skipped.clone(),
+        stats,
+        timings,
+        usage,
+        warnings,
+        llm,
     }
 }
 
@@ -105,10 +206,10 @@ fn file_hit(
     score: f32,
 ) -> FileHit {
     let signals = &scored.signals[file];
-    let mut fired: std::collections::BTreeMap<String, f32> = Signal::ALL
+    let mut fired: BTreeMap<String, f32> = Signal::ALL
         .iter()
         .filter(|&&s| signals.get(s) > 0.0)
-        .map(|&s| (signal_name(s), signals.get(s)))
+        .map(|&s| (s.name().to_owned(), signals.get(s)))
         .collect();
     let mut evidence: Vec<EvidenceItem> = Vec::new();
     let boost = hints.boost(file);

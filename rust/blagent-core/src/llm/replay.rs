@@ -191,26 +191,7 @@ impl ChatModel for ReplayModel {
 /// Reads every entry; a malformed last line without a newline (an interrupted recording) is
 /// dropped, any other malformed line is an error naming it.
 fn read_cassette(path: &Path) -> Result<Vec<CassetteEntry>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let lines: Vec<&str> = text.split('\n').collect();
-    let mut entries = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str(line) {
-            Ok(entry) => entries.push(entry),
-            Err(_) if i + 1 == lines.len() => {} // unterminated last line
-            Err(e) => {
-                return Err(Error::Dataset {
-                    path: path.to_owned(),
-                    line: i + 1,
-                    message: format!("not a cassette entry: {e}"),
-                })
-            }
-        }
-    }
-    Ok(entries)
+    crate::dataset::read_jsonl_appended(path)
 }
 
 /// Wraps a model and appends each exchange (answer or error) to a cassette, one flushed line

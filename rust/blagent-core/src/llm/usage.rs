@@ -77,10 +77,19 @@ pub struct StageUsage {
     /// Whether any count was estimated locally.
     pub estimated: bool,
     /// Estimated cost in USD, when the model is in the price table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
 }
 
 impl StageUsage {
+    /// Counts one answered request.
+    pub fn record(&mut self, usage: &Usage) {
+        self.calls += 1;
+        self.prompt_tokens += usage.prompt_tokens;
+        self.completion_tokens += usage.completion_tokens;
+        self.estimated |= usage.estimated;
+    }
+
     fn add(&mut self, other: &StageUsage) {
         self.calls += other.calls;
         self.failed_calls += other.failed_calls;
@@ -122,16 +131,9 @@ impl TokenLedger {
 
     /// Counts one answered request of `stage`.
     pub fn record(&self, stage: &str, usage: &Usage) {
-        self.add(
-            stage,
-            &StageUsage {
-                calls: 1,
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-                estimated: usage.estimated,
-                ..StageUsage::default()
-            },
-        );
+        let mut delta = StageUsage::default();
+        delta.record(usage);
+        self.add(stage, &delta);
     }
 
     /// Counts one failed request of `stage`.

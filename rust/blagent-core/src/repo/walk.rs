@@ -17,6 +17,7 @@ const BINARY_SNIFF_BYTES: usize = 8000;
 
 /// Options of [`walk`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct WalkOptions {
     /// Keep test files. By default they are excluded with Agentless's rule: any path component
     /// starting with `test`.

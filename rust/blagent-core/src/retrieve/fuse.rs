@@ -12,7 +12,7 @@ use super::{FileSignals, Signal};
 
 /// One weight per signal.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct FusionWeights {
     /// Whole-file BM25 of the issue (normalized by the best file).
     pub bm25_file: f32,

@@ -1,14 +1,19 @@
 //! From a reformulated issue and a repository index to a ranked list of files, each with the
-//! evidence that put it there.
+//! evidence that put it there ([`score`]), and the functions of those files that the evidence
+//! points at ([`entities`]).
 
 mod dense;
+mod entities;
 mod fuse;
+mod score;
 mod signals;
 
 use serde::{Deserialize, Serialize};
 
 pub use self::dense::{add_dense_view, dense_signals, Rewrites};
+pub use self::entities::{entities, Entity, MAX_ENTITIES_PER_FILE};
 pub use self::fuse::{fuse, FusionWeights, Normalizer};
+pub use self::score::{complete, score, Scored, SearchIndex};
 pub use self::signals::compute_signals;
 
 /// The independent signals that point at a file.
@@ -62,6 +67,24 @@ impl Signal {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// The `snake_case` name, as in the JSON output and the fusion weights.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Bm25File => "bm25_file",
+            Signal::Bm25Chunk => "bm25_chunk",
+            Signal::TitleFile => "title_file",
+            Signal::TitleChunk => "title_chunk",
+            Signal::PathMention => "path_mention",
+            Signal::ModuleMention => "module_mention",
+            Signal::StackFrame => "stack_frame",
+            Signal::Definition => "definition",
+            Signal::ErrorMessage => "error_message",
+            Signal::DenseIssue => "dense_issue",
+            Signal::DenseStructural => "dense_structural",
+            Signal::DenseBehavioral => "dense_behavioral",
+        }
+    }
 }
 
 /// One piece of evidence for a file.
@@ -100,5 +123,20 @@ impl FileSignals {
     /// Raw score of one signal.
     pub fn get(&self, signal: Signal) -> f32 {
         self.scores[signal.index()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Signal;
+
+    #[test]
+    fn names_are_the_serialized_names() {
+        for signal in Signal::ALL {
+            assert_eq!(
+                serde_json::to_value(signal).expect("serializes"),
+                signal.name()
+            );
+        }
     }
 }

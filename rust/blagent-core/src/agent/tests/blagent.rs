@@ -90,7 +90,7 @@ fn a_clean_run_ranks_the_models_files_first_within_budget() {
 
 /// A clean run whose first phase-2 reply is `first`: the result, after the one repair request
 /// it must draw, and that request.
-fn phase2_sent_back(first: &'static str) -> (LlmLocalizeResult, String) {
+fn phase2_sent_back(first: &'static str) -> (Ranked, String) {
     let index = minishop();
     let model = by_stage(&[
         ("t0", T0),
@@ -185,7 +185,7 @@ fn hallucinated_paths_are_dropped() {
     assert_eq!(paths(&result)[0], "minishop/pricing.py");
     assert!(paths(&result)
         .iter()
-        .all(|p| index.files.iter().any(|f| f.path() == p)));
+        .all(|p| index.repo.files.iter().any(|f| f.path() == p)));
 }
 
 #[test]
@@ -241,13 +241,13 @@ fn a_model_that_never_answers_validly_falls_back_to_retrieval() {
 fn the_final_list_is_always_top_k_long_when_the_repository_has_the_files() {
     let index = minishop();
     let narrow = "`restock` fails";
-    let scored = Localizer::default().score(&index, narrow).unwrap();
+    let scored = crate::retrieve::score(&index, narrow, &FusionWeights::default(), None).unwrap();
     assert!(scored.ranked.len() < 5, "the issue matches few files");
     for k in [1, 3, 5, 50] {
         let result = run(&index, narrow, &clean(), &options(Pipeline::Blagent, k));
-        assert_eq!(paths(&result).len(), k.min(index.files.len()));
+        assert_eq!(paths(&result).len(), k.min(index.repo.files.len()));
         let none = run(&index, narrow, &NoModel, &options(Pipeline::Blagent, k));
-        assert_eq!(paths(&none).len(), k.min(index.files.len()));
+        assert_eq!(paths(&none).len(), k.min(index.repo.files.len()));
     }
 }
 
@@ -272,11 +272,15 @@ fn phase_two_sees_retrievals_best_file_when_phase_one_scores_all_alike() {
     assert_eq!(best, "minishop/pricing.py");
     assert_eq!(result.llm.candidates[0], best);
     let t0_best = retrieve_for_query(
-        &index,
+        &index.repo,
+        None,
         "Inventory OutOfStock restock stock level",
         &FusionWeights::default(),
     );
-    assert_eq!(index.files[t0_best[0].file].path(), "minishop/inventory.py");
+    assert_eq!(
+        index.repo.files[t0_best[0].file].path(),
+        "minishop/inventory.py"
+    );
     assert_eq!(result.llm.candidates[1], "minishop/inventory.py");
     let requests = model.requests();
     let phase2 = requests.iter().find(|r| r.stage == "phase2").unwrap();
@@ -392,7 +396,9 @@ fn prompt_tokens_stay_under_12k_on_large_files_and_a_long_issue() {
         }
         std::fs::write(dir.path().join(format!("pkg/mod_{m}.py")), text).unwrap();
     }
-    let index = RepoIndex::build(dir.path(), &crate::index::IndexOptions::default()).unwrap();
+    let index: SearchIndex = RepoIndex::build(dir.path(), &crate::index::IndexOptions::default())
+        .unwrap()
+        .into();
     let issue = format!(
         "compute_total gives wrong totals with a discount\n\n{}\nTraceback (most recent call last):\n  File \"pkg/mod_3.py\", line 40, in compute_total_2\nValueError: negative total",
         "When the discount is applied the rounding goes wrong and the total is off. ".repeat(60)

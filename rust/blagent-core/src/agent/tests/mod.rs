@@ -5,17 +5,19 @@ mod rrl;
 
 use std::path::PathBuf;
 
-use super::{LlmLocalizeResult, LlmOptions, Pipeline};
+use super::{LlmOptions, LlmRanking, Pipeline};
 use crate::index::{IndexOptions, RepoIndex};
 use crate::llm::{ChatModel, ChatRequest, ScriptedModel};
-use crate::Localizer;
+use crate::retrieve::{complete, score, FusionWeights, SearchIndex};
 
 pub(super) fn example() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
-pub(super) fn minishop() -> RepoIndex {
-    RepoIndex::build(&example().join("minishop"), &IndexOptions::default()).unwrap()
+pub(super) fn minishop() -> SearchIndex {
+    RepoIndex::build(&example().join("minishop"), &IndexOptions::default())
+        .unwrap()
+        .into()
 }
 
 pub(super) fn issue() -> String {
@@ -31,14 +33,31 @@ pub(super) fn options(pipeline: Pipeline, top_k: usize) -> LlmOptions {
 }
 
 pub(super) fn run(
-    index: &RepoIndex,
+    index: &SearchIndex,
     issue: &str,
     model: &dyn ChatModel,
     options: &LlmOptions,
-) -> LlmLocalizeResult {
-    Localizer::default()
-        .localize_with_llm(index, issue, model, options)
-        .unwrap()
+) -> Ranked {
+    let ranking = super::localize(index, issue, model, options, &FusionWeights::default()).unwrap();
+    let paths = ranking
+        .ranked
+        .iter()
+        .map(|&(f, _)| index.repo.files[f].path().to_owned())
+        .collect();
+    Ranked { ranking, paths }
+}
+
+/// A run's ranking and its paths.
+pub(super) struct Ranked {
+    pub ranking: LlmRanking,
+    pub paths: Vec<String>,
+}
+
+impl std::ops::Deref for Ranked {
+    type Target = LlmRanking;
+    fn deref(&self) -> &LlmRanking {
+        &self.ranking
+    }
 }
 
 /// A model answering each stage from its own queue of replies.
@@ -59,16 +78,16 @@ pub(super) fn by_stage(script: &[(&'static str, &'static str)]) -> ScriptedModel
 }
 
 /// The paths of a result.
-pub(super) fn paths(result: &LlmLocalizeResult) -> Vec<String> {
-    result.result.paths()
+pub(super) fn paths(result: &Ranked) -> Vec<String> {
+    result.paths.clone()
 }
 
 /// The LLM-free ranking of the issue, completed with every file, cut at `k`.
-pub(super) fn llm_free(index: &RepoIndex, issue: &str, k: usize) -> Vec<String> {
-    let scored = Localizer::default().score(index, issue).unwrap();
-    super::complete(index, scored.ranked.iter().map(|r| r.0))
+pub(super) fn llm_free(index: &SearchIndex, issue: &str, k: usize) -> Vec<String> {
+    let scored = score(index, issue, &FusionWeights::default(), None).unwrap();
+    complete(&index.repo, scored.ranked.iter().map(|r| r.0))
         .into_iter()
         .take(k)
-        .map(|f| index.files[f].path().to_owned())
+        .map(|f| index.repo.files[f].path().to_owned())
         .collect()
 }

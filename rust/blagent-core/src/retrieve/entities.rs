@@ -10,30 +10,48 @@
 
 use std::collections::HashMap;
 
-use super::result::{Entity, FileHit};
-use crate::chunk::{Symbol, SymbolKind};
+use serde::{Deserialize, Serialize};
+
+use super::{Evidence, FileSignals, FusionWeights, Normalizer};
+use crate::chunk::{enclosing, Symbol};
 use crate::index::RepoIndex;
-use crate::retrieve::{Evidence, FileSignals, FusionWeights, Normalizer};
 
 /// At most this many entities per file: beyond them the evidence is thin.
 pub const MAX_ENTITIES_PER_FILE: usize = 10;
 
-fn kind_name(kind: SymbolKind) -> &'static str {
-    match kind {
-        SymbolKind::Class => "class",
-        SymbolKind::Function => "function",
-        SymbolKind::Method => "method",
-    }
+/// A class, function or method of a top file, for `granularity = "function"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entity {
+    /// `path::Qualified.name`, as LocAgent and SWE-bench-style function-level metrics spell it.
+    pub id: String,
+    /// The file.
+    pub path: String,
+    /// Qualified name within the file (`Class.method`).
+    pub name: String,
+    /// `class`, `function` or `method`.
+    pub kind: String,
+    /// Line range, 1-based and inclusive.
+    pub lines: (usize, usize),
+    /// The part of the file's fused score whose evidence lies in this entity (0 for an entity
+    /// only the model named).
+    pub score: f32,
+    /// Rank of its file.
+    pub file_rank: usize,
 }
 
-/// Innermost symbol not nested in a function whose lines contain `lines`.
-fn enclosing(symbols: &[Symbol], lines: (usize, usize)) -> Option<usize> {
-    symbols
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| !s.in_function && s.start_line <= lines.0 && lines.1 <= s.end_line)
-        .max_by_key(|(_, s)| (s.depth, s.start_line))
-        .map(|(i, _)| i)
+impl Entity {
+    /// The entity of `symbol` in the file `path` ranked `file_rank`.
+    pub fn of(path: &str, symbol: &Symbol, score: f32, file_rank: usize) -> Self {
+        Entity {
+            id: format!("{path}::{}", symbol.qualified),
+            path: path.to_owned(),
+            name: symbol.qualified.clone(),
+            kind: symbol.kind.name().to_owned(),
+            lines: (symbol.start_line, symbol.end_line),
+            score,
+            file_rank,
+        }
+    }
 }
 
 /// The entity a piece of evidence lies in, as an index into `symbols`.
@@ -56,16 +74,17 @@ fn entity_of(symbols: &[Symbol], evidence: &Evidence) -> Option<usize> {
     evidence.lines.and_then(|lines| enclosing(symbols, lines))
 }
 
-/// Entities of `files`, best first (see the module documentation).
-pub(crate) fn entities(
+/// Entities of `files` (`(file, its rank)`), best first (see the module documentation).
+pub fn entities(
     index: &RepoIndex,
     signals: &[FileSignals],
     weights: &FusionWeights,
-    files: &[(usize, &FileHit)],
+    files: &[(usize, usize)],
 ) -> Vec<Entity> {
     let normalizer = Normalizer::new(signals);
     let mut out = Vec::new();
-    for &(file, hit) in files {
+    for &(file, rank) in files {
+        let path = index.files[file].path();
         let symbols = &index.files[file].parsed.symbols;
         let mut credit: HashMap<usize, f32> = HashMap::new();
         for evidence in &signals[file].evidence {
@@ -82,18 +101,7 @@ pub(crate) fn entities(
             ranked
                 .into_iter()
                 .take(MAX_ENTITIES_PER_FILE)
-                .map(|(i, score)| {
-                    let symbol = &symbols[i];
-                    Entity {
-                        id: format!("{}::{}", hit.path, symbol.qualified),
-                        path: hit.path.clone(),
-                        name: symbol.qualified.clone(),
-                        kind: kind_name(symbol.kind).to_owned(),
-                        lines: (symbol.start_line, symbol.end_line),
-                        score,
-                        file_rank: hit.rank,
-                    }
-                }),
+                .map(|(i, score)| Entity::of(path, &symbols[i], score, rank)),
         );
     }
     out

@@ -1,0 +1,89 @@
+//! One dataset row, and reading a dataset.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::jsonl::read_jsonl;
+use crate::error::Result;
+
+/// One dataset row: a SWE-bench instance or a Long Code Arena task in blagent's shape.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Instance {
+    /// Unique id; its tree lives in `<repos>/<instance_id>` (LCA ids contain `/`: trees nest).
+    pub instance_id: String,
+    /// `owner/name`, for per-repository metrics.
+    #[serde(default)]
+    pub repo: String,
+    /// The commit the tree is checked out at.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub base_commit: String,
+    /// The issue text.
+    #[serde(default)]
+    pub problem_statement: String,
+    /// Files the reference patch changes; derived from `patch` when absent.
+    #[serde(default)]
+    pub gold_files: Vec<String>,
+    /// The reference patch.
+    #[serde(default)]
+    pub patch: String,
+}
+
+/// The `b/` paths of a unified diff's `diff --git` headers (the rule BLAgent and LocAgent use),
+/// each once, in patch order.
+pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for line in patch.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            if let Some((_, b)) = rest.split_once(" b/") {
+                if !files.iter().any(|f| f == b) {
+                    files.push(b.to_owned());
+                }
+            }
+        }
+    }
+    files
+}
+
+/// Reads a JSONL dataset; gold files missing from a row are derived from its patch. A malformed
+/// line is an error naming the file and line.
+pub fn load_dataset(path: &Path) -> Result<Vec<Instance>> {
+    let mut instances: Vec<Instance> = read_jsonl(path)?;
+    for instance in &mut instances {
+        if instance.gold_files.is_empty() {
+            instance.gold_files = gold_files_from_patch(&instance.patch);
+        }
+    }
+    Ok(instances)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gold_files_are_the_b_paths_once_each() {
+        let patch = "diff --git a/x/a.py b/x/a.py\n--- a/x/a.py\n+++ b/x/a.py\n@@\ndiff --git a/old.py b/new.py\ndiff --git a/x/a.py b/x/a.py\n";
+        assert_eq!(gold_files_from_patch(patch), ["x/a.py", "new.py"]);
+    }
+
+    #[test]
+    fn rows_of_both_benchmarks_load_and_gold_comes_from_the_patch_when_absent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("d.jsonl");
+        std::fs::write(
+            &path,
+            concat!(
+                r#"{"instance_id": "o__r-1", "repo": "o/r", "problem_statement": "x", "patch": "diff --git a/a.py b/a.py\n"}"#,
+                "\n\n",
+                r#"{"instance_id": "sq/ok/1/2", "repo": "sq/ok", "base_commit": "abc", "language": "java", "problem_statement": "y", "gold_files": ["B.java", "C.kt"]}"#,
+                "\n"
+            ),
+        )
+        .expect("write");
+        let rows = load_dataset(&path).expect("loads");
+        assert_eq!(rows[0].gold_files, ["a.py"]);
+        assert_eq!(rows[1].gold_files, ["B.java", "C.kt"]);
+        assert_eq!(rows[1].base_commit, "abc");
+    }
+}

@@ -1,0 +1,267 @@
+//! The one JSONL reader and writer. Reads are bounded ([`MAX_JSONL_BYTES`]) and refuse anything
+//! but a regular file; a malformed line is an error naming the file and the line.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// The largest JSONL (or JSON array) file read: SWE-bench's full test split with its patches
+/// is about 100 MB.
+pub const MAX_JSONL_BYTES: u64 = 1 << 30;
+
+/// The text of `path`, refused when it is not a regular file or is larger than `max` bytes;
+/// invalid UTF-8 is an error naming the file.
+fn read_text(path: &Path, max: u64) -> Result<String> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::InvalidInput(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    if meta.len() > max {
+        return Err(Error::InvalidInput(format!(
+            "{} has {} bytes, more than the {max} read",
+            path.display(),
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > max {
+        return Err(Error::InvalidInput(format!(
+            "{} grew past the {max} bytes read",
+            path.display()
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| Error::Dataset {
+        path: path.to_path_buf(),
+        line: 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count(),
+        message: "not valid UTF-8".to_owned(),
+    })
+}
+
+fn malformed(path: &Path, line: usize, message: impl Into<String>) -> Error {
+    Error::Dataset {
+        path: path.to_path_buf(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// `(line number, value)` of every non-blank line. With `tolerate_unterminated_tail`, a
+/// malformed last line that lacks its newline (an interrupted write) is dropped instead of
+/// being an error.
+fn lines<T: DeserializeOwned>(
+    path: &Path,
+    text: &str,
+    tolerate_unterminated_tail: bool,
+) -> Result<Vec<(usize, T)>> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut rows = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(row) => rows.push((i + 1, row)),
+            Err(_) if tolerate_unterminated_tail && i + 1 == lines.len() => {}
+            Err(e) => return Err(malformed(path, i + 1, e.to_string())),
+        }
+    }
+    Ok(rows)
+}
+
+/// Reads a JSONL file of `T` (blank lines skipped).
+pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    let text = read_text(path, MAX_JSONL_BYTES)?;
+    Ok(lines(path, &text, false)?
+        .into_iter()
+        .map(|(_, row)| row)
+        .collect())
+}
+
+/// Reads a JSONL file of `T`, dropping a malformed last line without its newline (a file that
+/// a crashed writer appended to, as a cassette).
+pub fn read_jsonl_appended<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    let text = read_text(path, MAX_JSONL_BYTES)?;
+    Ok(lines(path, &text, true)?
+        .into_iter()
+        .map(|(_, row)| row)
+        .collect())
+}
+
+/// One record of a file read by [`read_records`]: its `instance_id` and its fields.
+pub type Record = (String, Map<String, Value>);
+
+/// Records keyed by `instance_id`, from a JSONL file or a single JSON array, in file order. A
+/// record that is not an object with a string `instance_id` is an error; a repeated id
+/// replaces the earlier record and adds a warning.
+pub fn read_records(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Record>> {
+    let text = read_text(path, MAX_JSONL_BYTES)?;
+    let values: Vec<(usize, Value)> = if text.trim_start().starts_with('[') {
+        match serde_json::from_str::<Value>(&text)
+            .map_err(|e| malformed(path, e.line(), e.to_string()))?
+        {
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (i + 1, v))
+                .collect(),
+            _ => return Err(malformed(path, 1, "expected a JSON array")),
+        }
+    } else {
+        lines(path, &text, false)?
+    };
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut records: Vec<Record> = Vec::new();
+    for (line, value) in values {
+        let Value::Object(map) = value else {
+            return Err(malformed(path, line, "expected a JSON object"));
+        };
+        let Some(id) = map
+            .get("instance_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return Err(malformed(path, line, "missing string field `instance_id`"));
+        };
+        if let Some(&at) = seen.get(&id) {
+            warnings.push(format!(
+                "{}:{line}: duplicate instance {id}; this record replaces the earlier one",
+                path.display()
+            ));
+            records[at].1 = map;
+        } else {
+            seen.insert(id.clone(), records.len());
+            records.push((id, map));
+        }
+    }
+    Ok(records)
+}
+
+/// Writes one JSON value a line, each line flushed as it is written, so an interrupted run
+/// leaves at most one incomplete last line.
+#[derive(Debug)]
+pub struct JsonlWriter {
+    path: PathBuf,
+    file: BufWriter<File>,
+}
+
+impl JsonlWriter {
+    /// A new, empty file at `path` (its folder created when missing).
+    pub fn create(path: &Path) -> Result<Self> {
+        Self::open(path, false)
+    }
+
+    /// `path` opened for appending (created with its folder when missing).
+    pub fn append(path: &Path) -> Result<Self> {
+        Self::open(path, true)
+    }
+
+    fn open(path: &Path, append: bool) -> Result<Self> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(JsonlWriter {
+            path: path.to_path_buf(),
+            file: BufWriter::new(file),
+        })
+    }
+
+    /// Writes `value` as one line and flushes it.
+    pub fn write(&mut self, value: &impl Serialize) -> Result<()> {
+        let mut line = serde_json::to_vec(value)?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.flush())
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_lines_name_file_and_line_and_special_files_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.jsonl");
+        std::fs::write(&path, "{\"a\": 1}\n\n{oops\n").expect("write");
+        let err = read_jsonl::<Value>(&path).expect_err("malformed");
+        assert!(err.to_string().contains("x.jsonl:3"), "{err}");
+        assert!(read_jsonl::<Value>(dir.path())
+            .expect_err("a folder")
+            .is_input_error());
+    }
+
+    #[test]
+    fn an_unterminated_tail_is_dropped_only_when_asked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c.jsonl");
+        std::fs::write(&path, "{\"a\": 1}\n{\"a\": 2, \"b").expect("write");
+        assert_eq!(read_jsonl_appended::<Value>(&path).expect("reads").len(), 1);
+        assert!(read_jsonl::<Value>(&path).is_err());
+    }
+
+    #[test]
+    fn records_from_lines_or_an_array_and_duplicates_replace_with_a_warning() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.json");
+        std::fs::write(
+            &path,
+            r#"[{"instance_id": "a", "v": 1}, {"instance_id": "b"}, {"instance_id": "a", "v": 2}]"#,
+        )
+        .expect("write");
+        let mut warnings = Vec::new();
+        let records = read_records(&path, &mut warnings).expect("reads");
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0].1["v"], 2);
+        assert_eq!(warnings.len(), 1);
+        std::fs::write(&path, "{\"id\": 1}\n").expect("write");
+        assert!(read_records(&path, &mut warnings).is_err());
+    }
+
+    #[test]
+    fn the_writer_creates_truncates_and_appends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sub/out.jsonl");
+        JsonlWriter::create(&path)
+            .and_then(|mut w| w.write(&1))
+            .expect("create");
+        JsonlWriter::append(&path)
+            .and_then(|mut w| w.write(&2))
+            .expect("append");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "1\n2\n");
+        JsonlWriter::create(&path)
+            .and_then(|mut w| w.write(&3))
+            .expect("truncate");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "3\n");
+    }
+}

@@ -1,0 +1,117 @@
+//! The one [`Localizer`]: index a repository once, answer [`LocalizeRequest`]s in it with the
+//! pipeline each request names.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::request::LocalizeRequest;
+use super::result::LocalizationResult;
+use crate::agent::LlmRun;
+use crate::dense::{DenseModel, DenseOptions};
+use crate::error::{Error, Result};
+use crate::index::{IndexOptions, RepoIndex};
+use crate::retrieve::{score, FusionWeights, Rewrites, Scored, SearchIndex};
+
+/// How a [`Localizer`] indexes and scores; what each request asks (its issue, pipeline,
+/// `top_k`, granularity, hints) is in the request.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LocalizeOptions {
+    /// How to walk and chunk the repository.
+    pub index: IndexOptions,
+    /// How to weigh the signals.
+    pub weights: FusionWeights,
+    /// Dense retrieval (the embedding model and its cache); lexical signals only when `None`.
+    pub dense: Option<DenseOptions>,
+}
+
+/// Localizes bug reports in repositories: LLM-free, or with the model of its [`LlmRun`] for
+/// the requests that name an LLM pipeline.
+#[derive(Debug, Clone, Default)]
+pub struct Localizer {
+    options: LocalizeOptions,
+    dense: Option<DenseModel>,
+    llm: Option<LlmRun>,
+}
+
+impl Localizer {
+    /// A localizer with these options (the embedding model is loaded when dense retrieval is
+    /// on).
+    pub fn new(options: LocalizeOptions) -> Result<Self> {
+        if options.index.chunk.max_bytes == 0 {
+            return Err(Error::InvalidInput(
+                "chunk max_bytes must be at least 1".to_owned(),
+            ));
+        }
+        let dense = options.dense.clone().map(DenseModel::load).transpose()?;
+        Ok(Localizer {
+            options,
+            dense,
+            llm: None,
+        })
+    }
+
+    /// The same localizer, answering the LLM pipelines with `run`'s model and options (without
+    /// one they run with no model: every LLM stage falls back to retrieval).
+    #[must_use]
+    pub fn with_llm(mut self, run: LlmRun) -> Self {
+        self.llm = Some(run);
+        self
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &LocalizeOptions {
+        &self.options
+    }
+
+    /// The model and options of the LLM pipelines, when given.
+    pub fn llm(&self) -> Option<&LlmRun> {
+        self.llm.as_ref()
+    }
+
+    /// Indexes a repository (reusable across requests on the same tree), with its dense part
+    /// when dense retrieval is on.
+    pub fn index(&self, repo: &std::path::Path) -> Result<SearchIndex> {
+        let lexical = RepoIndex::build(repo, &self.options.index)?;
+        let dense = self.dense.as_ref().map(|m| m.index(&lexical)).transpose()?;
+        Ok(SearchIndex {
+            repo: lexical,
+            dense,
+        })
+    }
+
+    /// Answers `request`: indexes its repository, then [`Localizer::localize_in`].
+    pub fn localize(&self, request: &LocalizeRequest) -> Result<LocalizationResult> {
+        let start = Instant::now();
+        request.validate()?;
+        let index = self.index(&request.repo_path)?;
+        let mut result = self.localize_in(&index, request)?;
+        result.timings.index_reused = false;
+        result.timings.total_ms = crate::elapsed_ms(start);
+        Ok(result)
+    }
+
+    /// Answers `request` in an index already built for its repository, with the pipeline the
+    /// request names.
+    pub fn localize_in(
+        &self,
+        index: &SearchIndex,
+        request: &LocalizeRequest,
+    ) -> Result<LocalizationResult> {
+        request.validate()?;
+        super::run::answer(self, index, request)
+    }
+
+    /// The LLM-free scoring of `issue`: every file's signals and the fused ranking before any
+    /// cut, for callers that read it whole (`blagent eval --signals-out`). `rewrites` replace
+    /// the rule-based T0/T1 rewrites of the dense views.
+    pub fn score(
+        &self,
+        index: &SearchIndex,
+        issue: &str,
+        rewrites: Option<&Rewrites>,
+    ) -> Result<Scored> {
+        score(index, issue, &self.options.weights, rewrites)
+    }
+}

@@ -1,0 +1,79 @@
+//! The LLM-free ranking of one issue: reformulate it, compute every signal (the dense ones when
+//! the index has a dense part), fuse them. Every pipeline starts from it.
+
+use crate::dense::DenseIndex;
+use crate::error::{Error, Result};
+use crate::index::RepoIndex;
+use crate::query::{reformulate, Reformulation};
+
+use super::{compute_signals, dense_signals, fuse, FileSignals, FusionWeights, Rewrites};
+
+/// A repository's lexical index and, when dense retrieval is on, its dense index: what the
+/// pipelines search.
+#[derive(Debug)]
+pub struct SearchIndex {
+    /// Files, chunks, BM25 indexes and symbol tables.
+    pub repo: RepoIndex,
+    /// The embedded chunks, when dense retrieval is on.
+    pub dense: Option<DenseIndex>,
+}
+
+impl From<RepoIndex> for SearchIndex {
+    fn from(repo: RepoIndex) -> Self {
+        SearchIndex { repo, dense: None }
+    }
+}
+
+/// The full LLM-free ranking of one issue in one index.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    /// What the issue was reformulated into.
+    pub query: Reformulation,
+    /// Raw signal scores and evidence, one entry per indexed file.
+    pub signals: Vec<FileSignals>,
+    /// `(file, fused score)` of every file with any signal, best first.
+    pub ranked: Vec<(usize, f32)>,
+}
+
+/// Scores `issue` in `index`. `rewrites` are the structural and behavioral rewrites for the
+/// dense views (written by an LLM, or recorded); the rule-based ones when `None`. They matter
+/// only when the index has a dense part.
+pub fn score(
+    index: &SearchIndex,
+    issue: &str,
+    weights: &FusionWeights,
+    rewrites: Option<&Rewrites>,
+) -> Result<Scored> {
+    if issue.trim().is_empty() {
+        return Err(Error::InvalidInput("the issue text is empty".to_owned()));
+    }
+    let query = reformulate(issue);
+    let mut signals = compute_signals(&index.repo, &query);
+    if let Some(dense) = &index.dense {
+        let rewrites = rewrites
+            .cloned()
+            .unwrap_or_else(|| Rewrites::heuristic(&query));
+        dense_signals(&index.repo, dense, &query, &rewrites, &mut signals)?;
+    }
+    let ranked = fuse(&signals, weights);
+    Ok(Scored {
+        query,
+        signals,
+        ranked,
+    })
+}
+
+/// `ranked` followed by every other indexed file in path order (the index's order), each file
+/// once: a complete ranking, so every pipeline returns `top_k` files when the repository has
+/// that many.
+pub fn complete(index: &RepoIndex, ranked: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let mut seen = vec![false; index.files.len()];
+    let mut out = Vec::with_capacity(index.files.len());
+    for file in ranked.into_iter().chain(0..index.files.len()) {
+        if file < seen.len() && !seen[file] {
+            seen[file] = true;
+            out.push(file);
+        }
+    }
+    out
+}
