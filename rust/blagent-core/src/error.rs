@@ -46,6 +46,9 @@ pub enum Error {
     /// JSON (de)serialization failed.
     #[error("JSON error: {0}")]
     Json(#[from] serde_json::Error),
+    /// The run was interrupted (Ctrl-C): see [`crate::cancel`].
+    #[error("interrupted")]
+    Cancelled,
     /// A bug: an invariant that should hold did not.
     #[error("internal error: {0}")]
     Internal(String),

@@ -16,6 +16,7 @@ mod error;
 
 pub mod agent;
 pub mod analysis;
+pub mod cancel;
 pub mod chunk;
 pub mod dense;
 pub mod embed;
@@ -26,6 +27,7 @@ pub mod llm;
 pub mod query;
 pub mod repo;
 pub mod retrieve;
+pub mod select;
 
 mod localizer;
 
