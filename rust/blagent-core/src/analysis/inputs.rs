@@ -63,7 +63,11 @@ fn read_records(
     path: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<(String, Map<String, Value>)>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::repo::read::read_user_text(
+        path,
+        crate::repo::read::MAX_DATA_FILE_BYTES,
+        "input file",
+    )?;
     let bad = |line: usize, message: String| Error::Dataset {
         path: path.to_path_buf(),
         line,
@@ -201,7 +205,11 @@ const REPORT_KEYS: [(&str, &str, Outcome); 4] = [
 /// "unresolved": [...], "empty_patch": [...], "error": [...]}`, and SWE-bench's per-instance
 /// report (`{id: {"resolved": bool, "patch_exists": bool, ...}}`).
 pub fn load_report(path: &Path, warnings: &mut Vec<String>) -> Result<BTreeMap<String, Outcome>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::repo::read::read_user_text(
+        path,
+        crate::repo::read::MAX_DATA_FILE_BYTES,
+        "input file",
+    )?;
     let bad = |message: String| {
         Error::InvalidInput(format!("{}: {message}", PathBuf::from(path).display()))
     };

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -18,6 +18,7 @@ use crate::dense::DenseStats;
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
 use crate::localizer::{LocalizeOptions, Localizer};
+use crate::repo::read::{read_user_text, MAX_DATA_FILE_BYTES};
 use crate::retrieve::{FileSignals, Signal};
 
 /// Metrics need at least this many ranked files (Acc@10, MAP@10).
@@ -60,10 +61,9 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
 
 /// Reads a JSONL file of `T` (blank lines skipped); a malformed line is an error naming it.
 pub(super) fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let text = read_user_text(path, MAX_DATA_FILE_BYTES, "JSONL file")?;
     let mut rows = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::io(path, e))?;
+    for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
@@ -200,7 +200,19 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
         instances.retain(|i| wanted.contains(i.instance_id.as_str()));
     }
+    crate::select::first_of_each_id(&mut instances, |i| &i.instance_id);
     let mut report = EvalReport::default();
+    instances.retain(
+        |i| match crate::select::instance_tree(&config.repos, &i.instance_id) {
+            Ok(_) => true,
+            Err(err) => {
+                report
+                    .failures
+                    .push((i.instance_id.clone(), err.to_string()));
+                false
+            }
+        },
+    );
     let (present, missing): (Vec<Instance>, Vec<Instance>) = instances
         .into_iter()
         .partition(|i| config.repos.join(&i.instance_id).is_dir());
@@ -237,6 +249,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     let mut overall = MetricsAccumulator::default();
     let mut per_repo: BTreeMap<String, MetricsAccumulator> = BTreeMap::new();
     for instance in &present {
+        crate::cancel::check()?;
         bar.set_message(instance.instance_id.clone());
         let tree = config.repos.join(&instance.instance_id);
         let given = rewrites.as_ref().and_then(|r| r.get(&instance.instance_id));
@@ -279,6 +292,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             Ok((result.result, Some(stats)))
         });
         bar.inc(1);
+        crate::cancel::check()?;
         let (result, llm) = match outcome {
             Ok(done) => done,
             Err(err) => {

@@ -130,8 +130,7 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
         instances.retain(|i| wanted.contains(i.instance_id.as_str()));
     }
-    let mut seen = HashSet::new();
-    instances.retain(|i| seen.insert(i.instance_id.clone()));
+    crate::select::first_of_each_id(&mut instances, |i| &i.instance_id);
     let localizer = Localizer::new(LocalizeOptions {
         top_k: config.top_k,
         ..config.options.clone()
@@ -183,11 +182,14 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
         ));
     }
     for instance in &todo {
+        crate::cancel::check()?;
         let id = &instance.instance_id;
         progress.start(id);
         let begun = Instant::now();
         let tree = config.repos.join(id);
-        let outcome = if tree.is_dir() {
+        let outcome = if let Err(err) = crate::select::instance_tree(&config.repos, id) {
+            Err(failure(id, "input", err.to_string()))
+        } else if tree.is_dir() {
             let mut request =
                 LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
             request.top_k = config.top_k;
@@ -205,6 +207,7 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
             };
             match catch_unwind(AssertUnwindSafe(answer)) {
                 Ok(Ok(result)) => Ok(result),
+                Ok(Err(Error::Cancelled)) => return Err(Error::Cancelled),
                 Ok(Err(err)) => Err(failure(id, kind_of(&err), err.to_string())),
                 Err(panic) => Err(failure(
                     id,
@@ -219,6 +222,8 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
                 format!("no tree at {}", tree.display()),
             ))
         };
+        // An instance cut short by a cancellation (its LLM stages fell back) is not written.
+        crate::cancel::check()?;
         match outcome {
             Ok(result) => {
                 let files = result.files.len();

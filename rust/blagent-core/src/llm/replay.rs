@@ -191,7 +191,11 @@ impl ChatModel for ReplayModel {
 /// Reads every entry; a malformed last line without a newline (an interrupted recording) is
 /// dropped, any other malformed line is an error naming it.
 fn read_cassette(path: &Path) -> Result<Vec<CassetteEntry>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::repo::read::read_user_text(
+        path,
+        crate::repo::read::MAX_DATA_FILE_BYTES,
+        "cassette",
+    )?;
     let lines: Vec<&str> = text.split('\n').collect();
     let mut entries = Vec::new();
     for (i, line) in lines.iter().enumerate() {
