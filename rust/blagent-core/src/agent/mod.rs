@@ -51,7 +51,7 @@ pub use self::result::{
 };
 pub use self::retrieval::{complete, merge_candidates, retrieve_for_query, ChunkHit, FileHit};
 pub use self::rewrite::{heuristic_behavioral, heuristic_structural, Rewrite};
-pub use self::rrl::QUERY_GROUPS;
+pub use self::rrl::{validate_rrl_groups, QUERY_GROUPS};
 pub use self::rrl_agent::MAX_VIEWS_PER_FILE;
 pub use self::session::{LlmStats, StageUsage};
 pub use self::tools::{
@@ -109,6 +109,7 @@ impl Localizer {
         if options.top_k == 0 {
             return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
         }
+        validate_rrl_groups(&options.rrl_groups)?;
         let prompts = Prompts::load(options.prompts_dir.as_deref())?;
         let scored = self.score(index, issue)?;
         let weights = &self.options().weights;
