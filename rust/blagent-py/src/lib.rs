@@ -10,7 +10,6 @@
     clippy::too_many_arguments
 )]
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
@@ -21,6 +20,8 @@ use blagent_core::llm::{model_from_config, LlmClient, LlmConfig, Message};
 use blagent_core::{Error, LocalizeOptions, Localizer, RepoIndex};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+
+mod cancel;
 
 /// The encoder allocates and frees large tensors at a high rate; mimalloc keeps those pages
 /// mapped instead of returning them to the kernel after each batch (measured in
@@ -78,21 +79,13 @@ fn to_py(err: Error) -> PyErr {
     }
 }
 
-/// Runs `work` with the GIL released, turning errors and panics into Python exceptions.
+/// Runs `work` with the GIL released, turning errors and panics into Python exceptions; Ctrl-C
+/// stops it (see `cancel`).
 fn run<T: Send>(
     py: Python<'_>,
     work: impl FnOnce() -> blagent_core::Result<T> + Send,
 ) -> PyResult<T> {
-    py.detach(|| catch_unwind(AssertUnwindSafe(work)))
-        .map_err(|panic| {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            InternalError::new_err(format!("internal error (panic): {detail}"))
-        })?
-        .map_err(to_py)
+    cancel::run_cancellable(py, work, to_py)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> blagent_core::Result<String> {
@@ -140,6 +133,7 @@ fn llm_run(
             .map_err(|e| InputError::new_err(format!("invalid LLM options: {e}")))?,
     };
     options.pipeline = pipeline;
+    blagent_core::agent::validate_rrl_groups(&options.rrl_groups).map_err(to_py)?;
     // Without a configuration (or with one that names no endpoint) every stage falls back to
     // retrieval: `model_from_config` gives the LLM-free model then.
     let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
