@@ -17,12 +17,18 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol, Union, runtime_checkable
 
-from ._core import INTERFACE_SCHEMA_VERSION
+from ._core import INTERFACE_SCHEMA_VERSION, InputError
 from .results import Evidence
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 GRANULARITIES = ("file", "function")
+
+
+def _check_paths(files: Any) -> None:
+    """Refuses a string where a list of paths is expected (it would be read as its characters)."""
+    if isinstance(files, (str, bytes, os.PathLike)) or not all(isinstance(f, str) for f in files):
+        raise InputError(f"Hints.files must be a list of path strings, not {files!r}")
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,9 @@ class Hints:
     files: list[str] = field(default_factory=list)
     language: Optional[str] = None
 
+    def __post_init__(self) -> None:
+        _check_paths(self.files)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"files": list(self.files)}
         if self.language is not None:
@@ -48,7 +57,8 @@ class Hints:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hints:
-        return cls(list(d.get("files", [])), d.get("language"))
+        files = d.get("files", [])
+        return cls(files if isinstance(files, (str, bytes)) else list(files), d.get("language"))
 
 
 @dataclass(frozen=True)
