@@ -67,7 +67,7 @@ pub(super) fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<
         if line.trim().is_empty() {
             continue;
         }
-        rows.push(serde_json::from_str(&line).map_err(|e| Error::Dataset {
+        rows.push(serde_json::from_str(line).map_err(|e| Error::Dataset {
             path: path.to_path_buf(),
             line: i + 1,
             message: e.to_string(),

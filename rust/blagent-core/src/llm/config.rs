@@ -309,6 +309,7 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+#[allow(clippy::ref_option)] // serde's `serialize_with` passes the field by reference
 fn serialize_redacted_url<S: Serializer>(
     url: &Option<String>,
     serializer: S,
