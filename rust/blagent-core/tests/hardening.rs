@@ -3,6 +3,7 @@
 
 mod support;
 
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,7 +44,7 @@ fn dataset(dir: &Path, ids: &[&str]) -> PathBuf {
             "problem_statement": "apply_discount returns a negative total",
             "patch": "diff --git a/shop/pricing.py b/shop/pricing.py\n",
         });
-        text.push_str(&format!("{row}\n"));
+        writeln!(text, "{row}").unwrap();
     }
     let path = dir.join("data.jsonl");
     std::fs::write(&path, text).unwrap();
