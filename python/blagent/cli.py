@@ -12,47 +12,55 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from . import _core
+from . import _core, _io
 from .localizer import Localizer
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_FAILURE = 0, 1, 2, 3
+#: The exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 
 def _read_issue(args: argparse.Namespace) -> str:
     if args.issue_text is not None:
+        _io.check_encodable(args.issue_text, "--issue-text")
         return args.issue_text
     if args.issue is not None:
-        try:
-            return Path(args.issue).read_bytes().decode("utf-8", errors="replace")
-        except OSError as err:
-            raise _core.InputError(f"cannot read issue file {args.issue}: {err.strerror}") from err
+        return _io.read_file(args.issue, _io.MAX_ISSUE_BYTES, "issue file").decode("utf-8", errors="replace")
     if sys.stdin is None or sys.stdin.isatty():
         raise _core.InputError("no issue given: use --issue FILE, --issue-text TEXT or standard input")
-    return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    return _io.read_stdin(_io.MAX_ISSUE_BYTES, "issue").decode("utf-8", errors="replace")
 
 
 def _print_ranking(result: dict[str, Any]) -> None:
+    p = _io.printable  # file names and evidence come from the repository: no raw control characters
     for f in result["files"]:
         signals = ", ".join(f"{k}={v:.2f}" for k, v in f["signals"].items())
-        print(f"{f['rank']:>3}. {f['path']}  score={f['score']:.3f}  [{signals}]")
+        print(f"{f['rank']:>3}. {p(f['path'])}  score={f['score']:.3f}  [{signals}]")
         best = {}
         for e in f["evidence"]:
             best.setdefault(e["signal"], e)
         for e in best.values():
             where = f" lines {e['lines'][0]}-{e['lines'][1]}" if e.get("lines") else ""
-            symbol = f" in {e['symbol']}" if e.get("symbol") else ""
-            print(f"       - {e['signal']}: {e['detail']}{where}{symbol}")
+            symbol = f" in {p(e['symbol'])}" if e.get("symbol") else ""
+            print(f"       - {e['signal']}: {p(e['detail'])}{where}{symbol}")
 
 
 def _read_request(source: str) -> dict[str, Any]:
     """The request JSON from a file, or standard input for `-`."""
+    if source == "-":
+        data = _io.read_stdin(_io.MAX_ISSUE_BYTES, "request")
+    else:
+        data = _io.read_file(source, _io.MAX_ISSUE_BYTES, "request file")
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except OSError as err:
-        raise _core.InputError(f"cannot read request file {source}: {err.strerror}") from err
-    request = json.loads(text)
+        request = json.loads(_io.decode_strict(data, "the request"))
+    except RecursionError as err:
+        raise _core.InputError("the request JSON is nested too deeply") from err
     if not isinstance(request, dict):
         raise _core.InputError("the request must be a JSON object")
+    try:
+        _io.check_encodable(json.dumps(request, ensure_ascii=False), "the request")
+    except RecursionError as err:
+        raise _core.InputError("the request JSON is nested too deeply") from err
     return request
 
 
@@ -118,8 +126,8 @@ LLM_FLAGS: dict[str, tuple[str, Any, str]] = {
     ),
     "--llm-temperature": ("temperature", float, "sampling temperature (default 0)"),
     "--llm-seed": ("seed", int, "sampling seed, for endpoints that honour one"),
-    "--llm-timeout": ("request_timeout_s", float, "seconds for a whole request (default 300)"),
-    "--llm-max-retries": ("max_retries", int, "retries on 429/5xx/timeouts/connection errors (default 4)"),
+    "--llm-timeout": ("request_timeout_s", float, "seconds for a whole request (default 300, at most 86400); a timed-out request is not retried"),
+    "--llm-max-retries": ("max_retries", int, "retries on 429/5xx/connection errors (default 4)"),
     "--llm-concurrency": ("max_concurrency", int, "requests in flight at once (default 4)"),
     "--llm-replay": ("replay", str, "answer from this recorded cassette (JSONL); with an endpoint, it asks only what is not recorded"),
     "--llm-record": ("record", str, "append every exchange of the run to this cassette (JSONL); needs an endpoint"),
@@ -239,10 +247,8 @@ def _ids(args: argparse.Namespace) -> Optional[list[str]]:
     if args.ids:
         ids += [i for i in args.ids.split(",") if i]
     if args.ids_file:
-        try:
-            ids += [line.strip() for line in Path(args.ids_file).read_text().splitlines() if line.strip()]
-        except OSError as err:
-            raise _core.InputError(f"cannot read ids file {args.ids_file}: {err.strerror}") from err
+        text = _io.decode_strict(_io.read_file(args.ids_file, _io.MAX_IDS_BYTES, "ids file"), f"ids file {args.ids_file}")
+        ids += [line.strip() for line in text.splitlines() if line.strip()]
     return ids or None
 
 
@@ -509,6 +515,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("localize needs --repo (with an issue) or --request-json, not both")
     try:
         return int(args.func(args))
+    except KeyboardInterrupt:
+        # Batch and eval lines written so far are complete (each is flushed); run again to resume.
+        print("blagent: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except RecursionError:
+        print("blagent: error: the input is nested too deeply", file=sys.stderr)
+        return EXIT_INPUT
     except _core.InputError as err:
         print(f"blagent: error: {err}", file=sys.stderr)
         return EXIT_INPUT

@@ -17,10 +17,17 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol, Union, runtime_checkable
 
-from ._core import DEFAULT_TOP_K, SCHEMA_VERSION
+from ._core import DEFAULT_TOP_K, SCHEMA_VERSION, InputError
 from .results import LocalizationResult
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _check_paths(files: Any) -> None:
+    """Refuses a string where a list of paths is expected (it would be read as its characters)."""
+    if isinstance(files, (str, bytes, os.PathLike)) or not all(isinstance(f, str) for f in files):
+        raise InputError(f"Hints.files must be a list of path strings, not {files!r}")
+
 
 @dataclass(frozen=True)
 class Hints:
@@ -38,8 +45,7 @@ class Hints:
     language: Optional[str] = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.files, str):
-            raise TypeError(f"Hints.files is a list of paths; got the string {self.files!r}")
+        _check_paths(self.files)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"files": list(self.files)}
@@ -50,7 +56,7 @@ class Hints:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hints:
         files = d.get("files", [])
-        return cls(files if isinstance(files, str) else list(files), d.get("language"))
+        return cls(files if isinstance(files, (str, bytes)) else list(files), d.get("language"))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from . import _core
+from . import _core, _io
 from .interface import Hints, LocalizeRequest
 from .models import default_model_dir
 from .results import LocalizationResult
@@ -145,6 +145,7 @@ class Localizer:
             InputError: an invalid request, a missing repository, an empty issue.
         """
         data = request.to_dict() if isinstance(request, LocalizeRequest) else request
+        _io.check_encodable(json.dumps(data, ensure_ascii=False), "the request")
         text = json.dumps(data)
         raw = self._inner.localize(text) if index is None else self._inner.localize_in(index, text)
         return LocalizationResult.from_dict(json.loads(raw))

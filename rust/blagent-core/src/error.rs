@@ -46,6 +46,9 @@ pub enum Error {
     /// JSON (de)serialization failed.
     #[error("JSON error: {0}")]
     Json(#[from] serde_json::Error),
+    /// The run was interrupted (Ctrl-C): see [`crate::cancel`].
+    #[error("interrupted")]
+    Cancelled,
     /// A bug: an invariant that should hold did not.
     #[error("internal error: {0}")]
     Internal(String),
@@ -71,6 +74,7 @@ impl Error {
             Error::Io { .. } => ErrorKind::Io,
             Error::Model(_) => ErrorKind::Model,
             Error::Llm(_) => ErrorKind::Llm,
+            Error::Cancelled => ErrorKind::Interrupted,
             Error::Json(_) | Error::Internal(_) => ErrorKind::Internal,
         }
     }
@@ -93,6 +97,8 @@ pub enum ErrorKind {
     Model,
     /// The LLM endpoint failed after retries (exit 3, `LlmError`).
     Llm,
+    /// Interrupted by the user (exit 130, `KeyboardInterrupt`).
+    Interrupted,
     /// A bug (exit 3, `InternalError`).
     Internal,
 }
@@ -102,6 +108,7 @@ impl ErrorKind {
     pub fn exit_code(self) -> i32 {
         match self {
             ErrorKind::Input => 1,
+            ErrorKind::Interrupted => 130,
             ErrorKind::Io | ErrorKind::Model | ErrorKind::Llm | ErrorKind::Internal => 3,
         }
     }
@@ -113,6 +120,7 @@ impl ErrorKind {
             ErrorKind::Io => "io",
             ErrorKind::Model => "model",
             ErrorKind::Llm => "llm",
+            ErrorKind::Interrupted => "interrupted",
             ErrorKind::Internal => "internal",
         }
     }

@@ -16,6 +16,7 @@ mod error;
 
 pub mod agent;
 pub mod analysis;
+pub mod cancel;
 pub mod chunk;
 pub mod dataset;
 pub mod dense;

@@ -21,7 +21,14 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// Items of the crate root that every module may use.
-const ROOT_ITEMS: &[&str] = &["error", "Error", "ErrorKind", "Result", "elapsed_ms"];
+const ROOT_ITEMS: &[&str] = &[
+    "error",
+    "Error",
+    "ErrorKind",
+    "Result",
+    "elapsed_ms",
+    "cancel",
+];
 
 fn layer(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))

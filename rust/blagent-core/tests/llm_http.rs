@@ -177,11 +177,11 @@ fn persistent_server_errors_give_up_after_max_retries() {
 }
 
 #[test]
-fn timeouts_are_retried_then_reported() {
+fn a_request_that_used_its_whole_timeout_is_not_retried() {
     let server = ScriptedServer::start(vec![Action::Stall(Duration::from_secs(5))]);
     let model = HttpModel::new(&LlmConfig {
         request_timeout_s: 0.3,
-        max_retries: 1,
+        max_retries: 4,
         ..config(&server.base_url())
     })
     .unwrap();
@@ -192,8 +192,9 @@ fn timeouts_are_retried_then_reported() {
         "{:?}",
         start.elapsed()
     );
-    assert!(message.contains("timed out"), "{message}");
-    assert_eq!(server.received().len(), 2);
+    assert!(message.contains("request timeout"), "{message}");
+    assert!(message.contains("not retried"), "{message}");
+    assert_eq!(server.received().len(), 1, "one attempt, not five");
 
     let recovering = ScriptedServer::start(vec![
         Action::Stall(Duration::from_secs(5)),
@@ -204,6 +205,7 @@ fn timeouts_are_retried_then_reported() {
         ..config(&recovering.base_url())
     })
     .unwrap();
+    assert!(model.chat(&request("t0", "x")).is_err());
     assert_eq!(model.chat(&request("t0", "x")).unwrap().content, "on time");
 }
 

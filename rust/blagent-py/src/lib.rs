@@ -10,7 +10,6 @@
     clippy::too_many_arguments
 )]
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 use blagent_core::agent::{LlmOptions, LlmRun};
@@ -22,6 +21,8 @@ use blagent_core::{Error, ErrorKind, LocalizeOptions, Localizer, SearchIndex};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use serde::de::DeserializeOwned;
+
+mod cancel;
 
 /// The encoder allocates and frees large tensors at a high rate; mimalloc keeps those pages
 /// mapped instead of returning them to the kernel after each batch (measured in
@@ -74,25 +75,18 @@ fn to_py(err: Error) -> PyErr {
         ErrorKind::Io => BlagentIOError::new_err(message),
         ErrorKind::Model => ModelError::new_err(message),
         ErrorKind::Llm => LlmError::new_err(message),
+        ErrorKind::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(message),
         ErrorKind::Internal => InternalError::new_err(message),
     }
 }
 
-/// Runs `work` with the GIL released, turning errors and panics into Python exceptions.
+/// Runs `work` with the GIL released, turning errors and panics into Python exceptions; Ctrl-C
+/// stops it (see `cancel`).
 fn run<T: Send>(
     py: Python<'_>,
     work: impl FnOnce() -> blagent_core::Result<T> + Send,
 ) -> PyResult<T> {
-    py.detach(|| catch_unwind(AssertUnwindSafe(work)))
-        .map_err(|panic| {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            InternalError::new_err(format!("internal error (panic): {detail}"))
-        })?
-        .map_err(to_py)
+    cancel::run_cancellable(py, work, to_py)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> blagent_core::Result<String> {
@@ -124,6 +118,7 @@ fn llm_run(
         return Ok(None);
     }
     let options: LlmOptions = parse("LLM options", llm_options_json)?;
+    blagent_core::agent::validate_rrl_groups(&options.rrl_groups).map_err(to_py)?;
     let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
     LlmRun::from_config(options, &config)
         .map(Some)

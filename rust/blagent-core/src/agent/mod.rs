@@ -49,7 +49,7 @@ pub use self::rank::{fuse, reliability};
 pub use self::result::{LlmFileEvidence, LlmOptions, LlmRanking, LlmReport, LlmRun, Pipeline};
 pub use self::retrieval::{merge_candidates, retrieve_for_query, ChunkHit, FileHit};
 pub use self::rewrite::Rewrite;
-pub use self::rrl::QUERY_GROUPS;
+pub use self::rrl::{validate_rrl_groups, QUERY_GROUPS};
 pub use self::rrl_agent::MAX_VIEWS_PER_FILE;
 pub use self::session::LlmStats;
 pub use self::tools::{
@@ -109,6 +109,7 @@ pub fn localize(
     if options.top_k == 0 {
         return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
     }
+    validate_rrl_groups(&options.rrl_groups)?;
     let prompts = Prompts::load(options.prompts_dir.as_deref())?;
     let scored = score(index, issue, weights, None)?;
     let repo = &index.repo;

@@ -112,7 +112,11 @@ impl Prompts {
                     known.join(", ")
                 )));
             };
-            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+            let text = crate::repo::read::read_user_text(
+                &path,
+                crate::repo::read::MAX_SMALL_FILE_BYTES,
+                "prompt override",
+            )?;
             let wanted: BTreeSet<&str> = placeholders(default)?.into_iter().collect();
             let given: BTreeSet<&str> = placeholders(&text)?.into_iter().collect();
             if wanted != given {

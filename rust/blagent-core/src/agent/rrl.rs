@@ -129,6 +129,24 @@ fn extract(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result<(Field
 }
 
 /// The non-empty query text of every selected group.
+/// Refuses `rrl_groups` entries that name no group of [`QUERY_GROUPS`] (an unknown name would
+/// leave the agent without the search it was meant to have).
+pub fn validate_rrl_groups(groups: &[String]) -> crate::Result<()> {
+    let unknown: Vec<&str> = groups
+        .iter()
+        .map(String::as_str)
+        .filter(|g| !QUERY_GROUPS.iter().any(|(name, _)| name == g))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let known: Vec<&str> = QUERY_GROUPS.iter().map(|(name, _)| *name).collect();
+    Err(crate::Error::InvalidInput(format!(
+        "unknown rrl_groups {unknown:?}: the groups are {}",
+        known.join(", ")
+    )))
+}
+
 fn group_queries(
     fields: &Fields,
     selected: &[String],
@@ -227,4 +245,22 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
         candidates,
         agreement: None,
     })
+}
+
+#[cfg(test)]
+mod group_tests {
+    use super::*;
+
+    #[test]
+    fn unknown_rrl_groups_are_refused_with_the_valid_ones() {
+        assert!(validate_rrl_groups(&[]).is_ok());
+        assert!(validate_rrl_groups(&["explanation".to_owned()]).is_ok());
+        let err = validate_rrl_groups(&["bogus".to_owned()]).unwrap_err();
+        assert!(err.is_input_error());
+        let text = err.to_string();
+        assert!(
+            text.contains("bogus") && text.contains("identifiers_snippets"),
+            "{text}"
+        );
+    }
 }

@@ -103,6 +103,13 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
         .iter()
         .filter_map(|(id, &o)| by_id.get(id.as_str()).map(|g| (*g, o)))
         .collect();
+    if let Some(repos) = &config.repos {
+        for (g, _) in &selected {
+            if let Err(err) = crate::dataset::instance_tree(repos, &g.instance_id) {
+                warnings.push(format!("{err}: its tree is not read"));
+            }
+        }
+    }
     if selected.is_empty() {
         return Err(Error::InvalidInput(format!(
             "no instance of the report {} is in the dataset {}",
@@ -116,7 +123,7 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
             let tree = config
                 .repos
                 .as_deref()
-                .map(|r| r.join(&g.instance_id))
+                .and_then(|r| crate::dataset::instance_tree(r, &g.instance_id).ok())
                 .filter(|t| t.is_dir());
             let patch = predictions.get(&g.instance_id).map(String::as_str);
             classify(

@@ -97,9 +97,9 @@ fn view_file(
     let base = if patch.is_new {
         Some(String::new())
     } else {
-        let text = std::fs::read(tree.join(file_path))
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        let text =
+            crate::repo::read::read_inside(tree, file_path, crate::repo::read::MAX_ISSUE_BYTES)
+                .map(|b| String::from_utf8_lossy(&b).into_owned());
         if text.is_none() {
             notes.push(format!("{label}: {file_path} is not in the base tree"));
         }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -14,44 +14,11 @@ use crate::error::{Error, Result};
 
 /// The largest JSONL (or JSON array) file read: SWE-bench's full test split with its patches
 /// is about 100 MB.
-pub const MAX_JSONL_BYTES: u64 = 1 << 30;
+pub const MAX_JSONL_BYTES: u64 = crate::repo::read::MAX_DATA_FILE_BYTES;
 
-/// The text of `path`, refused when it is not a regular file or is larger than `max` bytes;
-/// invalid UTF-8 is an error naming the file.
+/// The text of the user's file `path`, bounded by `max` bytes, regular files only.
 fn read_text(path: &Path, max: u64) -> Result<String> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    if !meta.is_file() {
-        return Err(Error::InvalidInput(format!(
-            "{} is not a regular file",
-            path.display()
-        )));
-    }
-    if meta.len() > max {
-        return Err(Error::InvalidInput(format!(
-            "{} has {} bytes, more than the {max} read",
-            path.display(),
-            meta.len()
-        )));
-    }
-    let mut bytes = Vec::new();
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
-    if bytes.len() as u64 > max {
-        return Err(Error::InvalidInput(format!(
-            "{} grew past the {max} bytes read",
-            path.display()
-        )));
-    }
-    String::from_utf8(bytes).map_err(|e| Error::Dataset {
-        path: path.to_path_buf(),
-        line: 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count(),
-        message: "not valid UTF-8".to_owned(),
-    })
+    crate::repo::read::read_user_text(path, max, "JSON file")
 }
 
 fn malformed(path: &Path, line: usize, message: impl Into<String>) -> Error {

@@ -121,6 +121,7 @@ impl Encoder {
         let embedded: Vec<Vec<(usize, Vec<f32>)>> = batches
             .par_iter()
             .map(|batch| {
+                crate::cancel::check()?;
                 let rows: Vec<&Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
                 let vectors = self.embed_batch(&rows)?;
                 Ok(batch.iter().copied().zip(vectors).collect())

@@ -12,7 +12,7 @@ use super::llm::{LlmInstanceStats, LlmTotals};
 use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
 use super::rewrites::{load_rewrites, RewriteAccumulator, RewriteReport};
 use crate::agent::{LlmRun, Pipeline};
-use crate::dataset::{load_dataset, Instance, JsonlWriter};
+use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance, JsonlWriter};
 use crate::dense::DenseStats;
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
@@ -140,6 +140,16 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         instances.retain(|i| wanted.contains(i.instance_id.as_str()));
     }
     let mut report = EvalReport::default();
+    first_of_each_id(&mut instances, |i| &i.instance_id);
+    instances.retain(|i| match instance_tree(&config.repos, &i.instance_id) {
+        Ok(_) => true,
+        Err(err) => {
+            report
+                .failures
+                .push((i.instance_id.clone(), err.to_string()));
+            false
+        }
+    });
     let (present, missing): (Vec<Instance>, Vec<Instance>) = instances
         .into_iter()
         .partition(|i| config.repos.join(&i.instance_id).is_dir());
@@ -185,6 +195,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     let mut overall = MetricsAccumulator::default();
     let mut per_repo: BTreeMap<String, MetricsAccumulator> = BTreeMap::new();
     for instance in &present {
+        crate::cancel::check()?;
         bar.set_message(instance.instance_id.clone());
         let tree = config.repos.join(&instance.instance_id);
         let given = rewrites.as_ref().and_then(|r| r.get(&instance.instance_id));
@@ -214,6 +225,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             localizer.localize_in(&index, &request)
         });
         bar.inc(1);
+        crate::cancel::check()?;
         let result = match outcome {
             Ok(done) => done,
             Err(err) => {

@@ -16,7 +16,7 @@ use super::request::{Granularity, LocalizeRequest, DEFAULT_TOP_K};
 use super::resume::{existing_ids, panic_message};
 use super::SCHEMA_VERSION;
 use crate::agent::{LlmRun, Pipeline};
-use crate::dataset::{load_dataset, JsonlWriter};
+use crate::dataset::{first_of_each_id, instance_tree, load_dataset, JsonlWriter};
 use crate::error::{Error, Result};
 
 /// What to localize and where to write it.
@@ -126,8 +126,7 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
         instances.retain(|i| wanted.contains(i.instance_id.as_str()));
     }
-    let mut seen = HashSet::new();
-    instances.retain(|i| seen.insert(i.instance_id.clone()));
+    first_of_each_id(&mut instances, |i| &i.instance_id);
     let mut localizer = Localizer::new(config.options.clone())?;
     if let Some(run) = &config.llm {
         localizer = localizer.with_llm(run.clone());
@@ -171,11 +170,14 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
         ));
     }
     for instance in &todo {
+        crate::cancel::check()?;
         let id = &instance.instance_id;
         progress.start(id);
         let begun = Instant::now();
         let tree = config.repos.join(id);
-        let outcome = if tree.is_dir() {
+        let outcome = if let Err(err) = instance_tree(&config.repos, id) {
+            Err(failure(id, err.kind().name(), err.to_string()))
+        } else if tree.is_dir() {
             let mut request =
                 LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
             request.top_k = config.top_k;
@@ -183,6 +185,7 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
             request.pipeline = config.pipeline;
             match catch_unwind(AssertUnwindSafe(|| localizer.localize(&request))) {
                 Ok(Ok(result)) => Ok(result),
+                Ok(Err(Error::Cancelled)) => return Err(Error::Cancelled),
                 Ok(Err(err)) => Err(failure(id, err.kind().name(), err.to_string())),
                 Err(panic) => Err(failure(
                     id,
@@ -197,6 +200,8 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
                 format!("no tree at {}", tree.display()),
             ))
         };
+        // An instance cut short by a cancellation (its LLM stages fell back) is not written.
+        crate::cancel::check()?;
         match outcome {
             Ok(result) => {
                 let files = result.files.len();

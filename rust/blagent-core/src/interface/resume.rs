@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::repo::read::{read_bounded, MAX_DATA_FILE_BYTES};
 
 /// The instance ids of the complete lines of `out` (empty when it does not exist), and whether
 /// an incomplete last line (no final newline, not valid JSON) was cut off the file.
@@ -13,10 +14,10 @@ use crate::error::{Error, Result};
 /// A complete line that is not a JSON object with a string `instance_id` is an input error:
 /// the file is not a `loc_outputs.jsonl`, and appending to it would be wrong.
 pub(super) fn existing_ids(out: &Path) -> Result<(HashSet<String>, bool)> {
-    let bytes = match std::fs::read(out) {
+    let bytes = match read_bounded(out, MAX_DATA_FILE_BYTES) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((HashSet::new(), false)),
-        Err(e) => return Err(Error::io(out, e)),
+        Err(e) if e.is_not_found() => return Ok((HashSet::new(), false)),
+        Err(e) => return Err(e.into_error(out, "batch output")),
     };
     let mut truncated = false;
     let complete = if bytes.last().is_none_or(|&b| b == b'\n') {

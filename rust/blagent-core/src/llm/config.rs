@@ -21,6 +21,9 @@ pub const ENV_API_KEY: &str = "BLAGENT_LLM_API_KEY";
 /// What a [`Secret`] shows in `Debug` output and serialized configurations.
 pub const REDACTED: &str = "<redacted>";
 
+/// The longest connect or request timeout accepted, in seconds (a day).
+pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+
 /// A string that never appears in `Debug` output, `Display` or serialized JSON: those show
 /// [`REDACTED`]. Deserializes from a plain string; [`Secret::expose`] is the one way to read it.
 #[derive(Clone, PartialEq, Eq, Default)]
@@ -72,7 +75,10 @@ impl<'de> Deserialize<'de> for Secret {
 #[serde(default, deny_unknown_fields)]
 pub struct LlmConfig {
     /// Endpoint base URL (`http://localhost:11434` or `…/v1`; `/v1` is added when the URL has
-    /// no path). None: no endpoint (LLM-free unless replaying).
+    /// no path). None: no endpoint (LLM-free unless replaying). A password in it
+    /// (`http://user:secret@host`) is sent as basic authentication and serialized as
+    /// [`REDACTED`], like the key.
+    #[serde(serialize_with = "serialize_redacted_url")]
     pub base_url: Option<String>,
     /// Model name sent with each request, part of every replay key.
     pub model: String,
@@ -84,9 +90,10 @@ pub struct LlmConfig {
     pub seed: Option<u64>,
     /// Completion token cap for requests built by [`LlmConfig::request`].
     pub max_tokens: Option<u32>,
-    /// Seconds to establish a connection.
+    /// Seconds to establish a connection (at most [`MAX_TIMEOUT_S`]).
     pub connect_timeout_s: f64,
-    /// Seconds for a whole request, response body included.
+    /// Seconds for a whole request, response body included (at most [`MAX_TIMEOUT_S`]). A
+    /// request that used all of it is not retried.
     pub request_timeout_s: f64,
     /// Retries after the first attempt, on 408/429/5xx, connection errors, timeouts and
     /// malformed bodies.
@@ -178,9 +185,9 @@ impl LlmConfig {
             ("connect timeout", self.connect_timeout_s),
             ("request timeout", self.request_timeout_s),
         ] {
-            if !(value.is_finite() && value > 0.0) {
+            if !(value.is_finite() && value > 0.0 && value <= MAX_TIMEOUT_S) {
                 return bad(format!(
-                    "{name} must be a positive number of seconds, not {value}"
+                    "{name} must be a positive number of seconds up to {MAX_TIMEOUT_S}, not {value}"
                 ));
             }
         }
@@ -226,7 +233,11 @@ impl LlmConfig {
 /// (`http://localhost:11434` → `http://localhost:11434/v1`). Other paths (`/api/v1`,
 /// `/openai/v1`) are kept as given.
 pub fn normalize_base_url(url: &str) -> Result<String> {
-    let bad = |why: &str| Error::InvalidInput(format!("LLM base URL {url:?}: {why}"));
+    let bad = |why: &str| {
+        Error::InvalidInput(redact_url_passwords(&format!(
+            "LLM base URL {url:?}: {why}"
+        )))
+    };
     let parsed = reqwest::Url::parse(url.trim()).map_err(|e| bad(&e.to_string()))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(bad("the scheme must be http or https"));
@@ -245,6 +256,68 @@ pub fn normalize_base_url(url: &str) -> Result<String> {
         text.push_str("/v1");
     }
     Ok(text)
+}
+
+/// `text` with the password of every URL in it (`scheme://user:password@host`) replaced by
+/// [`REDACTED`].
+pub fn redact_url_passwords(text: &str) -> String {
+    static USERINFO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:)[^/?#\s]*@")
+            .expect("a valid pattern")
+    });
+    USERINFO
+        .replace_all(text, format!("${{head}}{REDACTED}@").as_str())
+        .into_owned()
+}
+
+/// The password of a URL, as written in it and percent-decoded (both can show in messages).
+pub fn url_passwords(url: &str) -> Vec<Secret> {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return Vec::new();
+    };
+    let Some(encoded) = parsed.password().filter(|p| !p.is_empty()) else {
+        return Vec::new();
+    };
+    let mut out = vec![Secret::new(encoded)];
+    let decoded = percent_decode(encoded);
+    if decoded != encoded {
+        out.push(Secret::new(decoded));
+    }
+    out
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[allow(clippy::ref_option)] // serde's `serialize_with` passes the field by reference
+fn serialize_redacted_url<S: Serializer>(
+    url: &Option<String>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match url {
+        Some(url) => serializer.serialize_some(&redact_url_passwords(url)),
+        None => serializer.serialize_none(),
+    }
 }
 
 #[cfg(test)]
@@ -286,6 +359,52 @@ mod tests {
             "echo <redacted> and <redacted>"
         );
         assert_eq!(key.expose(), "k3y");
+    }
+
+    #[test]
+    fn url_passwords_never_print() {
+        let config = LlmConfig {
+            base_url: Some("http://user:s%40cret@h:1".to_owned()),
+            model: "m".to_owned(),
+            ..LlmConfig::default()
+        }
+        .validated()
+        .unwrap();
+        let json = serde_json::to_string(&config).unwrap();
+        assert!(json.contains("http://user:<redacted>@h:1/v1"), "{json}");
+        assert!(!json.contains("s%40cret"), "{json}");
+        let secrets: Vec<String> = url_passwords("http://user:s%40cret@h:1")
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
+        assert_eq!(secrets, ["s%40cret", "s@cret"]);
+        let err = normalize_base_url("ftp://user:hunter2@h/v1").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert_eq!(
+            redact_url_passwords("see https://a:b@h/x and http://h/ and http://u@h/"),
+            "see https://a:<redacted>@h/x and http://h/ and http://u@h/"
+        );
+    }
+
+    #[test]
+    fn timeouts_must_fit_a_duration() {
+        for bad in [1e20, f64::NAN, f64::INFINITY, -1.0, 0.0] {
+            let config = LlmConfig {
+                request_timeout_s: bad,
+                ..LlmConfig::default()
+            };
+            let err = config.validated().unwrap_err();
+            assert!(err.is_input_error(), "{bad}: {err}");
+            let config = LlmConfig {
+                connect_timeout_s: bad,
+                ..LlmConfig::default()
+            };
+            assert!(config.validated().is_err(), "{bad}");
+        }
+        let client = crate::llm::LlmClient::from_json(
+            r#"{"base_url": "http://127.0.0.1:9", "model": "m", "request_timeout_s": 1e20}"#,
+        );
+        assert!(client.unwrap_err().is_input_error());
     }
 
     #[test]

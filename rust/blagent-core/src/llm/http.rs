@@ -1,9 +1,14 @@
 //! [`HttpModel`]: any OpenAI-compatible `POST {base}/chat/completions` (Ollama, vLLM, the
 //! `llama.cpp` server, OpenAI-hosted models), on a blocking `reqwest` client with rustls.
 //! Timeouts on connect and on the whole request; bounded retries ([`Backoff`]) on 408, 429, 5xx
-//! gateway errors, connection errors, timeouts and malformed bodies; a concurrency limit shared
-//! by all threads using the model.
+//! gateway errors, connection errors and malformed bodies; a concurrency limit shared by all
+//! threads using the model. A request that used its whole timeout is not retried (an endpoint
+//! that accepts connections and never answers costs one request timeout, not one per attempt),
+//! response bodies are read up to [`MAX_BODY_BYTES`], and every wait ends early on
+//! [`crate::cancel::request`].
 
+use std::io::Read;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
@@ -20,6 +25,8 @@ use crate::error::{Error, Result};
 pub const RETRYABLE_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
 /// Characters of a response body quoted in an error.
 const SNIPPET_CHARS: usize = 300;
+/// The largest response body read.
+pub const MAX_BODY_BYTES: u64 = 64 << 20;
 
 /// A chat model behind an OpenAI-compatible HTTP endpoint. Share one across threads: its
 /// concurrency limit then bounds the whole run.
@@ -28,6 +35,9 @@ pub struct HttpModel {
     url: String,
     model: String,
     api_key: Option<Secret>,
+    /// The base URL's password (as written and decoded), scrubbed from errors like the key.
+    url_passwords: Vec<Secret>,
+    request_timeout_s: f64,
     client: reqwest::blocking::Client,
     max_retries: u32,
     backoff: Backoff,
@@ -42,8 +52,21 @@ enum Failure {
         message: String,
         retry_after: Option<Duration>,
     },
-    /// Permanent (a 4xx other than 408/429): give up now.
+    /// Permanent (a 4xx other than 408/429, a request that used its whole timeout): give up
+    /// now.
     Fatal(String),
+    /// A stop was asked for ([`crate::cancel`]).
+    Cancelled,
+}
+
+/// What the request thread of one attempt saw.
+enum Exchange {
+    NotSent(reqwest::Error),
+    Answered {
+        status: reqwest::StatusCode,
+        retry_after: Option<Duration>,
+        body: std::io::Result<Vec<u8>>,
+    },
 }
 
 impl Failure {
@@ -111,6 +134,8 @@ impl HttpModel {
             url: format!("{base}/chat/completions"),
             model: config.model.clone(),
             api_key: config.api_key.clone(),
+            url_passwords: super::config::url_passwords(base),
+            request_timeout_s: config.request_timeout_s,
             client,
             max_retries: config.max_retries,
             backoff: Backoff::new(Duration::from_millis(config.backoff_base_ms)),
@@ -129,13 +154,18 @@ impl HttpModel {
         &self.url
     }
 
-    /// One attempt, holding a concurrency permit.
+    /// One attempt, holding a concurrency permit. The request runs on a thread of its own so
+    /// that a cancellation does not wait for a hanging endpoint (the thread ends at the
+    /// request timeout).
     fn attempt(
         &self,
         body: &[u8],
         request: &ChatRequest,
     ) -> std::result::Result<ChatResponse, Failure> {
         let _permit = self.limit.acquire();
+        if crate::cancel::is_requested() {
+            return Err(Failure::Cancelled);
+        }
         let mut builder = self
             .client
             .post(&self.url)
@@ -144,21 +174,71 @@ impl HttpModel {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose());
         }
-        let response = builder
-            .send()
-            .map_err(|e| transport_failure(&e.without_url()))?;
-        let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
-        let text = response.text().map_err(|e| {
-            Failure::retry(format!(
-                "HTTP {status}, reading the body failed: {}",
-                chain(&e.without_url())
-            ))
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let exchange = match builder.send() {
+                Err(e) => Exchange::NotSent(e),
+                Ok(response) => {
+                    let status = response.status();
+                    let retry_after = response
+                        .headers()
+                        .get(RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(parse_retry_after);
+                    let mut bytes = Vec::new();
+                    let body = response
+                        .take(MAX_BODY_BYTES + 1)
+                        .read_to_end(&mut bytes)
+                        .map(|_| bytes);
+                    Exchange::Answered {
+                        status,
+                        retry_after,
+                        body,
+                    }
+                }
+            };
+            let _ = tx.send(exchange);
+        });
+        let exchange = loop {
+            match rx.recv_timeout(crate::cancel::POLL) {
+                Ok(exchange) => break exchange,
+                Err(mpsc::RecvTimeoutError::Timeout) if crate::cancel::is_requested() => {
+                    return Err(Failure::Cancelled)
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Failure::Fatal("the request thread ended abnormally".into()))
+                }
+            }
+        };
+        let (status, retry_after, body) = match exchange {
+            Exchange::NotSent(e) => {
+                return Err(transport_failure(&e.without_url(), self.request_timeout_s))
+            }
+            Exchange::Answered {
+                status,
+                retry_after,
+                body,
+            } => (status, retry_after, body),
+        };
+        let bytes = body.map_err(|e| {
+            let message = format!("HTTP {status}, reading the body failed: {e}");
+            if is_timeout(&e) {
+                Failure::Fatal(format!(
+                    "{message} (the whole request timeout of {} s was used; not retried)",
+                    self.request_timeout_s
+                ))
+            } else {
+                Failure::retry(message)
+            }
         })?;
+        if bytes.len() as u64 > MAX_BODY_BYTES {
+            return Err(Failure::Fatal(format!(
+                "HTTP {status}: the response body is larger than {} MiB",
+                MAX_BODY_BYTES >> 20
+            )));
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         if !status.is_success() {
             let message = format!("HTTP {status}: {}", snippet(&text));
             return Err(if RETRYABLE_STATUSES.contains(&status.as_u16()) {
@@ -193,11 +273,11 @@ impl HttpModel {
     }
 
     fn error(&self, message: &str) -> Error {
-        let text = format!("{} (model {}): {message}", self.url, self.model);
-        Error::Llm(match &self.api_key {
-            Some(key) => key.scrub(&text),
-            None => text,
-        })
+        let mut text = format!("{} (model {}): {message}", self.url, self.model);
+        for secret in self.api_key.iter().chain(&self.url_passwords) {
+            text = secret.scrub(&text);
+        }
+        Error::Llm(super::config::redact_url_passwords(&text))
     }
 }
 
@@ -223,6 +303,7 @@ impl ChatModel for HttpModel {
             let (message, retry_after) = match self.attempt(&body, request) {
                 Ok(response) => return Ok(response),
                 Err(Failure::Fatal(message)) => return Err(self.error(&message)),
+                Err(Failure::Cancelled) => return Err(Error::Cancelled),
                 Err(Failure::Retry {
                     message,
                     retry_after,
@@ -235,16 +316,32 @@ impl ChatModel for HttpModel {
                     request.stage
                 )));
             }
-            std::thread::sleep(self.backoff.delay(retry, retry_after));
+            crate::cancel::sleep(self.backoff.delay(retry, retry_after))?;
             retry += 1;
         }
     }
 }
 
-/// A failure to send or to get a response: retried, except a request that cannot be built.
-fn transport_failure(err: &reqwest::Error) -> Failure {
+/// Whether an error reading a body is a timeout.
+fn is_timeout(err: &std::io::Error) -> bool {
+    err.kind() == std::io::ErrorKind::TimedOut
+        || err
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<reqwest::Error>())
+            .is_some_and(reqwest::Error::is_timeout)
+}
+
+/// A failure to send or to get a response: retried, except a request that cannot be built and
+/// one that used the whole request timeout (`timeout_s`).
+fn transport_failure(err: &reqwest::Error, timeout_s: f64) -> Failure {
     if err.is_builder() {
         return Failure::Fatal(format!("invalid request: {}", chain(err)));
+    }
+    if err.is_timeout() && !err.is_connect() {
+        return Failure::Fatal(format!(
+            "no answer within the request timeout of {timeout_s} s; not retried: {}",
+            chain(err)
+        ));
     }
     let what = if err.is_connect() {
         "cannot connect (is the server running?)"

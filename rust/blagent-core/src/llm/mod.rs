@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 pub use self::backoff::{parse_retry_after, Backoff, BACKOFF_CAP, RETRY_AFTER_CAP};
 pub use self::client::{model_from_config, LlmClient};
 pub use self::config::{
-    normalize_base_url, LlmConfig, Secret, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, REDACTED,
+    normalize_base_url, redact_url_passwords, url_passwords, LlmConfig, Secret, ENV_API_KEY,
+    ENV_BASE_URL, ENV_MODEL, MAX_TIMEOUT_S, REDACTED,
 };
 pub use self::http::{HttpModel, RETRYABLE_STATUSES};
 pub use self::limit::{ConcurrencyLimit, Permit};

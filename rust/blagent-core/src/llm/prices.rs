@@ -45,7 +45,11 @@ impl PriceTable {
     pub fn load(user: Option<&Path>) -> Result<Self> {
         let mut table = PriceTable::builtin();
         if let Some(path) = user {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+            let text = crate::repo::read::read_user_text(
+                path,
+                crate::repo::read::MAX_SMALL_FILE_BYTES,
+                "price table",
+            )?;
             let extra = PriceTable::from_json(&text)
                 .map_err(|e| Error::InvalidInput(format!("{}: {e}", path.display())))?;
             table.models.extend(extra.models);

@@ -34,7 +34,9 @@ impl TokenCounter {
         let Some(path) = path else {
             return Ok(TokenCounter::CharsPerToken);
         };
-        tokenizers::Tokenizer::from_file(path)
+        let bytes = crate::repo::read::read_bounded(path, crate::repo::read::MAX_DATA_FILE_BYTES)
+            .map_err(|f| f.into_error(path, "tokenizer"))?;
+        tokenizers::Tokenizer::from_bytes(bytes)
             .map(|t| TokenCounter::Tokenizer(Box::new(t)))
             .map_err(|e| Error::InvalidInput(format!("tokenizer {}: {e}", path.display())))
     }

@@ -1,6 +1,8 @@
 //! Finding the source files of a repository: which languages, which files, and what was skipped.
 
+mod ignores;
 mod lang;
+pub mod read;
 mod walk;
 
 pub use self::lang::{language_for_path, Language, LANGUAGES};

@@ -9,7 +9,9 @@ use ignore::WalkBuilder;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::ignores::Ignores;
 use super::lang::{language_for_path, Language};
+use super::read::{read_bounded, ReadFailure};
 use crate::error::{Error, Result};
 
 /// How many leading bytes are checked for NUL to call a file binary (git uses the same idea).
@@ -108,30 +110,41 @@ pub fn is_test_path(path: &str) -> bool {
 pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
     let root = canonical_root(root)?;
     let skipped = Arc::new(Mutex::new(Vec::new()));
+    // Ignore files are read by `Ignores` (bounded, regular files inside the repository only),
+    // never by the `ignore` crate, which would block on a FIFO and follow links out.
+    let ignores = Arc::new(Ignores::new(&root));
     let mut builder = WalkBuilder::new(&root);
     builder
         .hidden(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .require_git(false)
+        .git_ignore(false)
+        .git_exclude(false)
+        .git_global(false)
+        .ignore(false)
         .parents(false)
         .follow_links(false)
         .sort_by_file_name(std::cmp::Ord::cmp);
-    if !options.include_tests {
-        let (root, skipped) = (root.clone(), Arc::clone(&skipped));
+    {
+        let (root, skipped, ignores) = (root.clone(), Arc::clone(&skipped), Arc::clone(&ignores));
+        let include_tests = options.include_tests;
         builder.filter_entry(move |entry| {
-            let Some(rel) = relative(&root, entry.path()) else {
+            if entry.depth() == 0 {
                 return true;
-            };
+            }
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if ignores.is_ignored(entry.path(), is_dir) {
+                return false;
+            }
             let name = entry.file_name().to_string_lossy();
-            if entry.depth() > 0 && name.starts_with("test") {
-                skipped
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(Skipped {
-                        path: rel,
-                        reason: SkipReason::Test,
-                    });
+            if !include_tests && name.starts_with("test") {
+                if let Some(rel) = relative(&root, entry.path()) {
+                    skipped
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(Skipped {
+                            path: rel,
+                            reason: SkipReason::Test,
+                        });
+                }
                 return false;
             }
             true
@@ -161,8 +174,9 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
             continue;
         }
         let Some(rel) = relative(&root, entry.path()) else {
+            let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
             own_skips.push(Skipped {
-                path: entry.path().to_string_lossy().into_owned(),
+                path: rel.to_string_lossy().replace('\\', "/"),
                 reason: SkipReason::NonUtf8Path,
             });
             continue;
@@ -203,6 +217,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
     }
     let mut skipped = std::mem::take(&mut *skipped.lock().unwrap_or_else(PoisonError::into_inner));
     skipped.extend(own_skips);
+    skipped.extend(ignores.take_skipped());
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
     output.skipped = skipped;
     Ok(output)
@@ -217,7 +232,14 @@ fn canonical_root(root: &Path) -> Result<PathBuf> {
     if !meta.is_dir() {
         return Err(Error::NotADirectory(root.to_path_buf()));
     }
-    fs::canonicalize(root).map_err(|err| Error::io(root, err))
+    let canonical = fs::canonicalize(root).map_err(|err| Error::io(root, err))?;
+    if canonical.parent().is_none() {
+        return Err(Error::InvalidInput(format!(
+            "refusing to index the filesystem root {} as a repository",
+            canonical.display()
+        )));
+    }
+    Ok(canonical)
 }
 
 fn relative(root: &Path, path: &Path) -> Option<String> {
@@ -266,9 +288,21 @@ fn read_source(
             reason: SkipReason::TooLarge { bytes: meta.len() },
         });
     }
-    let bytes = match fs::read(abs) {
+    let bytes = match read_bounded(abs, options.max_file_bytes) {
         Ok(bytes) => bytes,
-        Err(err) => return Err(unreadable(path, &err)),
+        Err(ReadFailure::NotRegular(_)) => {
+            return Err(Skipped {
+                path,
+                reason: SkipReason::NotRegularFile,
+            })
+        }
+        Err(ReadFailure::TooLarge { .. }) => {
+            return Err(Skipped {
+                path,
+                reason: SkipReason::TooLarge { bytes: meta.len() },
+            })
+        }
+        Err(ReadFailure::Io(err)) => return Err(unreadable(path, &err)),
     };
     if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
         return Err(Skipped {

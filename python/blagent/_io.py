@@ -1,0 +1,112 @@
+"""Bounded reads of the files and streams the command line is given, and safe terminal text.
+
+A user file must be a regular file (a FIFO, device or socket is refused before anything could
+block on it) of at most a stated size; standard input is read up to the same bound. Failures are
+`InputError`s naming the file, so the CLI exits 1 instead of hanging or running out of memory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from typing import BinaryIO, Optional
+
+from . import _core
+
+#: The most bytes read from an issue or a request (as the core's `MAX_ISSUE_BYTES`).
+MAX_ISSUE_BYTES = 16 << 20
+#: The most bytes read from an ids file.
+MAX_IDS_BYTES = 64 << 20
+
+_KINDS = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "device"), (stat.S_ISBLK, "device"), (stat.S_ISDIR, "directory"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "special file")
+
+
+def _mib(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+
+
+def read_file(path: str, limit: int, what: str) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them.
+
+    Raises:
+        InputError: `path` is missing, not a regular file, or larger than `limit`.
+    """
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise _core.InputError(f"{what} {path} is a {_kind(os.stat(path).st_mode)}, not a regular file")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as err:
+        raise _core.InputError(f"cannot read {what} {path}: {err.strerror}") from err
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise _core.InputError(f"{what} {path} is a {_kind(mode)}, not a regular file")
+        return _bounded(f, limit, f"{what} {path}")
+
+
+def read_stdin(limit: int, what: str) -> bytes:
+    """Standard input, at most `limit` bytes (a directory is refused)."""
+    stream: Optional[BinaryIO] = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise _core.InputError(f"no {what} on standard input")
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        mode = 0
+    if stat.S_ISDIR(mode):
+        raise _core.InputError(f"standard input is a directory, not a {what}")
+    return _bounded(stream, limit, f"{what} on standard input")
+
+
+def _bounded(stream: BinaryIO, limit: int, what: str) -> bytes:
+    try:
+        data = stream.read(limit + 1)
+    except OSError as err:
+        raise _core.InputError(f"cannot read {what}: {err.strerror}") from err
+    if data is None:  # a non-blocking stream with nothing yet
+        data = b""
+    if len(data) > limit:
+        raise _core.InputError(f"{what} is larger than {_mib(limit)} (the most blagent reads)")
+    return data
+
+
+def decode_strict(data: bytes, what: str) -> str:
+    """UTF-8 text, or an `InputError` naming the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _core.InputError(f"{what} is not UTF-8 (byte {err.start})") from err
+
+
+def check_encodable(text: str, what: str) -> None:
+    """Refuses text that cannot be UTF-8 encoded (a lone surrogate, as JSON's "\\ud800" gives)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise _core.InputError(
+            f"{what} holds a lone surrogate (U+{ord(text[err.start]):04X} at character {err.start}), "
+            "which is not valid Unicode text"
+        ) from err
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (and other unprintable ones) escaped as `\\xNN`,
+    `\\uNNNN`, so a file name cannot drive the terminal."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable():
+            out.append(ch)
+        elif ord(ch) > 0xFFFF:
+            out.append(f"\\U{ord(ch):08x}")
+        elif ord(ch) > 0xFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\x{ord(ch):02x}")
+    return "".join(out)

@@ -1,0 +1,82 @@
+//! Choosing the instances of a run and where their trees are, the same way in `batch`, `eval`
+//! and `analyze-failures`: an instance id names a tree *inside* the trees folder (nested
+//! relative paths such as LCA's `square/okhttp/6452/6460` are fine; absolute paths, `..`,
+//! `.`, empty components, backslashes and NUL are refused), and a dataset that lists an id twice
+//! runs it once, at its first line.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The tree of instance `id` under `repos`, or an input error when the id would leave it.
+pub fn instance_tree(repos: &Path, id: &str) -> Result<PathBuf> {
+    let refuse = |why: &str| {
+        Err(Error::InvalidInput(format!(
+            "instance id {id:?} {why}; it must be a relative path inside the trees folder {}",
+            repos.display()
+        )))
+    };
+    if id.is_empty() {
+        return refuse("is empty");
+    }
+    if id.contains('\0') || id.contains('\\') {
+        return refuse("holds a NUL or a backslash");
+    }
+    if id.starts_with('/') || Path::new(id).is_absolute() {
+        return refuse("is an absolute path");
+    }
+    if id
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return refuse("has an empty, `.` or `..` component");
+    }
+    Ok(repos.join(id))
+}
+
+/// Keeps the first item of each id, in order (the rule `batch` and `eval` share).
+pub fn first_of_each_id<T>(items: &mut Vec<T>, id: impl Fn(&T) -> &str) {
+    let mut seen = HashSet::new();
+    items.retain(|item| seen.insert(id(item).to_owned()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_stay_inside_the_trees_folder() {
+        let repos = Path::new("/trees");
+        for good in [
+            "django__django-11099",
+            "square/okhttp/6452/6460",
+            "a.b",
+            "..a",
+        ] {
+            assert_eq!(instance_tree(repos, good).unwrap(), repos.join(good));
+        }
+        for bad in [
+            "../outside",
+            "/etc",
+            "inst/../../outside",
+            "..",
+            ".",
+            "",
+            "a//b",
+            "a/",
+            "a\\..\\b",
+            "a\0b",
+        ] {
+            let err = instance_tree(repos, bad).unwrap_err();
+            assert!(err.is_input_error(), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn duplicates_run_once_at_their_first_place() {
+        let mut ids = vec!["a", "b", "a", "c", "b"];
+        first_of_each_id(&mut ids, |s| s);
+        assert_eq!(ids, ["a", "b", "c"]);
+    }
+}

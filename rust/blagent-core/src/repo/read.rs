@@ -1,0 +1,229 @@
+//! Bounded reads of user files: a regular file only (a FIFO, device or socket is refused before
+//! anything could block on it), opened without blocking and checked again on the open handle,
+//! and never more than a stated number of bytes (past it, an error names the bound).
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// The most bytes read from a dataset, prediction, localization or report file, a cassette or
+/// a batch output being resumed.
+pub const MAX_DATA_FILE_BYTES: u64 = 1 << 30;
+/// The most bytes read from an issue or a request.
+pub const MAX_ISSUE_BYTES: u64 = 16 << 20;
+/// The most bytes read from an ignore file (`.gitignore`, `.ignore`, `.git/info/exclude`) or a
+/// prompt override.
+pub const MAX_SMALL_FILE_BYTES: u64 = 1 << 20;
+
+/// `O_NONBLOCK`: opening a FIFO with it never waits for a writer.
+#[cfg(target_os = "linux")]
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(target_os = "macos")]
+const O_NONBLOCK: i32 = 0x0004;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+const O_NONBLOCK: i32 = 0;
+
+/// Why a bounded read failed.
+#[derive(Debug)]
+pub enum ReadFailure {
+    /// The path is not a regular file (a FIFO, socket, device or directory).
+    NotRegular(&'static str),
+    /// The file holds more than the bound.
+    TooLarge {
+        /// The bound, in bytes.
+        limit: u64,
+    },
+    /// Opening or reading failed.
+    Io(std::io::Error),
+}
+
+impl ReadFailure {
+    /// The core error for a file given by the user: bad input for a special or oversized file,
+    /// an I/O error otherwise.
+    pub fn into_error(self, path: &Path, what: &str) -> Error {
+        match self {
+            ReadFailure::NotRegular(kind) => Error::InvalidInput(format!(
+                "{what} {} is a {kind}, not a regular file",
+                path.display()
+            )),
+            ReadFailure::TooLarge { limit } => Error::InvalidInput(format!(
+                "{what} {} is larger than {} (the most blagent reads)",
+                path.display(),
+                human_bytes(limit)
+            )),
+            ReadFailure::Io(source) => Error::io(path, source),
+        }
+    }
+
+    /// Whether the file does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ReadFailure::Io(e) if e.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// `1 GiB`, `16 MiB`, `512 KiB`, `10 bytes`.
+pub fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
+fn kind_name(file_type: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "FIFO";
+        }
+        if file_type.is_socket() {
+            return "socket";
+        }
+        if file_type.is_char_device() || file_type.is_block_device() {
+            return "device";
+        }
+    }
+    if file_type.is_dir() {
+        "directory"
+    } else {
+        "special file"
+    }
+}
+
+/// Opens `path` (following symlinks) for reading if it is a regular file, without blocking on
+/// a FIFO; the file type is checked on the open handle, so a file swapped after the check is
+/// refused too.
+pub fn open_regular(path: &Path) -> std::result::Result<File, ReadFailure> {
+    let meta = std::fs::metadata(path).map_err(ReadFailure::Io)?;
+    if !meta.is_file() {
+        return Err(ReadFailure::NotRegular(kind_name(meta.file_type())));
+    }
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(ReadFailure::Io)?;
+    let meta = file.metadata().map_err(ReadFailure::Io)?;
+    if !meta.is_file() {
+        return Err(ReadFailure::NotRegular(kind_name(meta.file_type())));
+    }
+    Ok(file)
+}
+
+/// The bytes of the regular file `path`, at most `limit` of them (more is an error).
+pub fn read_bounded(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, ReadFailure> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(ReadFailure::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadFailure::TooLarge { limit });
+    }
+    Ok(bytes)
+}
+
+/// [`read_bounded`] for a file the user named (`what`: "dataset", "cassette", …), as UTF-8
+/// text; failures are core errors naming the file.
+pub fn read_user_text(path: &Path, limit: u64, what: &str) -> Result<String> {
+    let bytes = read_bounded(path, limit).map_err(|f| f.into_error(path, what))?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::InvalidInput(format!(
+            "{what} {} is not UTF-8 (byte {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// The bytes of `rel` (a `/`-separated relative path) under `root`, when it names a regular
+/// file of at most `limit` bytes that lies inside `root` once symlinks are resolved; `None`
+/// otherwise (absolute paths, `..`, links leading out, special files).
+pub fn read_inside(root: &Path, rel: &str, limit: u64) -> Option<Vec<u8>> {
+    if rel.is_empty()
+        || rel.contains('\0')
+        || rel.contains('\\')
+        || Path::new(rel).is_absolute()
+        || rel.split('/').any(|part| part == "..")
+    {
+        return None;
+    }
+    let root = std::fs::canonicalize(root).ok()?;
+    let target = std::fs::canonicalize(root.join(rel)).ok()?;
+    if !target.starts_with(&root) {
+        return None;
+    }
+    read_bounded(&target, limit).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_regular_files_within_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        std::fs::write(&path, b"hello").unwrap();
+        assert_eq!(read_bounded(&path, 5).unwrap(), b"hello");
+        assert!(matches!(
+            read_bounded(&path, 4),
+            Err(ReadFailure::TooLarge { limit: 4 })
+        ));
+        assert!(read_bounded(&dir.path().join("absent"), 5)
+            .unwrap_err()
+            .is_not_found());
+        let err = read_user_text(dir.path(), 5, "dataset").unwrap_err();
+        assert!(
+            err.is_input_error() && err.to_string().contains("directory"),
+            "{err}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_and_fifos_are_refused_without_blocking() {
+        let err = read_user_text(Path::new("/dev/zero"), 1 << 20, "dataset").unwrap_err();
+        assert!(err.is_input_error(), "{err}");
+        assert!(err.to_string().contains("device"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let err = read_user_text(&fifo, 10, "issue").unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn reads_inside_a_root_only() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), b"s").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::fs::write(dir.path().join("a/f.py"), b"x").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("leak")).unwrap();
+        let read = |rel| read_inside(dir.path(), rel, 10);
+        assert_eq!(read("a/f.py").as_deref(), Some(&b"x"[..]));
+        for bad in ["leak", "../x", "a/../../x", "/etc/passwd", ""] {
+            assert!(read(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bounds_read_in_units() {
+        assert_eq!(human_bytes(MAX_DATA_FILE_BYTES), "1 GiB");
+        assert_eq!(human_bytes(MAX_ISSUE_BYTES), "16 MiB");
+        assert_eq!(human_bytes(10), "10 bytes");
+    }
+}

@@ -1,0 +1,91 @@
+//! Cancellation ([`blagent_core::cancel`]): a request in flight to a hanging endpoint, a retry's
+//! backoff and a batch all stop within a fraction of a second, and the batch writes no line for
+//! the instance it was cut short in. One test: the flag is process-wide.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
+use blagent_core::interface::{run_batch, BatchConfig, Granularity};
+use blagent_core::llm::{model_from_config, ChatModel, LlmConfig, Message};
+use blagent_core::{cancel, Error, LocalizeOptions};
+use support::scripted_server::{Action, ScriptedServer};
+
+/// Runs `work` in a scope and asks for a stop after `after`; returns the result and how long
+/// `work` took.
+fn cancelled_after<T>(after: Duration, work: impl FnOnce() -> T) -> (T, Duration) {
+    let _scope = cancel::Scope::enter();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(after);
+        cancel::request();
+    });
+    let start = Instant::now();
+    let value = work();
+    let took = start.elapsed();
+    canceller.join().unwrap();
+    (value, took)
+}
+
+#[test]
+fn cancellation_stops_llm_waits_and_batches_promptly() {
+    // A request in flight to an endpoint that never answers.
+    let server = ScriptedServer::start(vec![Action::Stall(Duration::from_secs(60))]);
+    let config = LlmConfig {
+        base_url: Some(server.base_url()),
+        model: "m".to_owned(),
+        request_timeout_s: 60.0,
+        ..LlmConfig::default()
+    };
+    let model: Arc<dyn ChatModel> = model_from_config(&config).unwrap().into();
+    let request = config.request("t0", vec![Message::user("x")]);
+    let (result, took) = cancelled_after(Duration::from_millis(300), || model.chat(&request));
+    assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+
+    // A retry's backoff (the server keeps answering 503 with a long Retry-After).
+    let busy = ScriptedServer::start(vec![Action::status(503).retry_after("50")]);
+    let config = LlmConfig {
+        base_url: Some(busy.base_url()),
+        ..config
+    };
+    let flaky = model_from_config(&config).unwrap();
+    let (result, took) = cancelled_after(Duration::from_millis(300), || flaky.chat(&request));
+    assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+
+    // A batch against the hanging endpoint: it stops, and the instance is not written.
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("trees/a/shop.py");
+    std::fs::create_dir_all(tree.parent().unwrap()).unwrap();
+    std::fs::write(&tree, "def total():\n    return 0\n").unwrap();
+    let row = serde_json::json!({"instance_id": "a", "problem_statement": "total is wrong"});
+    std::fs::write(dir.path().join("data.jsonl"), format!("{row}\n")).unwrap();
+    let batch = BatchConfig {
+        dataset: dir.path().join("data.jsonl"),
+        repos: dir.path().join("trees"),
+        out: dir.path().join("loc.jsonl"),
+        failures_out: dir.path().join("loc.failures.jsonl"),
+        ids: None,
+        options: LocalizeOptions::default(),
+        top_k: 3,
+        granularity: Granularity::File,
+        pipeline: Pipeline::Blagent,
+        progress: false,
+        llm: Some(LlmRun {
+            model,
+            options: LlmOptions::default(),
+        }),
+    };
+    let (result, took) = cancelled_after(Duration::from_millis(500), || run_batch(&batch));
+    assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    let written = std::fs::read_to_string(dir.path().join("loc.jsonl")).unwrap_or_default();
+    assert_eq!(written, "", "no line for the interrupted instance");
+
+    // A new scope starts clean.
+    drop(cancel::Scope::enter());
+    let _scope = cancel::Scope::enter();
+    assert!(!cancel::is_requested());
+}
