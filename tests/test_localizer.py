@@ -60,6 +60,11 @@ def test_one_result_type_for_every_pipeline_and_it_follows_its_schema(repo: Path
     assert fused.localizer.mode == "llm-free" and llm.localizer.mode == "llm:blagent:none"
     assert llm.llm is not None and llm.llm["model"] == "none"
     assert fused.paths == llm.paths, "with no model the LLM pipeline's ranking is the fused one"
+    request = blagent.LocalizeRequest("shop-1", str(repo), ISSUE, top_k=3, granularity="function")
+    core_json = json.loads(Localizer()._inner.localize(json.dumps(request.to_dict())))
+    typed = blagent.LocalizationResult.from_dict(core_json)
+    assert typed.entities and typed.skipped and typed.files[0].evidence[0].lines is None
+    assert typed.to_dict() == core_json, "to_dict writes back exactly what the core wrote"
 
 
 def test_walk_reports_what_it_skipped(repo: Path) -> None:

@@ -1,11 +1,13 @@
 """The one result type, as typed Python objects: `LocalizationResult.from_dict` reads the JSON the
-core returns (`schemas/localize-result.schema.json`) and `to_dict()` gives back exactly that JSON,
-whichever pipeline ranked the files."""
+core returns (`schemas/localize-result.schema.json`) and `to_dict()` writes it back, whichever
+pipeline ranked the files (and whichever localizer: other localizers build these too)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
+
+from ._core import SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,14 @@ class Evidence:
         lines = d.get("lines")
         return cls(d["signal"], d["score"], d["detail"], tuple(lines) if lines else None, d.get("symbol"))
 
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"signal": self.signal, "score": self.score, "detail": self.detail}
+        if self.lines is not None:
+            out["lines"] = list(self.lines)
+        if self.symbol is not None:
+            out["symbol"] = self.symbol
+        return out
+
 
 @dataclass(frozen=True)
 class FileHit:
@@ -39,6 +49,16 @@ class FileHit:
     def from_dict(cls, d: dict[str, Any]) -> FileHit:
         evidence = [Evidence.from_dict(e) for e in d.get("evidence", [])]
         return cls(d["rank"], d["path"], d["score"], dict(d.get("signals", {})), evidence, d.get("hinted", False))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "path": self.path,
+            "score": self.score,
+            "signals": dict(self.signals),
+            "evidence": [e.to_dict() for e in self.evidence],
+            "hinted": self.hinted,
+        }
 
 
 @dataclass(frozen=True)
@@ -58,6 +78,9 @@ class Entity:
         lines = (int(d["lines"][0]), int(d["lines"][1]))
         return cls(d["id"], d["path"], d["name"], d["kind"], lines, d["score"], d["file_rank"])
 
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "lines": list(self.lines)}
+
 
 @dataclass(frozen=True)
 class Skipped:
@@ -71,6 +94,9 @@ class Skipped:
     def from_dict(cls, d: dict[str, Any]) -> Skipped:
         rest = {k: v for k, v in d.items() if k not in ("path", "reason")}
         return cls(d["path"], d["reason"], rest)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "reason": self.reason, **self.detail}
 
 
 @dataclass(frozen=True)
@@ -102,19 +128,18 @@ class LocalizationResult:
 
     instance_id: str
     localizer: LocalizerInfo
-    pipeline: str
-    granularity: str
     files: list[FileHit]
-    entities: Optional[list[Entity]]
-    query: dict[str, Any]
-    skipped: list[Skipped]
-    stats: dict[str, Any]
-    timings: dict[str, Any]
-    usage: TokenUsage
-    warnings: list[str]
-    llm: Optional[dict[str, Any]]
-    schema_version: str
-    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    pipeline: str = "fused"
+    granularity: str = "file"
+    entities: Optional[list[Entity]] = None
+    query: dict[str, Any] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, Any] = field(default_factory=dict)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    warnings: list[str] = field(default_factory=list)
+    llm: Optional[dict[str, Any]] = None
+    schema_version: str = SCHEMA_VERSION
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LocalizationResult:
@@ -134,7 +159,6 @@ class LocalizationResult:
             warnings=list(d.get("warnings", [])),
             llm=d.get("llm"),
             schema_version=d["schema_version"],
-            raw=d,
         )
 
     @property
@@ -143,8 +167,26 @@ class LocalizationResult:
         return [f.path for f in self.files]
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as the JSON object the core wrote (and the CLI prints)."""
-        return self.raw
+        """The result as JSON data (`schemas/localize-result.schema.json`), as the CLI prints it."""
+        out: dict[str, Any] = {
+            "schema_version": self.schema_version,
+            "instance_id": self.instance_id,
+            "localizer": asdict(self.localizer),
+            "pipeline": self.pipeline,
+            "granularity": self.granularity,
+            "files": [f.to_dict() for f in self.files],
+            "query": self.query,
+            "skipped": [s.to_dict() for s in self.skipped],
+            "stats": self.stats,
+            "timings": dict(self.timings),
+            "usage": asdict(self.usage),
+            "warnings": list(self.warnings),
+        }
+        if self.entities is not None:
+            out["entities"] = [e.to_dict() for e in self.entities]
+        if self.llm is not None:
+            out["llm"] = self.llm
+        return out
 
 
 # The names of the result types before schema 1.1, when the LLM-free and the standardized

@@ -79,7 +79,7 @@ pub struct StageUsage {
     /// Whether any count was estimated locally.
     pub estimated: bool,
     /// Estimated cost in USD, when the model is in the price table.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub cost_usd: Option<f64>,
 }
 
