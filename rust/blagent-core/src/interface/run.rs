@@ -55,11 +55,11 @@ fn fused(localizer: &Localizer, index: &SearchIndex, request: &LocalizeRequest) 
         &request.hints.files,
         &request.repo_path,
     );
-    let scores: std::collections::HashMap<usize, f32> = scored.ranked.iter().copied().collect();
+    let fused: std::collections::HashMap<usize, f32> = scored.ranked.iter().copied().collect();
     let ranked: Vec<(usize, f32)> = complete(&index.repo, scored.ranked.iter().map(|&(f, _)| f))
         .into_iter()
         .take(request.top_k)
-        .map(|f| (f, scores.get(&f).copied().unwrap_or(0.0)))
+        .map(|f| (f, fused.get(&f).copied().unwrap_or(0.0)))
         .collect();
     let entities = (request.granularity == Granularity::Function).then(|| {
         let files: Vec<(usize, usize)> = ranked
