@@ -8,7 +8,8 @@ use std::path::Path;
 /// The declared order, lowest first; modules on one line are one layer (and may not use each
 /// other).
 const LAYERS: &[&[&str]] = &[
-    &["repo", "dataset"],
+    &["repo"],
+    &["dataset"],
     &["chunk"],
     &["index", "embed"],
     &["dense"],

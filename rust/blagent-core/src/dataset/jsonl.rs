@@ -54,21 +54,19 @@ fn lines<T: DeserializeOwned>(
 
 /// Reads a JSONL file of `T` (blank lines skipped).
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    let text = read_text(path, MAX_JSONL_BYTES)?;
-    Ok(lines(path, &text, false)?
-        .into_iter()
-        .map(|(_, row)| row)
-        .collect())
+    rows(path, false)
 }
 
 /// Reads a JSONL file of `T`, dropping a malformed last line without its newline (a file that
 /// a crashed writer appended to, as a cassette).
 pub fn read_jsonl_appended<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    rows(path, true)
+}
+
+fn rows<T: DeserializeOwned>(path: &Path, tolerate_unterminated_tail: bool) -> Result<Vec<T>> {
     let text = read_text(path, MAX_JSONL_BYTES)?;
-    Ok(lines(path, &text, true)?
-        .into_iter()
-        .map(|(_, row)| row)
-        .collect())
+    let rows = lines(path, &text, tolerate_unterminated_tail)?;
+    Ok(rows.into_iter().map(|(_, row)| row).collect())
 }
 
 /// One record of a file read by [`read_records`]: its `instance_id` and its fields.
