@@ -11,6 +11,7 @@
 )]
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use blagent_core::agent::{LlmOptions, LlmRun};
 use blagent_core::analysis::{analyze_failures as run_analysis, AnalysisConfig};
@@ -82,9 +83,9 @@ fn to_py(err: Error) -> PyErr {
 
 /// Runs `work` with the GIL released, turning errors and panics into Python exceptions; Ctrl-C
 /// stops it (see `cancel`).
-fn run<T: Send>(
+fn run<T: Send + 'static>(
     py: Python<'_>,
-    work: impl FnOnce() -> blagent_core::Result<T> + Send,
+    work: impl FnOnce() -> blagent_core::Result<T> + Send + 'static,
 ) -> PyResult<T> {
     cancel::run_cancellable(py, work, to_py)
 }
@@ -128,7 +129,7 @@ fn llm_run(
 /// A repository's index, reusable across requests.
 #[pyclass(name = "RepoIndex", module = "blagent._core", frozen)]
 struct PyRepoIndex {
-    inner: SearchIndex,
+    inner: Arc<SearchIndex>,
 }
 
 #[pymethods]
@@ -147,11 +148,10 @@ impl PyRepoIndex {
 
     /// The path-augmented text of every chunk, in index order (what dense retrieval embeds).
     fn chunk_texts(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let index = &self.inner.repo;
-        run(py, || {
-            Ok((0..index.num_chunks())
-                .map(|i| index.chunk_text(i))
-                .collect())
+        let index = Arc::clone(&self.inner);
+        run(py, move || {
+            let repo = &index.repo;
+            Ok((0..repo.num_chunks()).map(|i| repo.chunk_text(i)).collect())
         })
     }
 
@@ -164,7 +164,7 @@ impl PyRepoIndex {
 /// The localizer: LLM-free, or with an LLM for the requests that name an LLM pipeline.
 #[pyclass(name = "Localizer", module = "blagent._core", frozen)]
 struct PyLocalizer {
-    inner: Localizer,
+    inner: Arc<Localizer>,
 }
 
 #[pymethods]
@@ -186,7 +186,9 @@ impl PyLocalizer {
         if let Some(run) = llm_run(llm_options_json, llm_config_json)? {
             inner = inner.with_llm(run);
         }
-        Ok(PyLocalizer { inner })
+        Ok(PyLocalizer {
+            inner: Arc::new(inner),
+        })
     }
 
     /// The options in force, as JSON.
@@ -196,8 +198,11 @@ impl PyLocalizer {
 
     /// Indexes a repository.
     fn index(&self, py: Python<'_>, repo: PathBuf) -> PyResult<PyRepoIndex> {
-        let inner = run(py, || self.inner.index(&repo))?;
-        Ok(PyRepoIndex { inner })
+        let localizer = Arc::clone(&self.inner);
+        let inner = run(py, move || localizer.index(&repo))?;
+        Ok(PyRepoIndex {
+            inner: Arc::new(inner),
+        })
     }
 
     /// Answers a request (`schemas/localize-request.schema.json`), indexing its repository.
@@ -208,12 +213,10 @@ impl PyLocalizer {
     /// Returns:
     ///     The result as JSON text (`schemas/localize-result.schema.json`).
     fn localize(&self, py: Python<'_>, request_json: &str) -> PyResult<String> {
-        run(py, || {
-            to_json(
-                &self
-                    .inner
-                    .localize(&LocalizeRequest::from_json(request_json)?)?,
-            )
+        let localizer = Arc::clone(&self.inner);
+        let request = request_json.to_owned();
+        run(py, move || {
+            to_json(&localizer.localize(&LocalizeRequest::from_json(&request)?)?)
         })
     }
 
@@ -228,13 +231,11 @@ impl PyLocalizer {
         index: &PyRepoIndex,
         request_json: &str,
     ) -> PyResult<String> {
-        let index = &index.inner;
-        run(py, || {
-            to_json(
-                &self
-                    .inner
-                    .localize_in(index, &LocalizeRequest::from_json(request_json)?)?,
-            )
+        let localizer = Arc::clone(&self.inner);
+        let index = Arc::clone(&index.inner);
+        let request = request_json.to_owned();
+        run(py, move || {
+            to_json(&localizer.localize_in(&index, &LocalizeRequest::from_json(&request)?)?)
         })
     }
 }
@@ -255,7 +256,7 @@ fn text_kind(kind: &str) -> PyResult<blagent_core::embed::TextKind> {
 /// A sentence encoder loaded from a model folder.
 #[pyclass(name = "Encoder", module = "blagent._core", frozen)]
 struct PyEncoder {
-    inner: blagent_core::embed::Encoder,
+    inner: Arc<blagent_core::embed::Encoder>,
 }
 
 #[pymethods]
@@ -264,8 +265,10 @@ impl PyEncoder {
     ///     model_dir: a sentence-transformers / Hugging Face model folder.
     #[new]
     fn new(py: Python<'_>, model_dir: PathBuf) -> PyResult<Self> {
-        let inner = run(py, || blagent_core::embed::Encoder::load(&model_dir))?;
-        Ok(PyEncoder { inner })
+        let inner = run(py, move || blagent_core::embed::Encoder::load(&model_dir))?;
+        Ok(PyEncoder {
+            inner: Arc::new(inner),
+        })
     }
 
     /// Embedding width.
@@ -288,8 +291,11 @@ impl PyEncoder {
     #[pyo3(signature = (texts, kind="document"))]
     fn embed(&self, py: Python<'_>, texts: Vec<String>, kind: &str) -> PyResult<Vec<Vec<f32>>> {
         let kind = text_kind(kind)?;
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        run(py, || self.inner.embed(&refs, kind))
+        let encoder = Arc::clone(&self.inner);
+        run(py, move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            encoder.embed(&refs, kind)
+        })
     }
 
     /// Embeds texts through the on-disk cache under `cache_dir`: cached vectors are read,
@@ -311,13 +317,14 @@ impl PyEncoder {
         kind: &str,
     ) -> PyResult<(Vec<Vec<f32>>, CacheCounts)> {
         let kind = text_kind(kind)?;
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let (vectors, stats) = run(py, || {
+        let encoder = Arc::clone(&self.inner);
+        let (vectors, stats) = run(py, move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let cache = blagent_core::embed::EmbeddingCache::in_cache_dir(
                 &cache_dir,
-                &self.inner.folder().identity,
+                &encoder.folder().identity,
             )?;
-            cache.embed(&self.inner, &refs, kind)
+            cache.embed(&encoder, &refs, kind)
         })?;
         let stats = [
             ("hits", stats.hits),
@@ -334,7 +341,7 @@ impl PyEncoder {
 /// retries, timeouts, a concurrency limit and token accounting per stage.
 #[pyclass(name = "LlmClient", module = "blagent._core", frozen)]
 struct PyLlmClient {
-    inner: LlmClient,
+    inner: Arc<LlmClient>,
 }
 
 #[pymethods]
@@ -351,8 +358,11 @@ impl PyLlmClient {
     #[new]
     #[pyo3(signature = (config_json="{}"))]
     fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
-        let inner = run(py, || LlmClient::from_json(config_json))?;
-        Ok(PyLlmClient { inner })
+        let config = config_json.to_owned();
+        let inner = run(py, move || LlmClient::from_json(&config))?;
+        Ok(PyLlmClient {
+            inner: Arc::new(inner),
+        })
     }
 
     /// The model's name (`http:MODEL`, `replay:MODEL` or `none`); never contains the key.
@@ -387,7 +397,9 @@ impl PyLlmClient {
     fn chat(&self, py: Python<'_>, messages_json: &str, stage: &str) -> PyResult<String> {
         let messages: Vec<Message> = serde_json::from_str(messages_json)
             .map_err(|e| InputError::new_err(format!("invalid messages: {e}")))?;
-        run(py, || to_json(&self.inner.chat(stage, messages)?))
+        let client = Arc::clone(&self.inner);
+        let stage = stage.to_owned();
+        run(py, move || to_json(&client.chat(&stage, messages)?))
     }
 
     /// Tokens, calls and estimated cost so far, per stage and in total, as JSON.
@@ -413,7 +425,7 @@ fn evaluate(
 ) -> PyResult<String> {
     let mut config: EvalConfig = parse_required("evaluation config", config_json)?;
     config.llm = llm_run(llm_options_json, llm_config_json)?;
-    run(py, || to_json(&run_eval(&config)?))
+    run(py, move || to_json(&run_eval(&config)?))
 }
 
 /// Localizes many instances into an Agentless `loc_outputs.jsonl`; returns the report as JSON.
@@ -436,7 +448,7 @@ fn batch(
 ) -> PyResult<String> {
     let mut config: BatchConfig = parse_required("batch config", config_json)?;
     config.llm = llm_run(llm_options_json, llm_config_json)?;
-    run(py, || to_json(&run_batch(&config)?))
+    run(py, move || to_json(&run_batch(&config)?))
 }
 
 /// Finds, for every unresolved instance of an APR run, the first stage that failed (file,
@@ -449,13 +461,14 @@ fn batch(
 #[pyfunction]
 fn analyze_failures(py: Python<'_>, config_json: &str) -> PyResult<String> {
     let config: AnalysisConfig = parse_required("analysis config", config_json)?;
-    run(py, || to_json(&run_analysis(&config)?))
+    run(py, move || to_json(&run_analysis(&config)?))
 }
 
 /// Reformulates an issue into the extracted fields; returns JSON.
 #[pyfunction]
 fn reformulate(py: Python<'_>, issue: &str) -> PyResult<String> {
-    run(py, || to_json(&blagent_core::query::reformulate(issue)))
+    let issue = issue.to_owned();
+    run(py, move || to_json(&blagent_core::query::reformulate(&issue)))
 }
 
 /// Parses a file's text into chunks, symbols and skeleton; returns JSON.
@@ -465,13 +478,14 @@ fn reformulate(py: Python<'_>, issue: &str) -> PyResult<String> {
 ///     text: the file's contents.
 #[pyfunction]
 fn parse_source(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
-    run(py, || {
-        let language = blagent_core::repo::language_for_path(path)
+    let (path, text) = (path.to_owned(), text.to_owned());
+    run(py, move || {
+        let language = blagent_core::repo::language_for_path(&path)
             .ok_or_else(|| Error::InvalidInput(format!("no supported language for {path}")))?;
         let file = blagent_core::repo::SourceFile {
-            path: path.to_owned(),
+            path,
             language,
-            text: text.to_owned(),
+            text,
             lossy: false,
         };
         to_json(&blagent_core::chunk::parse_file(
