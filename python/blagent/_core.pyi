@@ -8,6 +8,8 @@ SCHEMA_VERSION: str
 PIPELINES: list[str]
 DEFAULT_TOP_K: int
 DEFAULT_ANALYSIS_TOP_K: int
+#: The `--llm-*` flags as JSON: [{"flag", "key", "kind", "metavar", "help"}].
+LLM_CONFIG_FLAGS: str
 
 class BlagentError(Exception): ...
 class InputError(BlagentError): ...
@@ -63,6 +65,11 @@ def evaluate(
     llm_config_json: Optional[str] = None,
 ) -> str: ...
 def batch(
+    config_json: str,
+    llm_options_json: Optional[str] = None,
+    llm_config_json: Optional[str] = None,
+) -> str: ...
+def calibrate(
     config_json: str,
     llm_options_json: Optional[str] = None,
     llm_config_json: Optional[str] = None,

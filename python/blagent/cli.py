@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from . import _core, _io
+from ._llm_flags import add_llm_flags, add_pipeline_flags, llm_client, llm_config, llm_options, llm_options_json
+from ._report import format_calibration, format_report
 from .localizer import Localizer
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_FAILURE = 0, 1, 2, 3
@@ -81,15 +83,7 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
         help="fused: LLM-free ranking (default); blagent / rrl: the LLM pipelines (without an LLM "
         "configuration every LLM stage falls back to retrieval)",
     )
-    llm.add_argument("--prompts-dir", help="folder of prompt overrides (<name>.md) for the LLM pipelines")
-    llm.add_argument(
-        "--llm-option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set an LLM pipeline option (max_steps, max_retries, phase1_budget_tokens, model_weight, ...); "
-        "VALUE is read as JSON when it parses, else as text; repeatable",
-    )
+    add_pipeline_flags(llm)
 
 
 def _localizer(args: argparse.Namespace) -> Localizer:
@@ -104,72 +98,9 @@ def _localizer(args: argparse.Namespace) -> Localizer:
         progress=not getattr(args, "quiet", False),
         dense_max_tokens=args.dense_max_tokens,
         weights=json.loads(args.weights) if getattr(args, "weights", None) else None,
-        llm_options=_llm_options(args) or None,
+        llm_options=llm_options(args) or None,
         llm_config_json=json.dumps(llm_config(args)),
     )
-
-
-LLM_HELP = (
-    "LLM endpoint (any OpenAI-compatible /v1/chat/completions: Ollama, vLLM, llama.cpp, OpenAI). "
-    "Unset, the base URL, model and key come from BLAGENT_LLM_BASE_URL, BLAGENT_LLM_MODEL and "
-    "BLAGENT_LLM_API_KEY; without an endpoint or a replay cassette blagent runs LLM-free."
-)
-
-# Flag name -> (LlmConfig key, type, help). Only flags given on the command line enter the config.
-LLM_FLAGS: dict[str, tuple[str, Any, str]] = {
-    "--llm-base-url": ("base_url", str, "endpoint base URL, with or without /v1 (env BLAGENT_LLM_BASE_URL)"),
-    "--llm-model": ("model", str, "model name sent with each request (env BLAGENT_LLM_MODEL)"),
-    "--llm-api-key": (
-        "api_key",
-        str,
-        "API key; discouraged, other users can read command lines: prefer BLAGENT_LLM_API_KEY",
-    ),
-    "--llm-temperature": ("temperature", float, "sampling temperature (default 0)"),
-    "--llm-seed": ("seed", int, "sampling seed, for endpoints that honour one"),
-    "--llm-timeout": ("request_timeout_s", float, "seconds for a whole request (default 300, at most 86400); a timed-out request is not retried"),
-    "--llm-max-retries": ("max_retries", int, "retries on 429/5xx/connection errors (default 4)"),
-    "--llm-concurrency": ("max_concurrency", int, "requests in flight at once (default 4)"),
-    "--llm-replay": ("replay", str, "answer from this recorded cassette (JSONL); with an endpoint, it asks only what is not recorded"),
-    "--llm-record": ("record", str, "append every exchange of the run to this cassette (JSONL); needs an endpoint"),
-    "--llm-prices": ("prices", str, "JSON price table extending the built-in one, for cost estimates"),
-    "--llm-tokenizer": ("tokenizer", str, "tokenizer.json for token estimates when a response has no usage"),
-}
-
-
-LLM_METAVARS = {
-    "base_url": "URL",
-    "model": "NAME",
-    "api_key": "KEY",
-    "temperature": "T",
-    "seed": "N",
-    "request_timeout_s": "SECONDS",
-    "max_retries": "N",
-    "max_concurrency": "N",
-}
-
-
-def add_llm_flags(parser: argparse.ArgumentParser) -> None:
-    """Adds the `--llm-*` flags (see `LLM_FLAGS`) to a command."""
-    group = parser.add_argument_group("LLM endpoint", LLM_HELP)
-    for flag, (key, kind, text) in LLM_FLAGS.items():
-        metavar = LLM_METAVARS.get(key, "FILE")
-        group.add_argument(flag, dest=f"llm_{key}", type=kind, default=None, help=text, metavar=metavar)
-
-
-def llm_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The `LlmConfig` JSON object of the `--llm-*` flags given (the core fills the rest from
-    the environment and defaults)."""
-    config = {}
-    for key, _, _ in LLM_FLAGS.values():
-        value = getattr(args, f"llm_{key}", None)
-        if value is not None:
-            config[key] = value
-    return config
-
-
-def llm_client(args: argparse.Namespace) -> _core.LlmClient:
-    """The validated LLM client of the `--llm-*` flags and the environment."""
-    return _core.LlmClient(json.dumps(llm_config(args)))
 
 
 def cmd_llm_check(args: argparse.Namespace) -> int:
@@ -215,27 +146,6 @@ def cmd_localize(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The LLM pipeline options of `--prompts-dir` and `--llm-option KEY=VALUE`."""
-    options: dict[str, Any] = {}
-    if args.prompts_dir:
-        options["prompts_dir"] = args.prompts_dir
-    for item in args.llm_option:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise _core.InputError(f"--llm-option wants KEY=VALUE, got {item!r}")
-        try:
-            options[key.strip()] = json.loads(text)
-        except json.JSONDecodeError:
-            options[key.strip()] = text
-    return options
-
-
-def _llm_options_json(args: argparse.Namespace) -> Optional[str]:
-    options = _llm_options(args)
-    return json.dumps(options) if options else None
-
-
 def _warn_llm(llm: Optional[dict[str, Any]]) -> None:
     """Says on stderr when LLM stages fell back to retrieval."""
     if llm and llm["fallbacks"]:
@@ -250,53 +160,6 @@ def _ids(args: argparse.Namespace) -> Optional[list[str]]:
         text = _io.decode_strict(_io.read_file(args.ids_file, _io.MAX_IDS_BYTES, "ids file"), f"ids file {args.ids_file}")
         ids += [line.strip() for line in text.splitlines() if line.strip()]
     return ids or None
-
-
-def _metrics_row(name: str, m: dict[str, Any]) -> str:
-    acc = " ".join(f"{v:.3f}" for v in m["acc"])
-    maps = " ".join(f"{v:.3f}" for v in m["map"])
-    return f"{name:<28} {m['instances']:>4}  {m['mrr']:.3f}  {acc}  {maps}"
-
-
-def format_report(report: dict[str, Any]) -> str:
-    """The evaluation report as a table (MRR, Acc@1/3/5/10, MAP@1/5/10)."""
-    header = f"{'':<28} {'n':>4}  {'MRR':<5}  {'Acc@1 @3    @5    @10':<23}  MAP@1 @5    @10"
-    lines = [header, _metrics_row("overall", report["overall"])]
-    lines += [_metrics_row(repo or "(no repo)", m) for repo, m in report["per_repo"].items()]
-    if report["missing_trees"]:
-        lines.append(f"instances without a tree: {len(report['missing_trees'])}")
-    for iid, err in report["failures"]:
-        lines.append(f"failed: {iid}: {err}")
-    rewrites = report.get("rewrites")
-    if rewrites:
-        lines.append(f"with the given rewrites ({rewrites['instances']} instances):")
-        lines.append(_metrics_row("  dense, structural (T0)", rewrites["dense_structural"]))
-        lines.append(_metrics_row("  dense, behavioral (T1)", rewrites["dense_behavioral"]))
-        lines.append(
-            f"  pool unique(T0[:8]+T1[:8]) <= 15: recall {rewrites['pool_recall']:.3f}, "
-            f"mean size {rewrites['pool_mean_size']:.1f}; fused top-15 recall {rewrites['fused_recall_at_cap']:.3f}; "
-            f"pool unique(T0[:8]+T1[:8]+fused[:8]) <= 15: recall {rewrites['hybrid_pool_recall']:.3f}, "
-            f"mean size {rewrites['hybrid_pool_mean_size']:.1f}"
-        )
-    dense = report.get("dense")
-    if dense:
-        lines.append(
-            f"dense: {dense['embedded']} chunks embedded, {dense['cached']} from cache, "
-            f"{dense['indexes_loaded']} vector indexes loaded, {dense['seconds']:.1f} s"
-        )
-    llm = report.get("llm")
-    if llm:
-        total, mean = llm["total"], llm["mean"]
-        lines.append(
-            f"llm ({llm['pipeline']}, {llm['model']}): {llm['llm_ranked']}/{llm['instances']} ranked by the model; "
-            f"prompt tokens {total['prompt_tokens']} (mean {mean['prompt_tokens']:.0f}), "
-            f"completion tokens {total['completion_tokens']} (mean {mean['completion_tokens']:.0f}), "
-            f"calls {total['calls']}, parse failures {total['parse_failures']}, retries {total['retries']}, "
-            f"fallbacks {total['fallbacks']}, mean model weight {mean.get('model_weight', 0.0):.2f}, "
-            f"mean wall {mean['wall_ms']:.0f} ms"
-        )
-    lines.append(f"seconds: {report['seconds']:.1f}")
-    return "\n".join(lines)
 
 
 def _run_config(args: argparse.Namespace, **fields: Any) -> str:
@@ -317,7 +180,7 @@ def _run_config(args: argparse.Namespace, **fields: Any) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     config = _run_config(args, out=args.out, signals_out=args.signals_out, queries=args.queries)
-    raw = _core.evaluate(config, _llm_options_json(args), json.dumps(llm_config(args)))
+    raw = _core.evaluate(config, llm_options_json(args), json.dumps(llm_config(args)))
     report = json.loads(raw)
     if report["overall"]["instances"] == 0:
         print(f"no instance of {args.dataset} has a tree under {args.repos}", file=sys.stderr)
@@ -330,11 +193,33 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    llm_client(args)  # a bad --llm-* configuration is bad input
+    config = {
+        "dataset": args.dataset,
+        "repos": args.repos,
+        "ids": _ids(args),
+        "options": _localizer(args).options,
+        "pipeline": args.pipeline,
+        "folds": args.folds,
+        "out": args.out,
+        "progress": not args.quiet,
+    }
+    raw = _core.calibrate(json.dumps(config), llm_options_json(args), json.dumps(llm_config(args)))
+    report = json.loads(raw)
+    if args.format == "json":
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print(format_calibration(report))
+    return EXIT_OK
+
+
 def cmd_batch(args: argparse.Namespace) -> int:
     out = Path(args.out)
     failures = Path(args.failures_out) if args.failures_out else out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
     config = _run_config(args, out=str(out), failures_out=str(failures), granularity=args.granularity)
-    report = json.loads(_core.batch(config, _llm_options_json(args), json.dumps(llm_config(args))))
+    report = json.loads(_core.batch(config, llm_options_json(args), json.dumps(llm_config(args))))
     json.dump(report, sys.stdout, indent=2)
     print()
     done = report["resumed"] + report["written"]
@@ -473,6 +358,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_retrieval_flags(ev)
     add_llm_flags(ev)
     ev.set_defaults(func=cmd_eval)
+
+    ca = sub.add_parser(
+        "calibrate",
+        help="fit how far the final ranking trusts a model, on labelled instances; writes a profile for --llm-profile",
+        description="Runs an LLM pipeline once over labelled instances (an endpoint, or a cassette "
+        "with --llm-replay), fits the scale of the model's weight in the final ranking (retrieval "
+        "alone, the default, up to the model's order leading) and writes it as a profile. Prints "
+        "each scale's score on all instances and the cross-validated score of the fit.",
+    )
+    ca.add_argument("--dataset", required=True, help="JSONL with instance_id, problem_statement, gold_files or patch")
+    ca.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
+    ca.add_argument("--ids", help="comma-separated instance ids")
+    ca.add_argument("--ids-file", help="file with one instance id per line")
+    ca.add_argument("--out", required=True, help="the profile to write (JSON)")
+    ca.add_argument("--folds", type=_positive_int, default=5, help="cross-validation folds (default 5)")
+    ca.add_argument("--format", choices=["json", "text"], default="text")
+    ca.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_retrieval_flags(ca)
+    add_llm_flags(ca)
+    ca.set_defaults(func=cmd_calibrate, pipeline="blagent")
 
     ck = sub.add_parser(
         "llm-check",

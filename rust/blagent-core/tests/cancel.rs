@@ -76,6 +76,7 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
         llm: Some(LlmRun {
             model,
             options: LlmOptions::default(),
+            model_name: String::new(),
         }),
     };
     let (result, took) = cancelled_after(Duration::from_millis(500), || run_batch(&batch));

@@ -64,6 +64,7 @@ fn blagent(model: Arc<dyn ChatModel>) -> LlmRun {
     LlmRun {
         model,
         options: LlmOptions::default(),
+        model_name: String::new(),
     }
 }
 

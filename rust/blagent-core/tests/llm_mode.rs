@@ -47,6 +47,7 @@ fn run(model: Arc<dyn blagent_core::llm::ChatModel>) -> LlmRun {
     LlmRun {
         model,
         options: LlmOptions::default(),
+        model_name: String::new(),
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use blagent_core::agent::{LlmOptions, LlmRun};
 use blagent_core::analysis::{analyze_failures as run_analysis, AnalysisConfig};
-use blagent_core::eval::{run_eval, EvalConfig};
+use blagent_core::eval::{run_calibration, run_eval, CalibrateConfig, EvalConfig};
 use blagent_core::interface::{run_batch, BatchConfig, LocalizeRequest};
 use blagent_core::llm::{LlmClient, LlmConfig, Message};
 use blagent_core::{Error, ErrorKind, LocalizeOptions, Localizer, SearchIndex};
@@ -428,6 +428,28 @@ fn evaluate(
     run(py, move || to_json(&run_eval(&config)?))
 }
 
+/// Calibrates a model's trust on labelled instances and writes its profile; returns the
+/// report as JSON (`profile`, `out`, `missing_trees`, `failures`, `no_gold`, `llm`, `seconds`).
+///
+/// Args:
+///     config_json: `CalibrateConfig` as JSON (dataset, repos, ids, options, pipeline, folds,
+///         out, progress).
+///     llm_options_json: `LlmOptions` as JSON.
+///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON): an endpoint or a
+///         cassette.
+#[pyfunction]
+#[pyo3(signature = (config_json, llm_options_json=None, llm_config_json=None))]
+fn calibrate(
+    py: Python<'_>,
+    config_json: &str,
+    llm_options_json: Option<&str>,
+    llm_config_json: Option<&str>,
+) -> PyResult<String> {
+    let mut config: CalibrateConfig = parse_required("calibration config", config_json)?;
+    config.llm = llm_run(llm_options_json, llm_config_json)?;
+    run(py, move || to_json(&run_calibration(&config)?))
+}
+
 /// Localizes many instances into an Agentless `loc_outputs.jsonl`; returns the report as JSON.
 ///
 /// Resumable: instances already in `out` are skipped. A failing instance is recorded in
@@ -515,6 +537,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "DEFAULT_ANALYSIS_TOP_K",
         blagent_core::analysis::DEFAULT_ANALYSIS_TOP_K,
     )?;
+    m.add(
+        "LLM_CONFIG_FLAGS",
+        to_json(&blagent_core::llm::config_flags()).map_err(to_py)?,
+    )?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyLocalizer>()?;
     m.add_class::<PyRepoIndex>()?;
@@ -522,6 +548,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLlmClient>()?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;
     m.add_function(wrap_pyfunction!(reformulate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_source, m)?)?;

@@ -35,6 +35,7 @@ mod rrl;
 mod rrl_agent;
 mod session;
 mod tools;
+mod trust;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -52,6 +53,10 @@ pub use self::rewrite::Rewrite;
 pub use self::rrl::{validate_rrl_groups, QUERY_GROUPS};
 pub use self::rrl_agent::MAX_VIEWS_PER_FILE;
 pub use self::session::LlmStats;
+pub use self::trust::{
+    fit, FusionInputs, LlmProfile, TrustFit, TrustSample, TrustScore, PROFILE_SCHEMA_VERSION,
+    SCALES,
+};
 pub use self::tools::{
     approx_tokens, bm25_topk, read_skeleton, truncate_lines, view_file, view_readme,
 };
@@ -142,12 +147,14 @@ pub fn localize(
             ))
         }
     };
-    let model_weight = options.model_weight.unwrap_or_else(|| {
-        reliability(session.stats.calls, session.stats.parse_failures)
-            * outcome
-                .agreement
-                .map_or(1.0, consistency::Agreement::weight)
-    });
+    let base_weight = reliability(session.stats.calls, session.stats.parse_failures)
+        * outcome
+            .agreement
+            .map_or(1.0, consistency::Agreement::weight);
+    let weight_scale = LlmProfile::scale_for(options.trust.as_ref(), options.pipeline);
+    let model_weight = options
+        .model_weight
+        .unwrap_or(weight_scale * base_weight);
     let order = fuse(&outcome.order, &ctx.retrieval, model_weight, options.top_k);
     let fused: HashMap<usize, f32> = scored.ranked.iter().copied().collect();
     let ranked: Vec<(usize, f32)> = order
@@ -178,6 +185,11 @@ pub fn localize(
                 }),
         )
         .collect();
+    let fusion = FusionInputs {
+        retrieval: ctx.retrieval,
+        model: outcome.order.clone(),
+        base_weight,
+    };
     session.stats.wall_ms = crate::elapsed_ms(start);
     let (prompt_tokens, completion_tokens) = session.stats.total_tokens();
     Ok(LlmRanking {
@@ -188,6 +200,7 @@ pub fn localize(
             model: model.name(),
             llm_ranked: !outcome.order.is_empty() && model_weight > 0.0,
             model_weight,
+            weight_scale,
             agreement: outcome.agreement.map(|a| a.tau),
             agreement_p: outcome.agreement.map(|a| a.p_value),
             prompt_tokens,
@@ -198,6 +211,7 @@ pub fn localize(
             files,
         },
         entities,
+        fusion,
     })
 }
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::rewrite::Rewrite;
+use super::trust::{FusionInputs, LlmProfile};
 use super::session::LlmStats;
 use crate::retrieve::{Entity, Scored};
 
@@ -86,9 +87,15 @@ pub struct LlmOptions {
     /// back. `None`: no limit.
     pub max_prompt_tokens: Option<usize>,
     /// The model order's weight against retrieval's in the final ranking (`agent::fuse`);
-    /// `None`: the share of the model's replies that were valid in this run, times the
-    /// phase-2 agreement when `permutation_check` ran (0 unless significant).
+    /// `None`: the profile's scale (1 without one) times the share of the model's replies that
+    /// were valid in this run, times the phase-2 agreement when `permutation_check` ran (0
+    /// unless significant). See the `trust` module.
     pub model_weight: Option<f32>,
+    /// A calibrated profile of the model (`blagent calibrate`), read by [`LlmRun::from_config`].
+    pub profile: Option<PathBuf>,
+    /// The profile read from `profile`.
+    #[serde(skip)]
+    pub trust: Option<LlmProfile>,
     /// BLAgent: ask phase 2 a second time with its files reversed, none left in its place
     /// (`consistency::second_order`), merge the two answers by mean position, and scale the
     /// default model weight by their agreement (Kendall's τ-b, negatives cut to 0) when it is
@@ -129,6 +136,8 @@ impl Default for LlmOptions {
             phase1_budget_tokens: 5000,
             max_prompt_tokens: Some(12_000),
             model_weight: None,
+            profile: None,
+            trust: None,
             permutation_check: true,
             temperature: 0.0,
             seed: Some(0),
@@ -172,6 +181,8 @@ pub struct LlmReport {
     pub llm_ranked: bool,
     /// The model order's weight in the final fusion (`agent::fuse`).
     pub model_weight: f32,
+    /// The scale of the default weight: the profile's for this pipeline, else 1.
+    pub weight_scale: f32,
     /// Agreement of phase 2 with itself on the files permuted (Kendall's τ-b, 0–1), when
     /// checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -207,6 +218,8 @@ pub struct LlmRanking {
     pub llm: LlmReport,
     /// `path::Class.method` entities of the ranked files, when [`LlmOptions::functions`] is set.
     pub entities: Option<Vec<Entity>>,
+    /// What the final fusion worked from (for calibration).
+    pub fusion: FusionInputs,
 }
 
 /// A model and the pipeline options to run it with, for batch and evaluation runs.
@@ -216,6 +229,8 @@ pub struct LlmRun {
     pub model: std::sync::Arc<dyn crate::llm::ChatModel>,
     /// The pipeline options (`top_k` is set by the run).
     pub options: LlmOptions,
+    /// The configured model name (`LlmConfig::model`), which profiles are fitted for.
+    pub model_name: String,
 }
 
 impl LlmRun {
@@ -233,8 +248,25 @@ impl LlmRun {
         if config.max_tokens.is_some() {
             options.max_completion_tokens = config.max_tokens;
         }
+        if let Some(path) = &options.profile {
+            let profile = LlmProfile::load(path)?;
+            if !config.model.is_empty() && profile.model != config.model {
+                return Err(crate::Error::InvalidInput(format!(
+                    "LLM profile {} was fitted for model {:?}, this run's model is {:?}: \
+                     calibrate this model (blagent calibrate) or leave the profile out",
+                    path.display(),
+                    profile.model,
+                    config.model
+                )));
+            }
+            options.trust = Some(profile);
+        }
         let model = crate::llm::model_from_config(config)?.into();
-        Ok(LlmRun { model, options })
+        Ok(LlmRun {
+            model,
+            options,
+            model_name: config.model.clone(),
+        })
     }
 }
 

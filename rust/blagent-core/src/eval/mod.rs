@@ -1,11 +1,13 @@
 //! Measuring localization on SWE-bench-style datasets: the ranking metrics the papers report
 //! and the loop that runs every instance.
 
+mod calibrate;
 mod llm;
 mod metrics;
 mod rewrites;
 mod run;
 
+pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport};
 pub use self::llm::{LlmInstanceStats, LlmMeans, LlmTotals};
 pub use self::metrics::{
     average_precision_at, first_hit_rank, Metrics, MetricsAccumulator, ACC_KS, MAP_KS,

@@ -131,29 +131,72 @@ pub struct DenseTotals {
     pub seconds: f64,
 }
 
-/// Runs the localizer over the dataset and scores it.
-pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
-    let start = Instant::now();
-    let mut instances = load_dataset(&config.dataset)?;
-    if let Some(ids) = &config.ids {
+/// The instances of a run: those selected whose tree exists, with it.
+pub(super) struct Selection {
+    /// Each instance with its tree.
+    pub present: Vec<(Instance, PathBuf)>,
+    /// Selected instances whose tree was not found.
+    pub missing: Vec<String>,
+    /// Instances whose id cannot name a tree, with the reason.
+    pub refused: Vec<(String, String)>,
+}
+
+/// The instances of `dataset` (only `ids` when given, each id once) and their trees under
+/// `repos`.
+pub(super) fn select(
+    dataset: &std::path::Path,
+    repos: &std::path::Path,
+    ids: Option<&[String]>,
+) -> Result<Selection> {
+    let mut instances = load_dataset(dataset)?;
+    if let Some(ids) = ids {
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
         instances.retain(|i| wanted.contains(i.instance_id.as_str()));
     }
-    let mut report = EvalReport::default();
     first_of_each_id(&mut instances, |i| &i.instance_id);
-    instances.retain(|i| match instance_tree(&config.repos, &i.instance_id) {
-        Ok(_) => true,
-        Err(err) => {
-            report
-                .failures
-                .push((i.instance_id.clone(), err.to_string()));
-            false
+    let mut selection = Selection {
+        present: Vec::new(),
+        missing: Vec::new(),
+        refused: Vec::new(),
+    };
+    for instance in instances {
+        match instance_tree(repos, &instance.instance_id) {
+            Ok(tree) if tree.is_dir() => selection.present.push((instance, tree)),
+            Ok(_) => selection.missing.push(instance.instance_id),
+            Err(err) => selection
+                .refused
+                .push((instance.instance_id, err.to_string())),
         }
-    });
-    let (present, missing): (Vec<Instance>, Vec<Instance>) = instances
-        .into_iter()
-        .partition(|i| config.repos.join(&i.instance_id).is_dir());
-    report.missing_trees = missing.into_iter().map(|i| i.instance_id).collect();
+    }
+    Ok(selection)
+}
+
+/// A progress bar over `len` instances, drawn only when `shown`.
+pub(super) fn progress_bar(len: usize, shown: bool) -> Result<ProgressBar> {
+    let bar = ProgressBar::new(len as u64);
+    if shown {
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} [{elapsed_precise}<{eta_precise}] {msg}",
+            )
+            .map_err(|e| Error::Internal(e.to_string()))?,
+        );
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    Ok(bar)
+}
+
+/// Runs the localizer over the dataset and scores it.
+pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
+    let start = Instant::now();
+    let selection = select(&config.dataset, &config.repos, config.ids.as_deref())?;
+    let present = selection.present;
+    let mut report = EvalReport {
+        missing_trees: selection.missing,
+        failures: selection.refused,
+        ..EvalReport::default()
+    };
 
     let rewrites = config.queries.as_deref().map(load_rewrites).transpose()?;
     let dense_on = config.options.dense.is_some();
@@ -181,25 +224,14 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
         .map(JsonlWriter::create)
         .transpose()?;
 
-    let bar = ProgressBar::new(present.len() as u64);
-    if config.progress {
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} [{elapsed_precise}<{eta_precise}] {msg}",
-            )
-            .map_err(|e| Error::Internal(e.to_string()))?,
-        );
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
+    let bar = progress_bar(present.len(), config.progress)?;
     let mut overall = MetricsAccumulator::default();
     let mut per_repo: BTreeMap<String, MetricsAccumulator> = BTreeMap::new();
-    for instance in &present {
+    for (instance, tree) in &present {
         crate::cancel::check()?;
         bar.set_message(instance.instance_id.clone());
-        let tree = config.repos.join(&instance.instance_id);
         let given = rewrites.as_ref().and_then(|r| r.get(&instance.instance_id));
-        let outcome = localizer.index(&tree).and_then(|index| {
+        let outcome = localizer.index(tree).and_then(|index| {
             if let Some(dense) = &index.dense {
                 dense_totals.add(&dense.stats);
             }

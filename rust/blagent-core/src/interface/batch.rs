@@ -174,10 +174,14 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
         let id = &instance.instance_id;
         progress.start(id);
         let begun = Instant::now();
-        let tree = config.repos.join(id);
-        let outcome = if let Err(err) = instance_tree(&config.repos, id) {
-            Err(failure(id, err.kind().name(), err.to_string()))
-        } else if tree.is_dir() {
+        let outcome = match instance_tree(&config.repos, id) {
+            Err(err) => Err(failure(id, err.kind().name(), err.to_string())),
+            Ok(tree) if !tree.is_dir() => Err(failure(
+                id,
+                "missing_tree",
+                format!("no tree at {}", tree.display()),
+            )),
+            Ok(tree) => {
             let mut request =
                 LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
             request.top_k = config.top_k;
@@ -193,12 +197,7 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
                     format!("internal error (panic): {}", panic_message(&*panic)),
                 )),
             }
-        } else {
-            Err(failure(
-                id,
-                "missing_tree",
-                format!("no tree at {}", tree.display()),
-            ))
+            }
         };
         // An instance cut short by a cancellation (its LLM stages fell back) is not written.
         crate::cancel::check()?;

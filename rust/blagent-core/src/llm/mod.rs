@@ -9,6 +9,7 @@
 mod backoff;
 mod client;
 mod config;
+mod flags;
 mod http;
 mod limit;
 mod prices;
@@ -27,6 +28,7 @@ pub use self::config::{
     normalize_base_url, redact_url_passwords, url_passwords, LlmConfig, Secret, ENV_API_KEY,
     ENV_BASE_URL, ENV_MODEL, MAX_TIMEOUT_S, REDACTED,
 };
+pub use self::flags::{config_flags, ConfigFlag};
 pub use self::http::{HttpModel, RETRYABLE_STATUSES};
 pub use self::limit::{ConcurrencyLimit, Permit};
 pub use self::prices::{ModelPrice, PriceTable};

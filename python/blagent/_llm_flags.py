@@ -1,0 +1,90 @@
+"""The command line's LLM flags: the `--llm-*` endpoint flags (built from the core's list,
+`_core.LLM_CONFIG_FLAGS`, which holds their names, types and defaults), and the pipeline
+options of `--prompts-dir`, `--llm-profile` and `--llm-option KEY=VALUE`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Callable, Optional
+
+from . import _core
+
+LLM_HELP = (
+    "LLM endpoint (any OpenAI-compatible /v1/chat/completions: Ollama, vLLM, llama.cpp, OpenAI). "
+    "Unset, the base URL, model and key come from BLAGENT_LLM_BASE_URL, BLAGENT_LLM_MODEL and "
+    "BLAGENT_LLM_API_KEY; without an endpoint or a replay cassette blagent runs LLM-free."
+)
+
+#: Each flag: {"flag", "key", "kind", "metavar", "help"} (see rust/blagent-core/src/llm/flags.rs).
+CONFIG_FLAGS: list[dict[str, str]] = json.loads(_core.LLM_CONFIG_FLAGS)
+
+_KINDS: dict[str, Callable[[str], Any]] = {"str": str, "path": str, "float": float, "int": int}
+
+
+def add_llm_flags(parser: argparse.ArgumentParser) -> None:
+    """Adds the `--llm-*` endpoint flags to a command."""
+    group = parser.add_argument_group("LLM endpoint", LLM_HELP)
+    for f in CONFIG_FLAGS:
+        group.add_argument(
+            f"--llm-{f['flag']}", dest=f"llm_{f['key']}", type=_KINDS[f["kind"]], default=None, help=f["help"], metavar=f["metavar"]
+        )
+
+
+def add_pipeline_flags(group: argparse._ArgumentGroup) -> None:
+    """Adds the LLM pipeline option flags to a command's group."""
+    group.add_argument("--prompts-dir", help="folder of prompt overrides (<name>.md) for the LLM pipelines")
+    group.add_argument(
+        "--llm-profile",
+        metavar="FILE",
+        help="the model's calibrated trust (written by `blagent calibrate`); without one the model's "
+        "order weighs as much as retrieval's at most",
+    )
+    group.add_argument(
+        "--llm-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set an LLM pipeline option (max_steps, max_retries, phase1_budget_tokens, model_weight, ...); "
+        "VALUE is read as JSON when it parses, else as text; repeatable",
+    )
+
+
+def llm_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The `LlmConfig` JSON object of the `--llm-*` flags given (the core fills the rest from
+    the environment and defaults)."""
+    config = {}
+    for f in CONFIG_FLAGS:
+        value = getattr(args, f"llm_{f['key']}", None)
+        if value is not None:
+            config[f["key"]] = value
+    return config
+
+
+def llm_client(args: argparse.Namespace) -> _core.LlmClient:
+    """The validated LLM client of the `--llm-*` flags and the environment."""
+    return _core.LlmClient(json.dumps(llm_config(args)))
+
+
+def llm_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The LLM pipeline options of `--prompts-dir`, `--llm-profile` and `--llm-option KEY=VALUE`."""
+    options: dict[str, Any] = {}
+    if getattr(args, "prompts_dir", None):
+        options["prompts_dir"] = args.prompts_dir
+    if getattr(args, "llm_profile", None):
+        options["profile"] = args.llm_profile
+    for item in getattr(args, "llm_option", []):
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise _core.InputError(f"--llm-option wants KEY=VALUE, got {item!r}")
+        try:
+            options[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            options[key.strip()] = text
+    return options
+
+
+def llm_options_json(args: argparse.Namespace) -> Optional[str]:
+    """`llm_options` as JSON, or None when no option was given."""
+    options = llm_options(args)
+    return json.dumps(options) if options else None

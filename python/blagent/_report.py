@@ -1,0 +1,84 @@
+"""Text reports of `blagent eval` and `blagent calibrate`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _metrics_row(name: str, m: dict[str, Any]) -> str:
+    acc = " ".join(f"{v:.3f}" for v in m["acc"])
+    maps = " ".join(f"{v:.3f}" for v in m["map"])
+    return f"{name:<28} {m['instances']:>4}  {m['mrr']:.3f}  {acc}  {maps}"
+
+
+def _llm_line(llm: dict[str, Any]) -> str:
+    total, mean = llm["total"], llm["mean"]
+    return (
+        f"llm ({llm['pipeline']}, {llm['model']}): {llm['llm_ranked']}/{llm['instances']} ranked by the model; "
+        f"prompt tokens {total['prompt_tokens']} (mean {mean['prompt_tokens']:.0f}), "
+        f"completion tokens {total['completion_tokens']} (mean {mean['completion_tokens']:.0f}), "
+        f"calls {total['calls']}, parse failures {total['parse_failures']}, retries {total['retries']}, "
+        f"fallbacks {total['fallbacks']}, mean model weight {mean.get('model_weight', 0.0):.2f}, "
+        f"mean wall {mean['wall_ms']:.0f} ms"
+    )
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The evaluation report as a table (MRR, Acc@1/3/5/10, MAP@1/5/10)."""
+    header = f"{'':<28} {'n':>4}  {'MRR':<5}  {'Acc@1 @3    @5    @10':<23}  MAP@1 @5    @10"
+    lines = [header, _metrics_row("overall", report["overall"])]
+    lines += [_metrics_row(repo or "(no repo)", m) for repo, m in report["per_repo"].items()]
+    if report["missing_trees"]:
+        lines.append(f"instances without a tree: {len(report['missing_trees'])}")
+    for iid, err in report["failures"]:
+        lines.append(f"failed: {iid}: {err}")
+    rewrites = report.get("rewrites")
+    if rewrites:
+        lines.append(f"with the given rewrites ({rewrites['instances']} instances):")
+        lines.append(_metrics_row("  dense, structural (T0)", rewrites["dense_structural"]))
+        lines.append(_metrics_row("  dense, behavioral (T1)", rewrites["dense_behavioral"]))
+        lines.append(
+            f"  pool unique(T0[:8]+T1[:8]) <= 15: recall {rewrites['pool_recall']:.3f}, "
+            f"mean size {rewrites['pool_mean_size']:.1f}; fused top-15 recall {rewrites['fused_recall_at_cap']:.3f}; "
+            f"pool unique(T0[:8]+T1[:8]+fused[:8]) <= 15: recall {rewrites['hybrid_pool_recall']:.3f}, "
+            f"mean size {rewrites['hybrid_pool_mean_size']:.1f}"
+        )
+    dense = report.get("dense")
+    if dense:
+        lines.append(
+            f"dense: {dense['embedded']} chunks embedded, {dense['cached']} from cache, "
+            f"{dense['indexes_loaded']} vector indexes loaded, {dense['seconds']:.1f} s"
+        )
+    if report.get("llm"):
+        lines.append(_llm_line(report["llm"]))
+    lines.append(f"seconds: {report['seconds']:.1f}")
+    return "\n".join(lines)
+
+
+def format_calibration(report: dict[str, Any]) -> str:
+    """The calibration report: each candidate scale's training score, the choice, and what it
+    is worth on instances the fit did not see."""
+    profile = report["profile"]
+    fit = profile["fit"]
+    lines = [
+        f"calibrated {profile['model']!r} ({profile['pipeline']}) on {fit['instances']} instances, "
+        f"{fit['folds']}-fold cross-validation",
+        f"{'weight scale':>12}  {'MRR':<5}  Acc@1   (training: all instances)",
+    ]
+    for s in fit["scales"]:
+        mark = "  <- chosen" if s["scale"] == fit["chosen"]["scale"] else ""
+        lines.append(f"{s['scale']:>12g}  {s['mrr']:.3f}  {s['acc1']:.3f}{mark}")
+    cv, free, default = fit["cross_validated"], fit["retrieval_only"], fit["default"]
+    lines.append(f"cross-validated (each fold at the scale chosen without it): MRR {cv['mrr']:.3f}, Acc@1 {cv['acc1']:.3f}")
+    lines.append(f"retrieval alone (scale 0): MRR {free['mrr']:.3f}, Acc@1 {free['acc1']:.3f}")
+    lines.append(f"default (scale 1): MRR {default['mrr']:.3f}, Acc@1 {default['acc1']:.3f}")
+    lines.append(f"weight_scale {profile['weight_scale']:g} written to {report['out']}")
+    if report["missing_trees"]:
+        lines.append(f"instances without a tree: {len(report['missing_trees'])}")
+    if report["no_gold"]:
+        lines.append(f"instances without a gold file in the index (left out): {len(report['no_gold'])}")
+    for iid, err in report["failures"]:
+        lines.append(f"failed: {iid}: {err}")
+    lines.append(_llm_line(report["llm"]))
+    lines.append(f"seconds: {report['seconds']:.1f}")
+    return "\n".join(lines)

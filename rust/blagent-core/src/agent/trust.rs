@@ -1,0 +1,322 @@
+//! How far the final ranking trusts a model: its calibrated profile, and the fit that writes one.
+//!
+//! The final ranking fuses the model's order with retrieval's ([`super::fuse`]) at weight
+//! `w = scale × base`. `base` is the run's own check of the model on this instance: the share of
+//! its replies that were valid, times (BLAgent) the significant agreement of its phase-2 rerank
+//! with itself on the files reversed. `scale` is the model's trust. Without a profile it is 1:
+//! the model moves a file up only where retrieval roughly agrees, which keeps a weak but
+//! consistent model from costing accuracy, and also keeps a strong one from leading. A
+//! profile, fitted once on labelled instances ([`fit`]), sets `scale` for one model and
+//! pipeline: large for a model whose order beats retrieval's (its order then leads), small or
+//! 0 for one that does not. `base` keeps its role either way: an instance where the model
+//! answered badly or inconsistently still falls back towards retrieval.
+//!
+//! [`fit`] chooses the scale from [`SCALES`] that ranks the gold files best (MRR, then Acc@1,
+//! then the smaller scale), and reports what that choice is worth on instances it did not see:
+//! k-fold cross-validation, the choice made again on each fold's complement and scored on the
+//! fold.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::rank::fuse;
+use super::result::Pipeline;
+use crate::error::{Error, Result};
+use crate::repo::read::{read_user_text, MAX_SMALL_FILE_BYTES};
+
+/// The profile format's version.
+pub const PROFILE_SCHEMA_VERSION: &str = "1";
+
+/// The scales a fit chooses from: 0 is retrieval alone, 1 the default, 1000 lets the model's
+/// order lead (its ranks outweigh any retrieval rank once `base` is above 0.01).
+pub const SCALES: [f32; 9] = [0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 1000.0];
+
+/// Ranks a fit scores (the `Acc@10`/MRR cut of `blagent eval`).
+const SCORED_RANKS: usize = 10;
+
+/// A model's calibrated trust, as `blagent calibrate` writes it and `--llm-profile` reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmProfile {
+    /// [`PROFILE_SCHEMA_VERSION`].
+    pub schema_version: String,
+    /// The model it was fitted for (the endpoint configuration's `model`).
+    pub model: String,
+    /// The pipeline it was fitted for; other pipelines keep the default scale.
+    pub pipeline: Pipeline,
+    /// The chosen scale of the model's weight.
+    pub weight_scale: f32,
+    /// How it was chosen and what it is worth.
+    pub fit: TrustFit,
+}
+
+impl LlmProfile {
+    /// Reads and checks a profile.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = read_user_text(path, MAX_SMALL_FILE_BYTES, "LLM profile")?;
+        let profile: LlmProfile = serde_json::from_str(&text).map_err(|e| {
+            Error::InvalidInput(format!("invalid LLM profile {}: {e}", path.display()))
+        })?;
+        if profile.schema_version.split('.').next() != Some(PROFILE_SCHEMA_VERSION) {
+            return Err(Error::InvalidInput(format!(
+                "LLM profile {} has schema_version {:?}; this blagent reads {PROFILE_SCHEMA_VERSION}",
+                path.display(),
+                profile.schema_version
+            )));
+        }
+        if !(profile.weight_scale.is_finite() && profile.weight_scale >= 0.0) {
+            return Err(Error::InvalidInput(format!(
+                "LLM profile {}: weight_scale must be a finite number >= 0",
+                path.display()
+            )));
+        }
+        Ok(profile)
+    }
+
+    /// The scale for a run of `pipeline`: the profile's when it was fitted for it, else 1.
+    pub fn scale_for(profile: Option<&LlmProfile>, pipeline: Pipeline) -> f32 {
+        profile
+            .filter(|p| p.pipeline == pipeline)
+            .map_or(1.0, |p| p.weight_scale)
+    }
+}
+
+/// What the final fusion of one instance works from: enough to rank it again at another
+/// scale. Files are index positions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FusionInputs {
+    /// Retrieval's complete ranking.
+    pub retrieval: Vec<usize>,
+    /// The model's order (empty when every stage fell back).
+    pub model: Vec<usize>,
+    /// The run's own check of the model (`base` in the module documentation).
+    pub base_weight: f32,
+}
+
+/// One labelled instance of a fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrustSample {
+    /// Its final fusion's inputs.
+    pub fusion: FusionInputs,
+    /// The gold files found in the index.
+    pub gold: Vec<usize>,
+}
+
+/// MRR and Acc@1 of some instances at one scale.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrustScore {
+    /// The scale (for a cross-validated score: the one chosen on all instances).
+    pub scale: f32,
+    /// Mean reciprocal rank of the first gold file in the top 10.
+    pub mrr: f64,
+    /// Share of instances whose gold files are all ranked first (one gold file: it is first).
+    pub acc1: f64,
+}
+
+/// A fit's report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TrustFit {
+    /// Labelled instances fitted on.
+    pub instances: usize,
+    /// Cross-validation folds.
+    pub folds: usize,
+    /// Every candidate scale scored on all instances (training scores).
+    pub scales: Vec<TrustScore>,
+    /// The chosen scale's training score.
+    pub chosen: TrustScore,
+    /// The fit's score on instances it did not see (each fold ranked at the scale chosen on
+    /// the other folds).
+    pub cross_validated: TrustScore,
+    /// Retrieval alone (scale 0) on the same instances.
+    pub retrieval_only: TrustScore,
+    /// The default (scale 1) on the same instances.
+    pub default: TrustScore,
+}
+
+/// Scores `samples` ranked at `scale`.
+fn score(samples: &[&TrustSample], scale: f32) -> TrustScore {
+    let mut out = TrustScore {
+        scale,
+        ..TrustScore::default()
+    };
+    if samples.is_empty() {
+        return out;
+    }
+    for sample in samples {
+        let inputs = &sample.fusion;
+        let ranked = fuse(
+            &inputs.model,
+            &inputs.retrieval,
+            scale * inputs.base_weight,
+            SCORED_RANKS,
+        );
+        if let Some(rank) = ranked.iter().position(|f| sample.gold.contains(f)) {
+            #[allow(clippy::cast_precision_loss)]
+            let reciprocal = 1.0 / (rank + 1) as f64;
+            out.mrr += reciprocal;
+        }
+        if !sample.gold.is_empty() && sample.gold.iter().all(|g| ranked.first() == Some(g)) {
+            out.acc1 += 1.0;
+        }
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = samples.len() as f64;
+    out.mrr /= n;
+    out.acc1 /= n;
+    out
+}
+
+/// The best of `SCALES` on `samples`: highest MRR, then Acc@1, then the smaller scale.
+fn choose(samples: &[&TrustSample]) -> TrustScore {
+    let mut best = score(samples, SCALES[0]);
+    for &scale in &SCALES[1..] {
+        let candidate = score(samples, scale);
+        if (candidate.mrr, candidate.acc1) > (best.mrr, best.acc1) {
+            best = candidate;
+        }
+    }
+    best
+}
+
+/// Fits the scale on `samples` with `folds`-fold cross-validation (instance `i` is in fold
+/// `i % folds`; at least 2 folds and 2 instances).
+pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
+    if samples.len() < 2 || folds < 2 {
+        return Err(Error::InvalidInput(format!(
+            "a fit needs at least 2 labelled instances and 2 folds (got {} and {folds})",
+            samples.len()
+        )));
+    }
+    let folds = folds.min(samples.len());
+    let all: Vec<&TrustSample> = samples.iter().collect();
+    let chosen = choose(&all);
+    let mut held_out = TrustScore {
+        scale: chosen.scale,
+        ..TrustScore::default()
+    };
+    for fold in 0..folds {
+        let (test, train): (Vec<(usize, &TrustSample)>, Vec<(usize, &TrustSample)>) =
+            samples.iter().enumerate().partition(|(i, _)| i % folds == fold);
+        let train: Vec<&TrustSample> = train.into_iter().map(|(_, s)| s).collect();
+        let test: Vec<&TrustSample> = test.into_iter().map(|(_, s)| s).collect();
+        let on_test = score(&test, choose(&train).scale);
+        #[allow(clippy::cast_precision_loss)]
+        let weight = test.len() as f64;
+        held_out.mrr += on_test.mrr * weight;
+        held_out.acc1 += on_test.acc1 * weight;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = samples.len() as f64;
+    held_out.mrr /= n;
+    held_out.acc1 /= n;
+    Ok(TrustFit {
+        instances: samples.len(),
+        folds,
+        scales: SCALES.iter().map(|&s| score(&all, s)).collect(),
+        chosen,
+        cross_validated: held_out,
+        retrieval_only: score(&all, 0.0),
+        default: score(&all, 1.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Retrieval ranks `gold` at `retrieval_rank` (0-based) of 20 files; the model answers
+    /// `model`.
+    fn sample(retrieval_rank: usize, model: Vec<usize>, gold: usize) -> TrustSample {
+        let mut retrieval: Vec<usize> = (0..20).filter(|&f| f != gold).collect();
+        retrieval.insert(retrieval_rank, gold);
+        TrustSample {
+            fusion: FusionInputs {
+                retrieval,
+                model,
+                base_weight: 1.0,
+            },
+            gold: vec![gold],
+        }
+    }
+
+    /// The model is right where retrieval is not: gold third in retrieval, the model ranks it
+    /// first and retrieval's first file second (which weight 1 cannot overcome).
+    fn trust_pays() -> TrustSample {
+        sample(2, vec![7, 0], 7)
+    }
+
+    /// The model is wrong where retrieval is right.
+    fn trust_costs() -> TrustSample {
+        sample(0, vec![9], 4)
+    }
+
+    #[test]
+    fn a_model_that_is_right_where_retrieval_is_wrong_earns_more_weight() {
+        let samples: Vec<TrustSample> = (0..10).map(|_| trust_pays()).collect();
+        let fit = fit(&samples, 5).expect("fits");
+        assert_eq!(fit.chosen.scale, 2.0, "the smallest scale that ranks gold first");
+        assert!((fit.chosen.mrr - 1.0).abs() < 1e-9);
+        assert!((fit.cross_validated.mrr - 1.0).abs() < 1e-9);
+        assert!((fit.retrieval_only.mrr - 1.0 / 3.0).abs() < 1e-9);
+        assert!((fit.default.mrr - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_model_that_is_wrong_where_retrieval_is_right_gets_no_weight() {
+        let samples: Vec<TrustSample> = (0..8).map(|_| trust_costs()).collect();
+        let fit = fit(&samples, 4).expect("fits");
+        assert_eq!(fit.chosen.scale, 0.0, "ties go to the smaller scale");
+        assert!((fit.cross_validated.mrr - 1.0).abs() < 1e-9);
+        assert_eq!(fit.scales.len(), SCALES.len());
+        assert!((fit.scales.last().expect("scales").mrr - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cross_validation_scores_each_fold_with_a_choice_made_without_it() {
+        // Fold 0 holds the instances that reward trust, fold 1 those that punish it: each is
+        // ranked at the scale the other fold chose (0 for fold 0, 2 for fold 1).
+        let samples = vec![trust_pays(), trust_costs(), trust_pays(), trust_costs()];
+        let fit = fit(&samples, 2).expect("fits");
+        assert_eq!(fit.chosen.scale, 2.0);
+        assert!((fit.chosen.mrr - 0.75).abs() < 1e-9);
+        assert!((fit.cross_validated.mrr - (2.0 / 3.0 + 1.0) / 4.0).abs() < 1e-9);
+        assert!(super::fit(&samples[..1], 3).is_err());
+        assert!(super::fit(&samples, 1).is_err());
+    }
+
+    #[test]
+    fn the_base_weight_still_holds_a_trusted_model_back() {
+        let mut held = trust_pays();
+        held.fusion.base_weight = 0.0;
+        assert!((score(&[&held], 1000.0).mrr - 1.0 / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn profiles_apply_to_their_pipeline_and_refuse_bad_files() {
+        let profile = LlmProfile {
+            schema_version: PROFILE_SCHEMA_VERSION.to_owned(),
+            model: "m".to_owned(),
+            pipeline: Pipeline::Blagent,
+            weight_scale: 8.0,
+            fit: TrustFit::default(),
+        };
+        assert_eq!(LlmProfile::scale_for(Some(&profile), Pipeline::Blagent), 8.0);
+        assert_eq!(LlmProfile::scale_for(Some(&profile), Pipeline::Rrl), 1.0);
+        assert_eq!(LlmProfile::scale_for(None, Pipeline::Blagent), 1.0);
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("p.json");
+        std::fs::write(&path, serde_json::to_string(&profile).expect("json")).expect("write");
+        assert_eq!(LlmProfile::load(&path).expect("loads"), profile);
+        for bad in [
+            r#"{"schema_version": "2", "model": "m", "pipeline": "blagent", "weight_scale": 1, "fit": {}}"#,
+            r#"{"schema_version": "1", "model": "m", "pipeline": "blagent", "weight_scale": -1, "fit": {}}"#,
+            r#"{"schema_version": "1", "model": "m", "pipeline": "blagent", "weight_scale": 1, "fit": {}, "x": 1}"#,
+        ] {
+            std::fs::write(&path, bad).expect("write");
+            assert!(LlmProfile::load(&path).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Calibrating a model's trust: run an LLM pipeline once over labelled instances, fit the
+//! scale of the model's weight in the final ranking (`agent::fit`), write the profile that
+//! `--llm-profile` reads.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::llm::{LlmInstanceStats, LlmTotals};
+use super::run::{progress_bar, select};
+use crate::agent::{
+    fit, LlmOptions, LlmProfile, LlmRun, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION,
+};
+use crate::error::{Error, Result};
+use crate::interface::{LocalizeOptions, Localizer};
+
+/// Ranks each calibration run asks for (the metrics' cut).
+const CALIBRATION_TOP_K: usize = 10;
+
+/// What to calibrate on.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrateConfig {
+    /// The labelled dataset (JSONL with gold files or patches).
+    pub dataset: PathBuf,
+    /// Directory holding one tree per instance, `<repos>/<instance_id>`.
+    pub repos: PathBuf,
+    /// Only these instances (all when `None`).
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
+    /// Localizer options (walk, chunking, weights, dense retrieval), as the runs will use.
+    #[serde(default)]
+    pub options: LocalizeOptions,
+    /// The LLM pipeline to calibrate.
+    pub pipeline: Pipeline,
+    /// Cross-validation folds.
+    #[serde(default = "default_folds")]
+    pub folds: usize,
+    /// Where to write the profile.
+    pub out: PathBuf,
+    /// Show a progress bar on stderr (hidden anyway when stderr is not a terminal).
+    #[serde(default)]
+    pub progress: bool,
+    /// The model and options (an endpoint or a cassette).
+    #[serde(skip)]
+    pub llm: Option<LlmRun>,
+}
+
+fn default_folds() -> usize {
+    5
+}
+
+/// What a calibration did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CalibrationReport {
+    /// The profile written to `out`.
+    pub profile: LlmProfile,
+    /// Where it was written.
+    pub out: PathBuf,
+    /// Selected instances whose tree was not found.
+    pub missing_trees: Vec<String>,
+    /// Instances that failed, with the error (left out of the fit).
+    pub failures: Vec<(String, String)>,
+    /// Instances without a gold file in their index (left out of the fit).
+    pub no_gold: Vec<String>,
+    /// LLM cost totals and means.
+    pub llm: LlmTotals,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+/// Runs the calibration `config` describes and writes its profile.
+pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
+    let start = Instant::now();
+    let run = config.llm.as_ref().ok_or_else(|| {
+        Error::InvalidInput(
+            "calibrate needs a model: an endpoint (--llm-base-url, --llm-model) or a cassette \
+             (--llm-replay)"
+                .to_owned(),
+        )
+    })?;
+    if config.pipeline == Pipeline::Fused {
+        return Err(Error::InvalidInput(
+            "calibrate fits an LLM pipeline: use --pipeline blagent or rrl".to_owned(),
+        ));
+    }
+    if run.options.model_weight.is_some() || run.options.profile.is_some() {
+        return Err(Error::InvalidInput(
+            "calibrate fits the model's weight: leave out model_weight and the profile".to_owned(),
+        ));
+    }
+    let options = LlmOptions {
+        pipeline: config.pipeline,
+        top_k: CALIBRATION_TOP_K,
+        ..run.options.clone()
+    };
+    let selection = select(&config.dataset, &config.repos, config.ids.as_deref())?;
+    let mut failures = selection.refused;
+    let mut no_gold = Vec::new();
+    let mut totals = LlmTotals {
+        pipeline: config.pipeline.name().to_owned(),
+        model: run.model.name(),
+        ..LlmTotals::default()
+    };
+    let localizer = Localizer::new(config.options.clone())?;
+    let weights = &config.options.weights;
+    let bar = progress_bar(selection.present.len(), config.progress)?;
+    let mut samples = Vec::new();
+    for (instance, tree) in &selection.present {
+        crate::cancel::check()?;
+        bar.set_message(instance.instance_id.clone());
+        let outcome = localizer.index(tree).and_then(|index| {
+            let ranking = crate::agent::localize(
+                &index,
+                &instance.problem_statement,
+                run.model.as_ref(),
+                &options,
+                weights,
+            )?;
+            let gold: Vec<usize> = index
+                .repo
+                .files
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| instance.gold_files.iter().any(|g| g == f.path()))
+                .map(|(i, _)| i)
+                .collect();
+            Ok((ranking, gold))
+        });
+        bar.inc(1);
+        crate::cancel::check()?;
+        match outcome {
+            Ok((ranking, gold)) => {
+                totals.add(&LlmInstanceStats::from(&ranking.llm));
+                if gold.is_empty() {
+                    no_gold.push(instance.instance_id.clone());
+                } else {
+                    samples.push(TrustSample {
+                        fusion: ranking.fusion,
+                        gold,
+                    });
+                }
+            }
+            Err(err) => failures.push((instance.instance_id.clone(), err.to_string())),
+        }
+    }
+    bar.finish_and_clear();
+    let profile = LlmProfile {
+        schema_version: PROFILE_SCHEMA_VERSION.to_owned(),
+        model: run.model_name.clone(),
+        pipeline: config.pipeline,
+        weight_scale: 0.0,
+        fit: fit(&samples, config.folds)?,
+    };
+    let profile = LlmProfile {
+        weight_scale: profile.fit.chosen.scale,
+        ..profile
+    };
+    let text = serde_json::to_string_pretty(&profile)?;
+    std::fs::write(&config.out, text + "\n").map_err(|e| Error::io(&config.out, e))?;
+    Ok(CalibrationReport {
+        profile,
+        out: config.out.clone(),
+        missing_trees: selection.missing,
+        failures,
+        no_gold,
+        llm: totals,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
