@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import shutil
 import subprocess
 import sys
 import time
@@ -215,3 +216,40 @@ def test_localize_sends_llm_pipelines_to_the_endpoint(repo: Path, scripted: tupl
     assert KEY not in proc.stdout + proc.stderr
     bad = run_cli("localize", "--repo", str(repo), "--issue-text", "x", "--llm-base-url", "nope")
     assert bad.returncode == 1 and "base URL" in bad.stderr
+
+
+def test_calibrate_writes_a_profile_that_eval_loads_for_its_model_only(repo: Path, scripted: tuple[ScriptedServer, str], tmp_path: Path) -> None:
+    """`blagent calibrate` over the loopback endpoint (whose answers name no file, so every
+    stage falls back): the fit is reported with its cross-validated score, the profile reads
+    back in `eval --llm-profile`, and another model's run refuses it."""
+    server, url = scripted
+    trees = tmp_path / "trees"
+    rows = []
+    for i in range(3):
+        shutil.copytree(repo, trees / f"shop-{i}")
+        rows.append({"instance_id": f"shop-{i}", "repo": "o/shop", "problem_statement": f"apply_discount is wrong ({i})", "gold_files": ["shop/pricing.py"]})
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    profile = tmp_path / "profile.json"
+    common = ["--dataset", str(data), "--repos", str(trees), "--llm-base-url", url, "--quiet"]
+    proc = run_cli("calibrate", *common, "--llm-model", "coder", "--out", str(profile), "--folds", "3", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    written = json.loads(profile.read_text())
+    assert written == report["profile"]
+    assert written["model"] == "coder" and written["pipeline"] == "blagent" and written["schema_version"] == "1"
+    fit = written["fit"]
+    assert fit["instances"] == 3 and fit["folds"] == 3 and len(fit["scales"]) > 2
+    assert written["weight_scale"] == fit["chosen"]["scale"] == 0.0, "the model ranked nothing: the smallest scale wins ties"
+    assert fit["cross_validated"]["mrr"] == fit["retrieval_only"]["mrr"] > 0
+    assert report["llm"]["total"]["calls"] > 0 and server.requests
+    text = run_cli("calibrate", *common, "--llm-model", "coder", "--out", str(tmp_path / "p2.json"))
+    assert text.returncode == 0 and "cross-validated" in text.stdout and "<- chosen" in text.stdout
+
+    used = run_cli("eval", *common, "--llm-model", "coder", "--pipeline", "blagent", "--llm-profile", str(profile), "--format", "json")
+    assert used.returncode == 0, used.stderr
+    assert json.loads(used.stdout)["overall"]["instances"] == 3
+    other = run_cli("eval", *common, "--llm-model", "other", "--pipeline", "blagent", "--llm-profile", str(profile))
+    assert other.returncode == 1 and "fitted for model" in other.stderr
+    fused = run_cli("calibrate", *common, "--llm-model", "coder", "--out", str(profile), "--pipeline", "fused")
+    assert fused.returncode == 1 and "LLM pipeline" in fused.stderr
