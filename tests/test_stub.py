@@ -1,24 +1,16 @@
-"""The type stub `_core.pyi` matches the built native module: every name and method exists on
-both sides, and function signatures agree on parameter names."""
+"""The type stub `_core.pyi` matches the built native module, checked by mypy's stubtest (as
+pydantic-core checks its stub): every name, class, method, parameter and default on both
+sides."""
 
 from __future__ import annotations
 
-import ast
-import inspect
+import subprocess
+import sys
 from pathlib import Path
 
 import blagent
-from blagent import _core
 
 STUB = Path(blagent.__file__).with_name("_core.pyi")
-
-
-def stub_tree() -> ast.Module:
-    return ast.parse(STUB.read_text())
-
-
-def public(names: list[str]) -> set[str]:
-    return {n for n in names if not n.startswith("_") or n == "__version__"}
 
 
 def test_stub_ships_with_py_typed() -> None:
@@ -26,24 +18,37 @@ def test_stub_ships_with_py_typed() -> None:
     assert STUB.with_name("py.typed").is_file()
 
 
-def test_module_level_names_match() -> None:
-    stubbed = set()
-    for node in stub_tree().body:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
-            stubbed.add(node.name)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            stubbed.add(node.target.id)
-    assert stubbed == public(dir(_core))
+def test_stubtest_finds_the_stub_and_the_module_in_agreement(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "blagent._core", "--mypy-config-file", str(tmp_path / "none.ini")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Success" in proc.stdout
 
 
-def test_class_methods_and_function_parameters_match() -> None:
-    for node in stub_tree().body:
-        if isinstance(node, ast.ClassDef):
-            runtime = getattr(_core, node.name)
-            stubbed = {n.name for n in node.body if isinstance(n, ast.FunctionDef) and n.name != "__init__"}
-            actual = {n for n in vars(runtime) if not n.startswith("_")}
-            assert stubbed == actual, node.name
-        elif isinstance(node, ast.FunctionDef):
-            params = [a.arg for a in node.args.args]
-            runtime = inspect.signature(getattr(_core, node.name))
-            assert params == list(runtime.parameters), node.name
+def test_stubtest_would_catch_a_stub_that_drifted(tmp_path: Path) -> None:
+    """The check can fail: a copy of the package whose stub lacks `calibrate` is refused."""
+    package = tmp_path / "blagent"
+    package.mkdir()
+    for path in Path(blagent.__file__).parent.iterdir():
+        if path.is_file():
+            (package / path.name).symlink_to(path)
+    libs = Path(blagent.__file__).parent.with_name("blagent.libs")  # the libraries the wheel bundles
+    if libs.is_dir():
+        (tmp_path / libs.name).symlink_to(libs)
+    (package / "_core.pyi").unlink()
+    (package / "_core.pyi").write_text(STUB.read_text().replace("def calibrate(", "def calibrate_gone("))
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "blagent._core", "--mypy-config-file", str(tmp_path / "none.ini")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": ""},
+    )
+    assert proc.returncode != 0
+    assert "calibrate" in proc.stdout

@@ -1,7 +1,34 @@
 """Type stubs of the native module (rust/blagent-py). Results cross as JSON text."""
 
 from os import PathLike
-from typing import Optional
+from typing import Optional, final
+
+from typing_extensions import Self
+
+__all__ = [
+    "BlagentError",
+    "InputError",
+    "BlagentIOError",
+    "InternalError",
+    "ModelError",
+    "LlmError",
+    "SCHEMA_VERSION",
+    "PIPELINES",
+    "DEFAULT_TOP_K",
+    "DEFAULT_ANALYSIS_TOP_K",
+    "LLM_CONFIG_FLAGS",
+    "__version__",
+    "Localizer",
+    "RepoIndex",
+    "Encoder",
+    "LlmClient",
+    "evaluate",
+    "batch",
+    "calibrate",
+    "analyze_failures",
+    "reformulate",
+    "parse_source",
+]
 
 __version__: str
 SCHEMA_VERSION: str
@@ -18,8 +45,9 @@ class InternalError(BlagentError): ...
 class LlmError(BlagentError): ...
 class ModelError(BlagentError): ...
 
+@final
 class Encoder:
-    def __init__(self, model_dir: "str | PathLike[str]") -> None: ...
+    def __new__(cls, model_dir: "str | PathLike[str]") -> Self: ...
     @property
     def dimension(self) -> int: ...
     @property
@@ -29,8 +57,9 @@ class Encoder:
         self, texts: list[str], cache_dir: "str | PathLike[str]", kind: str = "document"
     ) -> tuple[list[list[float]], dict[str, int]]: ...
 
+@final
 class LlmClient:
-    def __init__(self, config_json: str = "{}") -> None: ...
+    def __new__(cls, config_json: str = "{}") -> Self: ...
     @property
     def name(self) -> str: ...
     @property
@@ -39,6 +68,7 @@ class LlmClient:
     def chat(self, messages_json: str, stage: str) -> str: ...
     def usage_json(self) -> str: ...
 
+@final
 class RepoIndex:
     @property
     def num_files(self) -> int: ...
@@ -47,13 +77,14 @@ class RepoIndex:
     def chunk_texts(self) -> list[str]: ...
     def timings_json(self) -> str: ...
 
+@final
 class Localizer:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         options_json: Optional[str] = None,
         llm_options_json: Optional[str] = None,
         llm_config_json: Optional[str] = None,
-    ) -> None: ...
+    ) -> Self: ...
     def options_json(self) -> str: ...
     def index(self, repo: "str | PathLike[str]") -> RepoIndex: ...
     def localize(self, request_json: str) -> str: ...
