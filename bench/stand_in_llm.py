@@ -4,18 +4,13 @@ server on 127.0.0.1 that answers blagent's real prompts from a published per-ins
 of a strong system (a "peer"), so blagent's HTTP client, parsing, budgets and fusion run
 unchanged. Python standard library only; not part of the wheel.
 
-    python bench/stand_in_llm.py --peer gpt-oss [--port 0] [--log FILE]   # serve; prints the base URL
-    python bench/stand_in_llm.py --peer gpt-oss --peer-mrr IDS_FILE       # the peer's own MRR
+    python bench/stand_in_llm.py --peer gpt-oss [--port 0] [--log FILE]  # prints the base URL
+    python bench/stand_in_llm.py --peer gpt-oss --peer-mrr IDS_FILE      # the peer's own MRR
 
-The instance is found from the issue text inside the prompt (word 6-gram shingles of every
-SWE-bench Lite problem statement, weighted by rarity), the prompt kind from a distinctive
-sentence of each template under prompts/. Answers: T0/T1 rewrites: BLAgent's recorded
-GPT-OSS-120B queries; phase 1: 10, 9, ... (at least 3) in the peer's order, 1 for files the
-peer did not rank; phase 2 (both asks): the peer's order of the shown files, the others after
-them in the order they were first shown; RRL extraction: fields from the issue and the recorded
-queries; RRL agent: one BM25 search, then the peer's files and what the search found;
-self-check: the peer's order of the candidates. Unknown instance or prompt: `{}` (blagent's
-parsers reject it). Data: ../shared/data (`--data`), read-only.
+It finds the instance from the issue text in the prompt and the prompt kind from a sentence
+only that template (prompts/) has, and answers each kind as bench/README.md describes; an
+unknown instance or prompt gets `{}`, which blagent's parsers reject. Data: ../shared/data
+(`--data`), read-only.
 """
 
 from __future__ import annotations
@@ -78,7 +73,8 @@ def peer_run(peers: dict, name: str) -> str:
         return ALIASES[name.lower()]
     found = [run for run in peers if name.lower() in run.lower()]
     if len(found) != 1:
-        sys.exit(f"--peer {name!r} names {len(found)} runs; runs: {list(peers)}, aliases: {list(ALIASES)}")
+        sys.exit(f"--peer {name!r} names {len(found)} runs; runs: {list(peers)}, "
+                 f"aliases: {list(ALIASES)}")
     return found[0]
 
 
@@ -149,7 +145,8 @@ def issue_section(text: str, kind: str) -> str:
 def listed_paths(text: str, header: str) -> list[str]:
     """The `path: names` lines after `header`, up to the next blank line."""
     block = text.split(header, 1)[1].lstrip("\n").split("\n\n", 1)[0]
-    return [line.split(": ", 1)[0].rstrip(":").strip() for line in block.splitlines() if line.strip()]
+    lines = [line for line in block.splitlines() if line.strip()]
+    return [line.split(": ", 1)[0].rstrip(":").strip() for line in lines]
 
 
 def agent_groups(text: str) -> list[str]:
@@ -162,12 +159,16 @@ def prompt_number(text: str, pattern: str, default: int) -> int:
     return int(found.group(1)) if found else default
 
 
+def text_of(message: dict) -> str:
+    return message.get("content") or ""
+
+
 def searched_paths(messages: list[dict]) -> list[str]:
     """Files the agent's BM25 searches returned: observation lines `path (score)`."""
     out: list[str] = []
     for m in messages[1:]:
         if m.get("role") == "user":
-            out += re.findall(r"(?m)^(\S+) \(-?[\d.]+\)$", m.get("content") or "")
+            out += re.findall(r"(?m)^(\S+) \(-?[\d.]+\)$", text_of(m))
     return list(dict.fromkeys(out))
 
 
@@ -177,16 +178,23 @@ def clean(path: str) -> str:
     return path.strip().removeprefix("./")
 
 
+def ranks(peer: list[str]) -> dict[str, int]:
+    """Each file's 1-based place in the peer's list (its first, if listed twice)."""
+    return {clean(p): i + 1 for i, p in reversed(list(enumerate(peer)))}
+
+
 def peer_first(peer: list[str], files: list[str]) -> list[str]:
     """`files` in the peer's order, the ones the peer did not rank after them in `files`' order."""
-    rank = {clean(p): i for i, p in reversed(list(enumerate(peer)))}
+    rank = ranks(peer)
     ranked = sorted((f for f in files if clean(f) in rank), key=lambda f: rank[clean(f)])
     return ranked + [f for f in files if clean(f) not in rank]
 
 
 def phase1_scores(peer: list[str], candidates: list[str]) -> dict[str, int]:
-    rank = {clean(p): i for i, p in reversed(list(enumerate(peer)))}
-    return {c: max(10 - rank[clean(c)], 3) if clean(c) in rank else UNRANKED_SCORE for c in candidates}
+    """10 for the peer's first file, 9 for its second, ... at least 3; UNRANKED_SCORE else."""
+    rank = ranks(peer)
+    places = {c: rank.get(clean(c)) for c in candidates}
+    return {c: max(11 - place, 3) if place else UNRANKED_SCORE for c, place in places.items()}
 
 
 def block_functions(block: str, issue_words: set[str], most: int = 3) -> list[str]:
@@ -216,14 +224,20 @@ def first_sentence(text: str) -> str:
     return re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0]
 
 
+def is_code_name(word: str) -> bool:
+    """`snake_case`, `dotted.name` or `camelCase`, not a file name."""
+    looks_code = "_" in word or "." in word or re.search(r"[a-z][A-Z]", word)
+    return bool(looks_code) and not re.search(r"\.py\w?$", word)
+
+
 def extraction(issue: str, queries: dict) -> dict:
     """RRL's schema fields, copied from the issue and the recorded T0 query."""
     t0 = queries.get("structural_t0", "")
-    paths = re.findall(r"[\w.-]+(?:/[\w.-]+)+\.(?:py|pyx|pyi|cfg|toml|rst|txt|c|h)\b", issue + "\n" + t0)
+    path = r"[\w.-]+(?:/[\w.-]+)+\.(?:py|pyx|pyi|cfg|toml|rst|txt|c|h)\b"
+    paths = re.findall(path, issue + "\n" + t0)
     names = re.findall(r"\b[\w-]+\.(?:py|pyx|pyi|cfg|toml)\b", issue)
     ticked = re.findall(r"`([A-Za-z_][\w.]*)(?:\(\))?`", issue)
-    coded = [w for w in re.findall(r"\b[A-Za-z_][\w.]*[A-Za-z0-9_]\b", t0)
-             if ("_" in w or "." in w or re.search(r"[a-z][A-Z]", w)) and not re.search(r"\.py\w?$", w)]
+    coded = [w for w in re.findall(r"\b[A-Za-z_][\w.]*[A-Za-z0-9_]\b", t0) if is_code_name(w)]
     snippets = [s.strip()[:400] for s in re.findall(r"```[^\n]*\n(.*?)```", issue, re.S)][:2]
     traces = re.findall(r'(?m)^\s*(File "[^"]+", line \d+.*)$', issue)
     errors = re.findall(r"(?m)^\s*([\w.]*(?:Error|Exception|Warning)\b: .+)$", issue)
@@ -247,7 +261,8 @@ class StandIn:
         peers = json.loads((data / "peers_swebench_lite.json").read_text())
         self.run = peer_run(peers, peer)
         self.peer: dict[str, list[str]] = peers[self.run]
-        self.queries = {q["instance_id"]: q for q in read_jsonl(data / "blagent_queries_swebench_lite.jsonl")}
+        queries = read_jsonl(data / "blagent_queries_swebench_lite.jsonl")
+        self.queries = {q["instance_id"]: q for q in queries}
         self.index = InstanceIndex({r["instance_id"]: r["problem_statement"] for r in rows})
         self.log = log
         self.lock = threading.Lock()
@@ -262,15 +277,20 @@ class StandIn:
         repair = len(users) > 1 and users[-1].startswith(REPAIR)
         iid = self.index.find(issue_section(prompt, kind)) if kind else None
         label = f"{kind or 'unknown'}{' (repair)' if repair else ''}"
+        self.record(label, iid, prompt, kind)
+        if iid is None:
+            return "{}"
+        answer = getattr(self, f"answer_{kind.removesuffix('_functions')}")
+        return json.dumps(answer(prompt, messages, iid, kind))
+
+    def record(self, label: str, iid: str | None, prompt: str, kind: str | None) -> None:
         with self.lock:
             self.kinds[label] += 1
             if iid is None:
-                self.not_found.append(f"{label}: {' '.join(issue_section(prompt, kind or '').split())[:80]!r}")
-        print(f"{time.strftime('%H:%M:%S')} {label:<24} {iid or 'INSTANCE NOT FOUND'}", file=self.log, flush=True)
-        if iid is None:
-            return "{}"
-        reply = getattr(self, f"answer_{kind.removesuffix('_functions')}")(prompt, messages, iid, kind)
-        return json.dumps(reply)
+                head = " ".join(issue_section(prompt, kind or "").split())[:80]
+                self.not_found.append(f"{label}: {head!r}")
+        found = iid or "INSTANCE NOT FOUND"
+        print(f"{time.strftime('%H:%M:%S')} {label:<24} {found}", file=self.log, flush=True)
 
     def answer_t0(self, prompt, messages, iid, kind) -> dict:
         return {"query": self.queries.get(iid, {}).get("structural_t0", "")}
@@ -281,7 +301,8 @@ class StandIn:
     def answer_phase1(self, prompt, messages, iid, kind) -> dict:
         candidates = listed_paths(prompt, "Candidate files (path: top-level names):")
         scores = phase1_scores(self.peer.get(iid, []), candidates)
-        return {"thought": "scored from the reference ranking", "action": "finish", "scores": scores}
+        thought = "scored from the reference ranking"
+        return {"thought": thought, "action": "finish", "scores": scores}
 
     def answer_phase2(self, prompt, messages, iid, kind) -> dict:
         files = shown_files(prompt)
@@ -289,15 +310,16 @@ class StandIn:
         with self.lock:  # both asks see the same files; the first ask's order breaks ties
             shown = self.first_order.setdefault((iid, frozenset(paths)), paths)
         peer = self.peer.get(iid, [])
-        rank = {clean(p): i + 1 for i, p in reversed(list(enumerate(peer)))}
+        rank = ranks(peer)
         issue_words = set(words(issue_section(prompt, kind)))
         blocks = dict(files)
         ranking = []
         for path in peer_first(peer, shown):
-            why = f"rank {rank[clean(path)]} in the reference" if clean(path) in rank else "not in the reference ranking"
-            item = {"path": path, "reason": why}
+            item: dict = {"path": path}
             if kind == "phase2_functions":
-                item = {"path": path, "functions": block_functions(blocks[path], issue_words), "reason": why}
+                item["functions"] = block_functions(blocks[path], issue_words)
+            place = rank.get(clean(path))
+            item["reason"] = f"rank {place} in the reference" if place else "not in the reference"
             ranking.append(item)
         return {"ranking": ranking}
 
@@ -305,15 +327,17 @@ class StandIn:
         return extraction(issue_section(prompt, kind), self.queries.get(iid, {}))
 
     def answer_rrl_agent(self, prompt, messages, iid, kind) -> dict:
+        """One BM25 search, then finish: the peer's files, then what the search found."""
         groups = agent_groups(prompt)
-        searched = any('"bm25_topk"' in (m.get("content") or "") for m in messages if m.get("role") == "assistant")
-        last = prompt_number(prompt, r"at most (\d+) turns", 6) <= 1 or "Last turn" in messages[-1].get("content", "")
+        assistant = [text_of(m) for m in messages if m.get("role") == "assistant"]
+        searched = any('"bm25_topk"' in text for text in assistant)
+        latest = text_of(messages[-1]) if len(messages) > 1 else ""
+        last = prompt_number(prompt, r"at most (\d+) turns", 6) <= 1 or "Last turn" in latest
         if groups and not searched and not last:
-            group = next((g for g in ("full", "code_signals", "explanation") if g in groups), groups[0])
-            return {"tool": "bm25_topk", "group": group, "k": 30}
+            preferred = [g for g in ("full", "code_signals", "explanation") if g in groups]
+            return {"tool": "bm25_topk", "group": (preferred or groups)[0], "k": 30}
         top_k = prompt_number(prompt, r"at most (\d+) files", 10)
-        repair = messages[-1].get("content", "") if len(messages) > 1 else ""
-        refused = set(re.findall(r"no file `([^`]+)`", repair)) if repair.startswith(REPAIR) else set()
+        refused = set(re.findall(r"no file `([^`]+)`", latest) if latest.startswith(REPAIR) else [])
         files = dict.fromkeys(clean(p) for p in self.peer.get(iid, []) + searched_paths(messages))
         return {"tool": "finish", "files": [f for f in files if f not in refused][:top_k]}
 
@@ -336,13 +360,14 @@ def approx_tokens(text: str) -> int:
 
 
 def completion(model: str, content: str, messages: list[dict]) -> dict:
-    prompt_tokens = sum(approx_tokens(m.get("content") or "") for m in messages)
+    prompt_tokens = sum(approx_tokens(text_of(m)) for m in messages)
+    message = {"role": "assistant", "content": content}
     return {
         "id": f"standin-{time.time_ns()}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": approx_tokens(content),
                   "total_tokens": prompt_tokens + approx_tokens(content)},
     }
@@ -369,7 +394,8 @@ def handler_for(stand_in: StandIn):
             if self.path.rstrip("/") in ("/health", "/v1/health"):
                 self.send_json(200, {"status": "ok"})
             elif self.path.rstrip("/") == "/v1/models":
-                self.send_json(200, {"object": "list", "data": [{"id": "stand-in", "object": "model", "owned_by": stand_in.run}]})
+                model = {"id": "stand-in", "object": "model", "owned_by": stand_in.run}
+                self.send_json(200, {"object": "list", "data": [model]})
             else:
                 self.send_json(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -395,22 +421,20 @@ def handler_for(stand_in: StandIn):
 
 # ---- the peer's own figures -----------------------------------------------------------------
 
-def peer_mrr(data: Path, peer: str, ids_file: Path) -> None:
-    """The peer's MRR / Acc@1 / Acc@5 on the ids, from its full list and cut to the top 10."""
+def peer_mrr(data: Path, peer: str, ids_file: Path, top_k: int = 10) -> None:
+    """The peer's MRR / Acc@1 / Acc@5 on the ids, over its first `top_k` files (as blagent eval)."""
     peers = json.loads((data / "peers_swebench_lite.json").read_text())
     run = peer_run(peers, peer)
     gold = {r["instance_id"]: r["gold_files"] for r in read_jsonl(data / "swebench_lite.jsonl")}
     ids = [line.strip() for line in ids_file.read_text().splitlines() if line.strip()]
-    for cut in (None, 10):
-        ranks = []
-        for iid in ids:
-            ranked = peers[run].get(iid, [])[:cut]
-            ranks.append(next((i + 1 for i, f in enumerate(ranked) if f in gold[iid]), None))
-        n = len(ids)
-        mrr = sum(1 / r for r in ranks if r) / n
-        acc = [sum(1 for r in ranks if r and r <= k) / n for k in (1, 5)]
-        print(f"{run} on {n} ids ({'full list' if cut is None else f'top {cut}'}): "
-              f"MRR {mrr:.3f}  Acc@1 {acc[0]:.3f}  Acc@5 {acc[1]:.3f}")
+    places = []
+    for iid in ids:
+        ranked = peers[run].get(iid, [])[:top_k]
+        places.append(next((i + 1 for i, f in enumerate(ranked) if f in gold[iid]), None))
+    n = len(ids)
+    mrr = sum(1 / r for r in places if r) / n
+    acc1, acc5 = (sum(1 for r in places if r and r <= k) / n for k in (1, 5))
+    print(f"{run} on {n} ids: MRR {mrr:.3f}  Acc@1 {acc1:.3f}  Acc@5 {acc5:.3f}")
 
 
 def stop(*_) -> None:
@@ -418,12 +442,16 @@ def stop(*_) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--peer", default="gpt-oss", help=f"run name or alias ({', '.join(ALIASES)})")
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--log", type=Path, help="request log (default: stderr)")
-    ap.add_argument("--peer-mrr", type=Path, metavar="IDS_FILE", help="print the peer's own figures and exit")
+    ap.add_argument(
+        "--peer-mrr", type=Path, metavar="IDS_FILE", help="print the peer's own figures and exit"
+    )
     args = ap.parse_args()
     if args.peer_mrr:
         peer_mrr(args.data, args.peer, args.peer_mrr)
