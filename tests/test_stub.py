@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import blagent
 
@@ -18,14 +19,20 @@ def test_stub_ships_with_py_typed() -> None:
     assert STUB.with_name("py.typed").is_file()
 
 
-def test_stubtest_finds_the_stub_and_the_module_in_agreement(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy.stubtest", "blagent._core", "--mypy-config-file", str(tmp_path / "none.ini")],
+def stubtest(cwd: Path, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess[str]:
+    """mypy's stubtest on `blagent._core`, with no mypy configuration but an empty one."""
+    return subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "blagent._core", "--mypy-config-file", str(cwd / "none.ini")],
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=tmp_path,
+        cwd=cwd,
+        env=env,
     )
+
+
+def test_stubtest_finds_the_stub_and_the_module_in_agreement(tmp_path: Path) -> None:
+    proc = stubtest(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Success" in proc.stdout
 
@@ -42,13 +49,6 @@ def test_stubtest_would_catch_a_stub_that_drifted(tmp_path: Path) -> None:
         (tmp_path / libs.name).symlink_to(libs)
     (package / "_core.pyi").unlink()
     (package / "_core.pyi").write_text(STUB.read_text().replace("def calibrate(", "def calibrate_gone("))
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy.stubtest", "blagent._core", "--mypy-config-file", str(tmp_path / "none.ini")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(tmp_path), "PATH": ""},
-    )
+    proc = stubtest(tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": ""})
     assert proc.returncode != 0
     assert "calibrate" in proc.stdout

@@ -295,6 +295,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+LABELLED_DATASET = "JSONL with instance_id, problem_statement, gold_files or patch"
+
+
+def _add_dataset_flags(parser: argparse.ArgumentParser, dataset_help: str) -> None:
+    """The flags that select a run's instances and their trees."""
+    parser.add_argument("--dataset", required=True, help=dataset_help)
+    parser.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
+    parser.add_argument("--ids", help="comma-separated instance ids")
+    parser.add_argument("--ids-file", help="file with one instance id per line")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"blagent {_core.__version__}")
@@ -326,12 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
         "failures are listed in the report and --failures-out, and the others go on. "
         "Exit 0 when every selected instance has a line, 3 when any failed, 1 for bad input.",
     )
-    ba.add_argument("--dataset", required=True, help="JSONL with instance_id and problem_statement")
-    ba.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
+    _add_dataset_flags(ba, "JSONL with instance_id and problem_statement")
     ba.add_argument("--out", required=True, help="the loc_outputs.jsonl to append to")
     ba.add_argument("--failures-out", help="this run's failures (JSONL; default: OUT with .failures.jsonl)")
-    ba.add_argument("--ids", help="comma-separated instance ids")
-    ba.add_argument("--ids-file", help="file with one instance id per line")
     ba.add_argument("--top-k", type=_positive_int, default=_core.DEFAULT_TOP_K, help=f"files per instance (default {_core.DEFAULT_TOP_K})")
     ba.add_argument("--granularity", choices=["file", "function"], default="file", help="function: entities too, under the blagent key")
     ba.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -340,10 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     ba.set_defaults(func=cmd_batch)
 
     ev = sub.add_parser("eval", help="measure localization on a SWE-bench-style dataset")
-    ev.add_argument("--dataset", required=True, help="JSONL with instance_id, problem_statement, gold_files or patch")
-    ev.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
-    ev.add_argument("--ids", help="comma-separated instance ids")
-    ev.add_argument("--ids-file", help="file with one instance id per line")
+    _add_dataset_flags(ev, LABELLED_DATASET)
     ev.add_argument("--top-k", type=_positive_int, default=_core.DEFAULT_TOP_K, help=f"files per prediction (default {_core.DEFAULT_TOP_K})")
     ev.add_argument("--out", help="write predictions as JSONL")
     ev.add_argument("--signals-out", help="write every candidate's raw signal scores (JSONL) for tuning")
@@ -367,10 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
         "alone, the default, up to the model's order leading) and writes it as a profile. Prints "
         "each scale's score on all instances and the cross-validated score of the fit.",
     )
-    ca.add_argument("--dataset", required=True, help="JSONL with instance_id, problem_statement, gold_files or patch")
-    ca.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
-    ca.add_argument("--ids", help="comma-separated instance ids")
-    ca.add_argument("--ids-file", help="file with one instance id per line")
+    _add_dataset_flags(ca, LABELLED_DATASET)
     ca.add_argument("--out", required=True, help="the profile to write (JSON)")
     ca.add_argument("--folds", type=_positive_int, default=5, help="cross-validation folds (default 5)")
     ca.add_argument("--format", choices=["json", "text"], default="text")
