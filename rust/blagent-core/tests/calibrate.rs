@@ -36,7 +36,8 @@ fn dataset(dir: &Path, n: usize) -> PathBuf {
             "problem_statement": format!("parse_header garbles non-ASCII header values (case {i})"),
             "patch": "diff --git a/net/codec.py b/net/codec.py\n",
         });
-        rows.push_str(&format!("{row}\n"));
+        rows.push_str(&row.to_string());
+        rows.push('\n');
     }
     let path = dir.join("data.jsonl");
     std::fs::write(&path, rows).expect("write");

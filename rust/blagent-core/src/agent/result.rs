@@ -275,6 +275,7 @@ impl std::fmt::Debug for LlmRun {
         f.debug_struct("LlmRun")
             .field("model", &self.model.name())
             .field("options", &self.options)
+            .field("model_name", &self.model_name)
             .finish()
     }
 }

@@ -197,10 +197,15 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
         ..TrustScore::default()
     };
     for fold in 0..folds {
-        let (test, train): (Vec<(usize, &TrustSample)>, Vec<(usize, &TrustSample)>) =
-            samples.iter().enumerate().partition(|(i, _)| i % folds == fold);
-        let train: Vec<&TrustSample> = train.into_iter().map(|(_, s)| s).collect();
-        let test: Vec<&TrustSample> = test.into_iter().map(|(_, s)| s).collect();
+        let part = |held: bool| -> Vec<&TrustSample> {
+            samples
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| (i % folds == fold) == held)
+                .map(|(_, s)| s)
+                .collect()
+        };
+        let (test, train) = (part(true), part(false));
         let on_test = score(&test, choose(&train).scale);
         #[allow(clippy::cast_precision_loss)]
         let weight = test.len() as f64;
@@ -223,6 +228,8 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
 }
 
 #[cfg(test)]
+// Scales are compared with the exact constants of `SCALES`.
+#[allow(clippy::float_cmp)]
 mod tests {
     use super::*;
 
