@@ -163,14 +163,14 @@ def _ids(args: argparse.Namespace) -> Optional[list[str]]:
 
 
 def _run_config(args: argparse.Namespace, **fields: Any) -> str:
-    """The JSON config of `eval` / `batch`: the localizer's options and the run's fields."""
+    """The JSON config of `eval` / `batch` / `calibrate`: the instances, the localizer's options,
+    the pipeline and the run's own fields."""
     llm_client(args)  # a bad --llm-* configuration is bad input, whichever pipeline runs
     config = {
         "dataset": args.dataset,
         "repos": args.repos,
         "ids": _ids(args),
         "options": _localizer(args).options,
-        "top_k": args.top_k,
         "pipeline": args.pipeline,
         "progress": not args.quiet,
         **fields,
@@ -179,7 +179,7 @@ def _run_config(args: argparse.Namespace, **fields: Any) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    config = _run_config(args, out=args.out, signals_out=args.signals_out, queries=args.queries)
+    config = _run_config(args, top_k=args.top_k, out=args.out, signals_out=args.signals_out, queries=args.queries)
     raw = _core.evaluate(config, llm_options_json(args), json.dumps(llm_config(args)))
     report = json.loads(raw)
     if report["overall"]["instances"] == 0:
@@ -194,18 +194,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    llm_client(args)  # a bad --llm-* configuration is bad input
-    config = {
-        "dataset": args.dataset,
-        "repos": args.repos,
-        "ids": _ids(args),
-        "options": _localizer(args).options,
-        "pipeline": args.pipeline,
-        "folds": args.folds,
-        "out": args.out,
-        "progress": not args.quiet,
-    }
-    raw = _core.calibrate(json.dumps(config), llm_options_json(args), json.dumps(llm_config(args)))
+    config = _run_config(args, folds=args.folds, out=args.out)
+    raw = _core.calibrate(config, llm_options_json(args), json.dumps(llm_config(args)))
     report = json.loads(raw)
     if args.format == "json":
         json.dump(report, sys.stdout, indent=2)
@@ -218,7 +208,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     out = Path(args.out)
     failures = Path(args.failures_out) if args.failures_out else out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
-    config = _run_config(args, out=str(out), failures_out=str(failures), granularity=args.granularity)
+    config = _run_config(args, top_k=args.top_k, out=str(out), failures_out=str(failures), granularity=args.granularity)
     report = json.loads(_core.batch(config, llm_options_json(args), json.dumps(llm_config(args))))
     json.dump(report, sys.stdout, indent=2)
     print()
