@@ -65,6 +65,21 @@ pub(crate) fn run_cancellable<T: Send + 'static>(
     }
 }
 
+/// Runs `work`, which cannot block for long (a query in a built index), on the calling thread
+/// with the GIL released: no hand-over to a worker, which costs milliseconds when the cores are
+/// busy. A Ctrl-C during it is raised as soon as it returns. Panics become `InternalError`.
+pub(crate) fn run_short<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> blagent_core::Result<T> + Send,
+    to_py: impl FnOnce(Error) -> PyErr,
+) -> PyResult<T> {
+    match py.detach(|| catch_unwind(AssertUnwindSafe(work))) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => Err(to_py(err)),
+        Err(panic) => Err(panic_error(&*panic)),
+    }
+}
+
 fn panic_error(panic: &(dyn Any + Send)) -> PyErr {
     let detail = panic
         .downcast_ref::<&str>()

@@ -231,12 +231,18 @@ impl PyLocalizer {
         index: &PyRepoIndex,
         request_json: &str,
     ) -> PyResult<String> {
+        let request = LocalizeRequest::from_json(request_json).map_err(to_py)?;
+        if request.pipeline == blagent_core::Pipeline::Fused {
+            // LLM-free: milliseconds in a built index, answered on this thread.
+            return cancel::run_short(
+                py,
+                || to_json(&self.inner.localize_in(&index.inner, &request)?),
+                to_py,
+            );
+        }
         let localizer = Arc::clone(&self.inner);
         let index = Arc::clone(&index.inner);
-        let request = request_json.to_owned();
-        run(py, move || {
-            to_json(&localizer.localize_in(&index, &LocalizeRequest::from_json(&request)?)?)
-        })
+        run(py, move || to_json(&localizer.localize_in(&index, &request)?))
     }
 }
 
