@@ -168,11 +168,15 @@ fn score(samples: &[&TrustSample], scale: f32) -> TrustScore {
     out
 }
 
-/// The best of `SCALES` on `samples`: highest MRR, then Acc@1, then the smaller scale.
-fn choose(samples: &[&TrustSample]) -> TrustScore {
-    let mut best = score(samples, SCALES[0]);
-    for &scale in &SCALES[1..] {
-        let candidate = score(samples, scale);
+/// `samples` scored at every scale of `SCALES`, in its order.
+fn score_all(samples: &[&TrustSample]) -> Vec<TrustScore> {
+    SCALES.iter().map(|&scale| score(samples, scale)).collect()
+}
+
+/// The best of `scores` (in `SCALES` order): highest MRR, then Acc@1, then the smaller scale.
+fn best(scores: &[TrustScore]) -> TrustScore {
+    let mut best = scores[0];
+    for &candidate in &scores[1..] {
         if (candidate.mrr, candidate.acc1) > (best.mrr, best.acc1) {
             best = candidate;
         }
@@ -191,7 +195,8 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
     }
     let folds = folds.min(samples.len());
     let all: Vec<&TrustSample> = samples.iter().collect();
-    let chosen = choose(&all);
+    let scales = score_all(&all);
+    let chosen = best(&scales);
     let mut held_out = TrustScore {
         scale: chosen.scale,
         ..TrustScore::default()
@@ -206,7 +211,7 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
                 .collect()
         };
         let (test, train) = (part(true), part(false));
-        let on_test = score(&test, choose(&train).scale);
+        let on_test = score(&test, best(&score_all(&train)).scale);
         #[allow(clippy::cast_precision_loss)]
         let weight = test.len() as f64;
         held_out.mrr += on_test.mrr * weight;
@@ -219,7 +224,7 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
     Ok(TrustFit {
         instances: samples.len(),
         folds,
-        scales: SCALES.iter().map(|&s| score(&all, s)).collect(),
+        scales,
         chosen,
         cross_validated: held_out,
         retrieval_only: score(&all, 0.0),

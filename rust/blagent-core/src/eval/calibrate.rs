@@ -146,16 +146,13 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         }
     }
     bar.finish_and_clear();
+    let fit = fit(&samples, config.folds)?;
     let profile = LlmProfile {
         schema_version: PROFILE_SCHEMA_VERSION.to_owned(),
         model: run.model_name.clone(),
         pipeline: config.pipeline,
-        weight_scale: 0.0,
-        fit: fit(&samples, config.folds)?,
-    };
-    let profile = LlmProfile {
-        weight_scale: profile.fit.chosen.scale,
-        ..profile
+        weight_scale: fit.chosen.scale,
+        fit,
     };
     let text = serde_json::to_string_pretty(&profile)?;
     std::fs::write(&config.out, text + "\n").map_err(|e| Error::io(&config.out, e))?;
