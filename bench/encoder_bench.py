@@ -52,6 +52,30 @@ def rates(run, count: int) -> tuple[float, float]:
     return count / (time.perf_counter() - wall), count / (time.process_time() - cpu)
 
 
+def flops_per_chunk(model_dir: Path, lengths: list[int]) -> float:
+    """Multiply-add work of the forward pass, counted as 2 FLOPs each: the linear layers
+    (2 x parameters x tokens) and attention's two products (4 x tokens^2 x hidden per layer)."""
+    config = json.loads((model_dir / "config.json").read_text())
+    hidden, layers, inner = config["hidden_size"], config["num_hidden_layers"], config["intermediate_size"]
+    linear = 4 * hidden * hidden + 2 * hidden * inner
+    total = sum(2 * linear * n * layers + 4 * n * n * hidden * layers for n in lengths)
+    return total / len(lengths)
+
+
+def peak_gflops(threads: int, flags: list[str]) -> tuple[float, str]:
+    """The cores' single-precision FMA limit: 2 FMA units x lanes x 2 FLOPs x clock x threads."""
+    lanes = 16 if "avx512f" in flags else 8 if "fma" in flags else 4
+    mhz = 0.0
+    try:
+        for line in Path("/proc/cpuinfo").read_text()[:65536].splitlines():
+            if line.startswith("cpu MHz"):
+                mhz = float(line.split(":")[1])
+                break
+    except (OSError, ValueError):
+        pass
+    return 2 * lanes * 2 * mhz * 1e-3 * threads, f"2 FMA x {lanes} lanes x 2 x {mhz:.0f} MHz x {threads}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("tree", type=Path)
@@ -65,6 +89,7 @@ def main() -> int:
     import torch
     from sentence_transformers import SentenceTransformer
 
+    import blagent
     from blagent import _core
     from blagent.models import default_model_dir
 
@@ -83,6 +108,19 @@ def main() -> int:
     print(f"blagent (candle):              {candle_rate:8.1f}  {candle_cpu:8.1f}")
     print(f"sentence-transformers (torch): {st_rate:8.1f}  {st_cpu:8.1f}")
     print(f"ratio candle / torch:          {candle_rate / st_rate:8.2f}x {candle_cpu / st_cpu:8.2f}x")
+    blas = blagent.blas_status()
+    print(
+        f"OpenBLAS core: {blas['core']}  (OPENBLAS_CORETYPE set by the user: {blas['user_set']}; "
+        f"fallback: {blas['fallback']})  CPU: {blas['vendor']} {' '.join(blas['flags'])}"  # type: ignore[arg-type]
+    )
+    lengths = [min(len(st.tokenizer(t)["input_ids"]), st.max_seq_length) for t in texts]
+    work = flops_per_chunk(model_dir, lengths)
+    peak, how = peak_gflops(args.threads, blas["flags"])  # type: ignore[arg-type]
+    print(f"mean tokens per chunk: {sum(lengths) / len(lengths):.0f}  work: {work / 1e9:.2f} GFLOP per chunk")
+    print(
+        f"blagent: {candle_rate * work / 1e9:.1f} GFLOP/s of an estimated peak {peak:.0f} ({how}): "
+        f"{candle_rate * work / 1e9 / peak:.0%}" if peak else "peak unknown"
+    )
     return 0
 
 

@@ -5,6 +5,11 @@
     >>> result.paths
 """
 
+from . import _blas
+
+with _blas.prepared():  # OpenBLAS picks its kernels as _core loads it
+    from . import _core
+
 from ._core import (
     DEFAULT_TOP_K,
     PIPELINES,
@@ -33,6 +38,13 @@ from .results import (
     TokenUsage,
 )
 
+
+def blas_status() -> dict[str, object]:
+    """The BLAS kernels in use (`core`), the CPU's vector flags, and `fallback`: True when the
+    kernels are older than the CPU allows (a slow encoder and exact search)."""
+    return _blas.status(_core.blas_core())
+
+
 __all__ = [
     "DEFAULT_TOP_K",
     "PIPELINES",
@@ -59,6 +71,7 @@ __all__ = [
     "Skipped",
     "TokenUsage",
     "__version__",
+    "blas_status",
     "default_options",
     "default_weights",
 ]

@@ -523,6 +523,13 @@ fn parse_source(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
     })
 }
 
+/// The kernel set OpenBLAS chose when the module loaded (`Haswell`, `Zen`, `SkylakeX`, ...; an
+/// old generic one such as `Prescott` means it did not know the CPU).
+#[pyfunction]
+fn blas_core() -> String {
+    blagent_core::embed::blas_core()
+}
+
 /// The native core of blagent.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -558,5 +565,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;
     m.add_function(wrap_pyfunction!(reformulate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_source, m)?)?;
+    m.add_function(wrap_pyfunction!(blas_core, m)?)?;
     Ok(())
 }

@@ -12,10 +12,11 @@
 //! OpenBLAS is linked anyway (Faiss needs it). The encoder runs several batches at once on
 //! rayon's threads, so OpenBLAS runs each call on the calling thread ([`single_threaded`]).
 //!
-//! The only `unsafe` code of the crate is here: the two foreign calls into OpenBLAS.
+//! The only `unsafe` code of the crate is here: the three foreign calls into OpenBLAS.
 #![allow(unsafe_code)]
 
-use std::os::raw::c_int;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int};
 use std::sync::Once;
 
 use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
@@ -46,6 +47,23 @@ extern "C" {
         ldc: c_int,
     );
     fn openblas_set_num_threads(threads: c_int);
+    fn openblas_get_corename() -> *const c_char;
+}
+
+/// The name of the kernel set OpenBLAS chose when it loaded (`Haswell`, `Zen`, `SkylakeX`, ...,
+/// or an old generic one such as `Prescott` when it did not know the CPU).
+pub fn core_name() -> String {
+    // SAFETY: OpenBLAS returns a pointer to a static NUL-terminated string (never null in
+    // builds with or without DYNAMIC_ARCH); it is copied before returning.
+    let name = unsafe { openblas_get_corename() };
+    if name.is_null() {
+        return String::from("unknown");
+    }
+    // SAFETY: non-null and NUL-terminated, as above; the string lives as long as the library.
+    unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .trim()
+        .to_string()
 }
 
 /// Makes OpenBLAS run each call on the calling thread (the encoder parallelizes over batches).

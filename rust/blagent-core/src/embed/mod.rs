@@ -9,6 +9,7 @@ mod encoder;
 mod folder;
 mod kernels;
 
+pub use self::blas::core_name as blas_core;
 pub use self::cache::{CacheStats, EmbeddingCache};
 pub use self::encoder::{Encoder, TextKind};
 pub use self::folder::{Architecture, ModelFolder, Pooling};

@@ -1,0 +1,70 @@
+"""OpenBLAS must run kernels as wide as the CPU allows: the encoder and Faiss's exact search
+are four times slower on the generic fallback, and nothing else would say so."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import blagent
+from blagent import _blas
+
+VENDOR, FLAGS = _blas.cpu()
+HAS_AVX2 = _blas.AVX2 <= FLAGS
+
+
+def loaded_in_fresh_process(**env: str) -> dict[str, object]:
+    """blas_status() and the environment's variable after `import blagent` in a new interpreter."""
+    environ = {k: v for k, v in os.environ.items() if k != _blas.ENV} | env
+    code = (
+        "import json, os, blagent; "
+        f"print(json.dumps({{'status': blagent.blas_status(), 'env': os.environ.get({_blas.ENV!r})}}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.skipif(not HAS_AVX2, reason="the CPU has no AVX2: every OpenBLAS core is as fast as it gets")
+def test_kernels_are_not_a_generic_fallback_on_an_avx2_cpu() -> None:
+    loaded = loaded_in_fresh_process()
+    status = loaded["status"]
+    assert isinstance(status, dict)
+    assert not status["fallback"], f"OpenBLAS runs {status['core']} kernels on a CPU with {status['flags']}"
+    assert loaded["env"] is None, "the variable set for loading must not stay in the environment"
+
+
+@pytest.mark.skipif(not HAS_AVX2, reason="needs a CPU where Prescott is slower than the CPU allows")
+def test_the_check_sees_a_fallback_and_a_users_choice_is_kept() -> None:
+    loaded = loaded_in_fresh_process(**{_blas.ENV: "Prescott"})
+    status = loaded["status"]
+    assert isinstance(status, dict)
+    assert status["core"] == "Prescott" and status["user_set"] == "Prescott"
+    assert status["fallback"] is True
+    assert loaded["env"] == "Prescott"
+
+
+def test_the_loaded_core_is_the_one_chosen_for_this_cpu() -> None:
+    chosen = _blas.core_for(VENDOR, FLAGS)
+    if os.environ.get(_blas.ENV):
+        pytest.skip("OPENBLAS_CORETYPE is set in this environment")
+    core = blagent.blas_status()["core"]
+    if chosen is not None:
+        assert core == chosen
+    else:
+        assert isinstance(core, str) and core
+
+
+def test_rules() -> None:
+    avx2 = frozenset({"sse4_2", "avx", "avx2", "fma"})
+    avx512 = avx2 | _blas.AVX512
+    assert _blas.core_for("GenuineIntel", avx512) == "SkylakeX"
+    assert _blas.core_for("AuthenticAMD", avx512) == "SkylakeX"
+    assert _blas.core_for("GenuineIntel", avx2) == "Haswell"
+    assert _blas.core_for("HygonGenuine", avx2) == "Haswell"
+    assert _blas.core_for("AuthenticAMD", avx2) is None
+    assert _blas.core_for("GenuineIntel", frozenset({"sse4_2", "avx"})) is None
+    assert _blas.core_for("GenuineIntel", avx2 | {"avx512f"}) == "Haswell", "partial AVX-512 is not enough"
