@@ -115,7 +115,8 @@ def test_every_stage_of_the_known_answer_set(inputs: dict[str, Path], tmp_path: 
     summary = json.loads(proc.stdout)
     assert summary["warnings"] == []
     counts = {s["stage"]: s["count"] for s in summary["summary"]["stages"]}
-    assert counts == {"file": 1, "function": 1, "line": 1, "patch_generation": 2, "unclassified": 0, "empty_patch": 1, "resolved": 1}
+    assert counts == {"file": 1, "function": 1, "line": 1, "patch_generation": 2, "localized": 0, "unclassified": 0, "empty_patch": 1, "resolved": 1}
+    assert summary["summary"]["function_rule"] == "any" and summary["summary"]["evaluated"] is True
     assert summary["summary"]["unresolved"] == 5
     for iid, case in CASES.items():
         instance = json.loads((out / "instances" / f"{iid}.json").read_text())
@@ -141,6 +142,26 @@ def test_top_k_decides_the_file_stage(inputs: dict[str, Path]) -> None:
     counts = {s["stage"]: s["count"] for s in json.loads(proc.stdout)["summary"]["stages"]}
     assert counts["file"] == 0
     assert counts["function"] == 2
+
+
+def test_without_a_report_the_localization_stages_of_every_patched_instance(inputs: dict[str, Path], tmp_path: Path) -> None:
+    del inputs["report"]
+    proc = analyze(inputs, "--out-dir", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)["summary"]
+    counts = {s["stage"]: s["count"] for s in summary["stages"]}
+    # The resolved instance and the two patch-generation ones passed file, function and line.
+    assert counts == {"file": 1, "function": 1, "line": 1, "patch_generation": 0, "localized": 3, "unclassified": 0, "empty_patch": 1, "resolved": 0}
+    assert summary["evaluated"] is False
+    assert "localization stages only" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_all_gold_functions_is_the_stricter_reading(inputs: dict[str, Path]) -> None:
+    proc = analyze(inputs, "--function-rule", "all")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)["summary"]
+    assert summary["function_rule"] == "all"
+    assert "every gold function" in summary["function_criterion"]
 
 
 def test_missing_trees_are_said_and_the_rest_classified(inputs: dict[str, Path], tmp_path: Path) -> None:

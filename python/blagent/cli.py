@@ -228,12 +228,19 @@ def cmd_batch(args: argparse.Namespace) -> int:
 ANALYZE_HELP = """\
 For every unresolved instance, the first stage that failed:
   file              a gold file is not among the top-k localized files
-  function          a gold function is neither localized nor edited by the generated patch
+  function          no gold function (a function or method of the base commit whose lines a
+                    gold hunk touches) is among the top --function-top-k localized functions,
+                    or, without function-level localization, edited by the generated patch
+                    (--function-rule all: every gold function must be); functions the gold
+                    patch adds and class-body edits are reported, not required
   line              the first changed code lines (not comment, docstring or blank) of the
                     generated and gold patches are in different files, or more than 5 lines
                     apart and not (within 10 lines and similarity >= 0.6)
   patch generation  everything localized, the patch still wrong
-Empty patches and resolved instances are counted apart.
+Empty patches and resolved instances are counted apart. Hunks are placed where `git apply`
+finds them (by context, near the stated line), not at their stated line numbers. Without
+--report, every instance with a generated patch is judged on the localization stages only
+(file, function, line); one that passes all three is "localized (not evaluated)".
 
 Inputs:
   --dataset      JSONL: instance_id, patch (the gold patch), repo
@@ -246,6 +253,7 @@ Inputs:
                  empty_patch_ids, error_ids); {"resolved": [...], "unresolved": [...],
                  "empty_patch": [...], "error": [...]}; SWE-bench's per-instance report
                  {id: {"resolved": bool, ...}}. error ids are analysed as unresolved.
+                 Optional (see above).
   --repos        base trees at DIR/<instance_id> (as for `blagent eval`); without a tree the
                  function stage is not checked and the instance says so
 
@@ -256,6 +264,8 @@ summary.json and chart.png.
 
 def cmd_analyze_failures(args: argparse.Namespace) -> int:
     for flag in ("dataset", "locs", "predictions", "report"):
+        if getattr(args, flag) is None:
+            continue
         path = Path(getattr(args, flag))
         if not path.is_file():
             raise _core.InputError(f"--{flag}: no such file: {path}")
@@ -266,8 +276,11 @@ def cmd_analyze_failures(args: argparse.Namespace) -> int:
         "report": args.report,
         "repos": args.repos,
         "top_k": args.top_k,
+        "function_top_k": args.function_top_k,
+        "function_rule": args.function_rule,
         "out_dir": args.out_dir,
     }
+    config = {k: v for k, v in config.items() if v is not None}
     raw = _core.analyze_failures(json.dumps(config))
     analysis = json.loads(raw)
     for warning in analysis["warnings"]:
@@ -392,13 +405,24 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--dataset", required=True, help="JSONL with instance_id, patch (gold), repo")
     an.add_argument("--locs", required=True, help="localization outputs (JSONL with found_files)")
     an.add_argument("--predictions", required=True, help="generated patches (SWE-bench predictions)")
-    an.add_argument("--report", required=True, help="evaluation report JSON")
+    an.add_argument("--report", help="evaluation report JSON (without it: localization stages only)")
     an.add_argument("--repos", help="directory with one base tree per instance: DIR/<instance_id>")
     an.add_argument(
         "--top-k",
         type=_positive_int,
         default=_core.DEFAULT_ANALYSIS_TOP_K,
         help=f"localized files the file stage looks at (default {_core.DEFAULT_ANALYSIS_TOP_K})",
+    )
+    an.add_argument(
+        "--function-top-k",
+        type=_positive_int,
+        default=_core.DEFAULT_ANALYSIS_TOP_K,
+        help=f"localized functions the function stage looks at (default {_core.DEFAULT_ANALYSIS_TOP_K})",
+    )
+    an.add_argument(
+        "--function-rule",
+        choices=["any", "all"],
+        help="some gold function must be found (the study's rule, the default) or all",
     )
     an.add_argument("--out-dir", help="write instances/<id>.json, summary.md, summary.json, chart.png here")
     an.set_defaults(func=cmd_analyze_failures)

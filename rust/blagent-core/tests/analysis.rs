@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use blagent_core::analysis::{
-    analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, LineVerdict, Stage,
+    analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, FunctionRule, LineVerdict,
+    Stage,
 };
 use serde_json::json;
 
@@ -217,9 +218,11 @@ fn inputs() -> Inputs {
         dataset: root.join("lite.jsonl"),
         locs: root.join("locs.jsonl"),
         predictions: root.join("preds.jsonl"),
-        report: root.join("report.json"),
+        report: Some(root.join("report.json")),
         repos: Some(root.join("trees")),
         top_k: 3,
+        function_top_k: 3,
+        function_rule: FunctionRule::Any,
         out_dir: None,
     };
     Inputs { dir, config }
@@ -265,12 +268,10 @@ fn every_stage_of_the_known_answer_set() {
         ["shop/inventory.py"]
     );
     let resolved = stage_of(&report, "shop-resolved");
-    assert!(
-        resolved
-            .function
-            .gold
-            .contains(&"shop/errors.py::PricingError".to_owned()),
-        "{resolved:#?}"
+    assert_eq!(
+        resolved.function.gold_added,
+        ["shop/errors.py::PricingError"],
+        "a class of a new file is added, not a gold function: {resolved:#?}"
     );
 
     let written = write_outputs(&report, &dir.path().join("out")).unwrap();
@@ -335,7 +336,8 @@ fn bad_input_is_an_error_or_a_warning_never_a_panic() {
     );
     assert_eq!(stage_of(&report, "shop-line").stage, Stage::Line);
 
-    std::fs::write(&config.report, "{\"resolved\": [\"other\"]}").unwrap();
+    let report_path = config.report.clone().unwrap();
+    std::fs::write(&report_path, "{\"resolved\": [\"other\"]}").unwrap();
     assert!(analyze_failures(&config)
         .unwrap_err()
         .to_string()
@@ -344,8 +346,38 @@ fn bad_input_is_an_error_or_a_warning_never_a_panic() {
     assert!(analyze_failures(&config).is_err());
     config.top_k = 3;
     std::fs::remove_dir_all(dir.path().join("trees/shop-patchgen")).unwrap();
-    std::fs::write(&config.report, "{\"unresolved\": [\"shop-patchgen\"]}").unwrap();
+    std::fs::write(&report_path, "{\"unresolved\": [\"shop-patchgen\"]}").unwrap();
     let report = analyze_failures(&config).unwrap();
     assert_eq!(report.instances[0].stage, Stage::PatchGeneration);
     assert!(!report.instances[0].tree_found && report.summary.missing_trees == 1);
+}
+
+#[test]
+fn without_a_report_every_instance_with_a_patch_gets_its_localization_stages() {
+    let Inputs {
+        dir: _dir,
+        mut config,
+    } = inputs();
+    let evaluated = analyze_failures(&config).unwrap();
+    config.report = None;
+    let report = analyze_failures(&config).unwrap();
+    assert!(!report.summary.evaluated && report.summary.resolved == 0);
+    assert!(report
+        .summary
+        .to_markdown()
+        .contains("localization stages only"));
+    for (before, after) in evaluated.instances.iter().zip(&report.instances) {
+        assert_eq!(before.instance_id, after.instance_id);
+        match before.stage {
+            // Past the localization stages: localized, or a patch that does not parse.
+            Stage::Resolved | Stage::PatchGeneration => assert!(
+                matches!(after.stage, Stage::Localized | Stage::PatchGeneration),
+                "{}: {:?}",
+                after.instance_id,
+                after.stage
+            ),
+            stage => assert_eq!(after.stage, stage, "{}", after.instance_id),
+        }
+    }
+    assert!(report.instances.iter().any(|i| i.stage == Stage::Localized));
 }

@@ -26,6 +26,7 @@ fn color(stage: Stage) -> Rgb {
         Stage::Function => [232, 126, 4],
         Stage::Line => [240, 180, 0],
         Stage::PatchGeneration => [142, 68, 173],
+        Stage::Localized => [52, 152, 219],
         Stage::Unclassified => [120, 120, 160],
         Stage::EmptyPatch => [127, 140, 141],
         Stage::Resolved => [39, 174, 96],
@@ -101,7 +102,7 @@ pub fn render_chart(summary: &Summary) -> Result<Vec<u8>> {
     let rows: Vec<(Stage, usize)> = Stage::ALL
         .iter()
         .map(|&s| (s, summary.count(s)))
-        .filter(|&(s, n)| s != Stage::Unclassified || n > 0)
+        .filter(|&(s, n)| !matches!(s, Stage::Unclassified | Stage::Localized) || n > 0)
         .collect();
     let height = TOP + rows.len() * ROW_HEIGHT + 50;
     let mut canvas = Canvas::new(WIDTH, height);
@@ -151,7 +152,12 @@ mod tests {
 
     #[test]
     fn renders_a_png_with_every_stage_row() {
-        let summary = Summary::new(&[], 3);
+        let criteria = crate::analysis::Criteria {
+            top_k: 3,
+            function_top_k: 3,
+            function_rule: crate::analysis::FunctionRule::Any,
+        };
+        let summary = Summary::new(&[], &criteria, true);
         let bytes = render_chart(&summary).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
         let decoder = png::Decoder::new(std::io::Cursor::new(bytes));

@@ -46,6 +46,8 @@ pub enum Outcome {
     EmptyPatch,
     /// The evaluation itself failed (SWE-bench `error_ids`); analysed as unresolved.
     Error,
+    /// No evaluation report was given: only the localization stages are judged.
+    NotEvaluated,
 }
 
 fn string_field(map: &Map<String, Value>, key: &str) -> String {
@@ -131,7 +133,11 @@ const REPORT_KEYS: [(&str, &str, Outcome); 4] = [
 /// "unresolved": [...], "empty_patch": [...], "error": [...]}`, and SWE-bench's per-instance
 /// report (`{id: {"resolved": bool, "patch_exists": bool, ...}}`).
 pub fn load_report(path: &Path, warnings: &mut Vec<String>) -> Result<BTreeMap<String, Outcome>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::repo::read::read_user_text(
+        path,
+        crate::repo::read::MAX_DATA_FILE_BYTES,
+        "evaluation report",
+    )?;
     let bad = |message: String| {
         Error::InvalidInput(format!("{}: {message}", PathBuf::from(path).display()))
     };

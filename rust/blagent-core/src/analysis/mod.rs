@@ -7,10 +7,14 @@
 //! localization output ─▶ top-k files, function entries, line ranges ──────────────────────┘
 //! ```
 //!
-//! Stages, in order: **file** (a gold file is not among the top-k localized files),
-//! **function** (a gold function is neither localized nor edited), **line** (the first changed
-//! code lines differ: see [`match_first_lines`]), **patch generation** (all localized, the
-//! patch still wrong). Empty patches and resolved instances are counted apart.
+//! Hunks are placed where `git apply` finds them ([`locate_hunks`]), not at their stated
+//! line numbers. Stages, in order: **file** (a gold file is not among the top-k localized
+//! files), **function** (no gold function, a function or method of the base commit a gold hunk
+//! touches, is among the top localized functions, or edited by the generated patch when the
+//! localization has no function level; [`FunctionRule::All`] asks for every one), **line**
+//! (the first changed code lines differ: see [`match_first_lines`]), **patch generation** (all
+//! localized, the patch still wrong). Empty patches and resolved instances are counted apart;
+//! without an evaluation report an instance that passes all three is **localized**.
 //! [`analyze_failures`] runs it; [`write_outputs`] writes the per-instance JSON, the markdown
 //! summary and the PNG chart.
 
@@ -36,10 +40,16 @@ pub use self::lines::{
     code_lines, is_blank_or_comment, line_similarity, match_first_lines, CodeLine, LineMatch,
     LineVerdict, APPROX_LINE_DISTANCE, APPROX_SIMILARITY, EXACT_LINE_DISTANCE,
 };
-pub use self::patch::{apply, parse_patch, ChangeKind, FilePatch, Hunk, HunkLine};
+pub use self::patch::{
+    apply, locate_hunks, parse_patch, ChangeKind, FilePatch, Hunk, HunkLine, Placement,
+    MAX_HUNK_OFFSET,
+};
 pub use self::report::{StageCount, Summary};
 pub use self::run::{
     analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, DEFAULT_ANALYSIS_TOP_K,
 };
-pub use self::stage::{classify, FileEvidence, FunctionEvidence, InstanceAnalysis, Stage};
+pub use self::stage::{
+    classify, Criteria, FileEvidence, FunctionEvidence, FunctionRule, FunctionSource,
+    InstanceAnalysis, Stage,
+};
 pub use self::view::{FileView, PatchView};

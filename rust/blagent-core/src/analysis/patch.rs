@@ -224,6 +224,81 @@ fn parse_hunk(
     ))
 }
 
+/// How far from its stated line a hunk is looked for (in each direction).
+pub const MAX_HUNK_OFFSET: usize = 3000;
+
+/// Where [`locate_hunks`] found a hunk of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// Its context and removed lines match the base file this many lines from the stated
+    /// position (0: where the header says); its lines were moved there.
+    Found(isize),
+    /// They match nowhere within [`MAX_HUNK_OFFSET`] lines after the previous hunk; its lines
+    /// keep the stated numbers.
+    Unmatched,
+}
+
+/// Finds each hunk in `base` as `git apply` does and moves its lines there: the hunk's
+/// preimage (context and removed lines, trailing whitespace ignored) must match consecutive
+/// base lines; the search starts at the stated line shifted by the previous hunk's offset,
+/// widens one line each way (the nearer position first, earlier on a tie), never starts
+/// before the end of the previous hunk and gives up [`MAX_HUNK_OFFSET`] lines away.
+/// Returns one placement per hunk.
+pub fn locate_hunks(base: &str, file: &mut FilePatch) -> Vec<Placement> {
+    let old: Vec<&str> = base.lines().map(str::trim_end).collect();
+    let mut placements = Vec::with_capacity(file.hunks.len());
+    let (mut floor, mut carried) = (0usize, 0isize);
+    for hunk in &mut file.hunks {
+        let preimage: Vec<String> = hunk
+            .lines
+            .iter()
+            .filter(|l| l.change != Some(ChangeKind::Added))
+            .map(|l| l.text.trim_end().to_owned())
+            .collect();
+        // 0-based base index the hunk's first preimage line is stated at.
+        let stated = hunk
+            .lines
+            .first()
+            .map_or(0, |l| l.base_line.saturating_sub(1));
+        let expected = stated.saturating_add_signed(carried).max(floor);
+        let fits = |at: usize| {
+            at >= floor
+                && old
+                    .get(at..at + preimage.len())
+                    .is_some_and(|window| window.iter().eq(preimage.iter()))
+        };
+        let found = if preimage.is_empty() {
+            Some(expected)
+        } else {
+            (0..=MAX_HUNK_OFFSET).find_map(|d| {
+                [expected.checked_sub(d), expected.checked_add(d)]
+                    .into_iter()
+                    .flatten()
+                    .find(|&at| fits(at))
+            })
+        };
+        let Some(at) = found else {
+            placements.push(Placement::Unmatched);
+            continue;
+        };
+        // The lines above a hunk are the same before and after the patch, so its patched-file
+        // lines move by the same offset as its base lines.
+        let signed = |n: usize| isize::try_from(n).unwrap_or(isize::MAX); // line counts fit
+        let offset = signed(at) - signed(stated);
+        for line in &mut hunk.lines {
+            line.base_line = line.base_line.saturating_add_signed(offset);
+            line.new_line = line.new_line.saturating_add_signed(offset);
+        }
+        hunk.old_start = hunk.old_start.saturating_add_signed(offset);
+        hunk.new_start = hunk.new_start.saturating_add_signed(offset);
+        floor = at + preimage.len();
+        carried = offset;
+        placements.push(Placement::Found(offset));
+    }
+    placements
+}
+
 /// The file after the patch: `base` with `file`'s hunks applied by their line numbers.
 /// Returns `None` when a context or removed line does not match the base text.
 pub fn apply(base: &str, file: &FilePatch) -> Option<String> {
@@ -336,5 +411,40 @@ mod tests {
             "l1\na = 1\nb = 3\nc = 4\nd = 5\nl6\nl7\nl8\nl9\nx\ny\nz\n"
         );
         assert!(apply("something else\n", &files[0]).is_none());
+    }
+
+    #[test]
+    fn hunks_are_found_by_their_context_as_git_apply_finds_them() {
+        // The base has three more lines above the first hunk than the patch was made against,
+        // and one line fewer between the hunks.
+        let base = "n1\nn2\nn3\nl1\na = 1\nb = 2\nc = 4\nd = 5\nl6\nl7\nl8\nx\nz\n";
+        let mut file = parse_patch(PATCH).unwrap().remove(0);
+        assert!(apply(base, &file).is_none(), "not where the headers say");
+        let placements = locate_hunks(base, &mut file);
+        assert_eq!(placements, [Placement::Found(3), Placement::Found(2)]);
+        let removed = file.changed_lines().next().unwrap();
+        assert_eq!((removed.base_line, removed.new_line), (6, 6));
+        assert_eq!(
+            apply(base, &file).unwrap(),
+            "n1\nn2\nn3\nl1\na = 1\nb = 3\nc = 4\nd = 5\nl6\nl7\nl8\nx\ny\nz\n"
+        );
+    }
+
+    #[test]
+    fn the_nearer_match_wins_and_a_hunk_matching_nowhere_is_reported() {
+        let patch =
+            "--- a/m.py\n+++ b/m.py\n@@ -5,2 +5,2 @@\n     return x\n-    pass\n+    raise\n";
+        // Stated at line 5, the preimage is at lines 2-3 (three away) and 9-10 (four away).
+        let base = "def f(x):\n    return x\n    pass\n\n\n\n\ndef g(x):\n    return x\n    pass\n";
+        let mut file = parse_patch(patch).unwrap().remove(0);
+        assert_eq!(locate_hunks(base, &mut file), [Placement::Found(-3)]);
+        assert_eq!(file.changed_lines().next().unwrap().base_line, 3);
+        let mut file = parse_patch(patch).unwrap().remove(0);
+        assert_eq!(locate_hunks("a\nb\n", &mut file), [Placement::Unmatched]);
+        assert_eq!(
+            file.changed_lines().next().unwrap().base_line,
+            6,
+            "left as stated"
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::lines::LineVerdict;
-use super::stage::{InstanceAnalysis, Stage};
+use super::stage::{Criteria, FunctionRule, InstanceAnalysis, Stage};
 
 /// How many instances ended at one stage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,6 +40,15 @@ pub struct Summary {
     pub missing_trees: usize,
     /// The k of the file stage.
     pub top_k: usize,
+    /// The k of the function stage (function-level localization entries read).
+    pub function_top_k: usize,
+    /// Whether the function stage asks for any or all gold functions.
+    pub function_rule: FunctionRule,
+    /// The function stage's rule in words.
+    pub function_criterion: String,
+    /// Whether an evaluation report was given; without one only the localization stages
+    /// (file, function, line) are judged and nothing counts as resolved.
+    pub evaluated: bool,
 }
 
 fn percent(part: usize, whole: usize) -> f64 {
@@ -52,7 +61,7 @@ fn percent(part: usize, whole: usize) -> f64 {
 
 impl Summary {
     /// Counts `instances`.
-    pub fn new(instances: &[InstanceAnalysis], top_k: usize) -> Self {
+    pub fn new(instances: &[InstanceAnalysis], criteria: &Criteria, evaluated: bool) -> Self {
         let count = |stage: Stage| instances.iter().filter(|i| i.stage == stage).count();
         let resolved = count(Stage::Resolved);
         let empty_patch = count(Stage::EmptyPatch);
@@ -91,7 +100,11 @@ impl Summary {
                 .filter(|i| i.line.verdict == LineVerdict::Approximate)
                 .count(),
             missing_trees: instances.iter().filter(|i| !i.tree_found).count(),
-            top_k,
+            top_k: criteria.top_k,
+            function_top_k: criteria.function_top_k,
+            function_rule: criteria.function_rule,
+            function_criterion: criteria.describe_function_rule(),
+            evaluated,
         }
     }
 
@@ -107,18 +120,39 @@ impl Summary {
     /// instances, then empty patches and resolved instances apart.
     pub fn to_markdown(&self) -> String {
         let mut md = String::from("# Failure-stage analysis\n\n");
+        if self.evaluated {
+            let _ = writeln!(
+                md,
+                "{} instances: {} resolved, {} with an empty patch, {} unresolved with a patch.",
+                self.instances, self.resolved, self.empty_patch, self.unresolved
+            );
+        } else {
+            let _ = writeln!(
+                md,
+                "{} instances, no evaluation report: localization stages only ({} with an empty patch).",
+                self.instances, self.empty_patch
+            );
+        }
         let _ = writeln!(
             md,
-            "{} instances: {} resolved, {} with an empty patch, {} unresolved with a patch. File stage: gold files in the top {} localized files.\n",
-            self.instances, self.resolved, self.empty_patch, self.unresolved, self.top_k
+            "File stage: every gold file in the top {} localized files. Function stage: {}.\n",
+            self.top_k, self.function_criterion
         );
-        md.push_str("| first failed stage | instances | % of unresolved |\n|---|---:|---:|\n");
+        let (denominator, total) = if self.evaluated {
+            ("% of unresolved", "unresolved with a patch")
+        } else {
+            ("% of those with a patch", "with a patch")
+        };
+        let _ = writeln!(
+            md,
+            "| first failed stage | instances | {denominator} |\n|---|---:|---:|"
+        );
         for s in self
             .stages
             .iter()
             .filter(|s| !matches!(s.stage, Stage::Resolved | Stage::EmptyPatch))
         {
-            if s.stage != Stage::Unclassified || s.count > 0 {
+            if !matches!(s.stage, Stage::Unclassified | Stage::Localized) || s.count > 0 {
                 let _ = writeln!(
                     md,
                     "| {} | {} | {:.1}% |",
@@ -130,7 +164,7 @@ impl Summary {
         }
         let _ = writeln!(
             md,
-            "| **unresolved with a patch** | **{}** | {:.1}% |\n",
+            "| **{total}** | **{}** | {:.1}% |\n",
             self.unresolved,
             percent(self.unresolved, self.unresolved)
         );

@@ -1,4 +1,5 @@
-//! The analysis loop: read the inputs, classify every instance the report lists, summarize,
+//! The analysis loop: read the inputs, classify every instance the report lists (every
+//! instance with a generated patch, without a report), summarize,
 //! and write the per-instance JSON, `summary.md` and `chart.png`.
 
 use std::collections::{HashMap, HashSet};
@@ -8,9 +9,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::chart::render_chart;
-use super::inputs::{load_gold, load_localizations, load_predictions, load_report};
+use super::inputs::{load_gold, load_localizations, load_predictions, load_report, Outcome};
 use super::report::Summary;
-use super::stage::{classify, InstanceAnalysis};
+use super::stage::{classify, Criteria, FunctionRule, InstanceAnalysis};
 use crate::error::{Error, Result};
 
 /// What to analyse.
@@ -23,14 +24,23 @@ pub struct AnalysisConfig {
     pub locs: PathBuf,
     /// Generated patches: SWE-bench predictions JSONL (`instance_id`, `model_patch`).
     pub predictions: PathBuf,
-    /// Evaluation report JSON (see [`super::load_report`] for the accepted shapes).
-    pub report: PathBuf,
+    /// Evaluation report JSON (see [`super::load_report`] for the accepted shapes). Without
+    /// one, every dataset instance with a generated patch is analysed for the localization
+    /// stages only (file, function, line).
+    #[serde(default)]
+    pub report: Option<PathBuf>,
     /// Directory of base trees, `<repos>/<instance_id>`; without it no function stage.
     #[serde(default)]
     pub repos: Option<PathBuf>,
     /// How many localized files the file stage looks at.
     #[serde(default = "default_top_k")]
     pub top_k: usize,
+    /// How many function-level localization entries the function stage reads.
+    #[serde(default = "default_top_k")]
+    pub function_top_k: usize,
+    /// Whether the function stage asks for any gold function (the study's rule) or all.
+    #[serde(default)]
+    pub function_rule: FunctionRule,
     /// Where to write the per-instance evidence, the summaries and the chart
     /// ([`write_outputs`]); nothing is written when `None`.
     #[serde(default)]
@@ -61,9 +71,14 @@ pub struct AnalysisReport {
 /// Runs the analysis. Fails on unreadable or malformed inputs, a zero `top_k`, or a report
 /// that shares no instance with the dataset; everything else becomes a warning or a note.
 pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
-    if config.top_k == 0 {
+    if config.top_k == 0 || config.function_top_k == 0 {
         return Err(Error::InvalidInput("top-k must be at least 1".into()));
     }
+    let criteria = Criteria {
+        top_k: config.top_k,
+        function_top_k: config.function_top_k,
+        function_rule: config.function_rule,
+    };
     if let Some(repos) = config.repos.as_deref().filter(|r| !r.is_dir()) {
         return Err(Error::RepoNotFound(repos.to_path_buf()));
     }
@@ -71,7 +86,13 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
     let gold = load_gold(&config.dataset, &mut warnings)?;
     let locs = load_localizations(&config.locs, &mut warnings)?;
     let predictions = load_predictions(&config.predictions, &mut warnings)?;
-    let outcomes = load_report(&config.report, &mut warnings)?;
+    let outcomes = match &config.report {
+        Some(report) => load_report(report, &mut warnings)?,
+        None => predictions
+            .keys()
+            .map(|id| (id.clone(), Outcome::NotEvaluated))
+            .collect(),
+    };
 
     let known: HashSet<&str> = gold.iter().map(|g| g.instance_id.as_str()).collect();
     let unknown =
@@ -84,7 +105,9 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
                 ));
             }
         };
-    unknown("evaluation outcome", &mut outcomes.keys(), &mut warnings);
+    if config.report.is_some() {
+        unknown("evaluation outcome", &mut outcomes.keys(), &mut warnings);
+    }
     unknown("prediction", &mut predictions.keys(), &mut warnings);
     unknown("localization", &mut locs.keys(), &mut warnings);
     let mut not_evaluated: Vec<&String> = predictions
@@ -111,9 +134,12 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
         }
     }
     if selected.is_empty() {
+        let source = match &config.report {
+            Some(report) => format!("the report {}", report.display()),
+            None => format!("the predictions {}", config.predictions.display()),
+        };
         return Err(Error::InvalidInput(format!(
-            "no instance of the report {} is in the dataset {}",
-            config.report.display(),
+            "no instance of {source} is in the dataset {}",
             config.dataset.display()
         )));
     }
@@ -132,12 +158,12 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
                 patch,
                 outcome,
                 tree.as_deref(),
-                config.top_k,
+                &criteria,
             )
         })
         .collect();
     let mut report = AnalysisReport {
-        summary: Summary::new(&instances, config.top_k),
+        summary: Summary::new(&instances, &criteria, config.report.is_some()),
         instances,
         warnings,
         outputs: Vec::new(),

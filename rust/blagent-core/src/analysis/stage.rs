@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::functions::FunctionRef;
+use super::functions::{FunctionRef, LocEntry};
 use super::inputs::{Localization, Outcome};
 use super::lines::{match_first_lines, LineMatch, LineVerdict};
 use super::patch::parse_patch;
@@ -24,6 +24,9 @@ pub enum Stage {
     Line,
     /// Everything was localized; the patch is still wrong (or does not parse).
     PatchGeneration,
+    /// Without an evaluation report: file, function and first line all localized (whether
+    /// the patch resolves the issue is not known).
+    Localized,
     /// Not enough evidence to tell (no tree and the first lines differ, or a gold patch that
     /// does not parse).
     Unclassified,
@@ -35,11 +38,12 @@ pub enum Stage {
 
 impl Stage {
     /// The failure stages in pipeline order, then the rest, as the summary lists them.
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
         Stage::File,
         Stage::Function,
         Stage::Line,
         Stage::PatchGeneration,
+        Stage::Localized,
         Stage::Unclassified,
         Stage::EmptyPatch,
         Stage::Resolved,
@@ -52,6 +56,7 @@ impl Stage {
             Stage::Function => "function",
             Stage::Line => "line",
             Stage::PatchGeneration => "patch generation",
+            Stage::Localized => "localized (not evaluated)",
             Stage::Unclassified => "unclassified",
             Stage::EmptyPatch => "empty patch",
             Stage::Resolved => "resolved",
@@ -72,16 +77,69 @@ pub struct FileEvidence {
     pub passed: bool,
 }
 
+/// How many gold functions the function stage asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FunctionRule {
+    /// The study's criterion: some gold function is found.
+    #[default]
+    Any,
+    /// The stricter reading: every gold function is found.
+    All,
+}
+
+/// What the stages look at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Criteria {
+    /// Localized files the file stage reads (Agentless repairs its top 3).
+    pub top_k: usize,
+    /// Function-level localization entries the function stage reads, in their order.
+    pub function_top_k: usize,
+    /// Any or all gold functions.
+    pub function_rule: FunctionRule,
+}
+
+impl Criteria {
+    /// The function stage's rule in words, for summaries.
+    pub fn describe_function_rule(&self) -> String {
+        let which = match self.function_rule {
+            FunctionRule::Any => "some gold function",
+            FunctionRule::All => "every gold function",
+        };
+        format!(
+            "{which} (a function or method of the base commit whose lines a gold hunk touches) is among the top {} localized functions, or, for an instance without function-level localization, edited by the generated patch",
+            self.function_top_k
+        )
+    }
+}
+
+/// What the function stage compared the gold functions with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FunctionSource {
+    /// The localization output's function-level entries.
+    Localization,
+    /// The functions the generated patch edits (no function-level localization given).
+    #[default]
+    GeneratedPatch,
+}
+
 /// Function-level evidence, as `path::Class.method` ids.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FunctionEvidence {
-    /// Functions (or classes, for class-body changes) the gold patch's code lines fall in.
+    /// Functions and methods of the base commit whose lines the gold patch's code lines touch.
     pub gold: Vec<String>,
-    /// Gold functions some localization entry covers.
+    /// Functions, methods or classes the gold patch adds: facts, not required.
+    pub gold_added: Vec<String>,
+    /// Base classes whose body outside methods the gold patch changes: facts, not required.
+    pub gold_class_edits: Vec<String>,
+    /// What the gold functions were compared with.
+    pub source: FunctionSource,
+    /// Gold functions among the top localized functions.
     pub localized: Vec<String>,
-    /// Functions the generated patch's code lines fall in.
+    /// Base functions the generated patch's code lines touch.
     pub edited: Vec<String>,
-    /// Gold functions neither localized nor edited.
+    /// Gold functions not found in `source`.
     pub missing: Vec<String>,
     /// `None` when it could not be checked (no base tree).
     pub passed: Option<bool>,
@@ -118,7 +176,7 @@ pub fn classify(
     model_patch: Option<&str>,
     outcome: Outcome,
     tree: Option<&Path>,
-    top_k: usize,
+    criteria: &Criteria,
 ) -> InstanceAnalysis {
     let mut notes = Vec::new();
     if tree.is_none() {
@@ -169,7 +227,7 @@ pub fn classify(
         notes.push("no localization output".to_owned());
     }
     let localized: Vec<String> = loc
-        .map(|l| l.found_files.iter().take(top_k).cloned().collect())
+        .map(|l| l.found_files.iter().take(criteria.top_k).cloned().collect())
         .unwrap_or_default();
     let missing: Vec<String> = gold_files
         .iter()
@@ -183,34 +241,18 @@ pub fn classify(
         missing,
     };
 
-    let gold_functions = gold_view.functions();
-    let edited = gen_view.functions();
-    let entries = loc.map(|l| l.entries.as_slice()).unwrap_or_default();
-    let mut function = FunctionEvidence {
-        edited: edited.iter().map(FunctionRef::id).collect(),
-        ..FunctionEvidence::default()
-    };
-    for g in &gold_functions {
-        function.gold.push(g.id());
-        let by_loc = entries.iter().any(|e| e.covers(g));
-        if by_loc {
-            function.localized.push(g.id());
-        }
-        if !by_loc
-            && !edited
-                .iter()
-                .any(|e| e.path == g.path && e.qualified == g.qualified)
-        {
-            function.missing.push(g.id());
-        }
-    }
-    if tree.is_some() {
-        function.passed = Some(function.missing.is_empty());
-        if gold_functions.is_empty() && gold_parsed.is_some() {
-            notes.push(
-                "the gold patch changes no function or class (module-level code only)".to_owned(),
-            );
-        }
+    let function = function_stage(
+        &gold_view,
+        &gen_view,
+        loc.map(|l| l.entries.as_slice()).unwrap_or_default(),
+        criteria,
+        tree.is_some(),
+    );
+    if tree.is_some() && gold_parsed.is_some() && function.gold.is_empty() {
+        notes.push(
+            "the gold patch changes no function or method of the base commit (module-level code, class bodies or new functions only)"
+                .to_owned(),
+        );
     }
 
     let gold_line = gold_view.first_code_line();
@@ -243,6 +285,8 @@ pub fn classify(
         } else {
             Stage::Line
         }
+    } else if outcome == Outcome::NotEvaluated {
+        Stage::Localized
     } else {
         Stage::PatchGeneration
     };
@@ -259,6 +303,69 @@ pub fn classify(
     }
 }
 
+/// The function stage: the gold functions of the base commit against the top function-level
+/// localization entries (named entries count towards `function_top_k`; line ranges always
+/// count) or, without any, the functions the generated patch edits.
+fn function_stage(
+    gold: &PatchView,
+    generated: &PatchView,
+    entries: &[LocEntry],
+    criteria: &Criteria,
+    checked: bool,
+) -> FunctionEvidence {
+    let ids = |refs: Vec<FunctionRef>| refs.iter().map(FunctionRef::id).collect::<Vec<_>>();
+    let edited = generated.functions();
+    let mut named = 0;
+    let top: Vec<&LocEntry> = entries
+        .iter()
+        .filter(|e| match e {
+            LocEntry::Function { .. } => {
+                named += 1;
+                named <= criteria.function_top_k
+            }
+            LocEntry::Lines { .. } => true,
+        })
+        .collect();
+    let source = if top.is_empty() {
+        FunctionSource::GeneratedPatch
+    } else {
+        FunctionSource::Localization
+    };
+    let gold_functions = gold.functions();
+    let mut evidence = FunctionEvidence {
+        gold: ids(gold_functions.clone()),
+        gold_added: ids(gold.added()),
+        gold_class_edits: ids(gold.class_edits()),
+        source,
+        edited: ids(edited.clone()),
+        ..FunctionEvidence::default()
+    };
+    for g in &gold_functions {
+        let localized = top.iter().any(|e| e.covers(g));
+        if localized {
+            evidence.localized.push(g.id());
+        }
+        let found = match source {
+            FunctionSource::Localization => localized,
+            FunctionSource::GeneratedPatch => edited
+                .iter()
+                .any(|e| e.path == g.path && e.qualified == g.qualified),
+        };
+        if !found {
+            evidence.missing.push(g.id());
+        }
+    }
+    if checked {
+        let found = gold_functions.len() - evidence.missing.len();
+        evidence.passed = Some(match criteria.function_rule {
+            _ if gold_functions.is_empty() => true,
+            FunctionRule::Any => found > 0,
+            FunctionRule::All => evidence.missing.is_empty(),
+        });
+    }
+    evidence
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::functions::LocEntry;
@@ -266,6 +373,11 @@ mod tests {
 
     const BASE: &str = "class Pricer:\n    def discount(self, price, percent):\n        # percent is 0..100\n        factor = 1 - percent / 100\n        return price * factor\n\n    def total(self, items):\n        subtotal = 0\n        for item in items:\n            subtotal += item.price\n        taxed = subtotal * 1.2\n        shipping = 5 if taxed < 50 else 0\n        rounded = round(taxed + shipping, 2)\n        return rounded\n";
     const PATH: &str = "shop/pricing.py";
+    const CRITERIA: Criteria = Criteria {
+        top_k: 3,
+        function_top_k: 3,
+        function_rule: FunctionRule::Any,
+    };
 
     /// A git-style patch of `PATH` replacing `from` with `to`.
     fn patch(from: &str, to: &str) -> String {
@@ -314,7 +426,14 @@ mod tests {
         outcome: Outcome,
         tree: Option<&Path>,
     ) -> InstanceAnalysis {
-        classify(&gold(), Some(loc), Some(generated), outcome, tree, 3)
+        classify(
+            &gold(),
+            Some(loc),
+            Some(generated),
+            outcome,
+            tree,
+            &CRITERIA,
+        )
     }
 
     #[test]
@@ -416,7 +535,7 @@ mod tests {
             Some(""),
             Outcome::Unresolved,
             Some(dir.path()),
-            3,
+            &CRITERIA,
         );
         assert_eq!(a.stage, Stage::EmptyPatch);
         let a = classify(
@@ -425,12 +544,200 @@ mod tests {
             Some(&patch("a", "b")),
             Outcome::Unresolved,
             Some(dir.path()),
-            3,
+            &CRITERIA,
         );
         assert_eq!(a.stage, Stage::Unclassified);
         assert!(a
             .notes
             .iter()
             .any(|n| n.starts_with("gold patch does not parse")));
+    }
+
+    /// `BASE` as the tree has it: a function added above the class, so the gold patch's
+    /// stated line numbers (made against `BASE`) point into `unit`.
+    fn drifted_tree() -> (tempfile::TempDir, String) {
+        let drifted = format!("def unit(x):\n    y = x\n    z = y\n    return z\n\n\n{BASE}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("shop")).unwrap();
+        std::fs::write(dir.path().join(PATH), &drifted).unwrap();
+        (dir, drifted)
+    }
+
+    #[test]
+    fn gold_hunks_are_placed_where_git_apply_finds_them() {
+        let (dir, drifted) = drifted_tree();
+        // The generated patch was made against the tree itself and edits `discount`.
+        let new = drifted.replacen("percent / 100", "percent / 10", 1);
+        let generated = format!(
+            "--- a/{PATH}\n+++ b/{PATH}\n{}",
+            similar::TextDiff::from_lines(drifted.as_str(), &new).unified_diff()
+        );
+        let a = classify(
+            &gold(),
+            Some(&loc(&[PATH], &[])),
+            Some(&generated),
+            Outcome::Unresolved,
+            Some(dir.path()),
+            &CRITERIA,
+        );
+        assert_eq!(
+            a.function.gold,
+            ["shop/pricing.py::Pricer.discount"],
+            "not unit"
+        );
+        assert_eq!(a.function.passed, Some(true));
+        assert_eq!(
+            a.line.gold.as_ref().unwrap().line,
+            10,
+            "line 4 of BASE is line 10 of the tree"
+        );
+        assert_eq!(
+            (a.stage, a.line.verdict),
+            (Stage::PatchGeneration, LineVerdict::Correct)
+        );
+        assert!(
+            a.notes.iter().any(|n| n.contains("applies +6 lines away")),
+            "{:?}",
+            a.notes
+        );
+    }
+
+    #[test]
+    fn added_functions_and_class_body_edits_are_facts_not_requirements() {
+        let base = "class Pricer:\n    RATE = 1.2\n\n    def discount(self, price):\n        return price\n";
+        let new = "class Pricer:\n    RATE = 1.25\n\n    def discount(self, price):\n        return price\n\n    def tax(self, price):\n        return price * self.RATE\n";
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.py"), base).unwrap();
+        let diff = |to: &str| {
+            format!(
+                "--- a/p.py\n+++ b/p.py\n{}",
+                similar::TextDiff::from_lines(base, to).unified_diff()
+            )
+        };
+        let gold = Instance {
+            instance_id: "i".into(),
+            patch: diff(new),
+            ..Instance::default()
+        };
+        let generated = diff(&base.replacen("return price\n", "return price * 2\n", 1));
+        let files = Localization {
+            found_files: vec!["p.py".into()],
+            entries: Vec::new(),
+        };
+        let a = classify(
+            &gold,
+            Some(&files),
+            Some(&generated),
+            Outcome::Unresolved,
+            Some(dir.path()),
+            &CRITERIA,
+        );
+        assert!(a.function.gold.is_empty());
+        assert_eq!(a.function.gold_added, ["p.py::Pricer.tax"]);
+        assert_eq!(a.function.gold_class_edits, ["p.py::Pricer"]);
+        assert_eq!(
+            a.function.passed,
+            Some(true),
+            "nothing of the base commit to find"
+        );
+        assert_ne!(a.stage, Stage::Function);
+    }
+
+    #[test]
+    fn any_or_all_gold_functions_and_only_the_top_localized_ones() {
+        let dir = tree();
+        let t = Some(dir.path());
+        let mut both = gold();
+        let new = BASE.replacen("percent / 100", "percent / 10", 1).replacen(
+            "taxed + shipping, 2",
+            "taxed + shipping, 3",
+            1,
+        );
+        both.patch = format!(
+            "--- a/{PATH}\n+++ b/{PATH}\n{}",
+            similar::TextDiff::from_lines(BASE, &new).unified_diff()
+        );
+        let generated = patch("percent / 100", "percent / 1000");
+        let files = loc(&[PATH], &[]);
+        let any = classify(
+            &both,
+            Some(&files),
+            Some(&generated),
+            Outcome::Unresolved,
+            t,
+            &CRITERIA,
+        );
+        assert_eq!(any.function.gold.len(), 2);
+        assert_eq!(
+            (any.function.source, any.function.passed),
+            (FunctionSource::GeneratedPatch, Some(true))
+        );
+        let all = Criteria {
+            function_rule: FunctionRule::All,
+            ..CRITERIA
+        };
+        let strict = classify(
+            &both,
+            Some(&files),
+            Some(&generated),
+            Outcome::Unresolved,
+            t,
+            &all,
+        );
+        assert_eq!(
+            (strict.stage, strict.function.missing.len()),
+            (Stage::Function, 1)
+        );
+
+        let fourth = loc(
+            &[PATH],
+            &["Pricer.a", "Pricer.b", "Pricer.c", "Pricer.discount"],
+        );
+        let a = classify(
+            &gold(),
+            Some(&fourth),
+            Some(&generated),
+            Outcome::Unresolved,
+            t,
+            &CRITERIA,
+        );
+        assert_eq!(
+            (a.function.source, a.stage),
+            (FunctionSource::Localization, Stage::Function),
+            "the fourth is not read"
+        );
+        let four = Criteria {
+            function_top_k: 4,
+            ..CRITERIA
+        };
+        let a = classify(
+            &gold(),
+            Some(&fourth),
+            Some(&generated),
+            Outcome::Unresolved,
+            t,
+            &four,
+        );
+        assert_eq!(a.function.localized, ["shop/pricing.py::Pricer.discount"]);
+        assert_ne!(a.stage, Stage::Function);
+    }
+
+    #[test]
+    fn without_a_report_an_instance_that_passes_every_localization_stage_is_localized() {
+        let dir = tree();
+        let a = stage(
+            &loc(&[PATH], &[]),
+            &patch("percent / 100", "percent / 10"),
+            Outcome::NotEvaluated,
+            Some(dir.path()),
+        );
+        assert_eq!(a.stage, Stage::Localized);
+        let a = stage(
+            &loc(&[PATH], &[]),
+            &patch("taxed + shipping, 2", "taxed + shipping, 3"),
+            Outcome::NotEvaluated,
+            Some(dir.path()),
+        );
+        assert_eq!(a.stage, Stage::Function);
     }
 }

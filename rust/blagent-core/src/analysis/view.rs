@@ -1,13 +1,15 @@
-//! A patch seen against the base tree: each file's code lines and the functions they fall in,
-//! found with the tree-sitter symbol tables of the file before and after the patch.
+//! A patch seen against the base tree: each file's hunks found where `git apply` would apply
+//! them, its code lines, and what they touch, from the tree-sitter symbol tables of the file
+//! before and after the patch: functions and methods of the base commit, functions the patch
+//! adds, and class bodies outside any method.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::functions::{enclosing, FunctionRef};
 use super::lines::{code_lines, CodeLine};
-use super::patch::{apply, ChangeKind, FilePatch};
-use crate::chunk::{parse_file, ChunkOptions, Symbol};
+use super::patch::{apply, locate_hunks, ChangeKind, FilePatch, Placement};
+use crate::chunk::{parse_file, ChunkOptions, Symbol, SymbolKind};
 use crate::repo::{language_for_path, SourceFile};
 
 /// One file of a patch, mapped onto the base tree.
@@ -15,10 +17,17 @@ use crate::repo::{language_for_path, SourceFile};
 pub struct FileView {
     /// The parsed file patch.
     pub patch: FilePatch,
+    /// Where each hunk was found in the base file; empty without a tree.
+    pub placements: Vec<Placement>,
     /// Its changed code lines, in patch order.
     pub code_lines: Vec<CodeLine>,
-    /// The functions (or classes) its code lines fall in; empty without a tree.
+    /// Functions and methods of the base file that its code lines fall in; empty without a
+    /// tree.
     pub functions: Vec<FunctionRef>,
+    /// Functions, methods and classes the patch adds (not in the base file).
+    pub added: Vec<FunctionRef>,
+    /// Classes of the base file whose body outside any method its code lines change.
+    pub class_edits: Vec<FunctionRef>,
 }
 
 /// A whole patch mapped onto the base tree.
@@ -44,12 +53,26 @@ impl PatchView {
         PatchView { files }
     }
 
-    /// Every function touched, deduplicated, in (path, name) order.
+    /// Every base function or method touched, deduplicated, in (path, name) order.
     pub fn functions(&self) -> Vec<FunctionRef> {
+        self.gather(|f| &f.functions)
+    }
+
+    /// Every function, method or class the patch adds, in (path, name) order.
+    pub fn added(&self) -> Vec<FunctionRef> {
+        self.gather(|f| &f.added)
+    }
+
+    /// Every base class whose body outside methods is changed, in (path, name) order.
+    pub fn class_edits(&self) -> Vec<FunctionRef> {
+        self.gather(|f| &f.class_edits)
+    }
+
+    fn gather(&self, part: impl Fn(&FileView) -> &Vec<FunctionRef>) -> Vec<FunctionRef> {
         let set: BTreeSet<FunctionRef> = self
             .files
             .iter()
-            .flat_map(|f| f.functions.iter().cloned())
+            .flat_map(|f| part(f).iter().cloned())
             .collect();
         set.into_iter().collect()
     }
@@ -80,31 +103,51 @@ fn symbols_of(path: &str, text: &str) -> Option<Vec<Symbol>> {
 }
 
 fn view_file(
-    patch: FilePatch,
+    mut patch: FilePatch,
     tree: Option<&Path>,
     label: &str,
     notes: &mut Vec<String>,
 ) -> FileView {
     let Some(tree) = tree else {
-        let code_lines = code_lines(&patch, None, None);
         return FileView {
+            code_lines: code_lines(&patch, None, None),
             patch,
-            code_lines,
+            placements: Vec::new(),
             functions: Vec::new(),
+            added: Vec::new(),
+            class_edits: Vec::new(),
         };
     };
-    let file_path = &patch.path;
+    let file_path = patch.path.clone();
     let base = if patch.is_new {
         Some(String::new())
     } else {
         let text =
-            crate::repo::read::read_inside(tree, file_path, crate::repo::read::MAX_ISSUE_BYTES)
+            crate::repo::read::read_inside(tree, &file_path, crate::repo::read::MAX_ISSUE_BYTES)
                 .map(|b| String::from_utf8_lossy(&b).into_owned());
         if text.is_none() {
             notes.push(format!("{label}: {file_path} is not in the base tree"));
         }
         text
     };
+    let mut placements = Vec::new();
+    if let Some(base) = base.as_deref().filter(|_| !patch.is_new) {
+        placements = locate_hunks(base, &mut patch);
+        for (hunk, placement) in patch.hunks.iter().zip(&placements) {
+            match placement {
+                Placement::Unmatched => notes.push(format!(
+                    "{label}: the hunk stated at line {} of {file_path} matches nowhere in the base file; its lines keep the stated numbers",
+                    hunk.old_start
+                )),
+                Placement::Found(offset) if *offset != 0 => notes.push(format!(
+                    "{label}: the hunk stated at line {} of {file_path} applies {offset:+} lines away, at line {}",
+                    hunk.old_start.saturating_add_signed(-offset),
+                    hunk.old_start
+                )),
+                Placement::Found(_) => {}
+            }
+        }
+    }
     let new = base.as_deref().and_then(|b| {
         let applied = if patch.is_deleted { Some(String::new()) } else { apply(b, &patch) };
         if applied.is_none() {
@@ -115,10 +158,10 @@ fn view_file(
     let code = code_lines(&patch, base.as_deref(), new.as_deref());
     let base_symbols = base
         .as_deref()
-        .and_then(|t| symbols_of(file_path, t))
+        .and_then(|t| symbols_of(&file_path, t))
         .unwrap_or_default();
-    let new_symbols = new.as_deref().and_then(|t| symbols_of(file_path, t));
-    let mut functions: BTreeSet<FunctionRef> = BTreeSet::new();
+    let new_symbols = new.as_deref().and_then(|t| symbols_of(&file_path, t));
+    let [mut functions, mut added, mut classes] = [(); 3].map(|()| BTreeSet::new());
     for line in &code {
         let symbol = match (line.kind, &new_symbols) {
             (ChangeKind::Removed, _) => enclosing(&base_symbols, line.line),
@@ -131,16 +174,24 @@ fn view_file(
         let in_base = base_symbols
             .iter()
             .find(|s| s.qualified == symbol.qualified && !s.in_function);
-        functions.insert(FunctionRef {
+        let reference = FunctionRef {
             path: file_path.clone(),
             qualified: symbol.qualified.clone(),
             base_lines: in_base.map(|s| (s.start_line, s.end_line)),
-        });
+        };
+        match in_base.map(|s| s.kind) {
+            None => added.insert(reference),
+            Some(SymbolKind::Class) => classes.insert(reference),
+            Some(SymbolKind::Function | SymbolKind::Method) => functions.insert(reference),
+        };
     }
     FileView {
         patch,
+        placements,
         code_lines: code,
         functions: functions.into_iter().collect(),
+        added: added.into_iter().collect(),
+        class_edits: classes.into_iter().collect(),
     }
 }
 
@@ -175,13 +226,14 @@ mod tests {
             .iter()
             .map(|f| (f.id(), f.base_lines))
             .collect();
+        assert_eq!(ids, [("shop/cart.py::Cart.total".into(), Some((7, 8)))]);
+        let added: Vec<_> = view.added().iter().map(FunctionRef::id).collect();
         assert_eq!(
-            ids,
-            [
-                ("shop/cart.py::Cart.count".into(), None),
-                ("shop/cart.py::Cart.total".into(), Some((7, 8)))
-            ]
+            added,
+            ["shop/cart.py::Cart.count"],
+            "a new method is not a base function"
         );
+        assert!(view.class_edits().is_empty());
         assert_eq!(
             view.first_code_line().unwrap().text,
             "return sum(self.items)"
@@ -201,7 +253,11 @@ mod tests {
             "generated patch",
             &mut notes,
         );
-        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(
+            notes[1].contains("stated at line 8 of shop/cart.py matches nowhere"),
+            "{notes:?}"
+        );
         assert_eq!(
             view.functions().len(),
             1,
