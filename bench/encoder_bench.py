@@ -9,10 +9,11 @@ Both engines truncate at the model's max_seq_length (256 for all-MiniLM-L6-v2) a
 --threads threads. Prints chunks/s for each engine and the ratio. Needs sentence-transformers
 (and so PyTorch) in the environment; blagent itself never does.
 
-Figures (256 django chunks, 2 threads, 256-token cap, a 2-core machine with load 1.7-2.0):
-blagent 45.4 vs 39.4 chunks/s (1.15x) and 45.9 vs 37.5 (1.22x); per CPU second 1.17x and 1.24x.
-The version before the OpenBLAS forward (`embed/blas.rs`) ran 30.7 vs 44.1 (0.70x) on the same
-machine when quiet. For quick tuning without
+Figures (256 django chunks, 2 threads, 256-token cap, a 2-core AMD EPYC with AVX2, OpenBLAS core
+Zen chosen by itself, a niced job in the background): blagent 12.2 and 12.3 chunks per CPU second
+against 9.4 and 8.2 (1.30x, 1.49x), 54 GFLOP/s per core of an estimated 78 peak; with
+OPENBLAS_CORETYPE=Prescott (the fallback OpenBLAS 0.3.21 takes on CPUs it does not know) 3.3
+(0.36x). For quick tuning without
 Python: `cargo run --release --example encode_bench -- MODEL_DIR TEXTS.json`.
 """
 
