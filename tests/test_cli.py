@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+import pytest
 from test_localizer import ISSUE
 
 
@@ -110,6 +111,33 @@ def test_eval_prints_metrics_and_writes_predictions(repo: Path, tmp_path: Path) 
     assert preds[0]["found_files"][0] == "shop/pricing.py"
     assert len(preds[0]["found_files"]) <= 3
     assert preds[1]["gold_rank"] == 1
+
+
+def test_eval_at_function_level_scores_the_ranked_functions(repo: Path, tmp_path: Path) -> None:
+    import difflib
+
+    old = (repo / "shop/pricing.py").read_text()
+    new = old.replace("return total - total * percent", "return total - total * percent / 100")
+    diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), "a/shop/pricing.py", "b/shop/pricing.py"))
+    patch = "diff --git a/shop/pricing.py b/shop/pricing.py\n" + diff
+    (tmp_path / "trees").mkdir()
+    (tmp_path / "trees" / "shop-2").symlink_to(repo, target_is_directory=True)
+    row = {"instance_id": "shop-2", "repo": "acme/shop", "problem_statement": ISSUE, "patch": patch}
+    dataset = tmp_path / "fn.jsonl"
+    dataset.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "preds.jsonl"
+    args = ["--dataset", str(dataset), "--repos", str(tmp_path / "trees"), "--out", str(out)]
+    proc = run("eval", *args, "--granularity", "function", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    functions = json.loads(proc.stdout)["functions"]
+    pred = json.loads(out.read_text())
+    assert pred["gold_functions"] == ["shop/pricing.py::apply_discount"]
+    rank = pred["found_functions"].index("shop/pricing.py::apply_discount") + 1
+    assert functions["overall"]["instances"] == 1 and functions["no_gold_functions"] == []
+    assert functions["overall"]["mrr"] == pytest.approx(1 / rank)
+    text = run("eval", *args, "--granularity", "function")
+    assert "function level" in text.stdout and "LocAgent's reading" in text.stdout
+    assert "functions" not in json.loads(run("eval", *args, "--format", "json").stdout)
 
 
 def test_eval_selects_ids_and_prints_a_table(repo: Path, tmp_path: Path) -> None:

@@ -5,10 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 
+HEADER = f"{'':<28} {'n':>4}  {'MRR':<5}  {'Acc@1 @3    @5    @10':<23}  {'any@1 @3    @5    @10':<23}  MAP@1 @5    @10"
+READINGS = (
+    "Acc@k: every gold item in the top k (LocAgent's reading); any@k: some gold item in the top k "
+    "(SWE-bench papers' reading)"
+)
+
+
 def _metrics_row(name: str, m: dict[str, Any]) -> str:
     acc = " ".join(f"{v:.3f}" for v in m["acc"])
+    any_ = " ".join(f"{v:.3f}" for v in m["acc_any"])
     maps = " ".join(f"{v:.3f}" for v in m["map"])
-    return f"{name:<28} {m['instances']:>4}  {m['mrr']:.3f}  {acc}  {maps}"
+    return f"{name:<28} {m['instances']:>4}  {m['mrr']:.3f}  {acc}  {any_}  {maps}"
 
 
 def _llm_line(llm: dict[str, Any]) -> str:
@@ -25,9 +33,14 @@ def _llm_line(llm: dict[str, Any]) -> str:
 
 def format_report(report: dict[str, Any]) -> str:
     """The evaluation report as a table (MRR, Acc@1/3/5/10, MAP@1/5/10)."""
-    header = f"{'':<28} {'n':>4}  {'MRR':<5}  {'Acc@1 @3    @5    @10':<23}  MAP@1 @5    @10"
-    lines = [header, _metrics_row("overall", report["overall"])]
+    lines = [HEADER, _metrics_row("overall", report["overall"])]
     lines += [_metrics_row(repo or "(no repo)", m) for repo, m in report["per_repo"].items()]
+    functions = report.get("functions")
+    if functions:
+        lines.append(f"function level ({len(functions['no_gold_functions'])} instances without a gold function left out):")
+        lines.append(_metrics_row("  overall", functions["overall"]))
+        lines += [_metrics_row(f"  {repo or '(no repo)'}", m) for repo, m in functions["per_repo"].items()]
+    lines.append(READINGS)
     if report["missing_trees"]:
         lines.append(f"instances without a tree: {len(report['missing_trees'])}")
     for iid, err in report["failures"]:

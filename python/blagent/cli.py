@@ -179,7 +179,9 @@ def _run_config(args: argparse.Namespace, **fields: Any) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    config = _run_config(args, top_k=args.top_k, out=args.out, signals_out=args.signals_out, queries=args.queries)
+    config = _run_config(
+        args, top_k=args.top_k, out=args.out, signals_out=args.signals_out, queries=args.queries, granularity=args.granularity
+    )
     raw = _core.evaluate(config, llm_options_json(args), json.dumps(llm_config(args)))
     report = json.loads(raw)
     if report["overall"]["instances"] == 0:
@@ -360,6 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--queries",
         help="JSONL of pre-written rewrites per instance (instance_id, structural_t0, behavioral_t1): "
         "used as the dense queries and measured alone (needs --dense)",
+    )
+    ev.add_argument(
+        "--granularity",
+        choices=["file", "function"],
+        default="file",
+        help="function: also score the ranked functions against the gold functions (the base commit's "
+        "functions and methods the gold patch touches)",
     )
     ev.add_argument("--format", choices=["json", "text"], default="text")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")

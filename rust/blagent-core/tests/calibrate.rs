@@ -81,6 +81,7 @@ fn eval(dir: &Path, data: &Path, run: LlmRun) -> f64 {
         queries: None,
         top_k: 10,
         pipeline: Pipeline::Blagent,
+        granularity: blagent_core::interface::Granularity::File,
         llm: Some(run),
     };
     run_eval(&config).expect("eval runs").overall.mrr

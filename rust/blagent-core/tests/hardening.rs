@@ -107,6 +107,7 @@ fn eval_config(dir: &Path, data: PathBuf) -> EvalConfig {
         queries: None,
         top_k: 10,
         pipeline: Pipeline::Fused,
+        granularity: Granularity::File,
         llm: None,
     }
 }

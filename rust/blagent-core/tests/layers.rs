@@ -18,7 +18,8 @@ const LAYERS: &[&[&str]] = &[
     &["llm"],
     &["agent"],
     &["interface"],
-    &["eval", "analysis"],
+    &["analysis"],
+    &["eval"],
 ];
 
 /// Items of the crate root that every module may use.

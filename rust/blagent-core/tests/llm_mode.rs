@@ -72,6 +72,7 @@ fn eval_reports_llm_cost_per_instance_and_in_total() {
         queries: None,
         top_k: 10,
         pipeline: Pipeline::Blagent,
+        granularity: Granularity::File,
         llm: Some(run(Arc::new(model))),
     };
     let report = run_eval(&config).expect("runs");

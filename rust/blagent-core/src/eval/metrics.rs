@@ -1,5 +1,7 @@
-//! File-level ranking metrics, as BLAgent and LocAgent report them: MRR (reciprocal rank of the
-//! first gold file), Acc@k (every gold file within the top k) and MAP@k.
+//! Ranking metrics, as BLAgent and LocAgent report them: MRR (reciprocal rank of the first gold
+//! item), Acc@k in both readings papers use when gold has several items (every gold item within
+//! the top k, as LocAgent counts; any gold item within it, as SWE-bench papers count) and MAP@k.
+//! The items are files, or functions at function level.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,8 +39,11 @@ pub struct Metrics {
     pub instances: usize,
     /// Mean reciprocal rank.
     pub mrr: f64,
-    /// Acc@1, @3, @5, @10.
+    /// Acc@1, @3, @5, @10: every gold item within the top k (LocAgent's reading).
     pub acc: [f64; 4],
+    /// Acc@1, @3, @5, @10: some gold item within the top k (SWE-bench papers' reading).
+    #[serde(default)]
+    pub acc_any: [f64; 4],
     /// MAP@1, @5, @10.
     pub map: [f64; 3],
 }
@@ -55,10 +60,13 @@ impl MetricsAccumulator {
         let sums = &mut self.sums;
         sums.instances += 1;
         sums.mrr += first_hit_rank(ranked, gold).map_or(0.0, |r| 1.0 / r as f64);
-        for (slot, &k) in sums.acc.iter_mut().zip(&ACC_KS) {
+        for (i, &k) in ACC_KS.iter().enumerate() {
             let top: Vec<&String> = ranked.iter().take(k).collect();
             if !gold.is_empty() && gold.iter().all(|g| top.contains(&g)) {
-                *slot += 1.0;
+                sums.acc[i] += 1.0;
+            }
+            if gold.iter().any(|g| top.contains(&g)) {
+                sums.acc_any[i] += 1.0;
             }
         }
         for (slot, &k) in sums.map.iter_mut().zip(&MAP_KS) {
@@ -73,6 +81,7 @@ impl MetricsAccumulator {
             instances: self.sums.instances,
             mrr: self.sums.mrr / n,
             acc: self.sums.acc.map(|v| v / n),
+            acc_any: self.sums.acc_any.map(|v| v / n),
             map: self.sums.map.map(|v| v / n),
         }
     }
@@ -114,6 +123,7 @@ mod tests {
         acc.add(&ranked, &gold);
         let m = acc.finish();
         assert_close(&m.acc, &[0.0, 1.0, 1.0, 1.0]);
+        assert_close(&m.acc_any, &[1.0, 1.0, 1.0, 1.0]);
         // AP@5 = (1/1 + 2/3) / 2.
         assert!(
             (average_precision_at(&ranked, &gold, 5) - f64::midpoint(1.0, 2.0 / 3.0)).abs() < 1e-12

@@ -2,12 +2,14 @@
 //! and the loop that runs every instance.
 
 mod calibrate;
+mod functions;
 mod llm;
 mod metrics;
 mod rewrites;
 mod run;
 
 pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport};
+pub use self::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
 pub use self::llm::{LlmInstanceStats, LlmMeans, LlmTotals};
 pub use self::metrics::{
     average_precision_at, first_hit_rank, Metrics, MetricsAccumulator, ACC_KS, MAP_KS,

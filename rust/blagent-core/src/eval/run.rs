@@ -8,6 +8,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
+use super::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
 use super::llm::{LlmInstanceStats, LlmTotals};
 use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
 use super::rewrites::{load_rewrites, RewriteAccumulator, RewriteReport};
@@ -16,7 +17,7 @@ use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance, Js
 use crate::dense::DenseStats;
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
-use crate::interface::{LocalizeOptions, LocalizeRequest, Localizer, DEFAULT_TOP_K};
+use crate::interface::{Granularity, LocalizeOptions, LocalizeRequest, Localizer, DEFAULT_TOP_K};
 use crate::retrieve::{FileSignals, Signal};
 
 /// Metrics need at least this many ranked files (Acc@10, MAP@10).
@@ -56,6 +57,9 @@ pub struct EvalConfig {
     /// The pipeline that ranks each instance.
     #[serde(default)]
     pub pipeline: Pipeline,
+    /// `function`: also score the ranked functions against each instance's gold functions.
+    #[serde(default)]
+    pub granularity: Granularity,
     /// The model and options of the LLM pipelines (none: they fall back to retrieval).
     #[serde(skip)]
     pub llm: Option<LlmRun>,
@@ -92,6 +96,12 @@ pub struct Prediction {
     /// What the LLM pipeline cost (LLM mode only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmInstanceStats>,
+    /// Ranked functions, `path::Class.method`, best first (function granularity only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_functions: Option<Vec<String>>,
+    /// The instance's gold functions (function granularity only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_functions: Option<Vec<String>>,
 }
 
 /// Metrics overall and per repository, and what could not be evaluated.
@@ -116,6 +126,9 @@ pub struct EvalReport {
     /// LLM cost totals and means (LLM mode only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmTotals>,
+    /// Function-level metrics (function granularity only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub functions: Option<FunctionReport>,
 }
 
 /// What dense indexing cost over a run.
@@ -227,6 +240,8 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     let bar = progress_bar(present.len(), config.progress)?;
     let mut overall = MetricsAccumulator::default();
     let mut per_repo: BTreeMap<String, MetricsAccumulator> = BTreeMap::new();
+    let by_function = config.granularity == Granularity::Function;
+    let mut functions = FunctionAccumulator::default();
     for (instance, tree) in &present {
         crate::cancel::check()?;
         bar.set_message(instance.instance_id.clone());
@@ -254,6 +269,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             request.top_k = ranked_k;
             request.pipeline = config.pipeline;
             request.rewrites = given.cloned();
+            request.granularity = config.granularity;
             localizer.localize_in(&index, &request)
         });
         bar.inc(1);
@@ -277,6 +293,12 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             totals.add(stats);
         }
         let ranked = result.paths();
+        let function_level = by_function.then(|| {
+            let ranked = ranked_functions(result.entities.as_deref().unwrap_or_default());
+            let gold = gold_functions(&instance.patch, tree);
+            functions.add(instance, &ranked, &gold);
+            (ranked, gold)
+        });
         overall.add(&ranked, &instance.gold_files);
         per_repo
             .entry(instance.repo.clone())
@@ -299,6 +321,8 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
                     + result.timings.dense_ms,
                 query_ms: result.timings.query_ms,
                 llm,
+                found_functions: function_level.as_ref().map(|(r, _)| r.clone()),
+                gold_functions: function_level.map(|(_, g)| g),
             };
             writer.write(&prediction)?;
         }
@@ -315,6 +339,9 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     }
     if dense_on {
         report.dense = Some(dense_totals);
+    }
+    if by_function {
+        report.functions = Some(functions.finish());
     }
     Ok(report)
 }

@@ -1,0 +1,119 @@
+//! Function-level scoring: the functions and methods a localization ranks (its entities)
+//! against the gold functions of each instance, the functions and methods of the base commit
+//! whose lines the gold patch touches, mapped as the failure analysis maps them
+//! ([`crate::analysis::PatchView`]: hunks placed where `git apply` finds them).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::metrics::{Metrics, MetricsAccumulator};
+use crate::analysis::{parse_patch, FunctionRef, PatchView};
+use crate::dataset::Instance;
+use crate::retrieve::Entity;
+
+/// `path::Class.method` of every function and method of the base tree at `tree` whose lines
+/// the patch touches, in (path, name) order; empty when the patch does not parse or touches
+/// only module-level code, class bodies or new functions.
+pub fn gold_functions(patch: &str, tree: &Path) -> Vec<String> {
+    let Ok(files) = parse_patch(patch) else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    PatchView::new(files, Some(tree), "gold patch", &mut notes)
+        .functions()
+        .iter()
+        .map(FunctionRef::id)
+        .collect()
+}
+
+/// The function-level ranking of a result: its function and method entities in their order
+/// (class entities are left out, as gold functions are never classes).
+pub fn ranked_functions(entities: &[Entity]) -> Vec<String> {
+    entities
+        .iter()
+        .filter(|e| e.kind != "class")
+        .map(|e| e.id.clone())
+        .collect()
+}
+
+/// Function-level metrics of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FunctionReport {
+    /// All instances with gold functions.
+    pub overall: Metrics,
+    /// Per `owner/name`.
+    pub per_repo: BTreeMap<String, Metrics>,
+    /// Instances left out: the gold patch touches no function or method of the base commit.
+    pub no_gold_functions: Vec<String>,
+}
+
+/// Sums function-level rankings; [`FunctionAccumulator::finish`] averages them.
+#[derive(Debug, Default)]
+pub struct FunctionAccumulator {
+    overall: MetricsAccumulator,
+    per_repo: BTreeMap<String, MetricsAccumulator>,
+    no_gold: Vec<String>,
+}
+
+impl FunctionAccumulator {
+    /// Adds one instance's ranked functions against its gold functions.
+    pub fn add(&mut self, instance: &Instance, ranked: &[String], gold: &[String]) {
+        if gold.is_empty() {
+            self.no_gold.push(instance.instance_id.clone());
+            return;
+        }
+        self.overall.add(ranked, gold);
+        self.per_repo
+            .entry(instance.repo.clone())
+            .or_default()
+            .add(ranked, gold);
+    }
+
+    /// The means, and the instances left out.
+    pub fn finish(self) -> FunctionReport {
+        FunctionReport {
+            overall: self.overall.finish(),
+            per_repo: self
+                .per_repo
+                .into_iter()
+                .map(|(repo, acc)| (repo, acc.finish()))
+                .collect(),
+            no_gold_functions: self.no_gold,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gold_functions_are_the_base_functions_a_hunk_touches() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = "def helper():\n    return 1\n\n\nclass Cart:\n    def total(self):\n        return 0\n";
+        std::fs::write(dir.path().join("cart.py"), base).unwrap();
+        let patch = "--- a/cart.py\n+++ b/cart.py\n@@ -6,2 +6,5 @@ class Cart:\n     def total(self):\n-        return 0\n+        return sum(self.items)\n+\n+    def count(self):\n+        return len(self.items)\n";
+        assert_eq!(gold_functions(patch, dir.path()), ["cart.py::Cart.total"]);
+        assert!(gold_functions("not a patch @@", dir.path()).is_empty());
+    }
+
+    #[test]
+    fn instances_without_gold_functions_are_left_out_and_named() {
+        let mut acc = FunctionAccumulator::default();
+        let one = |id: &str| Instance {
+            instance_id: id.into(),
+            repo: "a/b".into(),
+            ..Instance::default()
+        };
+        let ranked = vec!["f.py::g".to_owned(), "f.py::h".to_owned()];
+        acc.add(&one("x"), &ranked, &["f.py::h".to_owned()]);
+        acc.add(&one("y"), &ranked, &[]);
+        let report = acc.finish();
+        assert_eq!(report.overall.instances, 1);
+        assert!((report.overall.mrr - 0.5).abs() < 1e-12);
+        assert_eq!(report.no_gold_functions, ["y"]);
+        assert_eq!(report.per_repo["a/b"].instances, 1);
+    }
+}
