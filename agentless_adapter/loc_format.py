@@ -3,9 +3,13 @@
 `agentless/fl/localize.py --start_file FILE` reads each line's `instance_id` and `found_files`
 (repository-relative paths, best first; an empty list makes it skip the instance) and, because
 `additional_artifact_loc_file` is present, `file_traj`. Agentless's own `fl/combine.py` writes
-both as `{}`. A `found_related_locs` key would make it treat the related level as done, so a
-file-level line never has one. Other keys are ignored: the localizer's full result rides along
-under `blagent`. `schemas/agentless-loc-line.schema.json` is the same contract as a JSON Schema.
+both as `{}`. A `found_related_locs` key makes it treat the related level as done and read
+`additional_artifact_loc_related` and `related_loc_traj` too, so a file-level line has none of
+the three and a related-level line (`blagent batch --related-locs`: blagent's functions of the top
+3 files, `{path: ["class: C\nfunction: C.m"]}`, for Agentless's edit-location stage) has all
+three, naming only files of `found_files`. Other keys are ignored: the localizer's full result
+rides along under `blagent`. `schemas/agentless-loc-line.schema.json` is the same contract as a
+JSON Schema.
 
 `blagent batch` writes these lines itself (from the Rust core); `to_loc_line` makes the same
 from the result of any `blagent.FileLocalizer`, so another localizer can feed Agentless too.
@@ -60,11 +64,18 @@ def contract_problems(line: dict[str, Any]) -> list[str]:
     for key in ("additional_artifact_loc_file", "file_traj"):
         if key in line and not isinstance(line[key], dict):
             problems.append(f"`{key}` is not an object")
-    problems += [
-        f"`{key}` present: Agentless would skip its related level"
-        for key in RELATED_LEVEL_KEYS
-        if key in line
-    ]
+    present = [key for key in RELATED_LEVEL_KEYS if key in line]
+    if present and len(present) < len(RELATED_LEVEL_KEYS):
+        missing = ", ".join(f"`{k}`" for k in RELATED_LEVEL_KEYS if k not in line)
+        problems.append(f"a related level line without {missing}: Agentless would fail reading it")
+    related = line.get("found_related_locs")
+    if related is not None:
+        if not isinstance(related, dict) or not all(
+            isinstance(v, list) and all(isinstance(s, str) for s in v) for v in related.values()
+        ):
+            problems.append("`found_related_locs` is not {path: [locations]}")
+        elif isinstance(files, list) and not set(related) <= set(files):
+            problems.append("`found_related_locs` names a file not in `found_files`")
     return problems
 
 

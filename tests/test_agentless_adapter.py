@@ -106,7 +106,7 @@ def test_any_file_localizer_result_becomes_an_agentless_line(tmp_path: Path) -> 
                 "file_traj": {},
                 "found_related_locs": {},
             },
-            "related level",
+            "related level line without",
         ),
     ],
 )

@@ -105,6 +105,23 @@ def test_batch_function_granularity_carries_entities(repo: Path, tmp_path: Path)
     assert line["blagent"]["entities"][0]["id"] == "shop/pricing.py::apply_discount"  # type: ignore[index]
 
 
+def test_batch_related_locs_hand_blagents_functions_to_agentless_edit_location(repo: Path, tmp_path: Path) -> None:
+    dataset, trees = _setup(tmp_path, repo)
+    out = tmp_path / "loc_outputs.jsonl"
+    proc = _batch(dataset, trees, out, "--ids", "shop-1", "--related-locs")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = _lines(out)
+    schema_validator("agentless-loc-line").validate(line)
+    assert contract_problems(line) == []
+    related = line["found_related_locs"]
+    assert isinstance(related, dict)
+    assert list(related) == line["found_files"][:3]  # type: ignore[index]
+    assert related["shop/pricing.py"][0].splitlines()[0] == "function: apply_discount"
+    assert line["additional_artifact_loc_related"] == [] and line["related_loc_traj"] == []
+    outside = dict(line, found_related_locs={"elsewhere.py": ["function: f"]})
+    assert any("not in `found_files`" in p for p in contract_problems(outside))
+
+
 def test_batch_bad_input_exits_1(repo: Path, tmp_path: Path) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "loc_outputs.jsonl"

@@ -210,7 +210,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_batch(args: argparse.Namespace) -> int:
     out = Path(args.out)
     failures = Path(args.failures_out) if args.failures_out else out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
-    config = _run_config(args, top_k=args.top_k, out=str(out), failures_out=str(failures), granularity=args.granularity)
+    config = _run_config(
+        args,
+        top_k=args.top_k,
+        out=str(out),
+        failures_out=str(failures),
+        granularity=args.granularity,
+        related_locs=args.related_locs,
+    )
     report = json.loads(_core.batch(config, llm_options_json(args), json.dumps(llm_config(args))))
     json.dump(report, sys.stdout, indent=2)
     print()
@@ -347,6 +354,12 @@ def build_parser() -> argparse.ArgumentParser:
     ba.add_argument("--failures-out", help="this run's failures (JSONL; default: OUT with .failures.jsonl)")
     ba.add_argument("--top-k", type=_positive_int, default=_core.DEFAULT_TOP_K, help=f"files per instance (default {_core.DEFAULT_TOP_K})")
     ba.add_argument("--granularity", choices=["file", "function"], default="file", help="function: entities too, under the blagent key")
+    ba.add_argument(
+        "--related-locs",
+        action="store_true",
+        help="write blagent's functions of the top 3 files as Agentless's found_related_locs, so Agentless's "
+        "edit-location stage (localize.py --fine_grain_line_level --start_file OUT) starts from them",
+    )
     ba.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_retrieval_flags(ba)
     add_llm_flags(ba)

@@ -71,6 +71,7 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
         options: LocalizeOptions::default(),
         top_k: 3,
         granularity: Granularity::File,
+        related_locs: false,
         pipeline: Pipeline::Blagent,
         progress: false,
         llm: Some(LlmRun {

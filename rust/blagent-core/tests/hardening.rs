@@ -89,6 +89,7 @@ fn batch_config(dir: &Path, data: PathBuf, llm: Option<LlmRun>) -> BatchConfig {
         options: LocalizeOptions::default(),
         top_k: 3,
         granularity: Granularity::File,
+        related_locs: false,
         pipeline: Pipeline::Blagent,
         progress: false,
         llm,

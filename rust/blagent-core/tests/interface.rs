@@ -137,6 +137,7 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
         options: LocalizeOptions::default(),
         top_k: 3,
         granularity: Granularity::File,
+        related_locs: false,
         pipeline: Pipeline::Fused,
         progress: false,
         llm: None,

@@ -119,6 +119,7 @@ fn batch_runs_a_pipeline_without_a_model_by_falling_back() {
         options: LocalizeOptions::default(),
         top_k: 3,
         granularity: Granularity::Function,
+        related_locs: false,
         progress: false,
         pipeline: Pipeline::Blagent,
         llm: Some(run(Arc::new(NoModel))),

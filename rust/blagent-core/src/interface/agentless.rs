@@ -1,15 +1,31 @@
-//! Agentless's file-level output line (`loc_outputs.jsonl`, `schemas/agentless-loc-line.schema.json`).
+//! Agentless's output line (`loc_outputs.jsonl`, `schemas/agentless-loc-line.schema.json`), at
+//! file level or, with blagent's functions, at related level.
 //!
 //! Agentless's `fl/localize.py --start_file` reads, per line, `instance_id` and `found_files`
 //! (repository-relative paths, best first; an empty list makes it skip the instance), and,
 //! because `additional_artifact_loc_file` is present, `file_traj` too. Its own `fl/combine.py`
 //! writes both as `{}`, and so do we. Keys it does not know it ignores: our whole result rides
-//! along under [`EXTRA_KEY`]. The `found_related_locs` family must stay absent: its presence
-//! would make Agentless read the related-level fields as already computed.
+//! along under [`EXTRA_KEY`].
+//!
+//! When `found_related_locs` is present it reads the related level as done and takes it with
+//! `additional_artifact_loc_related` and `related_loc_traj` (all three, or a `KeyError`); its
+//! edit-location stage (`--fine_grain_line_level` without `--related_level`) then renders the
+//! code of those locations for its top `--top_n` files. [`AgentlessLine::with_related_locs`]
+//! writes blagent's ranked functions there in the shape Agentless's related level writes
+//! (`agentless/util/postprocess_data.py::extract_locs_for_files`): per file, one string of
+//! `class: C` / `function: f` / `function: C.m` lines, which `transfer_arb_locs_to_locs`
+//! resolves against the file's classes and functions (one class level only: a method of a
+//! nested class is written as its outermost class).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::result::LocalizationResult;
+use crate::retrieve::Entity;
+
+/// Files whose functions a related-level line names (Agentless's `--top_n` default).
+pub const RELATED_TOP_FILES: usize = 3;
+/// Functions (or classes) named per file at most, best first.
+pub const RELATED_PER_FILE: usize = 5;
 
 /// The key under which a line carries blagent's own result.
 pub const EXTRA_KEY: &str = "blagent";
@@ -32,9 +48,55 @@ pub struct AgentlessLine {
     /// Agentless's file-level trajectory (prompt, response, usage); `{}` here.
     #[serde(default = "empty_object")]
     pub file_traj: serde_json::Map<String, serde_json::Value>,
+    /// Related-level locations of the top files, in rank order (related-level lines only).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ordered::serialize",
+        deserialize_with = "ordered::deserialize"
+    )]
+    pub found_related_locs: Option<Vec<(String, Vec<String>)>>,
+    /// Agentless's related-level model artifacts; `[]` here (related-level lines only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_artifact_loc_related: Option<Vec<serde_json::Value>>,
+    /// Agentless's related-level trajectories; `[]` here (related-level lines only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related_loc_traj: Option<Vec<serde_json::Value>>,
     /// blagent's full result (scores, evidence, entities, timings, usage, warnings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blagent: Option<LocalizationResult>,
+}
+
+/// A map written in the order of its pairs (Agentless shows the files in that order).
+mod ordered {
+    use std::collections::BTreeMap;
+
+    use super::{Deserialize, Deserializer, Serializer};
+
+    type Pairs = Option<Vec<(String, Vec<String>)>>;
+
+    pub fn serialize<S: Serializer>(pairs: &Pairs, s: S) -> Result<S::Ok, S::Error> {
+        match pairs {
+            Some(pairs) => s.collect_map(pairs.iter().map(|(k, v)| (k, v))),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Pairs, D::Error> {
+        let map = Option::<BTreeMap<String, Vec<String>>>::deserialize(d)?;
+        Ok(map.map(|m| m.into_iter().collect()))
+    }
+}
+
+/// The Agentless location line of an entity: `class: C`, `function: f` or `function: C.m`;
+/// deeper names become their outermost class, the deepest level Agentless resolves.
+fn location(entity: &Entity) -> String {
+    let name = entity.name.as_str();
+    match (entity.kind.as_str(), name.matches('.').count()) {
+        ("class", 0) => format!("class: {name}"),
+        (_, 0 | 1) if entity.kind != "class" => format!("function: {name}"),
+        _ => format!("class: {}", name.split('.').next().unwrap_or(name)),
+    }
 }
 
 impl AgentlessLine {
@@ -45,7 +107,39 @@ impl AgentlessLine {
             found_files: result.paths(),
             additional_artifact_loc_file: empty_object(),
             file_traj: empty_object(),
+            found_related_locs: None,
+            additional_artifact_loc_related: None,
+            related_loc_traj: None,
             blagent: Some(result),
+        }
+    }
+
+    /// The related-level line: the file-level line plus, for each of the top
+    /// [`RELATED_TOP_FILES`] files, the locations of its best [`RELATED_PER_FILE`] entities
+    /// (an empty string for a file without any, which Agentless leaves out of its prompt).
+    /// Needs a result of function granularity (its entities).
+    pub fn with_related_locs(result: LocalizationResult) -> Self {
+        let entities = result.entities.as_deref().unwrap_or_default();
+        let related = result
+            .paths()
+            .into_iter()
+            .take(RELATED_TOP_FILES)
+            .map(|path| {
+                let mut lines: Vec<String> = Vec::new();
+                for entity in entities.iter().filter(|e| e.path == path) {
+                    let line = location(entity);
+                    if !lines.contains(&line) && lines.len() < RELATED_PER_FILE {
+                        lines.push(line);
+                    }
+                }
+                (path, vec![lines.join("\n")])
+            })
+            .collect();
+        AgentlessLine {
+            found_related_locs: Some(related),
+            additional_artifact_loc_related: Some(Vec::new()),
+            related_loc_traj: Some(Vec::new()),
+            ..Self::from_result(result)
         }
     }
 }
@@ -57,9 +151,8 @@ mod tests {
         Granularity, IndexStats, LocalizerInfo, Pipeline, StageTimings, TokenUsage, SCHEMA_VERSION,
     };
 
-    #[test]
-    fn serializes_the_keys_agentless_reads_and_nothing_it_would_misread() {
-        let result = LocalizationResult {
+    fn empty_result() -> LocalizationResult {
+        LocalizationResult {
             schema_version: SCHEMA_VERSION.to_owned(),
             instance_id: "x__y-1".to_owned(),
             localizer: LocalizerInfo::blagent("llm-free"),
@@ -74,7 +167,12 @@ mod tests {
             usage: TokenUsage::default(),
             warnings: Vec::new(),
             llm: None,
-        };
+        }
+    }
+
+    #[test]
+    fn serializes_the_keys_agentless_reads_and_nothing_it_would_misread() {
+        let result = empty_result();
         let value = serde_json::to_value(AgentlessLine::from_result(result)).expect("serializes");
         let keys: Vec<&str> = value
             .as_object()
@@ -95,5 +193,52 @@ mod tests {
         assert_eq!(value["additional_artifact_loc_file"], serde_json::json!({}));
         assert_eq!(value["file_traj"], serde_json::json!({}));
         assert!(value.get("found_related_locs").is_none());
+    }
+
+    #[test]
+    fn related_level_lines_name_the_top_files_functions_as_agentless_writes_them() {
+        let entity = |path: &str, name: &str, kind: &str| Entity {
+            id: format!("{path}::{name}"),
+            path: path.to_owned(),
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            lines: (1, 2),
+            score: 1.0,
+            file_rank: 1,
+        };
+        let file = |path: &str| crate::interface::FileHit {
+            rank: 0,
+            path: path.to_owned(),
+            score: 0.0,
+            signals: std::collections::BTreeMap::new(),
+            evidence: Vec::new(),
+            hinted: false,
+        };
+        let mut result = empty_result();
+        result.granularity = Granularity::Function;
+        result.files = ["b.py", "a.py", "c.py", "d.py"].map(file).to_vec();
+        result.entities = Some(vec![
+            entity("b.py", "Cart.total", "method"),
+            entity("b.py", "Cart", "class"),
+            entity("b.py", "helper", "function"),
+            entity("a.py", "Outer.Inner.run", "method"),
+            entity("a.py", "Outer.Inner", "class"),
+            entity("d.py", "far", "function"),
+        ]);
+        let text = serde_json::to_string(&AgentlessLine::with_related_locs(result)).unwrap();
+        let order: Vec<usize> = ["\"b.py\":[", "\"a.py\":[", "\"c.py\":["]
+            .iter()
+            .map(|key| text.find(key).expect("each of the top 3 files"))
+            .collect();
+        assert!(order.is_sorted(), "in rank order: {text}");
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let related = value["found_related_locs"].as_object().unwrap();
+        assert_eq!(related.len(), 3, "the top 3 files only");
+        assert_eq!(related["b.py"], serde_json::json!(["function: Cart.total\nclass: Cart\nfunction: helper"]));
+        assert_eq!(related["a.py"], serde_json::json!(["class: Outer"]), "nested names as their outermost class, once");
+        assert_eq!(related["c.py"], serde_json::json!([""]));
+        assert_eq!(value["additional_artifact_loc_related"], serde_json::json!([]));
+        assert_eq!(value["related_loc_traj"], serde_json::json!([]));
+        assert_eq!(value["found_files"], serde_json::json!(["b.py", "a.py", "c.py", "d.py"]));
     }
 }

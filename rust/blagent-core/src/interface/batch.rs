@@ -43,6 +43,11 @@ pub struct BatchConfig {
     /// Files only, or entities too (carried in the `blagent` key).
     #[serde(default)]
     pub granularity: Granularity,
+    /// Write related-level lines: blagent's functions of the top files as Agentless's
+    /// `found_related_locs`, so Agentless's edit-location stage starts from them (implies
+    /// function granularity; see [`AgentlessLine::with_related_locs`]).
+    #[serde(default)]
+    pub related_locs: bool,
     /// The pipeline that ranks each instance.
     #[serde(default)]
     pub pipeline: Pipeline,
@@ -185,7 +190,11 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
             let mut request =
                 LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
             request.top_k = config.top_k;
-            request.granularity = config.granularity;
+            request.granularity = if config.related_locs {
+                Granularity::Function
+            } else {
+                config.granularity
+            };
             request.pipeline = config.pipeline;
             match catch_unwind(AssertUnwindSafe(|| localizer.localize(&request))) {
                 Ok(Ok(result)) => Ok(result),
@@ -204,7 +213,11 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
         match outcome {
             Ok(result) => {
                 let files = result.files.len();
-                out.write(&AgentlessLine::from_result(result))?;
+                out.write(&if config.related_locs {
+                    AgentlessLine::with_related_locs(result)
+                } else {
+                    AgentlessLine::from_result(result)
+                })?;
                 report.written += 1;
                 progress.finish_one(
                     id,
