@@ -68,6 +68,39 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _interval(i: dict[str, float]) -> str:
+    return f"{i['delta']:+.3f} [{i['low']:+.3f}, {i['high']:+.3f}]"
+
+
+def format_comparison(report: dict[str, Any]) -> str:
+    """`blagent compare`: each run's metrics (overall, then per repository), then each run
+    against the baseline with its paired tests."""
+    lines = [f"{report['instances']} instances; baseline: {report['baseline']}", HEADER]
+    for run in report["runs"]:
+        missing = f" ({run['missing']} without a line)" if run["missing"] else ""
+        lines.append(_metrics_row(run["name"][:28], run["overall"]) + missing)
+    repos = sorted(report["runs"][0]["per_repo"])
+    for repo in repos:
+        lines.append(f"{repo}:")
+        lines += [_metrics_row(f"  {run['name'][:26]}", run["per_repo"][repo]) for run in report["runs"]]
+    lines.append(READINGS)
+    lines.append(
+        f"against the baseline: Δ with a paired bootstrap 95% interval ({report['resamples']} resamples, seed "
+        f"{report['seed']}); McNemar's exact test on Acc@1 (b: only the baseline right, c: only the run); "
+        "Wilcoxon's signed-rank test on reciprocal ranks (normal approximation)"
+    )
+    for d in report["differences"]:
+        m, w = d["mcnemar_acc1"], d["wilcoxon_rr"]
+        lines.append(
+            f"{d['run'][:28]:<28} {d['scope']:<22} n={d['instances']:<4} ΔMRR {_interval(d['mrr'])}  "
+            f"ΔAcc@1 {_interval(d['acc'][0])}  ΔAcc@5 {_interval(d['acc'][1])}  ΔAcc@10 {_interval(d['acc'][2])}  "
+            f"McNemar b={m['baseline_only']} c={m['run_only']} p={m['p']:.3g}  Wilcoxon p={w['p']:.3g}"
+        )
+    for warning in report["warnings"]:
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)
+
+
 def format_calibration(report: dict[str, Any]) -> str:
     """The calibration report: each candidate scale's training score, the choice, and what it
     is worth on instances the fit did not see."""

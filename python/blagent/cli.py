@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from . import _core, _io
 from ._llm_flags import add_llm_flags, add_pipeline_flags, llm_client, llm_config, llm_options, llm_options_json
-from ._report import format_calibration, format_report
+from ._report import format_calibration, format_comparison, format_report
 from .localizer import Localizer
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_FAILURE = 0, 1, 2, 3
@@ -271,6 +271,25 @@ summary.json and chart.png.
 """
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    config = {
+        "dataset": args.dataset,
+        "runs": args.runs,
+        "peers": args.peers,
+        "peer_names": args.peer or [],
+        "ids": _ids(args),
+        "resamples": args.resamples,
+        "seed": args.seed,
+    }
+    report = json.loads(_core.compare(json.dumps({k: v for k, v in config.items() if v is not None})))
+    if args.format == "json":
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print(format_comparison(report))
+    return EXIT_OK
+
+
 def cmd_analyze_failures(args: argparse.Namespace) -> int:
     for flag in ("dataset", "locs", "predictions", "report"):
         if getattr(args, flag) is None:
@@ -314,6 +333,10 @@ def _add_dataset_flags(parser: argparse.ArgumentParser, dataset_help: str) -> No
     """The flags that select a run's instances and their trees."""
     parser.add_argument("--dataset", required=True, help=dataset_help)
     parser.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
+    _add_id_flags(parser)
+
+
+def _add_id_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ids", help="comma-separated instance ids")
     parser.add_argument("--ids-file", help="file with one instance id per line")
 
@@ -417,6 +440,24 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--prompt", default="Reply with the single word: ready", help="the user message to send")
     add_llm_flags(ck)
     ck.set_defaults(func=cmd_llm_check)
+
+    co = sub.add_parser(
+        "compare",
+        help="compare localization runs side by side, with paired significance of each difference",
+        description="Each run's MRR, Acc@k (both readings) and MAP@k on the same instances, overall and per "
+        "repository; then each run against the first (the baseline): ΔMRR and ΔAcc@1/5/10 with a paired "
+        "bootstrap 95%% interval, McNemar's exact test on Acc@1 and Wilcoxon's signed-rank test on the "
+        "reciprocal ranks. A run without a line for an instance ranks nothing there.",
+    )
+    co.add_argument("runs", nargs="*", help="JSONL runs with instance_id and found_files (eval --out, batch, Agentless)")
+    co.add_argument("--dataset", required=True, help=LABELLED_DATASET)
+    co.add_argument("--peers", help="published rankings, {run name: {instance_id: [files]}}, read as runs after RUNS")
+    co.add_argument("--peer", action="append", help="only this peer run (repeatable; default all)")
+    _add_id_flags(co)
+    co.add_argument("--resamples", type=_positive_int, help="bootstrap resamples (default 10000)")
+    co.add_argument("--seed", type=int, help="bootstrap seed (default 0)")
+    co.add_argument("--format", choices=["json", "text"], default="text")
+    co.set_defaults(func=cmd_compare)
 
     an = sub.add_parser(
         "analyze-failures",

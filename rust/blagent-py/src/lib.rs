@@ -492,6 +492,17 @@ fn analyze_failures(py: Python<'_>, config_json: &str) -> PyResult<String> {
     run(py, move || to_json(&run_analysis(&config)?))
 }
 
+/// Compares localization runs with paired significance; returns the report as JSON.
+///
+/// Args:
+///     config_json: `CompareConfig` as JSON (dataset, runs, peers, peer_names, ids,
+///         resamples, seed).
+#[pyfunction]
+fn compare(py: Python<'_>, config_json: &str) -> PyResult<String> {
+    let config: blagent_core::eval::CompareConfig = parse_required("compare config", config_json)?;
+    run(py, move || to_json(&blagent_core::eval::compare_runs(&config)?))
+}
+
 /// Reformulates an issue into the extracted fields; returns JSON.
 #[pyfunction]
 fn reformulate(py: Python<'_>, issue: &str) -> PyResult<String> {
@@ -563,6 +574,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;
+    m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(reformulate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_source, m)?)?;
     m.add_function(wrap_pyfunction!(blas_core, m)?)?;

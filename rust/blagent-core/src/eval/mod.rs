@@ -2,6 +2,7 @@
 //! and the loop that runs every instance.
 
 mod calibrate;
+mod compare;
 mod functions;
 mod llm;
 mod metrics;
@@ -9,6 +10,10 @@ mod rewrites;
 mod run;
 
 pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport};
+pub use self::compare::{
+    compare_runs, CompareConfig, CompareReport, Difference, Interval, McNemar, RunMetrics, Wilcoxon,
+    COMPARE_KS,
+};
 pub use self::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
 pub use self::llm::{LlmInstanceStats, LlmMeans, LlmTotals};
 pub use self::metrics::{

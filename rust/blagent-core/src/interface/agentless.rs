@@ -14,8 +14,8 @@
 //! writes blagent's ranked functions there in the shape Agentless's related level writes
 //! (`agentless/util/postprocess_data.py::extract_locs_for_files`): per file, one string of
 //! `class: C` / `function: f` / `function: C.m` lines, which `transfer_arb_locs_to_locs`
-//! resolves against the file's classes and functions (one class level only: a method of a
-//! nested class is written as its outermost class).
+//! resolves against the file's classes (nested ones too, by bare name) and functions: a nested
+//! class `Outer.Inner` is written `class: Inner`, its method `function: Inner.run`.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -88,14 +88,16 @@ mod ordered {
     }
 }
 
-/// The Agentless location line of an entity: `class: C`, `function: f` or `function: C.m`;
-/// deeper names become their outermost class, the deepest level Agentless resolves.
+/// The Agentless location line of an entity: `class: C`, `function: f` or `function: C.m`,
+/// with only the innermost class named (Agentless finds nested classes by their bare name and
+/// splits `function:` names at the first dot).
 fn location(entity: &Entity) -> String {
-    let name = entity.name.as_str();
-    match (entity.kind.as_str(), name.matches('.').count()) {
-        ("class", 0) => format!("class: {name}"),
-        (_, 0 | 1) if entity.kind != "class" => format!("function: {name}"),
-        _ => format!("class: {}", name.split('.').next().unwrap_or(name)),
+    let parts: Vec<&str> = entity.name.rsplitn(3, '.').collect();
+    match (entity.kind.as_str(), parts.as_slice()) {
+        ("class", [name, ..]) => format!("class: {name}"),
+        (_, [name]) => format!("function: {name}"),
+        (_, [method, class, ..]) => format!("function: {class}.{method}"),
+        _ => format!("function: {}", entity.name),
     }
 }
 
@@ -235,7 +237,11 @@ mod tests {
         let related = value["found_related_locs"].as_object().unwrap();
         assert_eq!(related.len(), 3, "the top 3 files only");
         assert_eq!(related["b.py"], serde_json::json!(["function: Cart.total\nclass: Cart\nfunction: helper"]));
-        assert_eq!(related["a.py"], serde_json::json!(["class: Outer"]), "nested names as their outermost class, once");
+        assert_eq!(
+            related["a.py"],
+            serde_json::json!(["function: Inner.run\nclass: Inner"]),
+            "nested names by their innermost class"
+        );
         assert_eq!(related["c.py"], serde_json::json!([""]));
         assert_eq!(value["additional_artifact_loc_related"], serde_json::json!([]));
         assert_eq!(value["related_loc_traj"], serde_json::json!([]));

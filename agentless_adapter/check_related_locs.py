@@ -1,0 +1,70 @@
+"""Checks related-level lines (`blagent batch --related-locs`) with Agentless's own code: for
+each line, the top files are parsed with Agentless's `parse_python_file` and every location
+string goes through `transfer_arb_locs_to_locs`, the function its edit-location stage uses to
+turn `found_related_locs` into the code it shows the model. A location resolves when Agentless
+finds a class or function span for it.
+
+    python -m agentless_adapter.check_related_locs --agentless-src DIR --locs loc_outputs.jsonl --repos TREES
+
+Needs an Agentless checkout (not part of this repository) and its parsing dependencies
+(`libcst`, `pandas`, `tqdm`) in the running interpreter. Prints one line per instance and the
+totals; exits 1 when a location does not resolve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from .loc_format import read_loc_outputs
+
+MAX_SOURCE_BYTES = 16 << 20
+
+
+def structure_of(tree: Path, paths: list[str], parse_python_file: Any) -> dict[str, Any]:
+    """Agentless's nested repository structure, holding only `paths`."""
+    root: dict[str, Any] = {}
+    for rel in paths:
+        file = tree / rel
+        if not file.is_file() or file.stat().st_size > MAX_SOURCE_BYTES:
+            continue
+        classes, functions, lines = parse_python_file(None, file.read_text(encoding="utf-8", errors="replace"))
+        node = root
+        *dirs, name = rel.split("/")
+        for part in dirs:
+            node = node.setdefault(part, {})
+        node[name] = {"classes": classes, "functions": functions, "text": lines}
+    return root
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--agentless-src", required=True, type=Path)
+    ap.add_argument("--locs", required=True, type=Path)
+    ap.add_argument("--repos", required=True, type=Path)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(args.agentless_src.resolve()))
+    from agentless.util.preprocess_data import transfer_arb_locs_to_locs  # type: ignore[import-not-found]
+    from get_repo_structure.get_repo_structure import parse_python_file  # type: ignore[import-not-found]
+
+    total = resolved = 0
+    for line in read_loc_outputs(args.locs):
+        related: dict[str, list[str]] = line.get("found_related_locs") or {}
+        tree = args.repos / line["instance_id"]
+        structure = structure_of(tree, list(related), parse_python_file)
+        counts = []
+        for path, locs in related.items():
+            wanted = [loc for text in locs for loc in text.splitlines() if loc.strip()]
+            spans, _ = transfer_arb_locs_to_locs(locs, structure, path, file_content=(tree / path).read_text(errors="replace"))
+            total += len(wanted)
+            resolved += min(len(spans), len(wanted))
+            counts.append(f"{path} {min(len(spans), len(wanted))}/{len(wanted)}")
+        print(f"{line['instance_id']}: " + "; ".join(counts))
+    print(f"resolved {resolved} of {total} locations")
+    return 0 if resolved == total else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,497 @@
+//! Comparing localization runs on the same instances: the metrics side by side, overall and
+//! per repository, and the paired significance of each run's difference from the first.
+//!
+//! - ΔMRR and ΔAcc@1/5/10 with a paired bootstrap 95% interval (instances resampled with
+//!   replacement, a seeded generator, percentile interval).
+//! - McNemar's exact test on Acc@1: a two-sided binomial test on the discordant instances.
+//! - Wilcoxon's signed-rank test on the reciprocal ranks: zero differences dropped, average
+//!   ranks for ties, the normal approximation with tie and continuity corrections (scipy's
+//!   `wilcoxon(..., correction=True, method="approx")`).
+//!
+//! Acc@k is every gold file within the top k (LocAgent's reading; the same as "any" for a
+//! single gold file). A run that has no line for an instance ranks nothing there.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
+use crate::analysis::load_localizations;
+use crate::dataset::{load_dataset, Instance};
+use crate::error::{Error, Result};
+
+/// The k of the compared Acc@k.
+pub const COMPARE_KS: [usize; 3] = [1, 5, 10];
+
+/// What to compare.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareConfig {
+    /// The dataset with the gold files (JSONL: `instance_id`, `repo`, `gold_files` or `patch`).
+    pub dataset: PathBuf,
+    /// Runs as JSONL with `instance_id` and `found_files` (`eval --out`, `batch`, Agentless,
+    /// LocAgent); the first one is the baseline unless `peers` come first.
+    #[serde(default)]
+    pub runs: Vec<PathBuf>,
+    /// Published rankings `{run name: {instance_id: [files]}}`, read as runs after `runs`.
+    #[serde(default)]
+    pub peers: Option<PathBuf>,
+    /// Only these peer runs (all when empty).
+    #[serde(default)]
+    pub peer_names: Vec<String>,
+    /// Only these instances (all of the dataset with gold files when `None`).
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
+    /// Bootstrap resamples.
+    #[serde(default = "default_resamples")]
+    pub resamples: usize,
+    /// The bootstrap generator's seed.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_resamples() -> usize {
+    10_000
+}
+
+/// One run's metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMetrics {
+    /// The file name or peer name.
+    pub name: String,
+    /// Compared instances the run has no line for (counted as ranking nothing).
+    pub missing: usize,
+    /// All compared instances.
+    pub overall: Metrics,
+    /// Per `owner/name`.
+    pub per_repo: BTreeMap<String, Metrics>,
+}
+
+/// A difference with its bootstrap interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// The observed difference (run minus baseline).
+    pub delta: f64,
+    /// 2.5th percentile of the resampled differences.
+    pub low: f64,
+    /// 97.5th percentile.
+    pub high: f64,
+}
+
+/// McNemar's exact test on a binary outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct McNemar {
+    /// Instances only the baseline gets right.
+    pub baseline_only: usize,
+    /// Instances only the run gets right.
+    pub run_only: usize,
+    /// Two-sided p-value.
+    pub p: f64,
+}
+
+/// Wilcoxon's signed-rank test.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Wilcoxon {
+    /// Instances whose values differ.
+    pub nonzero: usize,
+    /// Sum of the ranks where the run is higher.
+    pub w_plus: f64,
+    /// The normal approximation's statistic.
+    pub z: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+}
+
+/// A run against the baseline on one scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    /// The run.
+    pub run: String,
+    /// `overall` or a repository.
+    pub scope: String,
+    /// Instances.
+    pub instances: usize,
+    /// ΔMRR.
+    pub mrr: Interval,
+    /// ΔAcc@1, @5, @10.
+    pub acc: [Interval; 3],
+    /// McNemar on Acc@1.
+    pub mcnemar_acc1: McNemar,
+    /// Wilcoxon on the reciprocal ranks.
+    pub wilcoxon_rr: Wilcoxon,
+}
+
+/// The comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareReport {
+    /// The baseline's name.
+    pub baseline: String,
+    /// Compared instances.
+    pub instances: usize,
+    /// Each run, baseline first.
+    pub runs: Vec<RunMetrics>,
+    /// Each other run against the baseline, overall then per repository.
+    pub differences: Vec<Difference>,
+    /// Bootstrap resamples and seed.
+    pub resamples: usize,
+    /// The seed.
+    pub seed: u64,
+    /// Inconsistencies in the inputs.
+    pub warnings: Vec<String>,
+}
+
+/// A run: its name and its ranking per instance id.
+type Run = (String, HashMap<String, Vec<String>>);
+
+/// Per-instance outcomes of one run, in instance order.
+struct Scores {
+    rr: Vec<f64>,
+    hits: [Vec<bool>; 3],
+}
+
+fn scores(instances: &[Instance], rankings: &HashMap<String, Vec<String>>) -> Scores {
+    let empty = Vec::new();
+    let mut out = Scores {
+        rr: Vec::new(),
+        hits: [Vec::new(), Vec::new(), Vec::new()],
+    };
+    for instance in instances {
+        let ranked = rankings.get(&instance.instance_id).unwrap_or(&empty);
+        let rank = first_hit_rank(ranked, &instance.gold_files);
+        out.rr.push(rank.map_or(0.0, |r| 1.0 / r as f64));
+        for (hits, &k) in out.hits.iter_mut().zip(&COMPARE_KS) {
+            let top = &ranked[..ranked.len().min(k)];
+            hits.push(instance.gold_files.iter().all(|g| top.contains(g)));
+        }
+    }
+    out
+}
+
+/// Reads the runs: each JSONL file, then the selected peers.
+fn load_runs(
+    config: &CompareConfig,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    for path in &config.runs {
+        let locs = load_localizations(path, warnings)?;
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        runs.push((name, locs.into_iter().map(|(id, l)| (id, l.found_files)).collect()));
+    }
+    if let Some(path) = &config.peers {
+        let text = crate::repo::read::read_user_text(
+            path,
+            crate::repo::read::MAX_DATA_FILE_BYTES,
+            "peer rankings",
+        )?;
+        let peers: BTreeMap<String, HashMap<String, Vec<String>>> = serde_json::from_str(&text)
+            .map_err(|e| {
+                Error::InvalidInput(format!(
+                    "{}: expected {{run name: {{instance_id: [files]}}}}: {e}",
+                    path.display()
+                ))
+            })?;
+        for name in &config.peer_names {
+            if !peers.contains_key(name) {
+                let known: Vec<&str> = peers.keys().map(String::as_str).collect();
+                return Err(Error::InvalidInput(format!(
+                    "no peer run {name:?} in {} (it has: {})",
+                    path.display(),
+                    known.join("; ")
+                )));
+            }
+        }
+        for (name, rankings) in peers {
+            if config.peer_names.is_empty() || config.peer_names.contains(&name) {
+                runs.push((name, rankings));
+            }
+        }
+    }
+    Ok(runs)
+}
+
+/// Compares the runs of `config`. Fails on unreadable inputs, fewer than two runs, or no
+/// instance with gold files.
+pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
+    let mut warnings = Vec::new();
+    let runs = load_runs(config, &mut warnings)?;
+    if runs.len() < 2 {
+        return Err(Error::InvalidInput(format!(
+            "compare needs at least two runs, got {}",
+            runs.len()
+        )));
+    }
+    let mut instances = load_dataset(&config.dataset)?;
+    instances.retain(|i| !i.gold_files.is_empty());
+    if let Some(ids) = &config.ids {
+        instances.retain(|i| ids.contains(&i.instance_id));
+    }
+    crate::dataset::first_of_each_id(&mut instances, |i| &i.instance_id);
+    if instances.is_empty() {
+        return Err(Error::InvalidInput(
+            "no selected instance of the dataset has gold files".into(),
+        ));
+    }
+    let mut by_repo: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, instance) in instances.iter().enumerate() {
+        by_repo.entry(instance.repo.clone()).or_default().push(i);
+    }
+    let all: Vec<usize> = (0..instances.len()).collect();
+    let scored: Vec<Scores> = runs.iter().map(|(_, r)| scores(&instances, r)).collect();
+    let mut report = CompareReport {
+        baseline: runs[0].0.clone(),
+        instances: instances.len(),
+        runs: Vec::new(),
+        differences: Vec::new(),
+        resamples: config.resamples,
+        seed: config.seed,
+        warnings,
+    };
+    for (name, rankings) in &runs {
+        let metrics = |subset: &[usize]| {
+            let mut acc = MetricsAccumulator::default();
+            let empty = Vec::new();
+            for &i in subset {
+                let ranked = rankings.get(&instances[i].instance_id).unwrap_or(&empty);
+                acc.add(ranked, &instances[i].gold_files);
+            }
+            acc.finish()
+        };
+        report.runs.push(RunMetrics {
+            name: name.clone(),
+            missing: instances
+                .iter()
+                .filter(|i| !rankings.contains_key(&i.instance_id))
+                .count(),
+            overall: metrics(&all),
+            per_repo: by_repo
+                .iter()
+                .map(|(repo, subset)| (repo.clone(), metrics(subset)))
+                .collect(),
+        });
+    }
+    let scopes = std::iter::once(("overall".to_owned(), all.clone()))
+        .chain(by_repo.iter().map(|(r, s)| (r.clone(), s.clone())));
+    let scopes: Vec<(String, Vec<usize>)> = scopes.collect();
+    for (run, score) in runs.iter().zip(&scored).skip(1) {
+        for (scope, subset) in &scopes {
+            report.differences.push(difference(
+                &run.0,
+                scope,
+                subset,
+                &scored[0],
+                score,
+                config,
+            ));
+        }
+    }
+    Ok(report)
+}
+
+fn difference(
+    run: &str,
+    scope: &str,
+    subset: &[usize],
+    base: &Scores,
+    other: &Scores,
+    config: &CompareConfig,
+) -> Difference {
+    let pick = |v: &[f64]| subset.iter().map(|&i| v[i]).collect::<Vec<f64>>();
+    let as_f64 = |v: &[bool]| v.iter().map(|&b| f64::from(u8::from(b))).collect::<Vec<f64>>();
+    let rr = (pick(&base.rr), pick(&other.rr));
+    let acc: Vec<(Vec<f64>, Vec<f64>)> = (0..3)
+        .map(|k| (pick(&as_f64(&base.hits[k])), pick(&as_f64(&other.hits[k]))))
+        .collect();
+    let mut rng = StdRng::seed_from_u64(config.seed);
+    let mut series: Vec<&(Vec<f64>, Vec<f64>)> = vec![&rr];
+    series.extend(acc.iter());
+    let intervals = bootstrap(&series, config.resamples, &mut rng);
+    let hits1 = (&acc[0].0, &acc[0].1);
+    Difference {
+        run: run.to_owned(),
+        scope: scope.to_owned(),
+        instances: subset.len(),
+        mrr: intervals[0],
+        acc: [intervals[1], intervals[2], intervals[3]],
+        mcnemar_acc1: mcnemar(hits1.0, hits1.1),
+        wilcoxon_rr: wilcoxon(&rr.0, &rr.1),
+    }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Paired bootstrap of mean(other) − mean(base) for each series, all on the same resamples.
+fn bootstrap(series: &[&(Vec<f64>, Vec<f64>)], resamples: usize, rng: &mut StdRng) -> Vec<Interval> {
+    let n = series.first().map_or(0, |s| s.0.len());
+    let deltas: Vec<Vec<f64>> = series
+        .iter()
+        .map(|(a, b)| a.iter().zip(b).map(|(x, y)| y - x).collect())
+        .collect();
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); series.len()];
+    if n > 0 {
+        for _ in 0..resamples {
+            let mut sums = vec![0.0; series.len()];
+            for _ in 0..n {
+                let i = rng.random_range(0..n);
+                for (sum, d) in sums.iter_mut().zip(&deltas) {
+                    *sum += d[i];
+                }
+            }
+            for (sample, sum) in samples.iter_mut().zip(sums) {
+                sample.push(sum / n as f64);
+            }
+        }
+    }
+    deltas
+        .iter()
+        .zip(samples)
+        .map(|(d, mut s)| {
+            s.sort_by(f64::total_cmp);
+            let at = |q: f64| {
+                if s.is_empty() {
+                    mean(d)
+                } else {
+                    s[((q * (s.len() - 1) as f64).round() as usize).min(s.len() - 1)]
+                }
+            };
+            Interval {
+                delta: mean(d),
+                low: at(0.025),
+                high: at(0.975),
+            }
+        })
+        .collect()
+}
+
+/// McNemar's exact test: P(X ≤ min(b, c)) × 2 for X ~ Binomial(b + c, ½), at most 1.
+fn mcnemar(base: &[f64], other: &[f64]) -> McNemar {
+    let (mut b, mut c) = (0usize, 0usize);
+    for (&x, &y) in base.iter().zip(other) {
+        match (x > 0.5, y > 0.5) {
+            (true, false) => b += 1,
+            (false, true) => c += 1,
+            _ => {}
+        }
+    }
+    let n = b + c;
+    let tail: f64 = (0..=b.min(c))
+        .map(|k| (ln_choose(n, k) - n as f64 * std::f64::consts::LN_2).exp())
+        .sum();
+    McNemar {
+        baseline_only: b,
+        run_only: c,
+        p: (2.0 * tail).min(1.0),
+    }
+}
+
+fn ln_choose(n: usize, k: usize) -> f64 {
+    let lgamma = |x: f64| libm::lgamma(x);
+    lgamma(n as f64 + 1.0) - lgamma(k as f64 + 1.0) - lgamma((n - k) as f64 + 1.0)
+}
+
+/// Wilcoxon's signed-rank test on `other − base` (zeros dropped, average ranks for ties,
+/// normal approximation with tie and continuity corrections).
+fn wilcoxon(base: &[f64], other: &[f64]) -> Wilcoxon {
+    const EPS: f64 = 1e-12;
+    let mut diffs: Vec<f64> = base
+        .iter()
+        .zip(other)
+        .map(|(x, y)| y - x)
+        .filter(|v| v.abs() > EPS)
+        .collect();
+    let count = diffs.len();
+    if count == 0 {
+        return Wilcoxon {
+            nonzero: 0,
+            w_plus: 0.0,
+            z: 0.0,
+            p: 1.0,
+        };
+    }
+    diffs.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+    let (mut w_plus, mut tie_correction, mut start) = (0.0, 0.0, 0);
+    while start < count {
+        let mut end = start;
+        while end + 1 < count && (diffs[end + 1].abs() - diffs[start].abs()).abs() <= EPS {
+            end += 1;
+        }
+        let rank = (start + end) as f64 / 2.0 + 1.0;
+        let tied = (end - start + 1) as f64;
+        tie_correction += tied * tied * tied - tied;
+        w_plus += diffs[start..=end].iter().filter(|v| **v > 0.0).count() as f64 * rank;
+        start = end + 1;
+    }
+    let size = count as f64;
+    let expected = size * (size + 1.0) / 4.0;
+    let variance = size * (size + 1.0) * (2.0 * size + 1.0) / 24.0 - tie_correction / 48.0;
+    let offset = w_plus - expected;
+    let corrected = (offset.abs() - 0.5).max(0.0) * offset.signum();
+    let z = if variance > 0.0 {
+        corrected / variance.sqrt()
+    } else {
+        0.0
+    };
+    Wilcoxon {
+        nonzero: count,
+        w_plus,
+        z,
+        p: libm::erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcnemar_matches_the_binomial_test() {
+        // 10 discordant pairs split 2 / 8: 2 × P(X ≤ 2), X ~ Bin(10, ½) = 2 × 56/1024 (scipy's
+        // binomtest(2, 10, 0.5) gives 0.109375).
+        let base = [vec![1.0; 2], vec![0.0; 8], vec![1.0; 5]].concat();
+        let other = [vec![0.0; 2], vec![1.0; 8], vec![1.0; 5]].concat();
+        let m = mcnemar(&base, &other);
+        assert_eq!((m.baseline_only, m.run_only), (2, 8));
+        assert!((m.p - 112.0 / 1024.0).abs() < 1e-12, "{}", m.p);
+        assert!((mcnemar(&base, &base).p - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn wilcoxon_matches_scipy_with_ties_and_correction() {
+        // scipy 1.x: wilcoxon(y - x, correction=True, method="approx") gives statistic
+        // min(W+, W-) = 6.0, z = -1.92096072, p = 0.05473666; with alternative="greater",
+        // W+ = 39.0.
+        let x = [0.0; 9];
+        let y = [1.0, 0.5, 0.5, 1.0, -0.5, 0.25, 1.0, -0.25, 0.5];
+        let w = wilcoxon(&x, &y);
+        assert_eq!(w.nonzero, 9);
+        assert!((w.w_plus - 39.0).abs() < 1e-9, "{}", w.w_plus);
+        assert!((w.z.abs() - 1.920_960_72).abs() < 1e-6, "{}", w.z);
+        assert!((w.p - 0.054_736_66).abs() < 1e-6, "{}", w.p);
+        let none = wilcoxon(&x, &x);
+        assert_eq!((none.nonzero, none.p), (0, 1.0));
+    }
+
+    #[test]
+    fn the_bootstrap_interval_holds_the_observed_difference_and_is_reproducible() {
+        let base: Vec<f64> = (0..50).map(|i| f64::from(i % 2)).collect();
+        let other: Vec<f64> = (0..50).map(|i| f64::from(u8::from(i % 5 != 0))).collect();
+        let pair = (base, other);
+        let run = |seed| bootstrap(&[&pair], 2000, &mut StdRng::seed_from_u64(seed))[0];
+        let a = run(7);
+        assert!((a.delta - 0.3).abs() < 1e-12);
+        assert!(a.low < a.delta && a.delta < a.high, "{a:?}");
+        assert_eq!(a, run(7));
+    }
+}

@@ -1,0 +1,68 @@
+"""`blagent compare` on runs written here: side-by-side metrics, paired tests, peers as runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_cli import run
+
+# 12 instances in two repositories; the baseline ranks gold first on 6, the other run on 10.
+IDS = [f"r{i}" for i in range(12)]
+
+
+def write(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    dataset = write(
+        tmp_path / "d.jsonl",
+        [{"instance_id": i, "repo": "a/x" if n < 6 else "b/y", "problem_statement": "p", "gold_files": [f"{i}.py"]} for n, i in enumerate(IDS)],
+    )
+    base = write(
+        tmp_path / "base.jsonl",
+        [{"instance_id": i, "found_files": [f"{i}.py", "z.py"] if n % 2 else ["z.py", f"{i}.py"]} for n, i in enumerate(IDS)],
+    )
+    # Better on 5 instances the baseline ranks second, worse on r1; no line for r11.
+    other = []
+    for n, i in enumerate(IDS[:-1]):
+        first = n % 2 == 1 and n != 1 or n in (0, 2, 4, 6, 8)
+        other.append({"instance_id": i, "found_files": [f"{i}.py", "z.py"] if first else ["z.py", f"{i}.py"]})
+    return dataset, base, write(tmp_path / "other.jsonl", other)
+
+
+def test_compare_prints_metrics_and_paired_tests(tmp_path: Path) -> None:
+    dataset, base, other = setup(tmp_path)
+    proc = run("compare", str(base), str(other), "--dataset", str(dataset), "--format", "json", "--resamples", "500")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["baseline"] == "base.jsonl" and report["instances"] == 12
+    runs = {r["name"]: r for r in report["runs"]}
+    assert runs["base.jsonl"]["overall"]["acc"][0] == 0.5
+    assert runs["other.jsonl"]["missing"] == 1
+    overall = next(d for d in report["differences"] if d["scope"] == "overall")
+    # Acc@1: baseline right on r1,r3,r5,r7,r9,r11; other on r0,r2,r3,r4,r5,r6,r7,r8,r9: b = 2 (r1, r11), c = 5.
+    assert (overall["mcnemar_acc1"]["baseline_only"], overall["mcnemar_acc1"]["run_only"]) == (2, 5)
+    assert abs(overall["mcnemar_acc1"]["p"] - 0.453125) < 1e-9  # 2 * P(X <= 2), X ~ Bin(7, 1/2)
+    assert abs(overall["acc"][0]["delta"] - 3 / 12) < 1e-9
+    assert overall["acc"][0]["low"] <= overall["acc"][0]["delta"] <= overall["acc"][0]["high"]
+    assert {d["scope"] for d in report["differences"]} == {"overall", "a/x", "b/y"}
+    text = run("compare", str(base), str(other), "--dataset", str(dataset), "--resamples", "200")
+    assert "McNemar b=2 c=5" in text.stdout and "LocAgent's reading" in text.stdout
+
+
+def test_peers_are_runs_and_bad_input_is_an_error(tmp_path: Path) -> None:
+    dataset, base, _ = setup(tmp_path)
+    peers = tmp_path / "peers.json"
+    peers.write_text(json.dumps({"perfect": {i: [f"{i}.py"] for i in IDS}, "empty": {}}))
+    proc = run("compare", str(base), "--peers", str(peers), "--peer", "perfect", "--dataset", str(dataset), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [r["name"] for r in report["runs"]] == ["base.jsonl", "perfect"]
+    assert report["runs"][1]["overall"]["mrr"] == 1.0
+    unknown = run("compare", str(base), "--peers", str(peers), "--peer", "nobody", "--dataset", str(dataset))
+    assert unknown.returncode == 1 and "no peer run" in unknown.stderr
+    alone = run("compare", str(base), "--dataset", str(dataset))
+    assert alone.returncode == 1 and "at least two runs" in alone.stderr
