@@ -70,7 +70,12 @@ def main() -> int:
     latencies.sort()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"tree: {args.tree}")
-    print(f"files: {index.num_files}  chunks: {index.num_chunks}  cores: {os.cpu_count()}")
+    print(f"files: {index.num_files}  chunks: {index.num_chunks}  cores: {os.cpu_count()}  load: {os.getloadavg()[0]:.2f}")
+    import blagent
+
+    if hasattr(blagent, "blas_status"):  # older wheels lack it
+        blas = blagent.blas_status()
+        print(f"CPU: {blas['vendor']} {' '.join(blas['flags'])}  OpenBLAS core: {blas['core']}")
     print("index (median of %d): " % args.runs + "  ".join(f"{k} {statistics.median(v):.0f}" for k, v in stages.items()))
     print(f"queries: {len(latencies)}  median {statistics.median(latencies):.1f} ms  p90 {latencies[int(0.9 * (len(latencies) - 1))]:.1f} ms")
     print(f"peak RSS: {peak_mib:.0f} MiB")

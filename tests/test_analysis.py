@@ -134,7 +134,8 @@ def test_every_stage_of_the_known_answer_set(inputs: dict[str, Path], tmp_path: 
     assert "| patch generation | 2 | 40.0% |" in md
     assert "| resolved | 1 | 14.3% |" in md
     assert (out / "chart.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert sorted(Path(p).name for p in summary["outputs"]) == ["chart.png", "summary.json", "summary.md"]
+    assert (out / "chart.svg").read_text().startswith("<svg")
+    assert sorted(Path(p).name for p in summary["outputs"]) == ["chart.png", "chart.svg", "summary.json", "summary.md"]
 
 
 def test_top_k_decides_the_file_stage(inputs: dict[str, Path]) -> None:

@@ -267,7 +267,7 @@ Inputs:
                  function stage is not checked and the instance says so
 
 Outputs: the JSON summary on stdout; with --out-dir, instances/<id>.json, summary.md,
-summary.json and chart.png.
+summary.json, and the chart as chart.svg and chart.png (skipped with a warning when no TrueType font is found).
 """
 
 
@@ -487,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["any", "all"],
         help="some gold function must be found (the study's rule, the default) or all",
     )
-    an.add_argument("--out-dir", help="write instances/<id>.json, summary.md, summary.json, chart.png here")
+    an.add_argument("--out-dir", help="write instances/<id>.json, summary.md, summary.json, chart.svg, chart.png here")
     an.set_defaults(func=cmd_analyze_failures)
     return parser
 

@@ -274,7 +274,8 @@ fn every_stage_of_the_known_answer_set() {
         "a class of a new file is added, not a gold function: {resolved:#?}"
     );
 
-    let written = write_outputs(&report, &dir.path().join("out")).unwrap();
+    let (written, no_chart) = write_outputs(&report, &dir.path().join("out")).unwrap();
+    assert!(no_chart.is_none(), "{no_chart:?}");
     let names: Vec<PathBuf> = written
         .iter()
         .map(|p| PathBuf::from(p.file_name().unwrap()))
@@ -284,10 +285,12 @@ fn every_stage_of_the_known_answer_set() {
         [
             PathBuf::from("summary.md"),
             "summary.json".into(),
+            "chart.svg".into(),
             "chart.png".into()
         ]
     );
-    assert!(std::fs::read(&written[2]).unwrap().starts_with(b"\x89PNG"));
+    assert!(std::fs::read_to_string(&written[2]).unwrap().starts_with("<svg"));
+    assert!(std::fs::read(&written[3]).unwrap().starts_with(b"\x89PNG"));
     let one: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.path().join("out/instances/shop-line.json")).unwrap(),
     )

@@ -1,182 +1,250 @@
-//! The stage split as a PNG bar chart, drawn into an RGB buffer and encoded with the `png`
-//! crate. Text uses the public-domain 8×8 bitmap font the `font8x8` crate ships, so no system
-//! font is needed.
+//! The stage split as a figure for a paper: one horizontal bar per stage, in pipeline order,
+//! labelled with its count and share, drawn with `plotters` as SVG (vector) and PNG.
+//!
+//! Text needs a TrueType font: the first of [`FONT_FILES`] that exists is read (a regular
+//! file, bounded) and registered with plotters' `ab_glyph` backend once per process. Without
+//! one, no chart is drawn and the caller says so; the summaries do not depend on it.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
 
 use super::report::Summary;
 use super::stage::Stage;
 use crate::error::{Error, Result};
 
-const WIDTH: usize = 960;
-const ROW_HEIGHT: usize = 48;
-const TOP: usize = 80;
-const LEFT: usize = 300;
-const BAR_MAX: usize = 420;
-/// Font scale: each font pixel is drawn as a `SCALE`×`SCALE` square.
-const SCALE: usize = 2;
-const GLYPH: usize = 8 * SCALE;
+const WIDTH: u32 = 960;
+const ROW_HEIGHT: u32 = 44;
+/// The family name the chart's text asks for (registered from the font found).
+const FAMILY: &str = "sans-serif";
+/// Fonts looked for, in order: `DejaVu` Sans and Liberation Sans where Linux distributions
+/// install them, then macOS's Arial.
+pub const FONT_FILES: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
+    "/System/Library/Fonts/Supplemental/Arial.ttf",
+    "/Library/Fonts/Arial.ttf",
+];
+const MAX_FONT_BYTES: u64 = 32 << 20;
 
-type Rgb = [u8; 3];
-const BACKGROUND: Rgb = [255, 255, 255];
-const INK: Rgb = [30, 30, 30];
-const AXIS: Rgb = [150, 150, 150];
+/// The figure in both formats.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// SVG text.
+    pub svg: String,
+    /// PNG bytes.
+    pub png: Vec<u8>,
+}
 
-fn color(stage: Stage) -> Rgb {
+fn color(stage: Stage) -> RGBColor {
     match stage {
-        Stage::File => [214, 69, 65],
-        Stage::Function => [232, 126, 4],
-        Stage::Line => [240, 180, 0],
-        Stage::PatchGeneration => [142, 68, 173],
-        Stage::Localized => [52, 152, 219],
-        Stage::Unclassified => [120, 120, 160],
-        Stage::EmptyPatch => [127, 140, 141],
-        Stage::Resolved => [39, 174, 96],
+        Stage::File => RGBColor(214, 69, 65),
+        Stage::Function => RGBColor(232, 126, 4),
+        Stage::Line => RGBColor(240, 180, 0),
+        Stage::PatchGeneration => RGBColor(142, 68, 173),
+        Stage::Localized => RGBColor(52, 152, 219),
+        Stage::Unclassified => RGBColor(120, 120, 160),
+        Stage::EmptyPatch => RGBColor(127, 140, 141),
+        Stage::Resolved => RGBColor(39, 174, 96),
     }
 }
 
-/// An RGB image being drawn.
-struct Canvas {
-    width: usize,
-    height: usize,
-    pixels: Vec<u8>,
-}
-
-impl Canvas {
-    fn new(width: usize, height: usize) -> Self {
-        Canvas {
-            width,
-            height,
-            pixels: BACKGROUND.repeat(width * height),
-        }
-    }
-
-    fn rect(&mut self, x: usize, y: usize, w: usize, h: usize, rgb: Rgb) {
-        for row in y..(y + h).min(self.height) {
-            for col in x..(x + w).min(self.width) {
-                let at = 3 * (row * self.width + col);
-                self.pixels[at..at + 3].copy_from_slice(&rgb);
-            }
-        }
-    }
-
-    /// Draws `text` with its top-left corner at (x, y); characters outside ASCII show as `?`.
-    fn text(&mut self, x: usize, y: usize, text: &str, rgb: Rgb) {
-        for (i, c) in text.chars().enumerate() {
-            let code = if c.is_ascii() {
-                c as usize
-            } else {
-                '?' as usize
+/// Registers the first font of [`FONT_FILES`] that exists; `Err` names the places tried.
+fn font() -> std::result::Result<(), String> {
+    static FONT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    FONT.get_or_init(|| {
+        for path in FONT_FILES {
+            let Ok(bytes) = crate::repo::read::read_bounded(Path::new(path), MAX_FONT_BYTES) else {
+                continue;
             };
-            let glyph = font8x8::legacy::BASIC_LEGACY[code];
-            for (row, bits) in glyph.iter().enumerate() {
-                for col in 0..8 {
-                    if (bits >> col) & 1 == 1 {
-                        self.rect(
-                            x + i * GLYPH + col * SCALE,
-                            y + row * SCALE,
-                            SCALE,
-                            SCALE,
-                            rgb,
-                        );
-                    }
-                }
+            // Registered once per process and kept for its lifetime, as plotters requires.
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if plotters::style::register_font(FAMILY, FontStyle::Normal, bytes).is_ok() {
+                return Ok(());
             }
         }
-    }
-
-    fn encode(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        let internal = |e: png::EncodingError| Error::Internal(format!("PNG encoding failed: {e}"));
-        let mut encoder = png::Encoder::new(&mut out, self.width as u32, self.height as u32);
-        encoder.set_color(png::ColorType::Rgb);
-        encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder.write_header().map_err(internal)?;
-        writer.write_image_data(&self.pixels).map_err(internal)?;
-        writer.finish().map_err(internal)?;
-        Ok(out)
-    }
+        Err(format!(
+            "no TrueType font for the chart's text (looked for {})",
+            FONT_FILES.join(", ")
+        ))
+    })
+    .clone()
 }
 
-/// The chart as PNG bytes: one horizontal bar per stage (unclassified only when present),
-/// labelled with its count and its share of all instances.
-pub fn render_chart(summary: &Summary) -> Result<Vec<u8>> {
-    let rows: Vec<(Stage, usize)> = Stage::ALL
+/// The rows drawn: every stage with instances, and the four failure stages always.
+fn rows(summary: &Summary) -> Vec<(Stage, usize)> {
+    Stage::ALL
         .iter()
         .map(|&s| (s, summary.count(s)))
-        .filter(|&(s, n)| !matches!(s, Stage::Unclassified | Stage::Localized) || n > 0)
-        .collect();
-    let height = TOP + rows.len() * ROW_HEIGHT + 50;
-    let mut canvas = Canvas::new(WIDTH, height);
-    let title = format!(
-        "Where APR runs fail: {} instances, top-{} files",
-        summary.instances, summary.top_k
-    );
-    canvas.text(20, 20, &title, INK);
-    canvas.text(
-        20,
-        46,
-        "first failed stage; bars: share of all instances",
-        AXIS,
-    );
-    let max = rows.iter().map(|r| r.1).max().unwrap_or(0).max(1);
-    for (i, &(stage, n)) in rows.iter().enumerate() {
-        let y = TOP + i * ROW_HEIGHT;
-        let label = stage.label();
-        canvas.text(
-            (LEFT - 16).saturating_sub(label.len() * GLYPH),
-            y + 12,
-            label,
-            INK,
-        );
-        let len = (n * BAR_MAX).div_ceil(max);
-        canvas.rect(LEFT, y + 4, len, ROW_HEIGHT - 10, color(stage));
-        let share = if summary.instances == 0 {
-            0.0
-        } else {
-            100.0 * n as f64 / summary.instances as f64
-        };
-        canvas.text(LEFT + len + 12, y + 12, &format!("{n} ({share:.1}%)"), INK);
+        .filter(|&(s, n)| {
+            n > 0
+                || matches!(
+                    s,
+                    Stage::File | Stage::Function | Stage::Line | Stage::PatchGeneration
+                )
+        })
+        .collect()
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    summary: &Summary,
+) -> std::result::Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let rows = rows(summary);
+    let max = rows.iter().map(|r| r.1).max().unwrap_or(0).max(1) as f64;
+    // Pipeline order from the top: row 0 is drawn highest.
+    let last = rows.len().saturating_sub(1);
+    root.fill(&WHITE).map_err(err)?;
+    let title = if summary.evaluated {
+        format!(
+            "Where the APR run failed: {} instances, {} unresolved with a patch",
+            summary.instances, summary.unresolved
+        )
+    } else {
+        format!(
+            "Localization stages: {} instances (no evaluation report)",
+            summary.instances
+        )
+    };
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FAMILY, 22))
+        .margin(18)
+        .x_label_area_size(44)
+        .y_label_area_size(190)
+        // An integer range is inclusive as a segmented axis: one segment per row.
+        .build_cartesian_2d(0.0..max * 1.3, (0..last).into_segmented())
+        .map_err(err)?;
+    let label = |v: &SegmentValue<usize>| match v {
+        SegmentValue::CenterOf(i) if *i < rows.len() => rows[last - i].0.label().to_owned(),
+        _ => String::new(),
+    };
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(rows.len())
+        .y_label_formatter(&label)
+        .y_label_style((FAMILY, 16))
+        .x_label_style((FAMILY, 14))
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .x_desc(format!(
+            "instances (first failed stage; file stage: top {} files, function stage: {} rule)",
+            summary.top_k,
+            match summary.function_rule {
+                super::stage::FunctionRule::Any => "any",
+                super::stage::FunctionRule::All => "all",
+            }
+        ))
+        .axis_desc_style((FAMILY, 14))
+        .draw()
+        .map_err(err)?;
+    // Failure stages as a share of the unresolved instances with a patch (as the study
+    // reports them), empty patches and resolved ones of all instances.
+    let share = |stage: Stage| {
+        let percent = summary
+            .stages
+            .iter()
+            .find(|s| s.stage == stage)
+            .map_or(0.0, |s| s.percent);
+        match stage {
+            Stage::EmptyPatch | Stage::Resolved => format!("{percent:.1}% of all"),
+            _ if summary.evaluated => format!("{percent:.1}% of unresolved"),
+            _ => format!("{percent:.1}% of those with a patch"),
+        }
+    };
+    chart
+        .draw_series(rows.iter().enumerate().map(|(i, &(stage, n))| {
+            let y = last - i;
+            let mut bar = Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(y)),
+                    (n as f64, SegmentValue::Exact(y + 1)),
+                ],
+                color(stage).filled(),
+            );
+            bar.set_margin(7, 7, 0, 0);
+            bar
+        }))
+        .map_err(err)?;
+    chart
+        .draw_series(rows.iter().enumerate().map(|(i, &(stage, n))| {
+            Text::new(
+                format!("{n} ({})", share(stage)),
+                (n as f64 + max * 0.015, SegmentValue::CenterOf(last - i)),
+                (FAMILY, 15).into_font().color(&BLACK),
+            )
+        }))
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+/// Draws the chart of `summary`. `Ok(None)` when no font for its text is found (with the
+/// reason), errors only when drawing or encoding fails.
+pub fn render_chart(summary: &Summary) -> Result<std::result::Result<Chart, String>> {
+    if let Err(why) = font() {
+        return Ok(Err(why));
     }
-    canvas.rect(LEFT - 2, TOP, 2, rows.len() * ROW_HEIGHT, AXIS);
-    canvas.text(
-        LEFT,
-        height - 34,
-        &format!("{} unresolved with a patch", summary.unresolved),
-        AXIS,
-    );
-    canvas.encode()
+    let height = 130 + ROW_HEIGHT * rows(summary).len() as u32;
+    let internal = |what: &str, e: String| Error::Internal(format!("chart {what}: {e}"));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        draw(&root, summary).map_err(|e| internal("SVG", e))?;
+    }
+    let mut pixels = vec![0u8; (WIDTH * height * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut pixels, (WIDTH, height)).into_drawing_area();
+        draw(&root, summary).map_err(|e| internal("PNG", e))?;
+    }
+    let mut png = Vec::new();
+    let encode = |e: png::EncodingError| internal("PNG encoding", e.to_string());
+    let mut encoder = png::Encoder::new(&mut png, WIDTH, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(encode)?;
+    writer.write_image_data(&pixels).map_err(encode)?;
+    writer.finish().map_err(encode)?;
+    Ok(Ok(Chart { svg, png }))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::stage::{Criteria, FunctionRule};
     use super::*;
 
     #[test]
-    fn renders_a_png_with_every_stage_row() {
-        let criteria = crate::analysis::Criteria {
+    fn draws_every_failure_stage_as_svg_and_png() {
+        let criteria = Criteria {
             top_k: 3,
             function_top_k: 3,
-            function_rule: crate::analysis::FunctionRule::Any,
+            function_rule: FunctionRule::Any,
         };
         let summary = Summary::new(&[], &criteria, true);
-        let bytes = render_chart(&summary).unwrap();
-        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
-        let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
-        let reader = decoder.read_info().unwrap();
-        let info = reader.info();
-        assert_eq!(
-            (info.width as usize, info.height as usize),
-            (WIDTH, TOP + 6 * ROW_HEIGHT + 50)
-        );
-    }
-
-    #[test]
-    fn text_draws_ink_and_skips_spaces() {
-        let mut canvas = Canvas::new(40, 20);
-        canvas.text(0, 0, " A", INK);
-        let inked = |x0: usize, x1: usize| {
-            (0..20).any(|y| (x0..x1).any(|x| canvas.pixels[3 * (y * 40 + x)] == INK[0]))
+        let Ok(chart) = render_chart(&summary).unwrap() else {
+            // A machine without any of the fonts: nothing to check but the reason.
+            assert!(font().unwrap_err().contains("no TrueType font"));
+            return;
         };
-        assert!(!inked(0, GLYPH));
-        assert!(inked(GLYPH, 2 * GLYPH));
+        assert!(chart.svg.starts_with("<svg"));
+        for label in ["file", "function", "line", "patch generation"] {
+            assert!(chart.svg.contains(&format!("\n{label}\n</text>")), "{label}");
+        }
+        assert!(
+            !chart.svg.contains("\nresolved\n</text>"),
+            "empty rows besides the failures are left out"
+        );
+        let decoder = png::Decoder::new(std::io::Cursor::new(chart.png));
+        let reader = decoder.read_info().unwrap();
+        assert_eq!(
+            (reader.info().width, reader.info().height),
+            (WIDTH, 130 + 4 * ROW_HEIGHT)
+        );
     }
 }

@@ -16,7 +16,7 @@
 //! localized, the patch still wrong). Empty patches and resolved instances are counted apart;
 //! without an evaluation report an instance that passes all three is **localized**.
 //! [`analyze_failures`] runs it; [`write_outputs`] writes the per-instance JSON, the markdown
-//! summary and the PNG chart.
+//! summary and the chart (SVG and PNG).
 
 mod chart;
 mod docstrings;
@@ -29,7 +29,7 @@ mod run;
 mod stage;
 mod view;
 
-pub use self::chart::render_chart;
+pub use self::chart::{render_chart, Chart, FONT_FILES};
 pub use self::docstrings::{docstring_mask, hunk_docstring_mask};
 pub use self::functions::{collect_entries, enclosing, FunctionRef, LocEntry};
 pub use self::inputs::{

@@ -1,6 +1,6 @@
 //! The analysis loop: read the inputs, classify every instance the report lists (every
 //! instance with a generated patch, without a report), summarize,
-//! and write the per-instance JSON, `summary.md` and `chart.png`.
+//! and write the per-instance JSON, `summary.md`, `chart.svg` and `chart.png`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -169,7 +169,11 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
         outputs: Vec::new(),
     };
     if let Some(dir) = &config.out_dir {
-        report.outputs = write_outputs(&report, dir)?;
+        let (outputs, no_chart) = write_outputs(&report, dir)?;
+        report.outputs = outputs;
+        if let Some(why) = no_chart {
+            report.warnings.push(format!("no chart written: {why}"));
+        }
     }
     Ok(report)
 }
@@ -196,9 +200,13 @@ fn write(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
 }
 
 /// Writes `out_dir/instances/<instance_id>.json` (one per instance), `out_dir/summary.md`,
-/// `out_dir/summary.json` (summary and warnings) and `out_dir/chart.png`; returns the paths
-/// of the summary, JSON summary and chart.
-pub fn write_outputs(report: &AnalysisReport, out_dir: &Path) -> Result<Vec<PathBuf>> {
+/// `out_dir/summary.json` (summary and warnings) and the chart as `out_dir/chart.svg` and
+/// `out_dir/chart.png`; returns the paths of the summaries and the chart, and why the chart
+/// is missing when no font for its text was found.
+pub fn write_outputs(
+    report: &AnalysisReport,
+    out_dir: &Path,
+) -> Result<(Vec<PathBuf>, Option<String>)> {
     let instances_dir = out_dir.join("instances");
     std::fs::create_dir_all(&instances_dir).map_err(|e| Error::io(&instances_dir, e))?;
     for instance in &report.instances {
@@ -208,7 +216,7 @@ pub fn write_outputs(report: &AnalysisReport, out_dir: &Path) -> Result<Vec<Path
         )?;
     }
     let summary = serde_json::json!({"summary": report.summary, "warnings": report.warnings});
-    Ok(vec![
+    let mut written = vec![
         write(
             &out_dir.join("summary.md"),
             report.summary.to_markdown().as_bytes(),
@@ -217,8 +225,15 @@ pub fn write_outputs(report: &AnalysisReport, out_dir: &Path) -> Result<Vec<Path
             &out_dir.join("summary.json"),
             &serde_json::to_vec_pretty(&summary)?,
         )?,
-        write(&out_dir.join("chart.png"), &render_chart(&report.summary)?)?,
-    ])
+    ];
+    match render_chart(&report.summary)? {
+        Ok(chart) => {
+            written.push(write(&out_dir.join("chart.svg"), chart.svg.as_bytes())?);
+            written.push(write(&out_dir.join("chart.png"), &chart.png)?);
+            Ok((written, None))
+        }
+        Err(why) => Ok((written, Some(why))),
+    }
 }
 
 #[cfg(test)]
