@@ -18,7 +18,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
+use super::metrics::{all_within, reciprocal_rank, Metrics, MetricsAccumulator};
 use crate::analysis::load_localizations;
 use crate::dataset::{load_dataset, Instance};
 use crate::error::{Error, Result};
@@ -146,35 +146,26 @@ pub struct CompareReport {
 /// A run: its name and its ranking per instance id.
 type Run = (String, HashMap<String, Vec<String>>);
 
-/// Per-instance outcomes of one run, in instance order.
-struct Scores {
-    rr: Vec<f64>,
-    hits: [Vec<bool>; 3],
-}
+/// Per-instance outcomes of one run, in instance order: the reciprocal rank, then 1 or 0 for
+/// Acc@k at each of [`COMPARE_KS`].
+type Scores = [Vec<f64>; 4];
 
 fn scores(instances: &[Instance], rankings: &HashMap<String, Vec<String>>) -> Scores {
     let empty = Vec::new();
-    let mut out = Scores {
-        rr: Vec::new(),
-        hits: [Vec::new(), Vec::new(), Vec::new()],
-    };
+    let mut out = Scores::default();
     for instance in instances {
         let ranked = rankings.get(&instance.instance_id).unwrap_or(&empty);
-        let rank = first_hit_rank(ranked, &instance.gold_files);
-        out.rr.push(rank.map_or(0.0, |r| 1.0 / r as f64));
-        for (hits, &k) in out.hits.iter_mut().zip(&COMPARE_KS) {
-            let top = &ranked[..ranked.len().min(k)];
-            hits.push(instance.gold_files.iter().all(|g| top.contains(g)));
+        let gold = &instance.gold_files;
+        out[0].push(reciprocal_rank(ranked, gold));
+        for (hits, &k) in out[1..].iter_mut().zip(&COMPARE_KS) {
+            hits.push(f64::from(u8::from(all_within(ranked, gold, k))));
         }
     }
     out
 }
 
 /// Reads the runs: each JSONL file, then the selected peers.
-fn load_runs(
-    config: &CompareConfig,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<Run>> {
+fn load_runs(config: &CompareConfig, warnings: &mut Vec<String>) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     for path in &config.runs {
         let locs = load_localizations(path, warnings)?;
@@ -182,7 +173,12 @@ fn load_runs(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        runs.push((name, locs.into_iter().map(|(id, l)| (id, l.found_files)).collect()));
+        runs.push((
+            name,
+            locs.into_iter()
+                .map(|(id, l)| (id, l.found_files))
+                .collect(),
+        ));
     }
     if let Some(path) = &config.peers {
         let text = crate::repo::read::read_user_text(
@@ -281,14 +277,9 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
     let scopes: Vec<(String, Vec<usize>)> = scopes.collect();
     for (run, score) in runs.iter().zip(&scored).skip(1) {
         for (scope, subset) in &scopes {
-            report.differences.push(difference(
-                &run.0,
-                scope,
-                subset,
-                &scored[0],
-                score,
-                config,
-            ));
+            report
+                .differences
+                .push(difference(&run.0, scope, subset, &scored[0], score, config));
         }
     }
     Ok(report)
@@ -303,24 +294,22 @@ fn difference(
     config: &CompareConfig,
 ) -> Difference {
     let pick = |v: &[f64]| subset.iter().map(|&i| v[i]).collect::<Vec<f64>>();
-    let as_f64 = |v: &[bool]| v.iter().map(|&b| f64::from(u8::from(b))).collect::<Vec<f64>>();
-    let rr = (pick(&base.rr), pick(&other.rr));
-    let acc: Vec<(Vec<f64>, Vec<f64>)> = (0..3)
-        .map(|k| (pick(&as_f64(&base.hits[k])), pick(&as_f64(&other.hits[k]))))
+    // (baseline, run) per series: reciprocal ranks, then Acc@1, @5, @10.
+    let pairs: Vec<(Vec<f64>, Vec<f64>)> = base
+        .iter()
+        .zip(other)
+        .map(|(b, o)| (pick(b), pick(o)))
         .collect();
     let mut rng = StdRng::seed_from_u64(config.seed);
-    let mut series: Vec<&(Vec<f64>, Vec<f64>)> = vec![&rr];
-    series.extend(acc.iter());
-    let intervals = bootstrap(&series, config.resamples, &mut rng);
-    let hits1 = (&acc[0].0, &acc[0].1);
+    let intervals = bootstrap(&pairs, config.resamples, &mut rng);
     Difference {
         run: run.to_owned(),
         scope: scope.to_owned(),
         instances: subset.len(),
         mrr: intervals[0],
         acc: [intervals[1], intervals[2], intervals[3]],
-        mcnemar_acc1: mcnemar(hits1.0, hits1.1),
-        wilcoxon_rr: wilcoxon(&rr.0, &rr.1),
+        mcnemar_acc1: mcnemar(&pairs[1].0, &pairs[1].1),
+        wilcoxon_rr: wilcoxon(&pairs[0].0, &pairs[0].1),
     }
 }
 
@@ -333,7 +322,7 @@ fn mean(v: &[f64]) -> f64 {
 }
 
 /// Paired bootstrap of mean(other) − mean(base) for each series, all on the same resamples.
-fn bootstrap(series: &[&(Vec<f64>, Vec<f64>)], resamples: usize, rng: &mut StdRng) -> Vec<Interval> {
+fn bootstrap(series: &[(Vec<f64>, Vec<f64>)], resamples: usize, rng: &mut StdRng) -> Vec<Interval> {
     let n = series.first().map_or(0, |s| s.0.len());
     let deltas: Vec<Vec<f64>> = series
         .iter()
@@ -488,7 +477,13 @@ mod tests {
         let base: Vec<f64> = (0..50).map(|i| f64::from(i % 2)).collect();
         let other: Vec<f64> = (0..50).map(|i| f64::from(u8::from(i % 5 != 0))).collect();
         let pair = (base, other);
-        let run = |seed| bootstrap(&[&pair], 2000, &mut StdRng::seed_from_u64(seed))[0];
+        let run = |seed| {
+            bootstrap(
+                std::slice::from_ref(&pair),
+                2000,
+                &mut StdRng::seed_from_u64(seed),
+            )[0]
+        };
         let a = run(7);
         assert!((a.delta - 0.3).abs() < 1e-12);
         assert!(a.low < a.delta && a.delta < a.high, "{a:?}");

@@ -15,6 +15,22 @@ pub fn first_hit_rank(ranked: &[String], gold: &[String]) -> Option<usize> {
     ranked.iter().position(|f| gold.contains(f)).map(|i| i + 1)
 }
 
+/// Reciprocal rank of the first gold item; 0 when none is ranked.
+pub fn reciprocal_rank(ranked: &[String], gold: &[String]) -> f64 {
+    first_hit_rank(ranked, gold).map_or(0.0, |r| 1.0 / r as f64)
+}
+
+/// Whether every gold item is within the top `k` (LocAgent's Acc@k); false without gold.
+pub fn all_within(ranked: &[String], gold: &[String], k: usize) -> bool {
+    let top = &ranked[..ranked.len().min(k)];
+    !gold.is_empty() && gold.iter().all(|g| top.contains(g))
+}
+
+/// Whether some gold item is within the top `k` (SWE-bench papers' Acc@k).
+pub fn any_within(ranked: &[String], gold: &[String], k: usize) -> bool {
+    ranked.iter().take(k).any(|f| gold.contains(f))
+}
+
 /// Average precision at `k`: the mean of precision@i over the ranks i ≤ k holding a gold file,
 /// divided by min(|gold|, k).
 pub fn average_precision_at(ranked: &[String], gold: &[String], k: usize) -> f64 {
@@ -59,15 +75,10 @@ impl MetricsAccumulator {
     pub fn add(&mut self, ranked: &[String], gold: &[String]) {
         let sums = &mut self.sums;
         sums.instances += 1;
-        sums.mrr += first_hit_rank(ranked, gold).map_or(0.0, |r| 1.0 / r as f64);
+        sums.mrr += reciprocal_rank(ranked, gold);
         for (i, &k) in ACC_KS.iter().enumerate() {
-            let top: Vec<&String> = ranked.iter().take(k).collect();
-            if !gold.is_empty() && gold.iter().all(|g| top.contains(&g)) {
-                sums.acc[i] += 1.0;
-            }
-            if gold.iter().any(|g| top.contains(&g)) {
-                sums.acc_any[i] += 1.0;
-            }
+            sums.acc[i] += f64::from(u8::from(all_within(ranked, gold, k)));
+            sums.acc_any[i] += f64::from(u8::from(any_within(ranked, gold, k)));
         }
         for (slot, &k) in sums.map.iter_mut().zip(&MAP_KS) {
             *slot += average_precision_at(ranked, gold, k);

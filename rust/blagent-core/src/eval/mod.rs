@@ -17,7 +17,8 @@ pub use self::compare::{
 pub use self::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
 pub use self::llm::{LlmInstanceStats, LlmMeans, LlmTotals};
 pub use self::metrics::{
-    average_precision_at, first_hit_rank, Metrics, MetricsAccumulator, ACC_KS, MAP_KS,
+    all_within, any_within, average_precision_at, first_hit_rank, reciprocal_rank, Metrics,
+    MetricsAccumulator, ACC_KS, MAP_KS,
 };
 pub use self::rewrites::{load_rewrites, RewriteReport, POOL_CAP, POOL_PER_QUERY};
 pub use self::run::{run_eval, DenseTotals, EvalConfig, EvalReport, Prediction};
