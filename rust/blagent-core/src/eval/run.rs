@@ -111,6 +111,9 @@ pub struct EvalReport {
     pub overall: Metrics,
     /// Per `owner/name`.
     pub per_repo: BTreeMap<String, Metrics>,
+    /// Per language, for datasets that name each instance's language (LCA).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_language: BTreeMap<String, Metrics>,
     /// Selected instances whose tree was not found.
     pub missing_trees: Vec<String>,
     /// Instances that failed, with the error.
@@ -240,6 +243,7 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     let bar = progress_bar(present.len(), config.progress)?;
     let mut overall = MetricsAccumulator::default();
     let mut per_repo: BTreeMap<String, MetricsAccumulator> = BTreeMap::new();
+    let mut per_language: BTreeMap<String, MetricsAccumulator> = BTreeMap::new();
     let by_function = config.granularity == Granularity::Function;
     let mut functions = FunctionAccumulator::default();
     for (instance, tree) in &present {
@@ -304,6 +308,12 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
             .entry(instance.repo.clone())
             .or_default()
             .add(&ranked, &instance.gold_files);
+        if !instance.language.is_empty() {
+            per_language
+                .entry(instance.language.clone())
+                .or_default()
+                .add(&ranked, &instance.gold_files);
+        }
         if let Some(writer) = out.as_mut() {
             let prediction = Prediction {
                 instance_id: instance.instance_id.clone(),
@@ -332,6 +342,10 @@ pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     report.per_repo = per_repo
         .into_iter()
         .map(|(repo, acc)| (repo, acc.finish()))
+        .collect();
+    report.per_language = per_language
+        .into_iter()
+        .map(|(language, acc)| (language, acc.finish()))
         .collect();
     report.seconds = start.elapsed().as_secs_f64();
     if rewrites.is_some() {

@@ -122,7 +122,7 @@ fn mentions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
         .map(|p| (p, 1.0))
         .chain(query.filenames.iter().map(|f| (f, FILENAME_MENTION_WEIGHT)));
     for (mention, weight) in named {
-        let files = index.resolver.resolve_path(mention);
+        let files = index.resolver.resolve_source(mention);
         for &file in &files {
             add_max(
                 &mut out[file as usize],
@@ -160,7 +160,7 @@ fn mentions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
 fn stack_frames(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
     let mut rank = 0usize;
     for frame in &query.stack_frames {
-        let files = index.resolver.resolve_path(&frame.path);
+        let files = index.resolver.resolve_source(&frame.path);
         if files.len() != 1 {
             continue;
         }
