@@ -11,7 +11,7 @@ significance).
 
 The baseline is the one the Reformulate-Retrieve-Localize paper starts from: BM25 over whole
 files (`bm25s`, k1 0.9, b 0.4, its default tokenizer with English stop words), the raw issue as
-the query, every `.py`, `.java`, `.kt` and `.kts` file of the tree (hidden folders left out,
+the query, every `.py`, `.java` and `.kt` file of the tree (hidden folders left out,
 files over 2 MiB skipped), test files included. Needs `pip install bm25s`; blagent is run as
 the `blagent` command next to this interpreter (the README's `.venv`).
 """
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-EXTENSIONS = (".py", ".java", ".kt", ".kts")
+EXTENSIONS = (".py", ".java", ".kt")
 MAX_FILE_BYTES = 2 * 1024 * 1024
 TOP = 50
 

@@ -78,3 +78,25 @@ fn a_qualified_name_finds_the_declaring_file() {
     assert_eq!(result.paths()[0], "core/src/main/java/com/acme/shop/Pricing.java");
     assert!(result.files[0].signals.contains_key("module_mention"));
 }
+
+#[test]
+fn a_named_build_module_narrows_the_ranking() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for module in ["billing-core", "billing-ui"] {
+        let src = dir.path().join(module).join("src/main/java/com/acme/billing");
+        std::fs::create_dir_all(&src).expect("mkdir");
+        std::fs::write(dir.path().join(module).join("build.gradle.kts"), "plugins {}\n").expect("write");
+        std::fs::write(
+            src.join("Invoice.java"),
+            "package com.acme.billing;\n\nclass Invoice {\n    int amount() { return 0; }\n}\n",
+        )
+        .expect("write");
+    }
+    let issue = "Invoice amount is zero in billing-ui\n\nThe invoice shows an amount of 0.\n";
+    let result = Localizer::default()
+        .localize(&LocalizeRequest::new("jvm-3", dir.path(), issue))
+        .expect("localizes");
+    assert_eq!(result.paths()[0], "billing-ui/src/main/java/com/acme/billing/Invoice.java");
+    assert!(result.files[0].signals.contains_key("module_mention"));
+    assert!(!result.files[1].signals.contains_key("module_mention"));
+}

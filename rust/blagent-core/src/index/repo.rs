@@ -85,6 +85,8 @@ pub struct RepoIndex {
     pub files: Vec<IndexedFile>,
     /// What the walk left out.
     pub skipped: Vec<Skipped>,
+    /// Gradle and Maven modules (folders with a build file), sorted.
+    pub modules: Vec<String>,
     /// BM25 over whole files (path-augmented).
     pub file_bm25: Bm25,
     /// BM25 over chunks (path-augmented).
@@ -168,6 +170,7 @@ impl RepoIndex {
             root: walked.root,
             files,
             skipped: walked.skipped,
+            modules: walked.modules,
             file_bm25,
             chunk_bm25,
             chunk_refs,

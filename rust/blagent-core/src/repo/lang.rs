@@ -140,7 +140,8 @@ pub static JAVA: Language = Language {
 /// Kotlin.
 pub static KOTLIN: Language = Language {
     name: "kotlin",
-    extensions: &["kt", "kts"],
+    // Not `.kts`: Kotlin scripts are mostly Gradle build files, not where bugs are fixed.
+    extensions: &["kt"],
     grammar: kotlin_grammar,
     class_kinds: &["class_declaration", "object_declaration", "companion_object"],
     function_kinds: &["function_declaration", "secondary_constructor"],
@@ -211,7 +212,7 @@ mod tests {
         assert_eq!(language_for_path("a/b.py").map(|l| l.name), Some("python"));
         assert_eq!(language_for_path("A.java").map(|l| l.name), Some("java"));
         assert_eq!(language_for_path("b.kt").map(|l| l.name), Some("kotlin"));
-        assert_eq!(language_for_path("build.gradle.kts").map(|l| l.name), Some("kotlin"));
+        assert!(language_for_path("build.gradle.kts").is_none());
         assert!(language_for_path("a/b.pyc").is_none());
         assert!(language_for_path("Makefile").is_none());
         assert_eq!(language_named(" Kotlin").map(|l| l.name), Some("kotlin"));

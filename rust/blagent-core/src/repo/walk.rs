@@ -103,7 +103,12 @@ pub struct WalkOutput {
     pub files: Vec<SourceFile>,
     /// Left-out files and directories, sorted by path.
     pub skipped: Vec<Skipped>,
+    /// Build modules: folders below the root holding a Gradle or Maven build file, sorted.
+    pub modules: Vec<String>,
 }
+
+/// Build files that make their folder a module (Gradle, Maven).
+const BUILD_FILES: &[&str] = &["build.gradle", "build.gradle.kts", "pom.xml"];
 
 /// Whether a repository-relative path is a test path: some component is a test directory or
 /// the file is a test file ([`is_test_entry`]).
@@ -139,6 +144,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
     let languages = selected_languages(&options.languages)?;
     let root = canonical_root(root)?;
     let skipped = Arc::new(Mutex::new(Vec::new()));
+    let mut modules = Vec::new();
     // Ignore files are read by `Ignores` (bounded, regular files inside the repository only),
     // never by the `ignore` crate, which would block on a FIFO and follow links out.
     let ignores = Arc::new(Ignores::new(&root));
@@ -207,6 +213,11 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         if file_type.is_dir() {
             continue;
         }
+        if BUILD_FILES.iter().any(|b| entry.file_name() == *b) && entry.depth() > 1 {
+            if let Some(folder) = entry.path().parent().and_then(|p| relative(&root, p)) {
+                modules.push(folder);
+            }
+        }
         let Some(rel) = relative(&root, entry.path()) else {
             let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
             own_skips.push(Skipped {
@@ -240,8 +251,11 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         .into_par_iter()
         .map(|(abs, rel, language)| read_source(&abs, rel, language, options))
         .collect();
+    modules.sort();
+    modules.dedup();
     let mut output = WalkOutput {
         root,
+        modules,
         ..WalkOutput::default()
     };
     for item in read {
@@ -508,6 +522,10 @@ mod tests {
                 "core/src/test",
             ]
         );
+        write(dir.path(), "core/build.gradle.kts", b"plugins {}\n");
+        write(dir.path(), "app/pom.xml", b"<project/>\n");
+        write(dir.path(), "pom.xml", b"<project/>\n");
+        assert_eq!(walk(dir.path(), &WalkOptions::default()).unwrap().modules, ["app", "core"]);
         let jvm = WalkOptions {
             languages: vec!["java".into(), "Kotlin".into()],
             ..WalkOptions::default()
