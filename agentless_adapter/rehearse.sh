@@ -119,6 +119,7 @@ if [[ -n "${REPAIR:-}" ]]; then
     # (it appends every instance's patch on each call).
     per_instance repair "$AGENTLESS_PY" "$AGENTLESS_SRC/agentless/repair/repair.py" "${REPAIR_ARGS[@]}" --num_threads 1
     for ((i = 0; i < NUM_SAMPLES; i++)); do
+        [[ -s results/repair_sample_1/output.jsonl ]] || break  # no instance reached repair
         timed post_process "$AGENTLESS_PY" "$AGENTLESS_SRC/agentless/repair/repair.py" "${REPAIR_ARGS[@]}" \
             --post_process --select_id "$i" > "logs/post_process.$i.log" 2>&1
     done

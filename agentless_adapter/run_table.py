@@ -1,7 +1,8 @@
 """One Markdown row per instance of what each Agentless stage produced in a `rehearse.sh` WORK
 folder: locations (class/function and line entries over how many files), the patch (changed
-lines, or empty), token usage as the endpoint reported it, wall time and exit code from
-`stage_times.tsv`; then the totals per stage.
+lines, or empty), requests and token usage as the endpoint reported them (every request in
+Agentless's own log, retries included), wall time and exit code from `stage_times.tsv`; then
+the totals per stage.
 
     python -m agentless_adapter.run_table WORK
 """
@@ -10,24 +11,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 STAGES = {
-    # stage: (output under WORK/results, its locations key, its trajectory key)
+    # stage: (output under WORK/results, its locations key, its log folder under results)
     "related_level": (
         "related_elements/loc_outputs.jsonl",
         "found_related_locs",
-        "related_loc_traj",
+        "related_elements/localization_logs",
     ),
     "edit_location": (
         "edit_location_samples/loc_outputs.jsonl",
         "found_edit_locs",
-        "edit_loc_traj",
+        "edit_location_samples/localization_logs",
     ),
-    "repair": ("repair_sample_1/output.jsonl", None, "traj"),
+    "repair": ("repair_sample_1/output.jsonl", None, "repair_sample_1/repair_logs"),
 }
 
 
@@ -38,16 +39,15 @@ def jsonl(path: Path) -> dict[str, dict[str, Any]]:
     return {r["instance_id"]: r for r in rows}
 
 
-def usages(traj: Any) -> Iterator[dict[str, int]]:
-    if isinstance(traj, dict):
-        if isinstance(traj.get("usage"), dict):
-            yield traj["usage"]
-        else:
-            for v in traj.values():
-                yield from usages(v)
-    elif isinstance(traj, list):
-        for v in traj:
-            yield from usages(v)
+USAGE = re.compile(r"CompletionUsage\(completion_tokens=(\d+), prompt_tokens=(\d+)")
+
+
+def usage(log: Path) -> tuple[int, int, int]:
+    """(requests, prompt tokens, completion tokens) of every answer in an Agentless log."""
+    if not log.is_file():
+        return 0, 0, 0
+    found = [(int(c), int(p)) for c, p in USAGE.findall(log.read_text(errors="replace"))]
+    return len(found), sum(p for _, p in found), sum(c for c, _ in found)
 
 
 def locs_summary(locs: Any) -> str:
@@ -87,32 +87,29 @@ def main(argv: list[str] | None = None) -> int:
     ran = [s for s in STAGES if any(s == st for st, _ in times)]
     print("| instance | " + " | ".join(ran) + " |")
     print("|---" * (len(ran) + 1) + "|")
-    totals = {s: [0, 0, 0, 0] for s in ran}  # prompt, completion, seconds, failures
+    totals = {s: [0, 0, 0, 0, 0] for s in ran}  # requests, prompt, completion, seconds, failed
     for iid in ids:
         cells = []
         for stage in ran:
             secs, rc = times.get((stage, iid), (0, -1))
+            _, locs_key, logs = STAGES[stage]
+            n, p, c = usage(work / "results" / logs / f"{iid}.log")
+            for i, add in enumerate((n, p, c, secs)):
+                totals[stage][i] += add
             row = outputs[stage].get(iid)
             if row is None:
-                cells.append(f"**failed** (exit {rc}, {secs} s)")
-                totals[stage][3] += 1
-                continue
-            _, locs_key, traj_key = STAGES[stage]
-            use = list(usages(row.get(traj_key)))
-            p = sum(u.get("prompt_tokens", 0) for u in use)
-            c = sum(u.get("completion_tokens", 0) for u in use)
-            for i, add in enumerate((p, c, secs)):
-                totals[stage][i] += add
-            what = (
-                locs_summary(row.get(locs_key))
-                if locs_key
-                else "patch: " + patch_summary(patches.get(iid, {}).get("model_patch", ""))
-            )
-            cells.append(f"{what}; {p}+{c} tok, {secs} s")
+                what = f"**failed** (exit {rc})"
+                totals[stage][4] += 1
+            elif locs_key:
+                what = locs_summary(row.get(locs_key))
+            else:
+                what = "patch: " + patch_summary(patches.get(iid, {}).get("model_patch", ""))
+            cells.append(f"{what}; {n} req, {p}+{c} tok, {secs} s")
         print(f"| {iid} | " + " | ".join(cells) + " |")
     print()
-    for stage, (p, c, secs, failed) in totals.items():
-        print(f"- {stage}: {p} prompt + {c} completion tokens, {secs} s, {failed} failed")
+    for stage, (n, p, c, secs, failed) in totals.items():
+        tokens = f"{p} prompt + {c} completion tokens"
+        print(f"- {stage}: {n} requests, {tokens}, {secs} s, {failed} failed")
     return 0
 
 
