@@ -12,7 +12,8 @@ repository's structure with `get_repo_structure`, which clones from GitHub unles
   repository's folder name as Agentless's clone would be; run it with Agentless's Python.
 - `align`: keeps the `found_files` Agentless can open (present in the structure as a Python file
   and not under a `test*` component, the filters Agentless applies), and the
-  `found_related_locs` of those files only, recording dropped paths under
+  `found_related_locs` of those files only (for a blagent related-level line, the first
+  `--top-n` kept files, with the locations blagent wrote for its top 10), recording dropped paths under
   `blagent.dropped_for_agentless`. Agentless asserts on a file missing from its
   structure; its structures put top-level files under the repository's folder name.
 """
@@ -110,9 +111,10 @@ def python_files(structure: dict[str, Any], prefix: str = "") -> set[str]:
     return found
 
 
-def align(start_file: Path, structures: Path, out: Path) -> tuple[int, int]:
+def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tuple[int, int]:
     """Writes `start_file` with each `found_files` cut to what Agentless can open; returns
-    (lines, paths dropped)."""
+    (lines, paths dropped). A related-level line names the first `top_n` files kept (the
+    `--top_n` of Agentless's edit-location stage)."""
     lines, dropped_total = 0, 0
     with start_file.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
         for text in src:
@@ -126,8 +128,13 @@ def align(start_file: Path, structures: Path, out: Path) -> tuple[int, int]:
             dropped = [f for f in line["found_files"] if f not in known]
             line["found_files"] = kept
             related = line.get("found_related_locs")
-            if isinstance(related, dict):
-                # Agentless's edit location opens every file named here (KeyError otherwise).
+            more = line.get("blagent_related_locs")
+            if isinstance(related, dict) and isinstance(more, dict):
+                # Agentless's edit location reads the first `--top_n` files and opens every
+                # file named here: the first `top_n` kept ones, each with its locations from
+                # blagent's longer list (a dropped file leaves room for the next).
+                line["found_related_locs"] = {f: more.get(f, related.get(f, [""])) for f in kept[:top_n]}
+            elif isinstance(related, dict):
                 line["found_related_locs"] = {f: v for f, v in related.items() if f in known}
             if dropped:
                 line.setdefault("blagent", {})["dropped_for_agentless"] = dropped
@@ -159,6 +166,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     al.add_argument("--start-file", type=Path, required=True)
     al.add_argument("--structures", type=Path, required=True, help="the PROJECT_FILE_LOC folder")
     al.add_argument("--out", type=Path, required=True)
+    al.add_argument("--top-n", type=int, default=3, help="Agentless's --top_n (default 3)")
     args = parser.parse_args(argv)
     ids = set(args.ids.split(",")) if getattr(args, "ids", None) else None
     if args.command == "dataset":
@@ -167,7 +175,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         count = write_structures(args.dataset, args.repos, args.out, args.agentless_src, ids)
         print(f"offline: wrote {count} structures to {args.out}", file=sys.stderr)
     else:
-        lines, dropped = align(args.start_file, args.structures, args.out)
+        lines, dropped = align(args.start_file, args.structures, args.out, args.top_n)
         print(
             f"offline: {lines} lines to {args.out}; {dropped} paths Agentless cannot open dropped",
             file=sys.stderr,

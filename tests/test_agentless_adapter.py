@@ -163,6 +163,31 @@ def test_offline_dataset_structures_filter_and_align(tmp_path: Path) -> None:
     assert contract_problems(line) == []
 
 
+def test_align_names_the_next_file_where_one_is_dropped(tmp_path: Path) -> None:
+    py = {"classes": [], "functions": [], "text": ["pass"]}
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    (structures / "i.json").write_text(json.dumps({"structure": {"shop": {n: py for n in ("b.py", "c.py", "d.py")}}}))
+    files = ["shop/a.py", "shop/b.py", "shop/c.py", "shop/d.py"]
+    more = {f: [f"function: f{i}"] for i, f in enumerate(files)}
+    line = {
+        "instance_id": "i", "found_files": files, "additional_artifact_loc_file": {}, "file_traj": {},
+        "found_related_locs": {f: more[f] for f in files[:3]}, "additional_artifact_loc_related": [],
+        "related_loc_traj": [], "blagent_related_locs": more,
+    }
+    start = tmp_path / "start.jsonl"
+    start.write_text(json.dumps(line) + "\n")
+    aligned = tmp_path / "aligned.jsonl"
+    assert offline.align(start, structures, aligned) == (1, 1)
+    (out,) = read_loc_outputs(aligned)
+    assert list(out["found_related_locs"]) == ["shop/b.py", "shop/c.py", "shop/d.py"]
+    assert out["found_related_locs"]["shop/d.py"] == ["function: f3"]
+    assert contract_problems(out) == []
+    assert offline.align(start, structures, aligned, top_n=1) == (1, 1)
+    (out,) = read_loc_outputs(aligned)
+    assert out["found_related_locs"] == {"shop/b.py": ["function: f1"]}
+
+
 def test_scripted_server_answers_the_related_level_prompt_plausibly() -> None:
     text = answer(RELATED_PROMPT)
     assert (

@@ -145,7 +145,7 @@ def test_top_k_decides_the_file_stage(inputs: dict[str, Path]) -> None:
     assert counts["function"] == 2
 
 
-def test_without_a_report_the_localization_stages_of_every_patched_instance(inputs: dict[str, Path], tmp_path: Path) -> None:
+def test_without_a_report_the_localization_stages_of_every_instance(inputs: dict[str, Path], tmp_path: Path) -> None:
     del inputs["report"]
     proc = analyze(inputs, "--out-dir", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
@@ -154,7 +154,7 @@ def test_without_a_report_the_localization_stages_of_every_patched_instance(inpu
     # The resolved instance and the two patch-generation ones passed file, function and line.
     assert counts == {"file": 1, "function": 1, "line": 1, "patch_generation": 0, "localized": 3, "unclassified": 0, "empty_patch": 1, "resolved": 0}
     assert summary["evaluated"] is False
-    assert "localization stages only" in (tmp_path / "out" / "summary.md").read_text()
+    assert "no evaluation report: the localization stages of every instance" in (tmp_path / "out" / "summary.md").read_text()
 
 
 def test_all_gold_functions_is_the_stricter_reading(inputs: dict[str, Path]) -> None:

@@ -356,7 +356,7 @@ fn bad_input_is_an_error_or_a_warning_never_a_panic() {
 }
 
 #[test]
-fn without_a_report_every_instance_with_a_patch_gets_its_localization_stages() {
+fn without_a_report_every_instance_gets_its_localization_stages() {
     let Inputs {
         dir: _dir,
         mut config,
@@ -368,13 +368,21 @@ fn without_a_report_every_instance_with_a_patch_gets_its_localization_stages() {
     assert!(report
         .summary
         .to_markdown()
-        .contains("localization stages only"));
+        .contains("no evaluation report: the localization stages of every instance"));
     for (before, after) in evaluated.instances.iter().zip(&report.instances) {
         assert_eq!(before.instance_id, after.instance_id);
         match before.stage {
             // Past the localization stages: localized, or a patch that does not parse.
             Stage::Resolved | Stage::PatchGeneration => assert!(
                 matches!(after.stage, Stage::Localized | Stage::PatchGeneration),
+                "{}: {:?}",
+                after.instance_id,
+                after.stage
+            ),
+            // An empty patch is judged at the localization stages first.
+            Stage::EmptyPatch => assert!(
+                after.patch_empty
+                    && matches!(after.stage, Stage::File | Stage::Function | Stage::EmptyPatch),
                 "{}: {:?}",
                 after.instance_id,
                 after.stage

@@ -146,7 +146,8 @@ fn draw<DB: DrawingBackend>(
         .draw()
         .map_err(err)?;
     // Failure stages as a share of the unresolved instances with a patch (as the study
-    // reports them), empty patches and resolved ones of all instances.
+    // reports them), empty patches and resolved ones of all instances; without a report,
+    // every stage of all instances.
     let share = |stage: Stage| {
         let percent = summary
             .stages
@@ -156,7 +157,7 @@ fn draw<DB: DrawingBackend>(
         match stage {
             Stage::EmptyPatch | Stage::Resolved => format!("{percent:.1}% of all"),
             _ if summary.evaluated => format!("{percent:.1}% of unresolved"),
-            _ => format!("{percent:.1}% of those with a patch"),
+            _ => format!("{percent:.1}% of all"),
         }
     };
     chart

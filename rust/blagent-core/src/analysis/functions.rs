@@ -81,8 +81,9 @@ impl LocEntry {
 
 /// Collects the entries of one localization field. Accepts strings (`path::Class.method`,
 /// `path:Class.method`, `path:10-20`, or Agentless's `function: X` / `class: X` /
-/// `method: X` / `line: N` lines), objects keyed by path, lists of any of these, and lists
-/// aligned with `found_files` (one element per file, Agentless's `found_related_locs`).
+/// `method: X` / `line: N` lines), objects keyed by path (read in `found_files`' order), lists
+/// of any of these, and lists aligned with `found_files` (one element per file, Agentless's
+/// `found_related_locs`).
 pub fn collect_entries(
     value: &Value,
     path: Option<&str>,
@@ -92,8 +93,12 @@ pub fn collect_entries(
     match value {
         Value::String(text) => out.extend(text.lines().filter_map(|line| parse_entry(line, path))),
         Value::Object(map) => {
-            for (key, v) in map {
-                collect_entries(v, Some(key), found_files, out);
+            // Keyed by path: the files in `found_files`' rank order first (a JSON object's
+            // keys carry no order), then the others as they come.
+            let ranked = found_files.iter().filter(|f| map.contains_key(f.as_str()));
+            let rest = map.keys().filter(|k| !found_files.contains(k));
+            for key in ranked.chain(rest) {
+                collect_entries(&map[key.as_str()], Some(key), found_files, out);
             }
         }
         Value::Array(items) => {
@@ -236,6 +241,22 @@ mod tests {
                 func("d.py", "run"),
             ]
         );
+    }
+
+    #[test]
+    fn objects_keyed_by_path_are_read_in_rank_order() {
+        let found = vec!["z.py".to_owned(), "a.py".to_owned()];
+        let mut out = Vec::new();
+        let value = serde_json::json!({"a.py": ["function: second"], "m.py": ["third"], "z.py": ["function: first"]});
+        collect_entries(&value, None, &found, &mut out);
+        let names: Vec<String> = out
+            .iter()
+            .map(|e| match e {
+                LocEntry::Function { path, name } => format!("{}::{name}", path.as_deref().unwrap_or("")),
+                LocEntry::Lines { path, .. } => path.clone(),
+            })
+            .collect();
+        assert_eq!(names, ["z.py::first", "a.py::second", "m.py::third"]);
     }
 
     #[test]

@@ -26,8 +26,12 @@ pub struct Summary {
     pub instances: usize,
     /// Resolved instances.
     pub resolved: usize,
-    /// Instances without a generated patch.
+    /// Instances counted at the empty-patch stage.
     pub empty_patch: usize,
+    /// Instances whose generated patch is empty, whatever their stage (without a report an
+    /// empty patch is counted at the first localization stage it fails).
+    #[serde(default)]
+    pub patches_empty: usize,
     /// Unresolved instances with a patch: the denominator of the failure stages.
     pub unresolved: usize,
     /// One entry per stage, in [`Stage::ALL`] order.
@@ -91,6 +95,7 @@ impl Summary {
             instances: instances.len(),
             resolved,
             empty_patch,
+            patches_empty: instances.iter().filter(|i| i.patch_empty).count(),
             unresolved,
             stages,
             line_correct: failed()
@@ -117,32 +122,20 @@ impl Summary {
     }
 
     /// The summary as markdown: a table of the first failed stage of the unresolved
-    /// instances, then empty patches and resolved instances apart.
+    /// instances, then empty patches and resolved instances apart (without an evaluation
+    /// report: one table of every instance's first failed localization stage).
     pub fn to_markdown(&self) -> String {
         let mut md = String::from("# Failure-stage analysis\n\n");
-        if self.evaluated {
-            let _ = writeln!(
-                md,
-                "{} instances: {} resolved, {} with an empty patch, {} unresolved with a patch.",
-                self.instances, self.resolved, self.empty_patch, self.unresolved
-            );
-        } else {
-            let _ = writeln!(
-                md,
-                "{} instances, no evaluation report: localization stages only ({} with an empty patch).",
-                self.instances, self.empty_patch
-            );
+        if !self.evaluated {
+            return self.unevaluated_markdown(md);
         }
         let _ = writeln!(
             md,
-            "File stage: every gold file in the top {} localized files. Function stage: {}.\n",
-            self.top_k, self.function_criterion
+            "{} instances: {} resolved, {} with an empty patch, {} unresolved with a patch.",
+            self.instances, self.resolved, self.empty_patch, self.unresolved
         );
-        let (denominator, total) = if self.evaluated {
-            ("% of unresolved", "unresolved with a patch")
-        } else {
-            ("% of those with a patch", "with a patch")
-        };
+        self.criteria_line(&mut md);
+        let (denominator, total) = ("% of unresolved", "unresolved with a patch");
         let _ = writeln!(
             md,
             "| first failed stage | instances | {denominator} |\n|---|---:|---:|"
@@ -185,6 +178,42 @@ impl Summary {
             "\nFirst changed code lines of the unresolved patches: {} within 5 lines of the gold patch's, {} approximate (same file, ≤ 10 lines, similarity ≥ 0.6).\n",
             self.line_correct, self.line_approximate
         );
+        if self.missing_trees > 0 {
+            let _ = writeln!(
+                md,
+                "\n{} instances had no base tree: their function stage was not checked.",
+                self.missing_trees
+            );
+        }
+        md
+    }
+
+    fn criteria_line(&self, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "File stage: every gold file in the top {} localized files. Function stage: {}.\n",
+            self.top_k, self.function_criterion
+        );
+    }
+
+    /// Without a report nothing is resolved and empty patches are not set apart: each
+    /// instance is counted at the first localization stage it fails, else as localized (or
+    /// as an empty patch when its localization held and no patch came of it).
+    fn unevaluated_markdown(&self, mut md: String) -> String {
+        let _ = writeln!(
+            md,
+            "{} instances, no evaluation report: the localization stages of every instance, those with an empty patch included ({} of them).",
+            self.instances, self.patches_empty
+        );
+        self.criteria_line(&mut md);
+        md.push_str("| first failed stage | instances | % of all |\n|---|---:|---:|\n");
+        for s in self.stages.iter().filter(|s| s.stage != Stage::Resolved) {
+            let always = matches!(s.stage, Stage::File | Stage::Function | Stage::Line);
+            if always || s.count > 0 {
+                let _ = writeln!(md, "| {} | {} | {:.1}% |", s.stage.label(), s.count, s.percent);
+            }
+        }
+        let _ = writeln!(md, "| **all** | **{}** | 100.0% |", self.instances);
         if self.missing_trees > 0 {
             let _ = writeln!(
                 md,

@@ -158,6 +158,9 @@ pub struct InstanceAnalysis {
     pub stage: Stage,
     /// Whether the base tree was found at `<repos>/<instance_id>`.
     pub tree_found: bool,
+    /// Whether the generated patch is empty (or missing).
+    #[serde(default)]
+    pub patch_empty: bool,
     /// File-level evidence.
     pub file: FileEvidence,
     /// Function-level evidence.
@@ -261,9 +264,15 @@ pub fn classify(
         .or_else(|| gen_view.first_code_line());
     let line = match_first_lines(gold_line, gen_line);
 
+    // With a report, empty patches are counted apart, as the study does. Without one, an
+    // empty patch still has its localization judged: it lands at the first localization stage
+    // that failed, else at the empty patch (a function stage that could only be read from the
+    // patch's edits is not judged on an empty one).
+    let evaluated = outcome != Outcome::NotEvaluated;
+    let function_judged = !empty || function.source == FunctionSource::Localization;
     let stage = if outcome == Outcome::Resolved {
         Stage::Resolved
-    } else if outcome == Outcome::EmptyPatch || empty {
+    } else if outcome == Outcome::EmptyPatch || (empty && evaluated) {
         if outcome != Outcome::EmptyPatch {
             notes.push(
                 "the generated patch is empty although the report does not list it as such"
@@ -275,8 +284,10 @@ pub fn classify(
         Stage::Unclassified
     } else if !file.passed {
         Stage::File
-    } else if function.passed == Some(false) {
+    } else if function.passed == Some(false) && function_judged {
         Stage::Function
+    } else if empty {
+        Stage::EmptyPatch
     } else if generated.is_none() {
         Stage::PatchGeneration
     } else if line.verdict == LineVerdict::Failed {
@@ -296,6 +307,7 @@ pub fn classify(
         outcome,
         stage,
         tree_found: tree.is_some(),
+        patch_empty: empty,
         file,
         function,
         line,
@@ -739,5 +751,24 @@ mod tests {
             Some(dir.path()),
         );
         assert_eq!(a.stage, Stage::Function);
+    }
+
+    #[test]
+    fn without_a_report_an_empty_patch_keeps_its_localization_stages() {
+        let dir = tree();
+        let t = Some(dir.path());
+        let far = loc(&["a.py", "b.py", "c.py", PATH], &[]);
+        let a = stage(&far, "", Outcome::NotEvaluated, t);
+        assert_eq!((a.stage, a.patch_empty), (Stage::File, true));
+        assert!(a.notes.iter().all(|n| !n.contains("report")), "{:?}", a.notes);
+        let a = stage(&loc(&[PATH], &["Pricer.total"]), "", Outcome::NotEvaluated, t);
+        assert_eq!(a.stage, Stage::Function);
+        let a = stage(&loc(&[PATH], &["Pricer.discount"]), "", Outcome::NotEvaluated, t);
+        assert_eq!(a.stage, Stage::EmptyPatch);
+        // Without function-level localization the function stage reads the patch's edits,
+        // which an empty patch does not have: it is not judged.
+        let a = stage(&loc(&[PATH], &[]), "", Outcome::NotEvaluated, t);
+        assert_eq!(a.stage, Stage::EmptyPatch);
+        assert!(a.notes.iter().all(|n| !n.contains("report")), "{:?}", a.notes);
     }
 }

@@ -24,6 +24,11 @@ use crate::retrieve::Entity;
 
 /// Files whose functions a related-level line names (Agentless's `--top_n` default).
 pub const RELATED_TOP_FILES: usize = 3;
+/// Files whose locations a related-level line also carries under [`RELATED_MORE_KEY`], so a
+/// step that drops files Agentless cannot open can name the next ones without blagent.
+pub const RELATED_MORE_FILES: usize = 10;
+/// The key of those locations (Agentless ignores it).
+pub const RELATED_MORE_KEY: &str = "blagent_related_locs";
 /// Functions (or classes) named per file at most, best first.
 pub const RELATED_PER_FILE: usize = 5;
 
@@ -62,6 +67,16 @@ pub struct AgentlessLine {
     /// Agentless's related-level trajectories; `[]` here (related-level lines only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub related_loc_traj: Option<Vec<serde_json::Value>>,
+    /// The locations of the top [`RELATED_MORE_FILES`] files, in rank order (related-level
+    /// lines only), written under [`RELATED_MORE_KEY`].
+    #[serde(
+        rename = "blagent_related_locs",
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ordered::serialize",
+        deserialize_with = "ordered::deserialize"
+    )]
+    pub related_locs_more: Option<Vec<(String, Vec<String>)>>,
     /// blagent's full result (scores, evidence, entities, timings, usage, warnings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blagent: Option<LocalizationResult>,
@@ -112,23 +127,29 @@ impl AgentlessLine {
             found_related_locs: None,
             additional_artifact_loc_related: None,
             related_loc_traj: None,
+            related_locs_more: None,
             blagent: Some(result),
         }
     }
 
     /// The related-level line: the file-level line plus, for each of the top
     /// [`RELATED_TOP_FILES`] files, the locations of its best [`RELATED_PER_FILE`] entities
-    /// (an empty string for a file without any, which Agentless leaves out of its prompt).
-    /// Needs a result of function granularity (its entities).
+    /// (an empty string for a file without any, which Agentless leaves out of its prompt),
+    /// and the same for the top [`RELATED_MORE_FILES`] under [`RELATED_MORE_KEY`]. A class
+    /// is named only in a file none of whose functions or methods is ranked: Agentless shows
+    /// a named class whole, which for a large one fills the prompt. Needs a result of
+    /// function granularity (its entities).
     pub fn with_related_locs(result: LocalizationResult) -> Self {
         let entities = result.entities.as_deref().unwrap_or_default();
-        let related = result
+        let more: Vec<(String, Vec<String>)> = result
             .paths()
             .into_iter()
-            .take(RELATED_TOP_FILES)
+            .take(RELATED_MORE_FILES.max(RELATED_TOP_FILES))
             .map(|path| {
+                let mine: Vec<&Entity> = entities.iter().filter(|e| e.path == path).collect();
+                let functions = mine.iter().any(|e| e.kind != "class");
                 let mut lines: Vec<String> = Vec::new();
-                for entity in entities.iter().filter(|e| e.path == path) {
+                for entity in mine.iter().filter(|e| !functions || e.kind != "class") {
                     let line = location(entity);
                     if !lines.contains(&line) && lines.len() < RELATED_PER_FILE {
                         lines.push(line);
@@ -138,9 +159,10 @@ impl AgentlessLine {
             })
             .collect();
         AgentlessLine {
-            found_related_locs: Some(related),
+            found_related_locs: Some(more.iter().take(RELATED_TOP_FILES).cloned().collect()),
             additional_artifact_loc_related: Some(Vec::new()),
             related_loc_traj: Some(Vec::new()),
+            related_locs_more: Some(more),
             ..Self::from_result(result)
         }
     }
@@ -218,7 +240,7 @@ mod tests {
         };
         let mut result = empty_result();
         result.granularity = Granularity::Function;
-        result.files = ["b.py", "a.py", "c.py", "d.py"].map(file).to_vec();
+        result.files = ["b.py", "a.py", "c.py", "d.py", "e.py"].map(file).to_vec();
         result.entities = Some(vec![
             entity("b.py", "Cart.total", "method"),
             entity("b.py", "Cart", "class"),
@@ -226,6 +248,7 @@ mod tests {
             entity("a.py", "Outer.Inner.run", "method"),
             entity("a.py", "Outer.Inner", "class"),
             entity("d.py", "far", "function"),
+            entity("e.py", "Only", "class"),
         ]);
         let text = serde_json::to_string(&AgentlessLine::with_related_locs(result)).unwrap();
         let order: Vec<usize> = ["\"b.py\":[", "\"a.py\":[", "\"c.py\":["]
@@ -236,15 +259,27 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         let related = value["found_related_locs"].as_object().unwrap();
         assert_eq!(related.len(), 3, "the top 3 files only");
-        assert_eq!(related["b.py"], serde_json::json!(["function: Cart.total\nclass: Cart\nfunction: helper"]));
+        assert_eq!(
+            related["b.py"],
+            serde_json::json!(["function: Cart.total\nfunction: helper"]),
+            "no class where a function is ranked"
+        );
         assert_eq!(
             related["a.py"],
-            serde_json::json!(["function: Inner.run\nclass: Inner"]),
+            serde_json::json!(["function: Inner.run"]),
             "nested names by their innermost class"
         );
         assert_eq!(related["c.py"], serde_json::json!([""]));
+        assert!(!related.contains_key("e.py"), "only the top 3 in found_related_locs");
+        let more = value[RELATED_MORE_KEY].as_object().unwrap();
+        assert_eq!(more.len(), 5, "every file up to {RELATED_MORE_FILES}");
+        assert_eq!(more["d.py"], serde_json::json!(["function: far"]));
+        assert_eq!(more["e.py"], serde_json::json!(["class: Only"]), "a class alone is named");
         assert_eq!(value["additional_artifact_loc_related"], serde_json::json!([]));
         assert_eq!(value["related_loc_traj"], serde_json::json!([]));
-        assert_eq!(value["found_files"], serde_json::json!(["b.py", "a.py", "c.py", "d.py"]));
+        assert_eq!(
+            value["found_files"],
+            serde_json::json!(["b.py", "a.py", "c.py", "d.py", "e.py"])
+        );
     }
 }
