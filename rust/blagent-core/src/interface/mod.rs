@@ -18,7 +18,10 @@ mod result;
 mod resume;
 mod run;
 
-pub use self::agentless::{AgentlessLine, EXTRA_KEY, RELATED_PER_FILE, RELATED_TOP_FILES};
+pub use self::agentless::{
+    AgentlessLine, EXTRA_KEY, RELATED_MORE_FILES, RELATED_MORE_KEY, RELATED_PER_FILE,
+    RELATED_TOP_FILES,
+};
 pub use self::batch::{run_batch, BatchConfig, BatchFailure, BatchReport};
 pub use self::hints::HINT_SIGNAL;
 pub use self::localizer::{LocalizeOptions, Localizer};
