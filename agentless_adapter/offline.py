@@ -11,8 +11,9 @@ repository's structure with `get_repo_structure`, which clones from GitHub unles
   `create_structure` (imported from `--agentless-src`, not copied), the tree seen under its
   repository's folder name as Agentless's clone would be; run it with Agentless's Python.
 - `align`: keeps the `found_files` Agentless can open (present in the structure as a Python file
-  and not under a `test*` component, the filters Agentless applies), recording dropped paths
-  under `blagent.dropped_for_agentless`. Agentless asserts on a file missing from its
+  and not under a `test*` component, the filters Agentless applies), and the
+  `found_related_locs` of those files only, recording dropped paths under
+  `blagent.dropped_for_agentless`. Agentless asserts on a file missing from its
   structure; its structures put top-level files under the repository's folder name.
 """
 
@@ -88,6 +89,13 @@ def write_structures(
     return count
 
 
+def is_file_node(value: dict[str, Any]) -> bool:
+    """Agentless's test (`get_full_file_paths_and_classes_and_functions`): a file's node has
+    exactly three keys, among them `classes`, `functions` or `text`; anything else is a folder,
+    one that holds a subfolder named `text` (matplotlib's `tutorials/text`) included."""
+    return len(value) == 3 and any(k in value for k in ("classes", "functions", "text"))
+
+
 def python_files(structure: dict[str, Any], prefix: str = "") -> set[str]:
     """Paths of the Python files of an Agentless structure that survive its test filter."""
     found = set()
@@ -95,10 +103,10 @@ def python_files(structure: dict[str, Any], prefix: str = "") -> set[str]:
         if name.startswith("test") or not isinstance(value, dict):
             continue
         path = f"{prefix}{name}"
-        if name.endswith(".py") and "text" in value:
-            found.add(path)
-        elif "text" not in value:
+        if not is_file_node(value):
             found |= python_files(value, path + "/")
+        elif name.endswith(".py"):
+            found.add(path)
     return found
 
 
@@ -117,6 +125,10 @@ def align(start_file: Path, structures: Path, out: Path) -> tuple[int, int]:
             kept = [f for f in line["found_files"] if f in known]
             dropped = [f for f in line["found_files"] if f not in known]
             line["found_files"] = kept
+            related = line.get("found_related_locs")
+            if isinstance(related, dict):
+                # Agentless's edit location opens every file named here (KeyError otherwise).
+                line["found_related_locs"] = {f: v for f, v in related.items() if f in known}
             if dropped:
                 line.setdefault("blagent", {})["dropped_for_agentless"] = dropped
                 dropped_total += len(dropped)

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# blagent as Agentless's file-level stage, then Agentless's own related-level stage (unmodified)
-# on its output, through the model-renaming proxy, with no network: by default against the
-# scripted OpenAI-compatible server (set UPSTREAM and UPSTREAM_MODEL for a real endpoint).
+# blagent as Agentless's file-level stage (or, RELATED_LOCS=1, its related level too), then
+# Agentless's own later stages (unmodified) on its output, through the model-renaming proxy, with
+# no network: by default against the scripted OpenAI-compatible server; set UPSTREAM (base URL
+# with /v1) and UPSTREAM_MODEL for a real endpoint (agentless_adapter/REAL_MODEL_RUN.md).
 #
 #   AGENTLESS_SRC=/path/to/Agentless AGENTLESS_PY=/path/to/agentless-venv/bin/python \
 #   DATASET=lite.jsonl REPOS=trees IDS=id1,id2 WORK=/tmp/rehearsal agentless_adapter/rehearse.sh
 #
 # Optional: TIKTOKEN_CACHE_DIR (Agentless counts tokens with tiktoken, which downloads its BPE
 # file once; offline, point this at a folder that holds it), EDIT_LOCATION=1 to run Agentless's
-# edit-location stage too, REPAIR=1 (with EDIT_LOCATION=1) its merge and repair, PORT_UPSTREAM / PORT_PROXY, BLAGENT (default .venv/bin/blagent).
+# edit-location stage too, REPAIR=1 (with EDIT_LOCATION=1) its merge and repair, NUM_SAMPLES
+# (edit-location and repair samples, default 2; 1 for a slow real model), RELATED_LOCS=1 (blagent
+# writes the related level itself, `batch --related-locs`, and Agentless's related level is
+# skipped), INSTANCE_TIMEOUT (seconds one instance may take in one stage; exit 124 past it),
+# PORT_UPSTREAM / PORT_PROXY, BLAGENT (default .venv/bin/blagent). Wall times go to
+# WORK/stage_times.tsv (stage, instance or `all`, seconds, exit code), logs to WORK/logs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ADAPTER_ROOT=$PWD
@@ -19,14 +25,19 @@ BLAGENT=${BLAGENT:-$ADAPTER_ROOT/.venv/bin/blagent}
 PORT_UPSTREAM=${PORT_UPSTREAM:-18000}
 PORT_PROXY=${PORT_PROXY:-18765}
 AGENTLESS_MODEL=${AGENTLESS_MODEL:-gpt-4o-2024-05-13}
+NUM_SAMPLES=${NUM_SAMPLES:-2}
 DATASET=$(realpath "$DATASET"); REPOS=$(realpath "$REPOS"); AGENTLESS_SRC=$(realpath "$AGENTLESS_SRC")
 mkdir -p "$WORK" && WORK=$(realpath "$WORK")
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+: > "$WORK/stage_times.tsv"
+timed() { local name=$1 t0=$SECONDS; shift; "$@"; printf '%s\tall\t%s\t0\n' "$name" $((SECONDS - t0)) >> "$WORK/stage_times.tsv"; }
 
-echo "== 1. blagent file level -> $WORK/file_level/loc_outputs.jsonl"
-"$BLAGENT" batch --dataset "$DATASET" --repos "$REPOS" --ids "$IDS" --top-k 10 \
-    --out "$WORK/file_level/loc_outputs.jsonl" > "$WORK/file_level_report.json"
+LEVEL="file level"; [[ -n "${RELATED_LOCS:-}" ]] && LEVEL="related level (--related-locs)"
+echo "== 1. blagent $LEVEL -> $WORK/file_level/loc_outputs.jsonl"
+rm -f "$WORK/file_level/loc_outputs.jsonl"
+timed blagent "$BLAGENT" batch --dataset "$DATASET" --repos "$REPOS" --ids "$IDS" --top-k 10 \
+    ${RELATED_LOCS:+--related-locs} --out "$WORK/file_level/loc_outputs.jsonl" > "$WORK/file_level_report.json"
 
 echo "== 2. Agentless inputs, offline: dataset, repository structures, start file aligned to them"
 PYTHONPATH=$ADAPTER_ROOT "$AGENTLESS_PY" -m agentless_adapter.offline dataset --dataset "$DATASET" --ids "$IDS" --work "$WORK"
@@ -58,28 +69,59 @@ export HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 export PYTHONPATH=$AGENTLESS_SRC
 cd "$WORK"
 
-echo "== 4. Agentless related level (unmodified) on blagent's file list"
-rm -rf results/related_elements
-"$AGENTLESS_PY" "$AGENTLESS_SRC/agentless/fl/localize.py" --related_level \
-    --output_folder results/related_elements --top_n 3 --compress_assign --compress \
-    --start_file file_level/start_file.jsonl --model "$AGENTLESS_MODEL" --num_threads 1 --skip_existing
+# Agentless's model stages run once per instance (--target_id), appending to one output: an
+# instance whose request fails (a real endpoint answers 400 to a prompt over its context, and
+# Agentless raises on it) is recorded in stage_times.tsv with its exit code, and the others go on.
+per_instance() {
+    local stage=$1 id t0 rc; shift
+    mkdir -p logs
+    for id in ${IDS//,/ }; do
+        t0=$SECONDS rc=0
+        ${INSTANCE_TIMEOUT:+timeout "$INSTANCE_TIMEOUT"} "$@" --target_id "$id" > "logs/$stage.$id.log" 2>&1 || rc=$?
+        printf '%s\t%s\t%s\t%s\n' "$stage" "$id" $((SECONDS - t0)) "$rc" >> "$WORK/stage_times.tsv"
+        (( rc == 0 )) || echo "   $stage failed on $id (exit $rc): see $WORK/logs/$stage.$id.log"
+    done
+}
+LOCALIZE=("$AGENTLESS_PY" "$AGENTLESS_SRC/agentless/fl/localize.py")
+MODEL_ARGS=(--model "$AGENTLESS_MODEL" --num_threads 1 --skip_existing)
+
+RELATED=results/related_elements/loc_outputs.jsonl
+if [[ -n "${RELATED_LOCS:-}" ]]; then
+    echo "== 4. Agentless related level skipped: blagent's found_related_locs stand in for it"
+    RELATED=file_level/start_file.jsonl
+else
+    echo "== 4. Agentless related level (unmodified) on blagent's file list"
+    rm -rf results/related_elements
+    per_instance related_level "${LOCALIZE[@]}" --related_level --output_folder results/related_elements \
+        --top_n 3 --compress_assign --compress --start_file file_level/start_file.jsonl "${MODEL_ARGS[@]}"
+fi
 
 if [[ -n "${EDIT_LOCATION:-}" ]]; then
-    echo "== 5. Agentless edit location on the related level's output"
+    echo "== 5. Agentless edit location on $RELATED"
     rm -rf results/edit_location_samples
-    "$AGENTLESS_PY" "$AGENTLESS_SRC/agentless/fl/localize.py" --fine_grain_line_level \
-        --output_folder results/edit_location_samples --top_n 3 --compress --temperature 0.8 --num_samples 2 \
-        --start_file results/related_elements/loc_outputs.jsonl --model "$AGENTLESS_MODEL" --num_threads 1 --skip_existing
+    per_instance edit_location "${LOCALIZE[@]}" --fine_grain_line_level --output_folder results/edit_location_samples \
+        --top_n 3 --compress --temperature 0.8 --num_samples "$NUM_SAMPLES" --start_file "$RELATED" "${MODEL_ARGS[@]}"
 fi
 if [[ -n "${REPAIR:-}" ]]; then
     echo "== 6. Agentless merge and repair on the edit locations"
     rm -rf results/edit_location_individual results/repair_sample_1
-    "$AGENTLESS_PY" "$AGENTLESS_SRC/agentless/fl/localize.py" --merge \
-        --output_folder results/edit_location_individual --top_n 3 --num_samples 2 \
-        --start_file results/edit_location_samples/loc_outputs.jsonl
-    "$AGENTLESS_PY" "$AGENTLESS_SRC/agentless/repair/repair.py" \
-        --loc_file results/edit_location_individual/loc_merged_0-0_outputs.jsonl \
-        --output_folder results/repair_sample_1 --loc_interval --top_n=3 --context_window=10 \
-        --max_samples 2 --cot --diff_format --gen_and_process --num_threads 1 --model "$AGENTLESS_MODEL"
+    # One sample is already in the merged shape ({file: [locs]}); Agentless's merge expects a
+    # list of samples and fails on it (TypeError: unhashable type: 'slice').
+    EDIT_LOCS=results/edit_location_samples/loc_outputs.jsonl
+    if (( NUM_SAMPLES > 1 )); then
+        timed merge "${LOCALIZE[@]}" --merge --output_folder results/edit_location_individual --top_n 3 \
+            --num_samples "$NUM_SAMPLES" --start_file "$EDIT_LOCS"
+        EDIT_LOCS=results/edit_location_individual/loc_merged_0-0_outputs.jsonl
+    fi
+    REPAIR_ARGS=(--loc_file "$EDIT_LOCS" --output_folder results/repair_sample_1 --loc_interval --top_n=3
+        --context_window=10 --max_samples "$NUM_SAMPLES" --cot --diff_format --model "$AGENTLESS_MODEL")
+    # Generation per instance, then the post-processing --gen_and_process would do, once per sample
+    # (it appends every instance's patch on each call).
+    per_instance repair "$AGENTLESS_PY" "$AGENTLESS_SRC/agentless/repair/repair.py" "${REPAIR_ARGS[@]}" --num_threads 1
+    for ((i = 0; i < NUM_SAMPLES; i++)); do
+        [[ -s results/repair_sample_1/output.jsonl ]] || break  # no instance reached repair
+        timed post_process "$AGENTLESS_PY" "$AGENTLESS_SRC/agentless/repair/repair.py" "${REPAIR_ARGS[@]}" \
+            --post_process --select_id "$i" > "logs/post_process.$i.log" 2>&1
+    done
 fi
 echo "== done: outputs under $WORK/results"

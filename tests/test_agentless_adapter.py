@@ -135,20 +135,30 @@ def test_offline_dataset_structures_filter_and_align(tmp_path: Path) -> None:
         "shop": {
             "shop": {"pricing.py": py, "tests": {"test_a.py": py}, "README": {}},
             "setup.py": py,
+            # a folder holding a subfolder named `text` is still a folder
+            "docs": {"text": {"a.txt": {}}, "guide.py": py},
         }
     }
-    assert offline.python_files(structure) == {"shop/shop/pricing.py", "shop/setup.py"}
+    assert offline.python_files(structure) == {
+        "shop/shop/pricing.py",
+        "shop/setup.py",
+        "shop/docs/guide.py",
+    }
     structures = tmp_path / "structures"
     structures.mkdir()
     (structures / "acme__shop-7.json").write_text(
         json.dumps({"structure": {"shop": {"pricing.py": py}, "setup.py": py}})
     )
     start = tmp_path / "ours.jsonl"
-    start.write_text(json.dumps(to_loc_line(other_localizer_result())) + "\n")
+    ours = to_loc_line(other_localizer_result())
+    ours["found_related_locs"] = {f: ["function: f"] for f in ours["found_files"]}
+    ours.update(additional_artifact_loc_related=[], related_loc_traj=[])
+    start.write_text(json.dumps(ours) + "\n")
     aligned = tmp_path / "aligned.jsonl"
     assert offline.align(start, structures, aligned) == (1, 1)
     (line,) = read_loc_outputs(aligned)
     assert line["found_files"] == ["shop/pricing.py"]
+    assert line["found_related_locs"] == {"shop/pricing.py": ["function: f"]}
     assert line["blagent"]["dropped_for_agentless"] == ["shop/cart.py"]
     assert contract_problems(line) == []
 

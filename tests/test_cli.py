@@ -157,3 +157,53 @@ def test_eval_rejects_a_malformed_dataset(tmp_path: Path) -> None:
     proc = run("eval", "--dataset", str(bad), "--repos", str(tmp_path))
     assert proc.returncode == 1
     assert "bad.jsonl:2" in proc.stderr
+
+
+def _mixed_repo(root: Path) -> Path:
+    files = {
+        "core/src/main/java/com/acme/Pricing.java": "package com.acme;\n\npublic class Pricing {\n"
+        "    public int discount(int cents) { return cents; }\n}\n",
+        "app/src/main/kotlin/com/acme/Checkout.kt": "package com.acme\n\nfun checkout(p: Pricing) = p.discount(1)\n",
+        "scripts/discount.py": "def discount(cents):\n    return cents\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_languages_flag_chooses_what_is_indexed(tmp_path: Path) -> None:
+    repo = _mixed_repo(tmp_path / "mixed")
+    issue = "The discount is wrong: discount(100) returns 100"
+    every = run("localize", "--repo", str(repo), "--issue-text", issue, "--top-k", "5")
+    assert every.returncode == 0, every.stderr
+    assert {f["path"] for f in json.loads(every.stdout)["files"]} == {
+        "core/src/main/java/com/acme/Pricing.java",
+        "app/src/main/kotlin/com/acme/Checkout.kt",
+        "scripts/discount.py",
+    }
+    jvm = run("localize", "--repo", str(repo), "--issue-text", issue, "--languages", "java,kotlin")
+    assert jvm.returncode == 0, jvm.stderr
+    assert all(not f["path"].endswith(".py") for f in json.loads(jvm.stdout)["files"])
+    unknown = run("localize", "--repo", str(repo), "--issue-text", issue, "--languages", "cobol")
+    assert unknown.returncode == 2
+    assert "unknown language 'cobol'" in unknown.stderr and "java" in unknown.stderr
+
+
+def test_eval_reports_per_language(tmp_path: Path) -> None:
+    repo = _mixed_repo(tmp_path / "trees" / "acme" / "1")
+    dataset = tmp_path / "lca.jsonl"
+    row = {
+        "instance_id": "acme/1",
+        "repo": "acme/shop",
+        "language": "java",
+        "problem_statement": "Pricing.discount ignores the percentage",
+        "gold_files": ["core/src/main/java/com/acme/Pricing.java"],
+    }
+    dataset.write_text(json.dumps(row) + "\n")
+    assert repo.is_dir()
+    proc = run("eval", "--dataset", str(dataset), "--repos", str(tmp_path / "trees"), "--format", "json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["per_language"]["java"]["instances"] == 1
+    assert report["per_language"]["java"]["mrr"] == 1.0

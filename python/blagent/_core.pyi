@@ -14,6 +14,7 @@ __all__ = [
     "LlmError",
     "SCHEMA_VERSION",
     "PIPELINES",
+    "LANGUAGES",
     "DEFAULT_TOP_K",
     "DEFAULT_ANALYSIS_TOP_K",
     "LLM_CONFIG_FLAGS",
@@ -39,6 +40,8 @@ __all__ = [
 __version__: str
 SCHEMA_VERSION: str
 PIPELINES: list[str]
+#: The languages blagent indexes, by name: python, java, kotlin.
+LANGUAGES: list[str]
 DEFAULT_TOP_K: int
 DEFAULT_ANALYSIS_TOP_K: int
 #: The `--llm-*` flags as JSON: [{"flag", "key", "kind", "metavar", "help"}].

@@ -34,6 +34,7 @@ def _llm_line(llm: dict[str, Any]) -> str:
 def format_report(report: dict[str, Any]) -> str:
     """The evaluation report as a table (MRR, Acc@1/3/5/10, MAP@1/5/10)."""
     lines = [HEADER, _metrics_row("overall", report["overall"])]
+    lines += [_metrics_row(f"language {lang}", m) for lang, m in report.get("per_language", {}).items()]
     lines += [_metrics_row(repo or "(no repo)", m) for repo, m in report["per_repo"].items()]
     functions = report.get("functions")
     if functions:

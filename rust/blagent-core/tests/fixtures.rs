@@ -1,6 +1,6 @@
-//! Fixture-driven snapshot tests: every file under `tests/fixtures/python` is a case. Its
-//! chunks, symbols and skeleton are rendered as text and checked with insta; invariants that
-//! must hold for every file are asserted alongside.
+//! Fixture-driven snapshot tests: every file under `tests/fixtures/{python,java,kotlin}` is a
+//! case. Its chunks, symbols and skeleton are rendered as text and checked with insta;
+//! invariants that must hold for every file are asserted alongside.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -9,7 +9,13 @@ use blagent_core::chunk::{parse_file, ChunkOptions, ParsedFile};
 use blagent_core::repo::{walk, SourceFile, WalkOptions};
 
 fn fixtures() -> Vec<SourceFile> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python");
+    language_fixtures("python")
+}
+
+fn language_fixtures(language: &str) -> Vec<SourceFile> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(language);
     let options = WalkOptions {
         include_tests: true,
         ..WalkOptions::default()
@@ -55,6 +61,9 @@ fn render(file: &SourceFile, parsed: &ParsedFile) -> String {
             "{:?} {} {}-{}",
             s.kind, s.qualified, s.start_line, s.end_line
         );
+    }
+    if let Some(package) = &parsed.package {
+        let _ = writeln!(out, "\n## package {package}");
     }
     let _ = writeln!(out, "\n## skeleton\n{}", parsed.skeleton);
     out
@@ -107,6 +116,52 @@ fn fixture_snapshots() {
         assert_covers_every_line(file, &parsed);
         let name = file.path.trim_end_matches(".py").to_owned();
         insta::assert_snapshot!(name, render(file, &parsed));
+    }
+}
+
+#[test]
+fn jvm_fixture_snapshots() {
+    let options = ChunkOptions::default();
+    for language in ["java", "kotlin"] {
+        let files = language_fixtures(language);
+        assert!(files.len() >= 3, "expected the {language} fixtures");
+        for file in &files {
+            assert_eq!(file.language.name, language);
+            let parsed = parse_file(file, &options);
+            assert_covers_every_line(file, &parsed);
+            let stem = file.path.rsplit_once('.').map_or(&*file.path, |(s, _)| s);
+            insta::assert_snapshot!(format!("{language}_{stem}"), render(file, &parsed));
+        }
+    }
+}
+
+/// A long Java method and a long Kotlin composable (one statement holding trailing lambdas)
+/// are cut at statement boundaries into pieces near the budget.
+#[test]
+fn jvm_members_are_split_at_statement_boundaries() {
+    let options = ChunkOptions::default();
+    for (language, path, symbol) in [
+        ("java", "Dispatcher.java", "Dispatcher.dispatch"),
+        ("kotlin", "Screen.kt", "Screen"),
+    ] {
+        let files = language_fixtures(language);
+        let file = files.iter().find(|f| f.path == path).expect("fixture");
+        let parsed = parse_file(file, &options);
+        let pieces: Vec<_> = parsed
+            .chunks
+            .iter()
+            .filter(|c| c.symbol.as_deref() == Some(symbol))
+            .collect();
+        assert!(pieces.len() >= 3, "{path}: {} pieces", pieces.len());
+        for chunk in &pieces {
+            let code = chunk.code(&file.text);
+            assert!(code.len() <= options.max_bytes + 200, "{path}: piece of {} bytes", code.len());
+            let first = code.lines().next().unwrap().trim_start();
+            assert!(
+                !first.starts_with(')') && !first.starts_with(',') && !first.starts_with('}'),
+                "{path}: piece starts mid-construct: {first}"
+            );
+        }
     }
 }
 

@@ -559,6 +559,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("DEFAULT_TOP_K", blagent_core::interface::DEFAULT_TOP_K)?;
     m.add(
+        "LANGUAGES",
+        blagent_core::repo::LANGUAGES
+            .iter()
+            .map(|l| l.name)
+            .collect::<Vec<_>>(),
+    )?;
+    m.add(
         "DEFAULT_ANALYSIS_TOP_K",
         blagent_core::analysis::DEFAULT_ANALYSIS_TOP_K,
     )?;

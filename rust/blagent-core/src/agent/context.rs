@@ -10,6 +10,7 @@ use super::tools::truncate_lines;
 use crate::chunk::SymbolKind;
 use crate::index::{IndexedFile, RepoIndex};
 use crate::query::strip_boilerplate;
+use crate::repo::{language_for_path, PYTHON};
 
 /// Names listed per candidate in a one-line summary.
 const SUMMARY_NAMES: usize = 8;
@@ -81,7 +82,8 @@ fn is_module_assignment(line: &str) -> bool {
     })
 }
 
-/// Line numbers of a definition's decorators and header, up to the line ending in `:`.
+/// Line numbers of a Python definition's decorators and header, up to the line ending in `:`
+/// (other languages' headers end where the symbol's body starts).
 fn header_lines(lines: &[&str], start: usize) -> std::ops::RangeInclusive<usize> {
     let end = (start..=lines.len().min(start + 12))
         .find(|&n| {
@@ -107,11 +109,21 @@ pub fn pruned_context(file: &IndexedFile, top_chunks: &[ChunkHit], tokens: usize
         let (start, end) = holder.map_or(chunk.lines, |s| (s.start_line, s.end_line));
         tiers[0].extend(start..=end.min(lines.len()));
     }
+    let colon_headers = language_for_path(file.path()).is_some_and(|l| l.name == PYTHON.name);
     for symbol in symbols.iter().filter(|s| !s.in_function) {
-        tiers[1].extend(header_lines(&lines, symbol.start_line));
+        if colon_headers {
+            tiers[1].extend(header_lines(&lines, symbol.start_line));
+        } else {
+            tiers[1].extend(symbol.start_line..=symbol.body_line.unwrap_or(symbol.end_line));
+        }
     }
     for (i, line) in lines.iter().enumerate() {
-        if line.starts_with("import ") || line.starts_with("from ") {
+        let imports: &[&str] = if colon_headers {
+            &["import ", "from "]
+        } else {
+            &["import ", "package "]
+        };
+        if imports.iter().any(|p| line.starts_with(p)) {
             tiers[3].push(i + 1);
         } else if is_module_assignment(line) {
             tiers[2].push(i + 1);

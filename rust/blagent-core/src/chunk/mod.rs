@@ -2,6 +2,7 @@
 
 mod split;
 mod symbols;
+mod syntax;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +33,8 @@ impl Default for ChunkOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChunkKind {
-    /// A whole function or method, with its decorators.
+    /// A whole function or method, with its decorators or annotations (and, in Java and
+    /// Kotlin, its doc comment).
     Function,
     /// A whole class, with its decorators.
     Class,
@@ -59,7 +61,7 @@ pub struct Chunk {
     pub start_byte: usize,
     /// Byte offset one past the last byte.
     pub end_byte: usize,
-    /// Qualified name of the enclosing symbol (`Class.method`), if any.
+    /// Qualified name of the enclosing symbol (`Class.method`) within the file, if any.
     pub symbol: Option<String>,
     /// What the chunk holds.
     pub kind: ChunkKind,
@@ -87,7 +89,14 @@ pub struct ParsedFile {
     pub chunks: Vec<Chunk>,
     /// Classes, functions and methods, in file order.
     pub symbols: Vec<Symbol>,
-    /// Class headers and full signatures with their first docstring line, indented by nesting.
+    /// The package the file declares (Java, Kotlin), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// Its import declarations as written (Java, Kotlin).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<String>,
+    /// Package and imports (Java, Kotlin), class headers and full signatures with their first
+    /// documentation line, indented by nesting.
     pub skeleton: String,
     /// Whether tree-sitter reported syntax errors (the file was still chunked).
     pub syntax_errors: bool,
@@ -106,17 +115,23 @@ pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
             path: file.path.clone(),
             chunks: split::line_windows(&file.path, &file.text, 0, file.text.len(), options),
             symbols: Vec::new(),
+            package: None,
+            imports: Vec::new(),
             skeleton: String::new(),
             syntax_errors: true,
         };
     };
     let root = tree.root_node();
     let symbols = symbols::extract(root, &file.text, file.language);
+    let package = syntax::package(file.language, root, &file.text);
+    let imports = syntax::imports(file.language, root, &file.text);
     ParsedFile {
         path: file.path.clone(),
         chunks: split::chunk_tree(root, file, options),
-        skeleton: symbols::skeleton(&symbols),
+        skeleton: symbols::skeleton(&symbols, file.language, package.as_deref(), &imports),
         symbols,
+        package,
+        imports,
         syntax_errors: root.has_error(),
     }
 }

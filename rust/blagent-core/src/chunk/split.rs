@@ -4,8 +4,9 @@
 
 use tree_sitter::Node;
 
+use super::syntax::{definition_body, definition_name};
 use super::{Chunk, ChunkKind, ChunkOptions, LineIndex};
-use crate::repo::{Language, SourceFile};
+use crate::repo::{DocStyle, Language, SourceFile};
 
 /// A run of siblings waiting to become one chunk: `[start, end)`, and whether it holds any
 /// statement yet (a group holding only a header, like `class A(B):`, does not).
@@ -36,7 +37,25 @@ pub(super) fn chunk_tree(root: Node<'_>, file: &SourceFile, options: &ChunkOptio
         chunks: Vec::new(),
     };
     splitter.split(&named_children(root), None, None, ChunkKind::Module);
+    if file.language.braces {
+        join_closing_text(&mut splitter.chunks, &file.text, &splitter.lines);
+    }
     splitter.chunks
+}
+
+/// Text between two chunks that is more than whitespace (a closing `}`, `} else {`, `});`)
+/// joins the chunk before it, so every line belongs to a chunk.
+fn join_closing_text(chunks: &mut [Chunk], source: &str, lines: &LineIndex) {
+    for i in 0..chunks.len() {
+        let next = chunks.get(i + 1).map_or(source.len(), |c| c.start_byte);
+        let chunk = &mut chunks[i];
+        let gap = &source[chunk.end_byte..next.max(chunk.end_byte)];
+        let text = gap.trim_end().len();
+        if text > 0 && !gap.trim().is_empty() {
+            chunk.end_byte += text;
+            chunk.end_line = lines.line(chunk.end_byte - 1);
+        }
+    }
 }
 
 /// Line windows over `[start, end)` of `source`.
@@ -101,11 +120,7 @@ fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
     node.named_children(&mut cursor).collect()
 }
 
-impl<'a> Splitter<'a> {
-    fn text(&self, node: Node<'_>) -> &'a str {
-        &self.source[node.byte_range()]
-    }
-
+impl Splitter<'_> {
     /// The definition inside `node` (itself, or the one a decorator wraps), if it is one.
     fn definition<'t>(&self, node: Node<'t>) -> Option<Node<'t>> {
         let kind = node.kind();
@@ -160,10 +175,16 @@ impl<'a> Splitter<'a> {
     ) {
         let max = self.options.max_bytes;
         let mut group = header;
-        for &child in children {
+        // Where the doc comments leading the next definition start, once seen.
+        let mut lead: Option<usize> = None;
+        for (i, &child) in children.iter().enumerate() {
             if let Some(def) = self.definition(child) {
                 self.flush(&mut group, scope, kind);
-                self.split_definition(child, def, scope);
+                self.split_definition(child, def, scope, lead.take());
+                continue;
+            }
+            if self.leads_definition(&children[i..]) {
+                lead.get_or_insert(self.chunk_start(child.start_byte()));
                 continue;
             }
             let child_start = self.chunk_start(child.start_byte());
@@ -175,7 +196,7 @@ impl<'a> Splitter<'a> {
                 }
             }
             let oversized = child.end_byte() - child_start > max;
-            if oversized && Self::is_splittable(child) {
+            if oversized && self.is_splittable(child) {
                 // Keep a bare header (e.g. `def f():`) in front of the first piece.
                 let prefix = match group {
                     Some(g) if !g.has_content => Some(g.start),
@@ -221,12 +242,34 @@ impl<'a> Splitter<'a> {
         self.flush(&mut group, scope, kind);
     }
 
-    /// Compound statements (`if`, `for`, `try`, …, their clauses and blocks) can be split at
-    /// their children's statement boundaries; anything else stays whole.
-    fn is_splittable(node: Node<'_>) -> bool {
-        node.kind() == "block"
+    /// Whether `rest[0]` is a comment in a run of comments right before a definition, in a
+    /// language that documents definitions with leading comments (Javadoc, KDoc): the run
+    /// then belongs to the definition's chunk.
+    fn leads_definition(&self, rest: &[Node<'_>]) -> bool {
+        let lang = self.language;
+        if lang.doc_style != DocStyle::LeadingComment {
+            return false;
+        }
+        let is_comment = |n: &Node<'_>| lang.comment_kinds.contains(&n.kind());
+        if !rest.first().is_some_and(is_comment) {
+            return false;
+        }
+        rest.iter()
+            .find(|n| !is_comment(n))
+            .is_some_and(|n| self.definition(*n).is_some())
+    }
+
+    fn is_block(&self, node: Node<'_>) -> bool {
+        self.language.block_kinds.contains(&node.kind())
+    }
+
+    /// Compound statements (`if`, `for`, `try`, …, their clauses and blocks, a Kotlin call's
+    /// trailing lambda) can be split at their children's statement boundaries; anything else
+    /// stays whole.
+    fn is_splittable(&self, node: Node<'_>) -> bool {
+        self.is_block(node)
             || node.kind().ends_with("_clause")
-            || named_children(node).iter().any(|c| c.kind() == "block")
+            || named_children(node).iter().any(|c| self.is_block(*c))
     }
 
     /// Splits a compound statement: its text up to its first block child is a header for the
@@ -238,23 +281,29 @@ impl<'a> Splitter<'a> {
         scope: Option<&str>,
         kind: ChunkKind,
     ) {
+        let own = [node];
         let children = named_children(node);
         let first_part = children
             .iter()
-            .position(|c| c.kind() == "block" || c.kind().ends_with("_clause"));
-        let header_end = match first_part {
-            Some(i) if i > 0 => children[i - 1].end_byte(),
-            _ => start.max(node.start_byte()),
+            .position(|c| self.is_block(*c) || c.kind().ends_with("_clause"));
+        let (header_end, rest) = if self.is_block(node) {
+            // A body split on its own: its statements are the units.
+            (start, &own[..])
+        } else {
+            let header_end = match first_part {
+                Some(i) if i > 0 => children[i - 1].end_byte(),
+                _ => start.max(node.start_byte()),
+            };
+            (header_end, &children[first_part.unwrap_or(children.len())..])
         };
         let header = Group {
             start,
             end: header_end.max(start),
             has_content: false,
         };
-        let rest = &children[first_part.unwrap_or(children.len())..];
         let mut units = Vec::new();
         for part in rest {
-            if part.kind() == "block" {
+            if self.is_block(*part) {
                 units.extend(named_children(*part));
             } else {
                 units.push(*part);
@@ -267,19 +316,27 @@ impl<'a> Splitter<'a> {
         }
     }
 
-    /// A class or function (with its decorators in `outer`): one chunk when it fits, else its
-    /// header leads the first piece of its body.
-    fn split_definition(&mut self, outer: Node<'_>, def: Node<'_>, scope: Option<&str>) {
-        let name = def
-            .child_by_field_name("name")
-            .map_or("<anonymous>", |n| self.text(n));
+    /// A class or function (with its decorators in `outer`, its doc comments from `lead`):
+    /// one chunk when it fits, else its header leads the first piece of its body.
+    fn split_definition(
+        &mut self,
+        outer: Node<'_>,
+        def: Node<'_>,
+        scope: Option<&str>,
+        lead: Option<usize>,
+    ) {
+        let name = match definition_name(self.language, def, self.source) {
+            Some((name, Some(receiver))) => format!("{receiver}.{name}"),
+            Some((name, None)) => name,
+            None => "<anonymous>".to_owned(),
+        };
         let qualified = match scope {
             Some(scope) => format!("{scope}.{name}"),
-            None => name.to_owned(),
+            None => name,
         };
         let is_class = self.language.class_kinds.contains(&def.kind());
-        let start = self.chunk_start(outer.start_byte());
-        let body = def.child_by_field_name("body");
+        let start = lead.unwrap_or_else(|| self.chunk_start(outer.start_byte()));
+        let body = definition_body(self.language, def);
         let fits = outer.end_byte() - start <= self.options.max_bytes;
         let Some(body) = body.filter(|_| !fits) else {
             let kind = if is_class {

@@ -3,11 +3,14 @@
 //! annotations kept) and the first docstring line.
 
 use std::fmt::Write as _;
+use std::sync::LazyLock;
 
+use regex::Regex;
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
-use crate::repo::Language;
+use super::syntax::{collapse_whitespace, definition_body, definition_name, documentation};
+use crate::repo::{DocStyle, Language, LANGUAGES};
 
 /// What a symbol is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,7 +52,9 @@ pub fn enclosing(symbols: &[Symbol], lines: (usize, usize)) -> Option<usize> {
 pub struct Symbol {
     /// The bare name.
     pub name: String,
-    /// Dotted name within the file (`Outer.Inner.method`).
+    /// Dotted name within the file (`Outer.Inner.method`; a Kotlin extension function's
+    /// receiver type leads: `String.slugify`). With the file's package in front it is the
+    /// fully qualified name.
     pub qualified: String,
     /// What it is.
     pub kind: SymbolKind,
@@ -57,15 +62,20 @@ pub struct Symbol {
     pub start_line: usize,
     /// Last line, 1-based, inclusive.
     pub end_line: usize,
+    /// Line where its body starts (the header ends there), when it has a body.
+    #[serde(default)]
+    pub body_line: Option<usize>,
     /// Nesting depth: 0 at module level.
     pub depth: usize,
     /// Whether it is nested inside a function (and so is left out of the skeleton).
     pub in_function: bool,
-    /// Decorators, one per entry, as written (`@property`).
+    /// Python decorators, one per entry, as written (`@property`); Java and Kotlin
+    /// annotations are part of the signature.
     pub decorators: Vec<String>,
-    /// The header up to and including the colon, whitespace collapsed.
+    /// The header up to its body (Python's up to and including the colon; Java's and Kotlin's
+    /// with annotations, modifiers and types), whitespace collapsed.
     pub signature: String,
-    /// The first non-blank line of its docstring.
+    /// The first non-blank line of its docstring, Javadoc or KDoc.
     pub doc: Option<String>,
 }
 
@@ -79,6 +89,15 @@ pub(super) fn extract(root: Node<'_>, source: &str, language: &Language) -> Vec<
 /// `(name, is_class)` of each enclosing definition, outermost first.
 type Scope = Vec<(String, bool)>;
 
+fn qualify(scope: &Scope, name: &str) -> String {
+    scope
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .chain([name])
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
 fn visit(node: Node<'_>, source: &str, lang: &Language, scope: &mut Scope, out: &mut Vec<Symbol>) {
     let mut cursor = node.walk();
     for child in node.named_children(&mut cursor) {
@@ -87,45 +106,43 @@ fn visit(node: Node<'_>, source: &str, lang: &Language, scope: &mut Scope, out: 
         if !is_class && !lang.function_kinds.contains(&kind) {
             visit(child, source, lang, scope, out);
             if child.is_error() {
-                recover_headers(child, source, scope, out);
+                recover_headers(child, source, lang, scope, out);
             }
             continue;
         }
-        let Some(name) = child.child_by_field_name("name") else {
+        let Some((name, receiver)) = definition_name(lang, child, source) else {
             visit(child, source, lang, scope, out);
             continue;
         };
-        let name = source[name.byte_range()].to_owned();
         let outer = child
             .parent()
             .filter(|p| Some(p.kind()) == lang.decorated_kind)
             .unwrap_or(child);
-        let qualified = scope
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .chain([name.as_str()])
-            .collect::<Vec<_>>()
-            .join(".");
+        let local = match &receiver {
+            Some(receiver) => format!("{receiver}.{name}"),
+            None => name.clone(),
+        };
         let kind = match (is_class, scope.last()) {
             (true, _) => SymbolKind::Class,
             (false, Some((_, true))) => SymbolKind::Method,
             (false, _) => SymbolKind::Function,
         };
-        let body = child.child_by_field_name("body");
+        let body = definition_body(lang, child);
         let header_end = body.map_or(child.end_byte(), |b| b.start_byte());
         out.push(Symbol {
-            name: name.clone(),
-            qualified,
+            name,
+            qualified: qualify(scope, &local),
             kind,
             start_line: outer.start_position().row + 1,
             end_line: child.end_position().row + 1,
+            body_line: body.map(|b| b.start_position().row + 1),
             depth: scope.len(),
             in_function: scope.iter().any(|(_, class)| !class),
             decorators: decorators(outer, source),
             signature: collapse_whitespace(&source[child.start_byte()..header_end]),
-            doc: body.and_then(|b| docstring(b, source)),
+            doc: documentation(lang, outer, body, source),
         });
-        scope.push((name, is_class));
+        scope.push((local, is_class));
         if let Some(body) = body {
             visit(body, source, lang, scope, out);
         }
@@ -133,18 +150,26 @@ fn visit(node: Node<'_>, source: &str, lang: &Language, scope: &mut Scope, out: 
     }
 }
 
+/// Each language's header pattern, compiled once.
+static HEADERS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
+    LANGUAGES
+        .iter()
+        .map(|lang| (lang.name, Regex::new(lang.header_pattern).expect("valid pattern")))
+        .collect()
+});
+
 /// Definitions the parser could not recover inside an ERROR region, found by their header
-/// line (`def name(` / `class Name`), so the symbol table still names them. Each spans from
-/// its header to the end of the region.
-fn recover_headers(error: Node<'_>, source: &str, scope: &Scope, out: &mut Vec<Symbol>) {
-    static HEADER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"^\s*(?:async\s+)?(def|class)\s+([^\W\d]\w*)").expect("valid pattern")
-    });
+/// line (`def name(`, `class Name`, `fun name`), so the symbol table still names them. Each
+/// spans from its header to the end of the region.
+fn recover_headers(error: Node<'_>, source: &str, lang: &Language, scope: &Scope, out: &mut Vec<Symbol>) {
+    let Some((_, header)) = HEADERS.iter().find(|(name, _)| *name == lang.name) else {
+        return;
+    };
     let first_line = error.start_position().row + 1;
     let end_line = error.end_position().row + 1;
     let text = &source[error.byte_range()];
     for (i, line) in text.lines().enumerate() {
-        let Some(c) = HEADER.captures(line) else {
+        let Some(c) = header.captures(line) else {
             continue;
         };
         let start_line = first_line + i;
@@ -152,22 +177,17 @@ fn recover_headers(error: Node<'_>, source: &str, scope: &Scope, out: &mut Vec<S
             continue;
         }
         let name = c[2].to_owned();
-        let qualified = scope
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .chain([name.as_str()])
-            .collect::<Vec<_>>()
-            .join(".");
         out.push(Symbol {
-            kind: if &c[1] == "class" {
-                SymbolKind::Class
-            } else {
+            kind: if lang.function_keywords.contains(&&c[1]) {
                 SymbolKind::Function
+            } else {
+                SymbolKind::Class
             },
-            qualified,
+            qualified: qualify(scope, &name),
             name,
             start_line,
             end_line,
+            body_line: None,
             depth: scope.len(),
             in_function: scope.iter().any(|(_, class)| !class),
             decorators: Vec::new(),
@@ -187,39 +207,37 @@ fn decorators(outer: Node<'_>, source: &str) -> Vec<String> {
         .collect()
 }
 
-fn collapse_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The first non-blank line of the docstring that opens `body`, if any.
-fn docstring(body: Node<'_>, source: &str) -> Option<String> {
-    let first = body.named_child(0)?;
-    if first.kind() != "expression_statement" {
-        return None;
-    }
-    let string = first.named_child(0).filter(|s| s.kind() == "string")?;
-    let raw = &source[string.byte_range()];
-    let unquoted = raw
-        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
-        .trim_matches(|c| c == '"' || c == '\'');
-    unquoted
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_owned)
-}
-
-/// The skeleton: one entry per class, method and module-level function, indented by depth.
-pub(super) fn skeleton(symbols: &[Symbol]) -> String {
+/// The skeleton: the package and imports of a language that declares them, then one entry per
+/// class, method and module-level function, indented by depth, with the first line of its
+/// documentation (a docstring after the header, a `/** … */` line before it).
+pub(super) fn skeleton(symbols: &[Symbol], lang: &Language, package: Option<&str>, imports: &[String]) -> String {
     let mut out = String::new();
+    if let Some(package) = package {
+        let _ = writeln!(out, "package {package}");
+    }
+    for import in imports {
+        let _ = writeln!(out, "{import}");
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
     for symbol in symbols.iter().filter(|s| !s.in_function) {
         let indent = "    ".repeat(symbol.depth);
         for decorator in &symbol.decorators {
             let _ = writeln!(out, "{indent}{decorator}");
         }
-        let _ = writeln!(out, "{indent}{}", symbol.signature);
-        if let Some(doc) = &symbol.doc {
-            let _ = writeln!(out, "{indent}    \"\"\"{doc}\"\"\"");
+        match (&symbol.doc, lang.doc_style) {
+            (Some(doc), DocStyle::LeadingComment) => {
+                let _ = writeln!(out, "{indent}/** {doc} */");
+                let _ = writeln!(out, "{indent}{}", symbol.signature);
+            }
+            (Some(doc), DocStyle::Docstring) => {
+                let _ = writeln!(out, "{indent}{}", symbol.signature);
+                let _ = writeln!(out, "{indent}    \"\"\"{doc}\"\"\"");
+            }
+            (None, _) => {
+                let _ = writeln!(out, "{indent}{}", symbol.signature);
+            }
         }
     }
     out

@@ -15,6 +15,10 @@ pub struct Instance {
     /// `owner/name`, for per-repository metrics.
     #[serde(default)]
     pub repo: String,
+    /// The task's language as the dataset names it (LCA's `java`, `kt`, `py`), for
+    /// per-language metrics; empty when the dataset does not say.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub language: String,
     /// The commit the tree is checked out at.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub base_commit: String,

@@ -109,6 +109,9 @@ pub struct EvalReport {
     pub overall: Metrics,
     /// Per `owner/name`.
     pub per_repo: BTreeMap<String, Metrics>,
+    /// Per language, for datasets that name each instance's language (LCA).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_language: BTreeMap<String, Metrics>,
     /// Selected instances whose tree was not found.
     pub missing_trees: Vec<String>,
     /// Instances that failed, with the error.

@@ -32,6 +32,7 @@ pub struct EvalSink {
     report: EvalReport,
     overall: MetricsAccumulator,
     per_repo: BTreeMap<String, MetricsAccumulator>,
+    per_language: BTreeMap<String, MetricsAccumulator>,
     functions: Option<FunctionAccumulator>,
     rewrites: Option<RewriteAccumulator>,
     dense: Option<DenseTotals>,
@@ -79,6 +80,7 @@ impl EvalSink {
             },
             overall: MetricsAccumulator::default(),
             per_repo: BTreeMap::new(),
+            per_language: BTreeMap::new(),
             functions: (config.granularity == crate::interface::Granularity::Function)
                 .then(FunctionAccumulator::default),
             rewrites: config.queries.is_some().then(RewriteAccumulator::default),
@@ -171,6 +173,12 @@ impl EvalSink {
             .entry(instance.repo.clone())
             .or_default()
             .add(ranked, gold);
+        if !instance.language.is_empty() {
+            self.per_language
+                .entry(instance.language.clone())
+                .or_default()
+                .add(ranked, gold);
+        }
         if let Some(writer) = self.out.as_mut() {
             let (found_functions, gold_functions) = evaluated.functions.unzip();
             writer.write(&Prediction {
@@ -205,6 +213,11 @@ impl EvalSink {
             .per_repo
             .into_iter()
             .map(|(repo, acc)| (repo, acc.finish()))
+            .collect();
+        report.per_language = self
+            .per_language
+            .into_iter()
+            .map(|(language, acc)| (language, acc.finish()))
             .collect();
         report.rewrites = self.rewrites.map(|acc| acc.finish());
         report.dense = self.dense;

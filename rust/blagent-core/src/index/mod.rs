@@ -7,6 +7,6 @@ mod repo;
 mod tokenize;
 
 pub use self::bm25::{Bm25, Bm25Params, Statistics};
-pub use self::paths::PathResolver;
+pub use self::paths::{Declared, PathResolver};
 pub use self::repo::{IndexOptions, IndexTimings, IndexedFile, RepoIndex};
 pub use self::tokenize::{identifier_parts, tokenize, tokenize_into};

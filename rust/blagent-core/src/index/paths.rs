@@ -1,6 +1,8 @@
-//! Mapping what an issue mentions — paths, traceback paths, dotted module names — onto the
-//! repository's files, by whole path components so `db/models/query.py` never matches
-//! `xdb/models/query.py`.
+//! Mapping what an issue mentions — paths, traceback paths, dotted module names, Java and
+//! Kotlin qualified names — onto the repository's files, by whole path components so
+//! `db/models/query.py` never matches `xdb/models/query.py`, and by the package declarations
+//! the files actually make, so `com.foo.Bar` finds `…/com/foo/Bar.java` whatever the source
+//! root and a Kotlin file whose folder does not follow its package.
 
 use std::collections::HashMap;
 
@@ -9,6 +11,22 @@ use std::collections::HashMap;
 pub struct PathResolver {
     paths: Vec<String>,
     by_basename: HashMap<String, Vec<u32>>,
+    /// Qualified type (and Kotlin top-level) names → the files declaring them.
+    by_qualified: HashMap<String, Vec<u32>>,
+    /// (package, file name) → files.
+    by_package_file: HashMap<(String, String), Vec<u32>>,
+}
+
+/// What a file of a language with packages declares, for [`PathResolver::with_packages`].
+#[derive(Debug, Clone, Copy)]
+pub struct Declared<'a> {
+    /// The file's index.
+    pub file: u32,
+    /// Its package (`com.example.shop`).
+    pub package: &'a str,
+    /// Its top-level names: classes, interfaces, objects, Kotlin functions and the file
+    /// facade (`ShopKt`).
+    pub names: &'a [String],
 }
 
 /// A dotted name resolved to a module file.
@@ -36,6 +54,39 @@ impl PathResolver {
             resolver.paths.push(path.to_owned());
         }
         resolver
+    }
+
+    /// Adds the package declarations of Java and Kotlin files: each top-level name qualified by
+    /// its package, and each file name within its package.
+    #[must_use]
+    pub fn with_packages<'a>(mut self, declared: impl IntoIterator<Item = Declared<'a>>) -> Self {
+        for d in declared {
+            let basename = self.paths[d.file as usize].rsplit('/').next().unwrap_or("").to_owned();
+            self.by_package_file
+                .entry((d.package.to_owned(), basename))
+                .or_default()
+                .push(d.file);
+            for name in d.names {
+                let files = self.by_qualified.entry(format!("{}.{name}", d.package)).or_default();
+                if !files.contains(&d.file) {
+                    files.push(d.file);
+                }
+            }
+        }
+        self
+    }
+
+    /// The file a source path names (a mention or a stack frame's `com/foo/Bar.java`): by the
+    /// package its folders spell when one file of that package has that name, else as
+    /// [`resolve_path`](Self::resolve_path) does.
+    pub fn resolve_source(&self, path: &str) -> Vec<u32> {
+        if let Some((dirs, basename)) = path.trim_matches('/').rsplit_once('/') {
+            let package = dirs.replace('/', ".");
+            if let Some(files) = self.by_package_file.get(&(package, basename.to_owned())) {
+                return files.clone();
+            }
+        }
+        self.resolve_path(path)
     }
 
     /// The path of file `file`.
@@ -81,9 +132,33 @@ impl PathResolver {
     }
 
     /// The module file a dotted name refers to, trying the longest module prefix first
-    /// (`a.b.c` as `a/b/c.py`, then `a/b/c/__init__.py`, then `a/b.py`, …). Prefixes of one
-    /// component are not tried: `np.array` or `self.x` name no module of the repository.
+    /// (`a.b.c` as `a/b/c.py`, then `a/b/c/__init__.py`, then `a/b.py`, …), then the longest
+    /// prefix that is a declared qualified name (`com.foo.Bar.baz` as the file declaring
+    /// `com.foo.Bar`). Prefixes of one component are not tried: `np.array` or `self.x` name no
+    /// module of the repository. A name declared by several files resolves to none.
     pub fn resolve_module(&self, dotted: &str) -> Option<ModuleMatch> {
+        self.resolve_python_module(dotted)
+            .or_else(|| self.resolve_qualified(dotted))
+    }
+
+    fn resolve_qualified(&self, dotted: &str) -> Option<ModuleMatch> {
+        if self.by_qualified.is_empty() {
+            return None;
+        }
+        let parts: Vec<&str> = dotted.split('.').collect();
+        (2..=parts.len()).rev().find_map(|end| {
+            match self.by_qualified.get(&parts[..end].join("."))?[..] {
+                [file] => Some(ModuleMatch {
+                    file,
+                    is_package: false,
+                    rest: parts[end..].iter().map(|s| (*s).to_owned()).collect(),
+                }),
+                _ => None,
+            }
+        })
+    }
+
+    fn resolve_python_module(&self, dotted: &str) -> Option<ModuleMatch> {
         let parts: Vec<&str> = dotted.split('.').collect();
         for end in (2..=parts.len()).rev() {
             let module = parts[..end].join("/");
@@ -175,5 +250,35 @@ mod tests {
         );
         assert!(r.resolve_module("np.array").is_none());
         assert!(r.resolve_module("self.value").is_none());
+    }
+
+    #[test]
+    fn resolves_qualified_names_by_declared_packages() {
+        let paths = [
+            "core/src/main/java/com/foo/Bar.java",
+            "lib/src/commonMain/kotlin/Flow.kt",
+            "a/src/jvmMain/kotlin/com/foo/Platform.kt",
+            "b/src/jsMain/kotlin/com/foo/Platform.kt",
+        ];
+        let names: Vec<Vec<String>> = vec![
+            vec!["Bar".into()],
+            vec!["Flow".into(), "FlowKt".into(), "collect".into()],
+            vec!["PlatformKt".into()],
+            vec!["PlatformKt".into()],
+        ];
+        let packages = ["com.foo", "kotlinx.flow", "com.foo", "com.foo"];
+        let r = PathResolver::new(paths).with_packages((0..4).map(|i| Declared {
+            file: i as u32,
+            package: packages[i],
+            names: &names[i],
+        }));
+        let m = r.resolve_module("com.foo.Bar.baz").unwrap();
+        assert_eq!((m.file, m.rest), (0, vec!["baz".to_owned()]));
+        assert_eq!(r.resolve_module("kotlinx.flow.collect").unwrap().file, 1);
+        assert!(r.resolve_module("com.foo.PlatformKt").is_none(), "two files declare it");
+        assert_eq!(r.resolve_source("kotlinx/flow/Flow.kt"), [1], "package, not folders");
+        assert_eq!(r.resolve_source("com/foo/Bar.java"), [0]);
+        assert_eq!(r.resolve_source("com/foo/Platform.kt"), [2, 3]);
+        assert!(r.resolve_source("org/other/Bar.java").is_empty());
     }
 }

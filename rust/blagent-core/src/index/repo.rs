@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::bm25::{Bm25, Bm25Params};
-use super::paths::PathResolver;
+use super::paths::{Declared, PathResolver};
 use crate::chunk::{parse_file, ChunkOptions, ParsedFile};
 use crate::elapsed_ms;
 use crate::error::Result;
@@ -44,6 +44,27 @@ impl IndexedFile {
     }
 }
 
+/// The top-level names a file of a language with packages declares: its top-level classes
+/// and functions, and the file's own name (Java's public class; Kotlin's file facade
+/// `ShopKt` for `Shop.kt`).
+fn declared_names(file: &IndexedFile) -> Vec<String> {
+    if file.parsed.package.is_none() {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = file
+        .parsed
+        .symbols
+        .iter()
+        .filter(|s| s.depth == 0)
+        .map(|s| s.name.clone())
+        .collect();
+    let basename = file.path().rsplit('/').next().unwrap_or("");
+    if let Some(stem) = basename.strip_suffix(".kt") {
+        names.push(format!("{stem}Kt"));
+    }
+    names
+}
+
 /// Milliseconds spent in each indexing stage.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct IndexTimings {
@@ -64,6 +85,8 @@ pub struct RepoIndex {
     pub files: Vec<IndexedFile>,
     /// What the walk left out.
     pub skipped: Vec<Skipped>,
+    /// Gradle and Maven modules (folders with a build file), sorted.
+    pub modules: Vec<String>,
     /// BM25 over whole files (path-augmented).
     pub file_bm25: Bm25,
     /// BM25 over chunks (path-augmented).
@@ -131,13 +154,23 @@ impl RepoIndex {
                     .push((f as u32, s as u32));
             }
         }
-        let resolver = PathResolver::new(files.iter().map(IndexedFile::path));
+        let declared_names: Vec<Vec<String>> = files.iter().map(declared_names).collect();
+        let resolver = PathResolver::new(files.iter().map(IndexedFile::path)).with_packages(
+            files.iter().zip(&declared_names).enumerate().filter_map(|(f, (file, names))| {
+                Some(Declared {
+                    file: f as u32,
+                    package: file.parsed.package.as_deref()?,
+                    names,
+                })
+            }),
+        );
         let index_ms = elapsed_ms(start);
 
         Ok(RepoIndex {
             root: walked.root,
             files,
             skipped: walked.skipped,
+            modules: walked.modules,
             file_bm25,
             chunk_bm25,
             chunk_refs,

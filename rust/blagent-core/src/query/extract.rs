@@ -15,7 +15,14 @@ fn re(pattern: &str) -> Regex {
 static FENCED: LazyLock<Regex> = LazyLock::new(|| re(r"(?ms)^\s*```[^\n]*\n(.*?)^\s*```"));
 static FRAME: LazyLock<Regex> =
     LazyLock::new(|| re(r#"File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?"#));
-static PATH: LazyLock<Regex> = LazyLock::new(|| re(r"[\w.\-]*(?:/[\w.\-]+)+|[\w\-]+\.py\b"));
+/// A JVM stack frame: `at com.foo.Bar$Inner.baz(Bar.java:42)`, after a class loader or
+/// module prefix if one is printed (`app//`, `java.base/`).
+static JVM_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"\bat\s+(?:[\w.$@\-]*/+)?((?:[A-Za-z_$][\w$]*\.)+)([\w$<>\-]+)\(([\w$\-]+\.(?:java|kt|kts)):(\d+)\)")
+});
+static CAUSED_BY: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s*Caused by:"));
+static PATH: LazyLock<Regex> =
+    LazyLock::new(|| re(r"[\w.\-]*(?:/[\w.\-]+)+|[\w\-]+\.(?:py|java|kt|kts)\b"));
 static DOTTED: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"));
 static BACKTICK: LazyLock<Regex> = LazyLock::new(|| re(r"`([^`\n]{1,200})`"));
@@ -26,7 +33,7 @@ static IDENT: LazyLock<Regex> =
     LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"));
 static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?m)^[ \t]*(?:>>>[ \t]*)?(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([\w\s,]+)\)|([\w \t,]+))|import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*))",
+        r"(?m)^[ \t]*(?:>>>[ \t]*)?(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([\w\s,]+)\)|([\w \t,]+))|import[ \t]+(?:static[ \t]+)?([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*))",
     )
 });
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
@@ -36,6 +43,7 @@ static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
 /// File extensions that end a dotted word which is a file name, not a module path.
 const FILE_EXTENSIONS: &[&str] = &[
     "py", "txt", "rst", "md", "cfg", "toml", "json", "yaml", "yml", "html", "ini", "png", "csv",
+    "java", "kt", "kts",
 ];
 
 /// Dotted words that are prose, not code.
@@ -46,9 +54,14 @@ pub fn reformulate(issue: &str) -> Reformulation {
     let explanation = strip_boilerplate(issue);
     let code_snippets = code_snippets(&explanation);
     let stack_frames = stack_frames(&explanation);
-    let (mut paths, filenames) = paths(&explanation);
+    let (mut paths, mut filenames) = paths(&explanation);
     // Traceback paths are the frames' business, not mentions.
     paths.retain(|p| !stack_frames.iter().any(|f| f.path.trim_matches('/') == p));
+    let jvm_frame_files: HashSet<&str> = JVM_FRAME
+        .captures_iter(&explanation)
+        .filter_map(|c| c.get(3).map(|m| m.as_str()))
+        .collect();
+    filenames.retain(|f| !jvm_frame_files.contains(f.as_str()));
     let mut modules = Vec::new();
     let mut identifiers = Identifiers::default();
     collect_prose_identifiers(&explanation, &mut modules, &mut identifiers);
@@ -162,8 +175,50 @@ fn code_snippets(text: &str) -> Vec<String> {
     snippets
 }
 
-/// Traceback frames; each traceback's innermost frame gets depth 0.
+/// Python traceback frames (each traceback's innermost frame gets depth 0), then JVM frames.
 fn stack_frames(text: &str) -> Vec<StackFrame> {
+    let mut frames = python_frames(text);
+    frames.extend(jvm_frames(text));
+    frames
+}
+
+/// JVM frames as `package/dirs/File.java` paths, root cause first: the frames of the last
+/// `Caused by:` block, then the block before it, each innermost first (a JVM trace prints the
+/// innermost frame at the top). The function is `Class.method` (`BarKt.baz` for a Kotlin
+/// top-level function).
+fn jvm_frames(text: &str) -> Vec<StackFrame> {
+    let causes: Vec<usize> = CAUSED_BY.find_iter(text).map(|m| m.start()).collect();
+    let mut frames: Vec<(usize, StackFrame)> = JVM_FRAME
+        .captures_iter(text)
+        .map(|c| {
+            let qualified = c[1].trim_end_matches('.');
+            let (package, class) = qualified.rsplit_once('.').unwrap_or(("", qualified));
+            let class = class.split('$').next().unwrap_or(class);
+            let path = if package.is_empty() {
+                c[3].to_owned()
+            } else {
+                format!("{}/{}", package.replace('.', "/"), &c[3])
+            };
+            let block = causes.partition_point(|&cause| cause < c.get(0).map_or(0, |m| m.start()));
+            let frame = StackFrame {
+                path,
+                line: c[4].parse().unwrap_or(0),
+                function: Some(format!("{class}.{}", &c[2])),
+                depth: 0,
+            };
+            (block, frame)
+        })
+        .collect();
+    frames.sort_by_key(|(block, _)| std::cmp::Reverse(*block));
+    frames
+        .into_iter()
+        .enumerate()
+        .map(|(depth, (_, frame))| StackFrame { depth, ..frame })
+        .collect()
+}
+
+/// Python traceback frames; each traceback's innermost frame gets depth 0.
+fn python_frames(text: &str) -> Vec<StackFrame> {
     let mut frames: Vec<StackFrame> = FRAME
         .captures_iter(text)
         .map(|c| StackFrame {
@@ -190,21 +245,24 @@ fn paths(text: &str) -> (Vec<String>, Vec<String>) {
         if raw.contains('/') {
             let path = raw.trim_start_matches("./").trim_matches('/');
             let is_source_or_dir =
-                is_python_file(path) || !path.rsplit('/').next().unwrap_or("").contains('.');
+                is_source_file(path) || !path.rsplit('/').next().unwrap_or("").contains('.');
             if !path.is_empty() && is_source_or_dir && !path.starts_with("http") {
                 paths.push(path.to_owned());
             }
-        } else if is_python_file(raw) {
+        } else if is_source_file(raw) {
             filenames.push(raw.to_owned());
         }
     }
     (dedup(paths), dedup(filenames))
 }
 
-fn is_python_file(path: &str) -> bool {
-    std::path::Path::new(path)
-        .extension()
-        .is_some_and(|ext| ext.eq_ignore_ascii_case("py"))
+/// A Python, Java or Kotlin file by its extension.
+fn is_source_file(path: &str) -> bool {
+    std::path::Path::new(path).extension().is_some_and(|ext| {
+        ["py", "java", "kt", "kts"]
+            .iter()
+            .any(|known| ext.eq_ignore_ascii_case(known))
+    })
 }
 
 fn collect_imports(snippets: &[String], modules: &mut Vec<String>, identifiers: &mut Identifiers) {
@@ -362,6 +420,47 @@ ValueError: Unknown format code 'd' for object of type 'float'
         assert_eq!(find("Q"), None, "single letters are too short");
         assert_eq!(find("Thing"), Some(IdentifierSource::Import));
         assert_eq!(find("parse_expr"), Some(IdentifierSource::Call));
+    }
+
+    #[test]
+    fn jvm_traces_imports_and_file_names() {
+        let issue = "Crash in `LottieAnimation.kt` and Parser.java, see core/src/main/java/com/x/Y.java
+
+```
+Exception in thread \"main\" java.lang.IllegalStateException: wrapped
+\tat com.example.app.Main.run(Main.java:10)
+\tat java.base/java.lang.Thread.run(Thread.java:833)
+Caused by: java.lang.NullPointerException
+\tat com.example.shop.Cart$Line.total(Cart.java:42)
+\tat com.example.shop.ShopKt.checkout(Shop.kt:7)
+```
+
+```kotlin
+import com.example.shop.Cart
+import static com.example.util.Strings.slugify;
+```
+";
+        let r = reformulate(issue);
+        let frames: Vec<(&str, usize, Option<&str>, usize)> = r
+            .stack_frames
+            .iter()
+            .map(|f| (f.path.as_str(), f.line, f.function.as_deref(), f.depth))
+            .collect();
+        assert_eq!(
+            frames,
+            [
+                ("com/example/shop/Cart.java", 42, Some("Cart.total"), 0),
+                ("com/example/shop/Shop.kt", 7, Some("ShopKt.checkout"), 1),
+                ("com/example/app/Main.java", 10, Some("Main.run"), 2),
+                ("java/lang/Thread.java", 833, Some("Thread.run"), 3),
+            ],
+            "root cause first, innermost first"
+        );
+        assert_eq!(r.filenames, ["LottieAnimation.kt", "Parser.java"]);
+        assert!(r.paths.contains(&"core/src/main/java/com/x/Y.java".to_owned()));
+        assert!(r.modules.contains(&"com.example.shop.Cart".to_owned()));
+        assert!(r.modules.contains(&"com.example.util.Strings.slugify".to_owned()));
+        assert!(!r.modules.iter().any(|m| m == "static" || m.contains("LottieAnimation")));
     }
 
     #[test]

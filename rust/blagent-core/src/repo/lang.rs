@@ -1,7 +1,17 @@
 //! The language table: one row per supported language.
 //!
-//! Adding a language (Java, Kotlin, …) is adding a row: its extensions, its tree-sitter grammar,
-//! and the node kinds the chunker and symbol extractor treat as definitions.
+//! Adding a language is adding a row: its extensions, its tree-sitter grammar, the node kinds the
+//! chunker and symbol extractor treat as definitions and bodies, how it documents a definition,
+//! whether it declares packages, and its test-file rule.
+
+/// How a language documents a definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocStyle {
+    /// A string literal opening the body (Python's docstring).
+    Docstring,
+    /// A `/** … */` comment right before the definition (Javadoc, KDoc).
+    LeadingComment,
+}
 
 /// A supported source language.
 #[derive(Debug)]
@@ -16,14 +26,59 @@ pub struct Language {
     pub class_kinds: &'static [&'static str],
     /// Node kinds that define a function or method.
     pub function_kinds: &'static [&'static str],
+    /// Definition kinds without a `name` field, with the name they get.
+    pub default_names: &'static [(&'static str, &'static str)],
+    /// Node kinds that hold a body of statements or members; a construct too large for one
+    /// chunk is split at their children. A definition's body is its `body` field, else its
+    /// first child of one of these kinds.
+    pub block_kinds: &'static [&'static str],
+    /// Whether blocks close with a delimiter (`}`): text between chunks (a closing brace,
+    /// `} else {`) then joins the chunk before it.
+    pub braces: bool,
     /// Node kind that wraps a definition with its decorators, if the grammar has one.
     pub decorated_kind: Option<&'static str>,
     /// Node kinds that are comments.
     pub comment_kinds: &'static [&'static str],
+    /// How definitions are documented.
+    pub doc_style: DocStyle,
+    /// Node kind of the package declaration, for languages whose files declare one.
+    pub package_kind: Option<&'static str>,
+    /// Node kinds of import declarations.
+    pub import_kinds: &'static [&'static str],
+    /// A definition's header line, for recovery inside regions the parser could not parse:
+    /// group 1 is the keyword, group 2 the name.
+    pub header_pattern: &'static str,
+    /// Keywords of `header_pattern` that introduce a function (the others introduce a class).
+    pub function_keywords: &'static [&'static str],
+    /// Whether a file name (not a path) is a test file in this language's ecosystem, beyond
+    /// the shared rule of [`is_test_entry`].
+    pub test_file: fn(&str) -> bool,
 }
 
 fn python_grammar() -> tree_sitter::Language {
     tree_sitter_python::LANGUAGE.into()
+}
+
+fn java_grammar() -> tree_sitter::Language {
+    tree_sitter_java::LANGUAGE.into()
+}
+
+fn kotlin_grammar() -> tree_sitter::Language {
+    tree_sitter_kotlin_ng::LANGUAGE.into()
+}
+
+/// Agentless's rule already covers Python's `test_*.py`: nothing more.
+fn no_more_tests(_name: &str) -> bool {
+    false
+}
+
+/// JUnit, TestNG, Kotest and Spek naming: `FooTest.java`, `FooTests.kt`, `FooTestCase.java`,
+/// `FooIT.java` (Failsafe's integration tests), `FooSpec.kt`.
+fn jvm_test_file(name: &str) -> bool {
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    ["Test", "Tests", "TestCase", "IT", "ITCase", "Spec"]
+        .iter()
+        .any(|suffix| stem.len() > suffix.len() && stem.ends_with(suffix))
 }
 
 /// Python.
@@ -33,12 +88,88 @@ pub static PYTHON: Language = Language {
     grammar: python_grammar,
     class_kinds: &["class_definition"],
     function_kinds: &["function_definition"],
+    default_names: &[],
+    block_kinds: &["block"],
+    braces: false,
     decorated_kind: Some("decorated_definition"),
     comment_kinds: &["comment"],
+    doc_style: DocStyle::Docstring,
+    package_kind: None,
+    import_kinds: &["import_statement", "import_from_statement"],
+    header_pattern: r"^\s*(?:async\s+)?(def|class)\s+([^\W\d]\w*)",
+    function_keywords: &["def"],
+    test_file: no_more_tests,
+};
+
+/// Java.
+pub static JAVA: Language = Language {
+    name: "java",
+    extensions: &["java"],
+    grammar: java_grammar,
+    class_kinds: &[
+        "class_declaration",
+        "interface_declaration",
+        "enum_declaration",
+        "record_declaration",
+        "annotation_type_declaration",
+    ],
+    function_kinds: &[
+        "method_declaration",
+        "constructor_declaration",
+        "compact_constructor_declaration",
+    ],
+    default_names: &[],
+    block_kinds: &[
+        "block",
+        "constructor_body",
+        "switch_block",
+        "switch_block_statement_group",
+        "enum_body_declarations",
+    ],
+    braces: true,
+    decorated_kind: None,
+    comment_kinds: &["line_comment", "block_comment"],
+    doc_style: DocStyle::LeadingComment,
+    package_kind: Some("package_declaration"),
+    import_kinds: &["import_declaration"],
+    header_pattern: r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|protected|private|static|final|abstract|sealed|non-sealed|strictfp)\s+)*(class|interface|enum|record|@interface)\s+([A-Za-z_$][\w$]*)",
+    function_keywords: &[],
+    test_file: jvm_test_file,
+};
+
+/// Kotlin.
+pub static KOTLIN: Language = Language {
+    name: "kotlin",
+    // Not `.kts`: Kotlin scripts are mostly Gradle build files, not where bugs are fixed.
+    extensions: &["kt"],
+    grammar: kotlin_grammar,
+    class_kinds: &["class_declaration", "object_declaration", "companion_object"],
+    function_kinds: &["function_declaration", "secondary_constructor"],
+    default_names: &[
+        ("companion_object", "Companion"),
+        ("secondary_constructor", "constructor"),
+    ],
+    block_kinds: &[
+        "block",
+        "function_body",
+        "class_body",
+        "enum_class_body",
+        "annotated_lambda",
+        "lambda_literal",
+    ],
+    braces: true,
+    decorated_kind: None,
+    comment_kinds: &["line_comment", "block_comment"],
+    doc_style: DocStyle::LeadingComment,
+    package_kind: Some("package_header"),
+    import_kinds: &["import"],
+    header_pattern: r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|protected|internal|open|abstract|sealed|data|inline|value|enum|annotation|inner|override|suspend|operator|infix|tailrec|external|actual|expect|fun)\s+)*(class|interface|object|fun)\s+(?:<[^>]*>\s*)?(?:[\w.<>?]+\.)?([A-Za-z_]\w*)",
+    function_keywords: &["fun"],
+    test_file: jvm_test_file,
 };
 
 /// Every language blagent can index.
-pub static LANGUAGES: &[&Language] = &[&PYTHON];
+pub static LANGUAGES: &[&Language] = &[&PYTHON, &JAVA, &KOTLIN];
 
 /// The language a path belongs to, by extension.
 pub fn language_for_path(path: &str) -> Option<&'static Language> {
@@ -49,22 +180,72 @@ pub fn language_for_path(path: &str) -> Option<&'static Language> {
         .find(|lang| lang.extensions.contains(&ext))
 }
 
+/// The language named `name` (`python`, `java`, `kotlin`), case-insensitively.
+pub fn language_named(name: &str) -> Option<&'static Language> {
+    LANGUAGES
+        .iter()
+        .copied()
+        .find(|lang| lang.name.eq_ignore_ascii_case(name.trim()))
+}
+
+/// Whether a walk entry is a test directory or file. The shared rule is Agentless's (a name
+/// starting with `test`: `tests/`, `src/test/`, `test_x.py`); Gradle's other test source sets
+/// are directories under `src` named `…Test` or `…Tests` (`androidTest`, `jvmTest`,
+/// `integrationTest`); a file's own language may name more (`FooTest.java`, `FooSpec.kt`).
+pub fn is_test_entry(name: &str, is_dir: bool, parent: Option<&str>) -> bool {
+    if name.starts_with("test") {
+        return true;
+    }
+    if is_dir {
+        let source_set = parent == Some("src") && (name.ends_with("Test") || name.ends_with("Tests"));
+        return source_set || name == "androidTest";
+    }
+    language_for_path(name).is_some_and(|lang| (lang.test_file)(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn selects_by_extension() {
+    fn selects_by_extension_and_name() {
         assert_eq!(language_for_path("a/b.py").map(|l| l.name), Some("python"));
+        assert_eq!(language_for_path("A.java").map(|l| l.name), Some("java"));
+        assert_eq!(language_for_path("b.kt").map(|l| l.name), Some("kotlin"));
+        assert!(language_for_path("build.gradle.kts").is_none());
         assert!(language_for_path("a/b.pyc").is_none());
         assert!(language_for_path("Makefile").is_none());
+        assert_eq!(language_named(" Kotlin").map(|l| l.name), Some("kotlin"));
+        assert!(language_named("scala").is_none());
     }
 
     #[test]
-    fn grammar_loads() {
-        let mut parser = tree_sitter::Parser::new();
-        parser
-            .set_language(&(PYTHON.grammar)())
-            .expect("grammar version matches");
+    fn grammars_load() {
+        for lang in LANGUAGES {
+            let mut parser = tree_sitter::Parser::new();
+            parser
+                .set_language(&(lang.grammar)())
+                .unwrap_or_else(|_| panic!("{} grammar version matches", lang.name));
+            regex::Regex::new(lang.header_pattern).expect("valid header pattern");
+        }
+    }
+
+    #[test]
+    fn test_entries_per_ecosystem() {
+        assert!(is_test_entry("tests", true, Some("pkg")));
+        assert!(is_test_entry("test_x.py", false, None));
+        assert!(is_test_entry("test", true, Some("src")));
+        assert!(is_test_entry("androidTest", true, Some("src")));
+        assert!(is_test_entry("jvmTest", true, Some("src")));
+        assert!(!is_test_entry("jvmMain", true, Some("src")));
+        assert!(!is_test_entry("LatestTests", true, Some("docs")), "only source sets under src");
+        assert!(is_test_entry("FooTest.java", false, None));
+        assert!(is_test_entry("FooTests.kt", false, None));
+        assert!(is_test_entry("FooIT.java", false, None));
+        assert!(is_test_entry("FooSpec.kt", false, None));
+        assert!(!is_test_entry("Test.java", false, None), "a bare suffix is a name, not a rule");
+        assert!(!is_test_entry("Contest.java", false, None));
+        assert!(!is_test_entry("Latest.kt", false, None));
+        assert!(!is_test_entry("FooTest.py", false, None), "Python keeps Agentless's rule");
     }
 }

@@ -5,7 +5,10 @@ mod lang;
 pub mod read;
 mod walk;
 
-pub use self::lang::{language_for_path, Language, LANGUAGES};
+pub use self::lang::{
+    is_test_entry, language_for_path, language_named, DocStyle, Language, JAVA, KOTLIN, LANGUAGES,
+    PYTHON,
+};
 pub use self::walk::{
     is_test_path, walk, SkipReason, Skipped, SourceFile, WalkOptions, WalkOutput,
 };

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::ignores::Ignores;
-use super::lang::{language_for_path, Language};
+use super::lang::{is_test_entry, language_for_path, language_named, Language, LANGUAGES};
 use super::read::{read_bounded, ReadFailure};
 use crate::error::{Error, Result};
 
@@ -21,9 +21,12 @@ const BINARY_SNIFF_BYTES: usize = 8000;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WalkOptions {
-    /// Keep test files. By default they are excluded with Agentless's rule: any path component
-    /// starting with `test`.
+    /// Keep test files. By default they are excluded: Agentless's rule (any path component
+    /// starting with `test`) and each ecosystem's own ([`is_test_entry`]).
     pub include_tests: bool,
+    /// The languages to index, by name (`python`, `java`, `kotlin`); empty indexes every
+    /// language of the table that the repository has.
+    pub languages: Vec<String>,
     /// Files larger than this many bytes are skipped (generated tables, vendored bundles).
     pub max_file_bytes: u64,
 }
@@ -32,6 +35,7 @@ impl Default for WalkOptions {
     fn default() -> Self {
         WalkOptions {
             include_tests: false,
+            languages: Vec::new(),
             max_file_bytes: 2 * 1024 * 1024,
         }
     }
@@ -99,17 +103,48 @@ pub struct WalkOutput {
     pub files: Vec<SourceFile>,
     /// Left-out files and directories, sorted by path.
     pub skipped: Vec<Skipped>,
+    /// Build modules: folders below the root holding a Gradle or Maven build file, sorted.
+    pub modules: Vec<String>,
 }
 
-/// Agentless's test rule: a path is a test path when any of its components starts with `test`.
+/// Build files that make their folder a module (Gradle, Maven).
+const BUILD_FILES: &[&str] = &["build.gradle", "build.gradle.kts", "pom.xml"];
+
+/// Whether a repository-relative path is a test path: some component is a test directory or
+/// the file is a test file ([`is_test_entry`]).
 pub fn is_test_path(path: &str) -> bool {
-    path.split('/').any(|part| part.starts_with("test"))
+    let parts: Vec<&str> = path.split('/').collect();
+    parts.iter().enumerate().any(|(i, part)| {
+        let is_dir = i + 1 < parts.len();
+        is_test_entry(part, is_dir, i.checked_sub(1).map(|p| parts[p]))
+    })
+}
+
+/// The languages `names` select; every language when empty. An unknown name is an error.
+fn selected_languages(names: &[String]) -> Result<Vec<&'static Language>> {
+    if names.is_empty() {
+        return Ok(LANGUAGES.to_vec());
+    }
+    names
+        .iter()
+        .map(|name| {
+            language_named(name).ok_or_else(|| {
+                let known: Vec<&str> = LANGUAGES.iter().map(|l| l.name).collect();
+                Error::InvalidInput(format!(
+                    "unknown language `{name}` (known: {})",
+                    known.join(", ")
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Lists and reads the source files under `root`.
 pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
+    let languages = selected_languages(&options.languages)?;
     let root = canonical_root(root)?;
     let skipped = Arc::new(Mutex::new(Vec::new()));
+    let mut modules = Vec::new();
     // Ignore files are read by `Ignores` (bounded, regular files inside the repository only),
     // never by the `ignore` crate, which would block on a FIFO and follow links out.
     let ignores = Arc::new(Ignores::new(&root));
@@ -135,7 +170,12 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
                 return false;
             }
             let name = entry.file_name().to_string_lossy();
-            if !include_tests && name.starts_with("test") {
+            let parent = entry
+                .path()
+                .parent()
+                .and_then(Path::file_name)
+                .map(|p| p.to_string_lossy());
+            if !include_tests && is_test_entry(&name, is_dir, parent.as_deref()) {
                 if let Some(rel) = relative(&root, entry.path()) {
                     skipped
                         .lock()
@@ -173,6 +213,11 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         if file_type.is_dir() {
             continue;
         }
+        if BUILD_FILES.iter().any(|b| entry.file_name() == *b) && entry.depth() > 1 {
+            if let Some(folder) = entry.path().parent().and_then(|p| relative(&root, p)) {
+                modules.push(folder);
+            }
+        }
         let Some(rel) = relative(&root, entry.path()) else {
             let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
             own_skips.push(Skipped {
@@ -181,7 +226,8 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
             });
             continue;
         };
-        let Some(language) = language_for_path(&rel) else {
+        let Some(language) = language_for_path(&rel).filter(|l| languages.iter().any(|s| std::ptr::eq(*s, *l)))
+        else {
             continue;
         };
         if file_type.is_symlink() {
@@ -205,8 +251,11 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         .into_par_iter()
         .map(|(abs, rel, language)| read_source(&abs, rel, language, options))
         .collect();
+    modules.sort();
+    modules.dedup();
     let mut output = WalkOutput {
         root,
+        modules,
         ..WalkOutput::default()
     };
     for item in read {
@@ -430,10 +479,66 @@ mod tests {
     }
 
     #[test]
-    fn agentless_test_rule() {
+    fn agentless_test_rule_and_the_jvm_ecosystems() {
         assert!(is_test_path("pkg/tests/x.py"));
         assert!(is_test_path("testing/x.py"));
         assert!(is_test_path("pkg/test_x.py"));
         assert!(!is_test_path("pkg/contest.py"));
+        assert!(is_test_path("core/src/test/java/a/B.java"));
+        assert!(is_test_path("app/src/androidTest/kotlin/a/B.kt"));
+        assert!(is_test_path("lib/src/commonTest/kotlin/a/B.kt"));
+        assert!(is_test_path("core/src/main/java/a/BTest.java"));
+        assert!(!is_test_path("core/src/main/java/a/Latest.java"));
+        assert!(!is_test_path("lib/src/commonMain/kotlin/a/B.kt"));
+    }
+
+    #[test]
+    fn mixed_repositories_walk_every_language_or_the_chosen_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "tool.py", b"x = 1\n");
+        write(dir.path(), "core/src/main/java/a/Shop.java", b"package a;\nclass Shop {}\n");
+        write(dir.path(), "core/src/main/java/a/ShopTest.java", b"package a;\n");
+        write(dir.path(), "core/src/test/java/a/ShopIT.java", b"package a;\n");
+        write(dir.path(), "app/src/main/kotlin/a/Cart.kt", b"package a\n");
+        write(dir.path(), "app/src/androidTest/kotlin/a/CartUi.kt", b"package a\n");
+        write(dir.path(), "app/src/main/kotlin/a/CartSpec.kt", b"package a\n");
+        let out = walk(dir.path(), &WalkOptions::default()).unwrap();
+        assert_eq!(
+            paths(&out),
+            ["app/src/main/kotlin/a/Cart.kt", "core/src/main/java/a/Shop.java", "tool.py"]
+        );
+        let tests: Vec<&str> = out
+            .skipped
+            .iter()
+            .filter(|s| s.reason == SkipReason::Test)
+            .map(|s| s.path.as_str())
+            .collect();
+        assert_eq!(
+            tests,
+            [
+                "app/src/androidTest",
+                "app/src/main/kotlin/a/CartSpec.kt",
+                "core/src/main/java/a/ShopTest.java",
+                "core/src/test",
+            ]
+        );
+        write(dir.path(), "core/build.gradle.kts", b"plugins {}\n");
+        write(dir.path(), "app/pom.xml", b"<project/>\n");
+        write(dir.path(), "pom.xml", b"<project/>\n");
+        assert_eq!(walk(dir.path(), &WalkOptions::default()).unwrap().modules, ["app", "core"]);
+        let jvm = WalkOptions {
+            languages: vec!["java".into(), "Kotlin".into()],
+            ..WalkOptions::default()
+        };
+        assert_eq!(
+            paths(&walk(dir.path(), &jvm).unwrap()),
+            ["app/src/main/kotlin/a/Cart.kt", "core/src/main/java/a/Shop.java"]
+        );
+        let unknown = WalkOptions {
+            languages: vec!["scala".into()],
+            ..WalkOptions::default()
+        };
+        let err = walk(dir.path(), &unknown).unwrap_err();
+        assert!(err.is_input_error() && err.to_string().contains("unknown language `scala`"));
     }
 }

@@ -1,0 +1,117 @@
+"""One Markdown row per instance of what each Agentless stage produced in a `rehearse.sh` WORK
+folder: locations (class/function and line entries over how many files), the patch (changed
+lines, or empty), requests and token usage as the endpoint reported them (every request in
+Agentless's own log, retries included), wall time and exit code from `stage_times.tsv`; then
+the totals per stage.
+
+    python -m agentless_adapter.run_table WORK
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+STAGES = {
+    # stage: (output under WORK/results, its locations key, its log folder under results)
+    "related_level": (
+        "related_elements/loc_outputs.jsonl",
+        "found_related_locs",
+        "related_elements/localization_logs",
+    ),
+    "edit_location": (
+        "edit_location_samples/loc_outputs.jsonl",
+        "found_edit_locs",
+        "edit_location_samples/localization_logs",
+    ),
+    "repair": ("repair_sample_1/output.jsonl", None, "repair_sample_1/repair_logs"),
+}
+
+
+def jsonl(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.is_file():
+        return {}
+    rows = (json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip())
+    return {r["instance_id"]: r for r in rows}
+
+
+USAGE = re.compile(r"CompletionUsage\(completion_tokens=(\d+), prompt_tokens=(\d+)")
+
+
+def usage(log: Path) -> tuple[int, int, int]:
+    """(requests, prompt tokens, completion tokens) of every answer in an Agentless log."""
+    if not log.is_file():
+        return 0, 0, 0
+    found = [(int(c), int(p)) for c, p in USAGE.findall(log.read_text(errors="replace"))]
+    return len(found), sum(p for _, p in found), sum(c for c, _ in found)
+
+
+def locs_summary(locs: Any) -> str:
+    """`F fn/cls, L lines in N files` over a {file: [text]} map (or a list of samples)."""
+    samples = locs if isinstance(locs, list) else [locs]
+    entries, lines, files = 0, 0, set()
+    for sample in samples:
+        for path, texts in (sample or {}).items():
+            text = "\n".join(texts) if isinstance(texts, list) else str(texts)
+            kinds = [t.split(":", 1)[0].strip() for t in text.splitlines() if ":" in t]
+            entries += sum(k in ("function", "class") for k in kinds)
+            lines += kinds.count("line")
+            if kinds:
+                files.add(path)
+    return f"{entries} fn/cls, {lines} lines in {len(files)} files"
+
+
+def patch_summary(patch: str) -> str:
+    if not patch.strip():
+        return "empty"
+    changed = [x for x in patch.splitlines() if x[:1] in "+-" and not x.startswith(("+++", "---"))]
+    files = sum(x.startswith("diff --git") for x in patch.splitlines())
+    return f"{len(changed)} changed lines in {files} files"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agentless_adapter.run_table")
+    parser.add_argument("work", type=Path, help="a rehearse.sh WORK folder")
+    work = parser.parse_args(argv).work
+    times: dict[tuple[str, str], tuple[int, int]] = {}
+    for row in (work / "stage_times.tsv").read_text().splitlines():
+        stage, iid, secs, rc = row.split("\t")
+        times[(stage, iid)] = (int(secs), int(rc))
+    ids = [json.loads(t)["instance_id"] for t in (work / "file_level/loc_outputs.jsonl").open()]
+    outputs = {s: jsonl(work / "results" / f) for s, (f, _, _) in STAGES.items()}
+    patches = jsonl(work / "results/repair_sample_1/output_0_processed.jsonl")
+    ran = [s for s in STAGES if any(s == st for st, _ in times)]
+    print("| instance | " + " | ".join(ran) + " |")
+    print("|---" * (len(ran) + 1) + "|")
+    totals = {s: [0, 0, 0, 0, 0] for s in ran}  # requests, prompt, completion, seconds, failed
+    for iid in ids:
+        cells = []
+        for stage in ran:
+            secs, rc = times.get((stage, iid), (0, -1))
+            _, locs_key, logs = STAGES[stage]
+            n, p, c = usage(work / "results" / logs / f"{iid}.log")
+            for i, add in enumerate((n, p, c, secs)):
+                totals[stage][i] += add
+            row = outputs[stage].get(iid)
+            if row is None:
+                what = f"**failed** (exit {rc})"
+                totals[stage][4] += 1
+            elif locs_key:
+                what = locs_summary(row.get(locs_key))
+            else:
+                what = "patch: " + patch_summary(patches.get(iid, {}).get("model_patch", ""))
+            cells.append(f"{what}; {n} req, {p}+{c} tok, {secs} s")
+        print(f"| {iid} | " + " | ".join(cells) + " |")
+    print()
+    for stage, (n, p, c, secs, failed) in totals.items():
+        tokens = f"{p} prompt + {c} completion tokens"
+        print(f"- {stage}: {n} requests, {tokens}, {secs} s, {failed} failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

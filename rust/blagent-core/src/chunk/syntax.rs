@@ -1,0 +1,159 @@
+//! Language-generic questions about a parsed file, answered from the language table: a
+//! definition's name, body and documentation, and the file's package and imports.
+
+use tree_sitter::Node;
+
+use crate::repo::{DocStyle, Language};
+
+/// The name of a definition, with a Kotlin extension function's receiver in front
+/// (`fun List<T>.second()` is `List.second`); a definition kind without a `name` field gets
+/// the table's default name (`constructor`, `Companion`). `None` for an anonymous construct.
+pub(super) fn definition_name(lang: &Language, node: Node<'_>, source: &str) -> Option<(String, Option<String>)> {
+    let Some(name) = node.child_by_field_name("name") else {
+        let kind = node.kind();
+        return lang
+            .default_names
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, name)| ((*name).to_owned(), None));
+    };
+    let receiver = receiver(&source[node.start_byte()..name.start_byte()]);
+    Some((source[name.byte_range()].to_owned(), receiver))
+}
+
+/// The receiver type of an extension function, from its header text before the name
+/// (`@Suppress("x") inline fun <T> List<T>.`): the type's simple name, without type arguments
+/// or nullability.
+fn receiver(header: &str) -> Option<String> {
+    let header = header.trim_end();
+    let typed = header.strip_suffix('.')?;
+    let after_fun = typed.rsplit_once("fun ").map_or(typed, |(_, rest)| rest).trim_start();
+    let after_params = if after_fun.starts_with('<') {
+        let mut depth = 0usize;
+        let end = after_fun.char_indices().find_map(|(i, c)| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            (depth == 0).then_some(i + 1)
+        })?;
+        &after_fun[end..]
+    } else {
+        after_fun
+    };
+    let simple = after_params
+        .trim()
+        .split(['<', '?', ' '])
+        .next()
+        .unwrap_or("")
+        .rsplit('.')
+        .next()
+        .unwrap_or("");
+    (!simple.is_empty()).then(|| simple.to_owned())
+}
+
+/// A definition's body: its `body` field, else its first child of a block kind. A body whose
+/// only child is a `block` (Kotlin's `function_body`) yields that block.
+pub(super) fn definition_body<'t>(lang: &Language, node: Node<'t>) -> Option<Node<'t>> {
+    let body = node.child_by_field_name("body").or_else(|| {
+        let mut cursor = node.walk();
+        let found = node
+            .named_children(&mut cursor)
+            .find(|c| lang.block_kinds.contains(&c.kind()));
+        found
+    })?;
+    if body.kind() != "block" && body.named_child_count() == 1 {
+        if let Some(inner) = body.named_child(0).filter(|c| c.kind() == "block") {
+            return Some(inner);
+        }
+    }
+    Some(body)
+}
+
+/// The first non-blank line of a definition's documentation: the docstring opening `body`, or
+/// the `/** … */` comment ending on the line before `outer` (or on its first line).
+pub(super) fn documentation(lang: &Language, outer: Node<'_>, body: Option<Node<'_>>, source: &str) -> Option<String> {
+    match lang.doc_style {
+        DocStyle::Docstring => docstring(body?, source),
+        DocStyle::LeadingComment => {
+            let comment = outer.prev_named_sibling()?;
+            let adjacent = comment.end_position().row + 1 >= outer.start_position().row;
+            let text = &source[comment.byte_range()];
+            if !(lang.comment_kinds.contains(&comment.kind()) && adjacent && text.starts_with("/**")) {
+                return None;
+            }
+            text.trim_start_matches("/**")
+                .trim_end_matches("*/")
+                .lines()
+                .map(|l| l.trim().trim_start_matches('*').trim())
+                .find(|l| !l.is_empty())
+                .map(str::to_owned)
+        }
+    }
+}
+
+/// The first non-blank line of the docstring that opens `body`, if any.
+fn docstring(body: Node<'_>, source: &str) -> Option<String> {
+    let first = body.named_child(0)?;
+    if first.kind() != "expression_statement" {
+        return None;
+    }
+    let string = first.named_child(0).filter(|s| s.kind() == "string")?;
+    let raw = &source[string.byte_range()];
+    let unquoted = raw
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .trim_matches(|c| c == '"' || c == '\'');
+    unquoted
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_owned)
+}
+
+/// The package a file declares (`com.example.shop`), for languages that declare one.
+pub(super) fn package(lang: &Language, root: Node<'_>, source: &str) -> Option<String> {
+    let kind = lang.package_kind?;
+    let mut cursor = root.walk();
+    let declaration = root.named_children(&mut cursor).find(|c| c.kind() == kind)?;
+    let mut inner = declaration.walk();
+    let name = declaration
+        .named_children(&mut inner)
+        .filter(|c| matches!(c.kind(), "identifier" | "scoped_identifier" | "qualified_identifier"))
+        .last()?;
+    let dotted: String = source[name.byte_range()].split_whitespace().collect();
+    (!dotted.is_empty()).then_some(dotted)
+}
+
+/// The file's import declarations as written (whitespace collapsed), for languages that
+/// declare a package.
+pub(super) fn imports(lang: &Language, root: Node<'_>, source: &str) -> Vec<String> {
+    if lang.package_kind.is_none() {
+        return Vec::new();
+    }
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor)
+        .filter(|c| lang.import_kinds.contains(&c.kind()))
+        .map(|c| collapse_whitespace(&source[c.byte_range()]))
+        .collect()
+}
+
+/// Runs of whitespace as one space.
+pub(super) fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_receivers_are_simple_type_names() {
+        assert_eq!(receiver("fun String."), Some("String".to_owned()));
+        assert_eq!(receiver("inline fun <T> List<T>."), Some("List".to_owned()));
+        assert_eq!(receiver("fun <K, V> Map<K, List<V>>?."), Some("Map".to_owned()));
+        assert_eq!(receiver("fun kotlin.collections.List<Int>."), Some("List".to_owned()));
+        assert_eq!(receiver("fun "), None);
+        assert_eq!(receiver("public void "), None);
+    }
+}
