@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from . import _core, _io
+from . import _core, _io, _ray
 from ._llm_flags import add_llm_flags, add_pipeline_flags, llm_client, llm_config, llm_options, llm_options_json
 from ._report import format_calibration, format_comparison, format_report
 from .localizer import Localizer
@@ -204,8 +204,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     config = _run_config(
         args, top_k=args.top_k, out=args.out, signals_out=args.signals_out, queries=args.queries, granularity=args.granularity
     )
-    raw = _core.evaluate(config, llm_options_json(args), json.dumps(llm_config(args)))
-    report = json.loads(raw)
+    if args.ray is not None:
+        report = _ray.run_eval(json.loads(config), llm_options_json(args), json.dumps(llm_config(args)), _ray_options(args))
+    else:
+        report = json.loads(_core.evaluate(config, llm_options_json(args), json.dumps(llm_config(args))))
     if report["overall"]["instances"] == 0:
         print(f"no instance of {args.dataset} has a tree under {args.repos}", file=sys.stderr)
         return EXIT_INPUT
@@ -215,6 +217,28 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         print(format_report(report))
     return EXIT_OK
+
+
+def _ray_options(args: argparse.Namespace) -> _ray.RayOptions:
+    return _ray.RayOptions(address=args.ray or None, workers=args.ray_workers, cpus_per_worker=args.ray_cpus_per_worker)
+
+
+def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
+    """`--ray [ADDRESS]` and its worker flags (the `ray` extra: pip install 'blagent[ray]')."""
+    group = parser.add_argument_group("Ray (optional: pip install 'blagent[ray]')")
+    group.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="run the instances on a Ray cluster: without ADDRESS a new local one (127.0.0.1, no dashboard, "
+        "all CPUs), else the one at ADDRESS (host:port or auto); same output as without --ray",
+    )
+    group.add_argument("--ray-workers", type=_positive_int, help="worker slots (default: one per CPU of the cluster)")
+    group.add_argument(
+        "--ray-cpus-per-worker", type=_positive_int, default=1, help="CPUs each worker reserves and computes with (default 1)"
+    )
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -240,7 +264,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
         granularity=args.granularity,
         related_locs=args.related_locs,
     )
-    report = json.loads(_core.batch(config, llm_options_json(args), json.dumps(llm_config(args))))
+    if args.ray is not None:
+        report = _ray.run_batch(json.loads(config), llm_options_json(args), json.dumps(llm_config(args)), _ray_options(args))
+    else:
+        report = json.loads(_core.batch(config, llm_options_json(args), json.dumps(llm_config(args))))
     json.dump(report, sys.stdout, indent=2)
     print()
     done = report["resumed"] + report["written"]
@@ -408,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     ba.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_retrieval_flags(ba)
     add_llm_flags(ba)
+    _add_ray_flags(ba)
     ba.set_defaults(func=cmd_batch)
 
     ev = sub.add_parser("eval", help="measure localization on a SWE-bench-style dataset")
@@ -432,6 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_retrieval_flags(ev)
     add_llm_flags(ev)
+    _add_ray_flags(ev)
     ev.set_defaults(func=cmd_eval)
 
     ca = sub.add_parser(

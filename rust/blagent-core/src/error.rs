@@ -126,5 +126,14 @@ impl ErrorKind {
     }
 }
 
+/// The message of a caught panic (its `&str` or `String` payload).
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
+}
+
 /// `Result` with the core's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;

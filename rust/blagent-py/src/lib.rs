@@ -24,6 +24,7 @@ use pyo3::prelude::*;
 use serde::de::DeserializeOwned;
 
 mod cancel;
+mod distributed;
 
 /// The encoder allocates and frees large tensors at a high rate; mimalloc keeps those pages
 /// mapped instead of returning them to the kernel after each batch (measured in
@@ -577,6 +578,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRepoIndex>()?;
     m.add_class::<PyEncoder>()?;
     m.add_class::<PyLlmClient>()?;
+    m.add_class::<distributed::PyBatchWorker>()?;
+    m.add_class::<distributed::PyBatchSink>()?;
+    m.add_class::<distributed::PyEvalWorker>()?;
+    m.add_class::<distributed::PyEvalSink>()?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;

@@ -164,6 +164,18 @@ impl JsonlWriter {
             .map_err(|e| Error::io(&self.path, e))
     }
 
+    /// Writes `json`, one line of JSON text already serialized (no newline), as one line and
+    /// flushes it.
+    pub fn write_raw(&mut self, json: &str) -> Result<()> {
+        let mut line = Vec::with_capacity(json.len() + 1);
+        line.extend_from_slice(json.as_bytes());
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.flush())
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
     /// The file written.
     pub fn path(&self) -> &Path {
         &self.path

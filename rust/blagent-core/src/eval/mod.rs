@@ -8,6 +8,9 @@ mod llm;
 mod metrics;
 mod rewrites;
 mod run;
+mod signals;
+mod sink;
+mod worker;
 
 pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport};
 pub use self::compare::{
@@ -20,5 +23,7 @@ pub use self::metrics::{
     all_within, any_within, average_precision_at, first_hit_rank, reciprocal_rank, Metrics,
     MetricsAccumulator, ACC_KS, MAP_KS,
 };
-pub use self::rewrites::{load_rewrites, RewriteReport, POOL_CAP, POOL_PER_QUERY};
+pub use self::rewrites::{load_rewrites, RewriteReport, RewriteSample, POOL_CAP, POOL_PER_QUERY};
 pub use self::run::{run_eval, DenseTotals, EvalConfig, EvalReport, Prediction};
+pub use self::sink::EvalSink;
+pub use self::worker::{EvalItem, EvalOutcome, EvalWorker, Evaluated};

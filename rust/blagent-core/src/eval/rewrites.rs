@@ -71,29 +71,35 @@ pub struct RewriteReport {
     pub hybrid_pool_mean_size: f64,
 }
 
-/// Accumulates a [`RewriteReport`].
-#[derive(Debug, Default)]
-pub struct RewriteAccumulator {
-    structural: MetricsAccumulator,
-    behavioral: MetricsAccumulator,
-    instances: usize,
-    pool_hits: usize,
-    pool_sizes: usize,
-    fused_hits: usize,
-    hybrid_hits: usize,
-    hybrid_sizes: usize,
+/// One instance's retrieval under its rewrites: what [`RewriteAccumulator`] sums.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewriteSample {
+    /// The dense ranking of the structural rewrite alone (paths, best first).
+    pub structural: Vec<String>,
+    /// The dense ranking of the behavioral rewrite alone.
+    pub behavioral: Vec<String>,
+    /// Size of BLAgent's pool of the two.
+    pub pool_size: usize,
+    /// Whether that pool holds a gold file.
+    pub pool_hit: bool,
+    /// Size of the three-ranking pool (fused, T0, T1).
+    pub hybrid_size: usize,
+    /// Whether that pool holds a gold file.
+    pub hybrid_hit: bool,
+    /// Whether the fused ranking's first [`POOL_CAP`] files hold a gold file.
+    pub fused_hit: bool,
 }
 
-impl RewriteAccumulator {
-    /// Adds one instance from its scored signals (whose dense structural and behavioral views
-    /// were queried with the given rewrites), its fused ranking (file indices) and gold files.
-    pub fn add(
-        &mut self,
+impl RewriteSample {
+    /// Measures one instance from its scored signals (whose dense structural and behavioral
+    /// views were queried with the given rewrites), its fused ranking (file indices) and gold
+    /// files.
+    pub fn measure(
         index: &RepoIndex,
         signals: &[FileSignals],
         fused: &[usize],
         gold: &[String],
-    ) {
+    ) -> Self {
         let rank = |signal: Signal| -> Vec<usize> {
             let mut files: Vec<(usize, f32)> = signals
                 .iter()
@@ -110,23 +116,51 @@ impl RewriteAccumulator {
                 .map(|&f| index.files[f].path().to_owned())
                 .collect()
         };
-        let t0 = rank(Signal::DenseStructural);
-        let t1 = rank(Signal::DenseBehavioral);
-        self.structural.add(&paths(&t0), gold);
-        self.behavioral.add(&paths(&t1), gold);
         let holds_gold = |files: &[usize]| {
             files
                 .iter()
                 .any(|&f| gold.iter().any(|g| g == index.files[f].path()))
         };
+        let t0 = rank(Signal::DenseStructural);
+        let t1 = rank(Signal::DenseBehavioral);
         let pool = merge_candidates(&[&t0, &t1], POOL_PER_QUERY, POOL_CAP);
         let hybrid = merge_candidates(&[fused, &t0, &t1], POOL_PER_QUERY, POOL_CAP);
+        RewriteSample {
+            structural: paths(&t0),
+            behavioral: paths(&t1),
+            pool_size: pool.len(),
+            pool_hit: holds_gold(&pool),
+            hybrid_size: hybrid.len(),
+            hybrid_hit: holds_gold(&hybrid),
+            fused_hit: holds_gold(&fused[..fused.len().min(POOL_CAP)]),
+        }
+    }
+}
+
+/// Accumulates a [`RewriteReport`].
+#[derive(Debug, Default)]
+pub struct RewriteAccumulator {
+    structural: MetricsAccumulator,
+    behavioral: MetricsAccumulator,
+    instances: usize,
+    pool_hits: usize,
+    pool_sizes: usize,
+    fused_hits: usize,
+    hybrid_hits: usize,
+    hybrid_sizes: usize,
+}
+
+impl RewriteAccumulator {
+    /// Adds one instance's sample, against its gold files.
+    pub fn add(&mut self, sample: &RewriteSample, gold: &[String]) {
+        self.structural.add(&sample.structural, gold);
+        self.behavioral.add(&sample.behavioral, gold);
         self.instances += 1;
-        self.pool_sizes += pool.len();
-        self.pool_hits += usize::from(holds_gold(&pool));
-        self.hybrid_sizes += hybrid.len();
-        self.hybrid_hits += usize::from(holds_gold(&hybrid));
-        self.fused_hits += usize::from(holds_gold(&fused[..fused.len().min(POOL_CAP)]));
+        self.pool_sizes += sample.pool_size;
+        self.pool_hits += usize::from(sample.pool_hit);
+        self.hybrid_sizes += sample.hybrid_size;
+        self.hybrid_hits += usize::from(sample.hybrid_hit);
+        self.fused_hits += usize::from(sample.fused_hit);
     }
 
     /// The report.

@@ -1,5 +1,7 @@
 //! The evaluation loop: every dataset instance whose repository tree exists is localized, its
-//! prediction written as a JSONL line, and its ranking scored against the gold files.
+//! prediction written as a JSONL line, and its ranking scored against the gold files. The
+//! per-instance work is [`EvalWorker`]'s, the adding up [`EvalSink`]'s (see `worker` and
+//! `sink`), so a distributed run (`blagent eval --ray`) shares both.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -8,22 +10,17 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use super::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
+use super::functions::FunctionReport;
 use super::llm::{LlmInstanceStats, LlmTotals};
-use super::metrics::{first_hit_rank, Metrics, MetricsAccumulator};
-use super::rewrites::{load_rewrites, RewriteAccumulator, RewriteReport};
+use super::metrics::Metrics;
+use super::rewrites::RewriteReport;
+use super::sink::EvalSink;
+use super::worker::EvalWorker;
 use crate::agent::{LlmRun, Pipeline};
-use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance, JsonlWriter};
+use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance};
 use crate::dense::DenseStats;
 use crate::error::{Error, Result};
-use crate::index::RepoIndex;
-use crate::interface::{Granularity, LocalizeOptions, LocalizeRequest, Localizer, DEFAULT_TOP_K};
-use crate::retrieve::{FileSignals, Signal};
-
-/// Metrics need at least this many ranked files (Acc@10, MAP@10).
-const MIN_RANKED_FOR_METRICS: usize = 10;
-/// Files per signal kept in a signal dump (the union over signals is dumped).
-const DUMP_TOP_PER_SIGNAL: usize = 50;
+use crate::interface::{Granularity, LocalizeOptions, DEFAULT_TOP_K};
 
 /// What to evaluate.
 #[derive(Debug, Clone, Deserialize)]
@@ -70,7 +67,8 @@ fn default_top_k() -> usize {
 }
 
 impl DenseTotals {
-    fn add(&mut self, stats: &DenseStats) {
+    /// Adds one dense index's cost.
+    pub(super) fn add(&mut self, stats: &DenseStats) {
         self.cached += stats.cached;
         self.embedded += stats.embedded;
         self.indexes_loaded += usize::from(stats.index_loaded);
@@ -203,218 +201,20 @@ pub(super) fn progress_bar(len: usize, shown: bool) -> Result<ProgressBar> {
     Ok(bar)
 }
 
-/// Runs the localizer over the dataset and scores it.
+/// Runs the localizer over the dataset and scores it: an [`EvalWorker`] evaluates each
+/// instance in turn and an [`EvalSink`] adds them up.
 pub fn run_eval(config: &EvalConfig) -> Result<EvalReport> {
     let start = Instant::now();
-    let selection = select(&config.dataset, &config.repos, config.ids.as_deref())?;
-    let present = selection.present;
-    let mut report = EvalReport {
-        missing_trees: selection.missing,
-        failures: selection.refused,
-        ..EvalReport::default()
-    };
-
-    let rewrites = config.queries.as_deref().map(load_rewrites).transpose()?;
-    let dense_on = config.options.dense.is_some();
-    if rewrites.is_some() && !dense_on {
-        return Err(Error::InvalidInput(
-            "--queries needs --dense (the rewrites are dense queries)".to_owned(),
-        ));
-    }
-    let mut dense_totals = DenseTotals::default();
-    let mut rewrite_acc = RewriteAccumulator::default();
-
-    if config.top_k == 0 {
-        return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
-    }
-    let written_k = config.top_k;
-    let ranked_k = config.top_k.max(MIN_RANKED_FOR_METRICS);
-    let mut localizer = Localizer::new(config.options.clone())?;
-    if let Some(run) = &config.llm {
-        localizer = localizer.with_llm(run.clone());
-    }
-    let mut out = config.out.as_deref().map(JsonlWriter::create).transpose()?;
-    let mut signals_out = config
-        .signals_out
-        .as_deref()
-        .map(JsonlWriter::create)
-        .transpose()?;
-
-    let bar = progress_bar(present.len(), config.progress)?;
-    let mut overall = MetricsAccumulator::default();
-    let mut per_repo: BTreeMap<String, MetricsAccumulator> = BTreeMap::new();
-    let mut per_language: BTreeMap<String, MetricsAccumulator> = BTreeMap::new();
-    let by_function = config.granularity == Granularity::Function;
-    let mut functions = FunctionAccumulator::default();
-    for (instance, tree) in &present {
+    let worker = EvalWorker::new(config)?;
+    let mut sink = EvalSink::open(config)?;
+    let todo = sink.todo().to_vec();
+    for item in &todo {
         crate::cancel::check()?;
-        bar.set_message(instance.instance_id.clone());
-        let given = rewrites.as_ref().and_then(|r| r.get(&instance.instance_id));
-        let outcome = localizer.index(tree).and_then(|index| {
-            if let Some(dense) = &index.dense {
-                dense_totals.add(&dense.stats);
-            }
-            let measure_rewrites = given.is_some() && index.dense.is_some();
-            if measure_rewrites || signals_out.is_some() {
-                let scored = localizer.score(&index, &instance.problem_statement, given)?;
-                if measure_rewrites {
-                    let fused: Vec<usize> = scored.ranked.iter().map(|&(f, _)| f).collect();
-                    rewrite_acc.add(&index.repo, &scored.signals, &fused, &instance.gold_files);
-                }
-                if let Some(writer) = signals_out.as_mut() {
-                    writer.write(&signal_dump(&index.repo, &scored.signals, instance))?;
-                }
-            }
-            let mut request = LocalizeRequest::new(
-                instance.instance_id.clone(),
-                tree.clone(),
-                instance.problem_statement.clone(),
-            );
-            request.top_k = ranked_k;
-            request.pipeline = config.pipeline;
-            request.rewrites = given.cloned();
-            request.granularity = config.granularity;
-            localizer.localize_in(&index, &request)
-        });
-        bar.inc(1);
-        crate::cancel::check()?;
-        let result = match outcome {
-            Ok(done) => done,
-            Err(err) => {
-                report
-                    .failures
-                    .push((instance.instance_id.clone(), err.to_string()));
-                continue;
-            }
-        };
-        let llm = result.llm.as_ref().map(LlmInstanceStats::from);
-        if let (Some(stats), Some(report_llm)) = (&llm, &result.llm) {
-            let totals = report.llm.get_or_insert_with(|| LlmTotals {
-                pipeline: report_llm.pipeline.name().to_owned(),
-                model: report_llm.model.clone(),
-                ..LlmTotals::default()
-            });
-            totals.add(stats);
-        }
-        let ranked = result.paths();
-        let function_level = by_function.then(|| {
-            let ranked = ranked_functions(result.entities.as_deref().unwrap_or_default());
-            let gold = gold_functions(&instance.patch, tree);
-            functions.add(instance, &ranked, &gold);
-            (ranked, gold)
-        });
-        overall.add(&ranked, &instance.gold_files);
-        per_repo
-            .entry(instance.repo.clone())
-            .or_default()
-            .add(&ranked, &instance.gold_files);
-        if !instance.language.is_empty() {
-            per_language
-                .entry(instance.language.clone())
-                .or_default()
-                .add(&ranked, &instance.gold_files);
-        }
-        if let Some(writer) = out.as_mut() {
-            let prediction = Prediction {
-                instance_id: instance.instance_id.clone(),
-                found_files: ranked.iter().take(written_k).cloned().collect(),
-                scores: result
-                    .files
-                    .iter()
-                    .take(written_k)
-                    .map(|f| f.score)
-                    .collect(),
-                gold_rank: first_hit_rank(&ranked, &instance.gold_files),
-                index_ms: result.timings.walk_ms
-                    + result.timings.parse_ms
-                    + result.timings.index_ms
-                    + result.timings.dense_ms,
-                query_ms: result.timings.query_ms,
-                llm,
-                found_functions: function_level.as_ref().map(|(r, _)| r.clone()),
-                gold_functions: function_level.map(|(_, g)| g),
-            };
-            writer.write(&prediction)?;
-        }
+        sink.started(&item.instance.instance_id);
+        let outcome = worker.evaluate(item)?;
+        sink.record(outcome)?;
     }
-    bar.finish_and_clear();
-    report.overall = overall.finish();
-    report.per_repo = per_repo
-        .into_iter()
-        .map(|(repo, acc)| (repo, acc.finish()))
-        .collect();
-    report.per_language = per_language
-        .into_iter()
-        .map(|(language, acc)| (language, acc.finish()))
-        .collect();
+    let mut report = sink.finish()?;
     report.seconds = start.elapsed().as_secs_f64();
-    if rewrites.is_some() {
-        report.rewrites = Some(rewrite_acc.finish());
-    }
-    if dense_on {
-        report.dense = Some(dense_totals);
-    }
-    if by_function {
-        report.functions = Some(functions.finish());
-    }
     Ok(report)
-}
-
-/// Raw scores of the files that any signal ranks in its top [`DUMP_TOP_PER_SIGNAL`], plus the
-/// gold files, for offline tuning of the fusion weights.
-fn signal_dump(
-    index: &RepoIndex,
-    signals: &[FileSignals],
-    instance: &Instance,
-) -> serde_json::Value {
-    let mut keep: HashSet<usize> = HashSet::new();
-    for signal in Signal::ALL {
-        let mut order: Vec<(usize, f32)> = signals
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (i, s.get(signal)))
-            .filter(|&(_, v)| v > 0.0)
-            .collect();
-        order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        keep.extend(order.iter().take(DUMP_TOP_PER_SIGNAL).map(|&(i, _)| i));
-    }
-    for (i, file) in index.files.iter().enumerate() {
-        if instance.gold_files.iter().any(|g| g == file.path()) {
-            keep.insert(i);
-        }
-    }
-    let mut keep: Vec<usize> = keep.into_iter().collect();
-    keep.sort_unstable();
-    let max: Vec<f32> = Signal::ALL
-        .iter()
-        .map(|&s| signals.iter().map(|f| f.get(s)).fold(0.0, f32::max))
-        .collect();
-    let min: Vec<f32> = Signal::ALL
-        .iter()
-        .map(|&s| {
-            let lowest = signals
-                .iter()
-                .map(|f| f.get(s))
-                .filter(|&v| v > 0.0)
-                .fold(f32::INFINITY, f32::min);
-            if lowest.is_finite() {
-                lowest
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    let files: Vec<serde_json::Value> = keep
-        .iter()
-        .map(|&i| serde_json::json!({"path": index.files[i].path(), "scores": signals[i].scores, "lines": index.files[i].text.lines().count()}))
-        .collect();
-    serde_json::json!({
-        "instance_id": instance.instance_id,
-        "repo": instance.repo,
-        "gold": instance.gold_files,
-        "indexed_files": index.files.len(),
-        "max": max,
-        "min": min,
-        "files": files,
-    })
 }

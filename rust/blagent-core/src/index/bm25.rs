@@ -132,12 +132,16 @@ impl Bm25 {
         weights
     }
 
-    /// BM25 score of every document for weighted term ids.
+    /// BM25 score of every document for weighted term ids. Terms are added in id order, not
+    /// the map's (which differs between maps and processes), so a document's score is the
+    /// same float wherever it is computed and equal scores rank the same way.
     pub fn score_terms(&self, weights: &HashMap<u32, f32>) -> Vec<f32> {
         let Bm25Params { k1, b } = self.params;
         let mut scores = vec![0.0f32; self.num_docs()];
         let avg = self.average_length.max(1.0);
-        for (&term, &weight) in weights {
+        let mut terms: Vec<(u32, f32)> = weights.iter().map(|(&t, &w)| (t, w)).collect();
+        terms.sort_unstable_by_key(|&(term, _)| term);
+        for (term, weight) in terms {
             let idf = self.idf(term) * weight;
             for &(doc, tf) in &self.postings[term as usize] {
                 let tf = tf as f32;
@@ -157,6 +161,30 @@ impl Bm25 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scores_do_not_depend_on_the_order_of_the_query_map() {
+        let words: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+        let docs: Vec<String> = (0..8)
+            .map(|d| {
+                words
+                    .iter()
+                    .skip(d)
+                    .step_by(d + 1)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        let index = Bm25::build(docs.iter().map(String::as_str), Bm25Params::default());
+        let query = words.join(" ");
+        let first: Vec<u32> = index.score(&query).iter().map(|s| s.to_bits()).collect();
+        for _ in 0..20 {
+            // Every map has its own hash keys, so its own iteration order.
+            let again: Vec<u32> = index.score(&query).iter().map(|s| s.to_bits()).collect();
+            assert_eq!(again, first);
+        }
+    }
 
     #[test]
     fn matches_the_lucene_formula_by_hand() {

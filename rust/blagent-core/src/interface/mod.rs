@@ -1,6 +1,7 @@
 //! The localizer as its users call it: one [`Localizer`], a [`LocalizeRequest`] in (naming the
 //! pipeline: fused, blagent or rrl), one [`LocalizationResult`] out (JSON Schemas in
-//! `schemas/`), many at once with [`run_batch`] into an Agentless `loc_outputs.jsonl`
+//! `schemas/`), many at once with [`run_batch`] (or a [`BatchWorker`] per machine feeding one
+//! [`BatchSink`]) into an Agentless `loc_outputs.jsonl`
 //! ([`AgentlessLine`]).
 //!
 //! Caller hints: a hinted file is scored as if the issue named its full path (see the `hints`
@@ -10,6 +11,8 @@
 
 mod agentless;
 mod batch;
+mod batch_sink;
+mod batch_worker;
 mod hints;
 mod localizer;
 mod progress;
@@ -23,6 +26,8 @@ pub use self::agentless::{
     RELATED_TOP_FILES,
 };
 pub use self::batch::{run_batch, BatchConfig, BatchFailure, BatchReport};
+pub use self::batch_sink::BatchSink;
+pub use self::batch_worker::{BatchOutcome, BatchWorker};
 pub use self::hints::HINT_SIGNAL;
 pub use self::localizer::{LocalizeOptions, Localizer};
 pub use self::request::{Granularity, Hints, LocalizeRequest, DEFAULT_TOP_K};

@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How progress is shown.
+#[derive(Debug)]
 pub(super) enum Progress {
     /// A bar redrawn in place.
     Bar(ProgressBar),

@@ -1,7 +1,6 @@
 //! Resuming a batch: which instances an output file already holds, after dropping a last line
 //! that an interrupted run left half-written.
 
-use std::any::Any;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -65,15 +64,6 @@ pub(super) fn existing_ids(out: &Path) -> Result<(HashSet<String>, bool)> {
         ids.insert(id);
     }
     Ok((ids, truncated))
-}
-
-/// The message of a caught panic.
-pub(super) fn panic_message(panic: &(dyn Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
 #[cfg(test)]

@@ -1,0 +1,76 @@
+"""Ray itself: imported only when `--ray` asks for it (the core wheel does not depend on it),
+and the cluster a run uses: a new local one on 127.0.0.1 without a dashboard, or an existing
+one at an address."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+from .. import _core
+
+#: What to run when Ray is missing.
+INSTALL_HINT = "pip install 'blagent[ray]' (or: pip install 'ray>=2.9')"
+
+#: The namespace of blagent's actors on a cluster.
+NAMESPACE = "blagent"
+
+
+def import_ray(local: bool) -> ModuleType:
+    """Ray, or an `InputError` saying how to install it. For a local cluster Ray is told to
+    keep to the loopback address (else it binds its services to the machine's public one)."""
+    if local:
+        # Read once, when ray is first imported: its non-cluster mode uses 127.0.0.1.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    try:
+        import ray
+    except ImportError as err:
+        raise _core.InputError(
+            f"--ray needs Ray, which is not installed: {INSTALL_HINT} ({err})"
+        ) from err
+    return ray
+
+
+@contextlib.contextmanager
+def connected(address: str | None) -> Iterator[ModuleType]:
+    """Ray connected to the cluster at `address`, or to a new local cluster (all this machine's
+    CPUs, no dashboard) when it is None; disconnected (the local cluster stopped) on exit.
+
+    Raises:
+        InputError: Ray is not installed.
+        BlagentIOError: the cluster cannot be reached.
+    """
+    ray = import_ray(local=address is None)
+    # Ray prints the cluster's error messages (a worker that died, ...) on the driver's stdout;
+    # stdout is the command's JSON, so while connected they go to stderr with the logs.
+    with contextlib.redirect_stdout(sys.stderr):
+        yield from _connected(ray, address)
+
+
+def _connected(ray: ModuleType, address: str | None) -> Iterator[ModuleType]:
+    if ray.is_initialized():
+        # An embedding program connected already: use its cluster, leave it connected.
+        yield ray
+        return
+    options = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": logging.WARNING}
+    try:
+        if address is None:
+            ray.init(address="local", include_dashboard=False, **options)
+        else:
+            ray.init(address=address, **options)
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        where = "a local Ray cluster" if address is None else f"the Ray cluster at {address}"
+        raise _core.BlagentIOError(f"cannot start or reach {where}: {err}") from err
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def cluster_cpus(ray: ModuleType) -> int:
+    """The CPUs of the cluster (at least 1)."""
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))

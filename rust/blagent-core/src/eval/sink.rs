@@ -1,0 +1,228 @@
+//! The adding-up half of an evaluation: which instances it has to do, and each
+//! [`EvalOutcome`] added to the metrics and written as a prediction line, in the run's order
+//! whatever order the outcomes come in (held back until those before them are in), so a
+//! distributed run reports exactly what a local one does.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::time::Instant;
+
+use indicatif::ProgressBar;
+
+use super::functions::FunctionAccumulator;
+use super::llm::LlmTotals;
+use super::metrics::{first_hit_rank, MetricsAccumulator};
+use super::rewrites::{load_rewrites, RewriteAccumulator};
+use super::run::{progress_bar, select, DenseTotals, EvalConfig, EvalReport, Prediction};
+use super::worker::{EvalItem, EvalOutcome};
+use crate::dataset::JsonlWriter;
+use crate::error::{Error, Result};
+use crate::retrieve::Rewrites;
+
+/// An evaluation's report and outputs while the run goes on.
+#[derive(Debug)]
+pub struct EvalSink {
+    todo: Vec<EvalItem>,
+    held: BTreeMap<usize, EvalOutcome>,
+    next: usize,
+    written_k: usize,
+    out: Option<JsonlWriter>,
+    signals_out: Option<JsonlWriter>,
+    bar: ProgressBar,
+    report: EvalReport,
+    overall: MetricsAccumulator,
+    per_repo: BTreeMap<String, MetricsAccumulator>,
+    per_language: BTreeMap<String, MetricsAccumulator>,
+    functions: Option<FunctionAccumulator>,
+    rewrites: Option<RewriteAccumulator>,
+    dense: Option<DenseTotals>,
+    start: Instant,
+}
+
+impl EvalSink {
+    /// Plans `config`'s run (the selected instances whose tree exists, with their rewrites)
+    /// and creates its output files.
+    pub fn open(config: &EvalConfig) -> Result<Self> {
+        let start = Instant::now();
+        let selection = select(&config.dataset, &config.repos, config.ids.as_deref())?;
+        let mut given: HashMap<String, Rewrites> = config
+            .queries
+            .as_deref()
+            .map(load_rewrites)
+            .transpose()?
+            .unwrap_or_default();
+        let todo: Vec<EvalItem> = selection
+            .present
+            .into_iter()
+            .enumerate()
+            .map(|(position, (instance, _))| EvalItem {
+                position,
+                rewrites: given.remove(&instance.instance_id),
+                instance,
+            })
+            .collect();
+        let bar = progress_bar(todo.len(), config.progress)?;
+        Ok(EvalSink {
+            held: BTreeMap::new(),
+            next: 0,
+            written_k: config.top_k,
+            out: config.out.as_deref().map(JsonlWriter::create).transpose()?,
+            signals_out: config
+                .signals_out
+                .as_deref()
+                .map(JsonlWriter::create)
+                .transpose()?,
+            bar,
+            report: EvalReport {
+                missing_trees: selection.missing,
+                failures: selection.refused,
+                ..EvalReport::default()
+            },
+            overall: MetricsAccumulator::default(),
+            per_repo: BTreeMap::new(),
+            per_language: BTreeMap::new(),
+            functions: (config.granularity == crate::interface::Granularity::Function)
+                .then(FunctionAccumulator::default),
+            rewrites: config.queries.is_some().then(RewriteAccumulator::default),
+            dense: config.options.dense.is_some().then(DenseTotals::default),
+            todo,
+            start,
+        })
+    }
+
+    /// The instances to evaluate, in order.
+    pub fn todo(&self) -> &[EvalItem] {
+        &self.todo
+    }
+
+    /// Shows that `instance_id` is being worked on.
+    pub fn started(&self, instance_id: &str) {
+        self.bar.set_message(instance_id.to_owned());
+    }
+
+    /// A note above the progress bar (a line on stderr when the bar is not drawn).
+    pub fn note(&self, message: &str) {
+        if self.bar.is_hidden() {
+            let _ = writeln!(std::io::stderr(), "{message}");
+        } else {
+            self.bar.println(message);
+        }
+    }
+
+    /// Adds one outcome: held until those before it are in, then added and written. An
+    /// outcome whose position is not pending, or that names another instance, is an input
+    /// error.
+    pub fn record(&mut self, outcome: EvalOutcome) -> Result<()> {
+        let position = outcome.position;
+        let expected = self
+            .todo
+            .get(position)
+            .map(|i| i.instance.instance_id.as_str());
+        if position < self.next || self.held.contains_key(&position) || expected.is_none() {
+            return Err(Error::InvalidInput(format!(
+                "position {position} ({}) is not pending in this evaluation",
+                outcome.instance_id
+            )));
+        }
+        if expected != Some(outcome.instance_id.as_str()) {
+            return Err(Error::InvalidInput(format!(
+                "position {position} is not {}",
+                outcome.instance_id
+            )));
+        }
+        self.bar.inc(1);
+        self.held.insert(position, outcome);
+        while let Some(ready) = self.held.remove(&self.next) {
+            self.add(ready)?;
+            self.next += 1;
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, outcome: EvalOutcome) -> Result<()> {
+        let instance = &self.todo[outcome.position].instance;
+        if let (Some(totals), Some(stats)) = (self.dense.as_mut(), &outcome.dense) {
+            totals.add(stats);
+        }
+        if let (Some(acc), Some(sample)) = (self.rewrites.as_mut(), &outcome.rewrite) {
+            acc.add(sample, &instance.gold_files);
+        }
+        if let (Some(writer), Some(dump)) = (self.signals_out.as_mut(), &outcome.signals) {
+            writer.write(dump)?;
+        }
+        let Some(evaluated) = outcome.evaluated else {
+            let error = outcome.error.unwrap_or_else(|| "no result".to_owned());
+            self.report.failures.push((outcome.instance_id, error));
+            return Ok(());
+        };
+        let gold = &instance.gold_files;
+        if let Some((stats, pipeline, model)) = &evaluated.llm {
+            let totals = self.report.llm.get_or_insert_with(|| LlmTotals {
+                pipeline: pipeline.clone(),
+                model: model.clone(),
+                ..LlmTotals::default()
+            });
+            totals.add(stats);
+        }
+        if let (Some(acc), Some((ranked, gold))) = (self.functions.as_mut(), &evaluated.functions) {
+            acc.add(instance, ranked, gold);
+        }
+        let ranked = &evaluated.ranked;
+        self.overall.add(ranked, gold);
+        self.per_repo
+            .entry(instance.repo.clone())
+            .or_default()
+            .add(ranked, gold);
+        if !instance.language.is_empty() {
+            self.per_language
+                .entry(instance.language.clone())
+                .or_default()
+                .add(ranked, gold);
+        }
+        if let Some(writer) = self.out.as_mut() {
+            let (found_functions, gold_functions) = evaluated.functions.unzip();
+            writer.write(&Prediction {
+                instance_id: outcome.instance_id,
+                found_files: ranked.iter().take(self.written_k).cloned().collect(),
+                scores: evaluated.scores,
+                gold_rank: first_hit_rank(ranked, gold),
+                index_ms: evaluated.index_ms,
+                query_ms: evaluated.query_ms,
+                llm: evaluated.llm.map(|(stats, _, _)| stats),
+                found_functions,
+                gold_functions,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The report, once every instance has its outcome (else an input error naming one that
+    /// has none). `seconds` counts from [`EvalSink::open`].
+    pub fn finish(self) -> Result<EvalReport> {
+        self.bar.finish_and_clear();
+        if let Some(missing) = self.todo.get(self.next) {
+            return Err(Error::InvalidInput(format!(
+                "{} instance(s) of the evaluation have no outcome, {} among them",
+                self.todo.len() - self.next - self.held.len(),
+                missing.instance.instance_id
+            )));
+        }
+        let mut report = self.report;
+        report.overall = self.overall.finish();
+        report.per_repo = self
+            .per_repo
+            .into_iter()
+            .map(|(repo, acc)| (repo, acc.finish()))
+            .collect();
+        report.per_language = self
+            .per_language
+            .into_iter()
+            .map(|(language, acc)| (language, acc.finish()))
+            .collect();
+        report.rewrites = self.rewrites.map(|acc| acc.finish());
+        report.dense = self.dense;
+        report.functions = self.functions.map(FunctionAccumulator::finish);
+        report.seconds = self.start.elapsed().as_secs_f64();
+        Ok(report)
+    }
+}

@@ -1,0 +1,209 @@
+//! The writing half of a batch run: which instances it has to do (the selection, less those
+//! already in the output), and each outcome written as it comes, in whatever order, with the
+//! progress shown and the report kept.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use super::batch::{BatchConfig, BatchFailure, BatchReport};
+use super::batch_worker::BatchOutcome;
+use super::progress::Progress;
+use super::resume::existing_ids;
+use super::SCHEMA_VERSION;
+use crate::dataset::{first_of_each_id, load_dataset, Instance, JsonlWriter};
+use crate::error::{Error, Result};
+
+/// A batch's output while the run goes on (see the module documentation).
+#[derive(Debug)]
+pub struct BatchSink {
+    todo: Vec<Instance>,
+    pending: HashSet<String>,
+    out: JsonlWriter,
+    failures_file: Option<JsonlWriter>,
+    report: BatchReport,
+    progress: Progress,
+    start: Instant,
+}
+
+/// The selected instances of `config`, in dataset order, each id once; unknown `ids` are an
+/// input error.
+fn selected(config: &BatchConfig) -> Result<Vec<Instance>> {
+    let mut instances = load_dataset(&config.dataset)?;
+    if let Some(ids) = &config.ids {
+        let known: HashSet<&str> = instances.iter().map(|i| i.instance_id.as_str()).collect();
+        let unknown: Vec<&str> = ids
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !known.contains(id))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "{} selected id(s) not in {}: {}",
+                unknown.len(),
+                config.dataset.display(),
+                unknown
+                    .iter()
+                    .take(5)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        instances.retain(|i| wanted.contains(i.instance_id.as_str()));
+    }
+    first_of_each_id(&mut instances, |i| &i.instance_id);
+    Ok(instances)
+}
+
+impl BatchSink {
+    /// Plans `config`'s run: reads the dataset and the output so far (cutting a half-written
+    /// last line), opens the output for appending and removes the last run's failures file.
+    pub fn open(config: &BatchConfig) -> Result<Self> {
+        let start = Instant::now();
+        let instances = selected(config)?;
+        let (done, truncated) = existing_ids(&config.out)?;
+        let out = JsonlWriter::append(&config.out)?;
+        match std::fs::remove_file(&config.failures_out) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::io(&config.failures_out, e))
+            }
+            _ => {}
+        }
+        let selected = instances.len();
+        let todo: Vec<Instance> = instances
+            .into_iter()
+            .filter(|i| !done.contains(&i.instance_id))
+            .collect();
+        let report = BatchReport {
+            schema_version: SCHEMA_VERSION.to_owned(),
+            out: config.out.clone(),
+            failures_out: config.failures_out.clone(),
+            selected,
+            resumed: selected - todo.len(),
+            ..BatchReport::default()
+        };
+        let progress = Progress::new(config.progress, todo.len() as u64);
+        if truncated {
+            progress.note(&format!(
+                "{}: dropped an incomplete last line (an interrupted write)",
+                config.out.display()
+            ));
+        }
+        if report.resumed > 0 {
+            progress.note(&format!(
+                "resuming: {} of {} instances already in {}",
+                report.resumed,
+                report.selected,
+                config.out.display()
+            ));
+        }
+        Ok(BatchSink {
+            pending: todo.iter().map(|i| i.instance_id.clone()).collect(),
+            todo,
+            out,
+            failures_file: None,
+            report,
+            progress,
+            start,
+        })
+    }
+
+    /// The instances this run has to do, in dataset order.
+    pub fn todo(&self) -> &[Instance] {
+        &self.todo
+    }
+
+    /// Shows that `instance_id` is being worked on.
+    pub fn started(&self, instance_id: &str) {
+        self.progress.start(instance_id);
+    }
+
+    /// A note above the progress (or a line of it).
+    pub fn note(&self, message: &str) {
+        self.progress.note(message);
+    }
+
+    /// Writes one outcome: its line to the output (flushed), or its failure to the failures
+    /// file. An outcome of an instance that is not pending (not selected, already in the
+    /// output or recorded by this run), a line that is not this instance's one-line JSON
+    /// object, or an outcome with both or neither of a line and a failure is an input error
+    /// and writes nothing.
+    pub fn record(&mut self, outcome: BatchOutcome) -> Result<()> {
+        let id = outcome.instance_id.as_str();
+        if !self.pending.contains(id) {
+            return Err(Error::InvalidInput(format!(
+                "{id} is not pending in this batch (not selected, or already written)"
+            )));
+        }
+        match (outcome.line, outcome.failure) {
+            (Some(line), None) => {
+                check_line(id, &line)?;
+                self.out.write_raw(&line)?;
+                self.report.written += 1;
+                self.progress.finish_one(
+                    id,
+                    &format!("{} files, {:.2} s", outcome.files, outcome.seconds),
+                );
+            }
+            (None, Some(failed)) if failed.instance_id == id => self.fail(failed)?,
+            _ => {
+                return Err(Error::InvalidInput(format!(
+                    "the outcome of {id} must have either a line or its own failure"
+                )))
+            }
+        }
+        self.pending.remove(&outcome.instance_id);
+        Ok(())
+    }
+
+    fn fail(&mut self, failed: BatchFailure) -> Result<()> {
+        let writer = match self.failures_file.as_mut() {
+            Some(writer) => writer,
+            None => self
+                .failures_file
+                .insert(JsonlWriter::create(&self.report.failures_out)?),
+        };
+        writer.write(&failed)?;
+        self.progress.finish_one(
+            &failed.instance_id,
+            &format!("FAILED ({}): {}", failed.kind, failed.error),
+        );
+        self.report.failures.push(failed);
+        Ok(())
+    }
+
+    /// The report, once every instance to do has its outcome (else an input error naming
+    /// one that has none). `seconds` counts from [`BatchSink::open`].
+    pub fn finish(mut self) -> Result<BatchReport> {
+        self.progress.finish();
+        if let Some(missing) = self
+            .todo
+            .iter()
+            .find(|i| self.pending.contains(&i.instance_id))
+        {
+            return Err(Error::InvalidInput(format!(
+                "{} instance(s) of the batch have no outcome, {} among them",
+                self.pending.len(),
+                missing.instance_id
+            )));
+        }
+        self.report.seconds = self.start.elapsed().as_secs_f64();
+        Ok(self.report)
+    }
+}
+
+/// Whether `line` is one line of JSON, an object whose `instance_id` is `id`.
+fn check_line(id: &str, line: &str) -> Result<()> {
+    let parsed: serde_json::Value = serde_json::from_str(line)
+        .map_err(|e| Error::InvalidInput(format!("the line of {id} is not JSON: {e}")))?;
+    let named = parsed
+        .get("instance_id")
+        .and_then(serde_json::Value::as_str);
+    if line.contains('\n') || named != Some(id) {
+        return Err(Error::InvalidInput(format!(
+            "the line of {id} is not one loc_outputs line for it"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! A batch and an evaluation split as a distributed run splits them: workers localize
+//! instances, their outcomes reach one sink in another order than the dataset's, and the sink
+//! writes what a local run writes; an outcome it cannot take writes nothing.
+
+use std::path::{Path, PathBuf};
+
+use blagent_core::eval::{run_eval, EvalConfig, EvalSink, EvalWorker};
+use blagent_core::interface::{
+    run_batch, BatchConfig, BatchFailure, BatchOutcome, BatchSink, BatchWorker, Granularity,
+};
+use blagent_core::{LocalizeOptions, Pipeline};
+
+const ISSUES: [(&str, &str); 3] = [
+    (
+        "shop-1",
+        "apply_discount in shop/pricing.py returns a negative total",
+    ),
+    ("shop-2", "Inventory.reserve ignores the stock"),
+    ("shop-3", "Cart.total is always zero"),
+];
+
+fn write_tree(root: &Path) {
+    for (rel, text) in [
+        (
+            "shop/pricing.py",
+            "def apply_discount(total, percent):\n    return total - total * percent\n",
+        ),
+        (
+            "shop/cart.py",
+            "class Cart:\n    def total(self):\n        return 0\n",
+        ),
+        (
+            "shop/inventory.py",
+            "class Inventory:\n    def reserve(self, sku):\n        return sku\n",
+        ),
+    ] {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+}
+
+/// The dataset (with gold files) and the trees of all three instances.
+fn setup(dir: &Path) -> (PathBuf, PathBuf) {
+    let repos = dir.join("trees");
+    let mut rows = String::new();
+    for (id, issue) in ISSUES {
+        write_tree(&repos.join(id));
+        let gold = ["shop/pricing.py", "shop/inventory.py", "shop/cart.py"][rows.lines().count()];
+        rows += &serde_json::json!({"instance_id": id, "repo": "acme/shop", "problem_statement": issue, "gold_files": [gold]}).to_string();
+        rows.push('\n');
+    }
+    let dataset = dir.join("data.jsonl");
+    std::fs::write(&dataset, rows).expect("write");
+    (dataset, repos)
+}
+
+fn batch_config(dataset: &Path, repos: &Path, out: PathBuf) -> BatchConfig {
+    BatchConfig {
+        dataset: dataset.to_path_buf(),
+        repos: repos.to_path_buf(),
+        failures_out: out.with_extension("failures.jsonl"),
+        out,
+        ids: None,
+        options: LocalizeOptions::default(),
+        top_k: 3,
+        granularity: Granularity::File,
+        related_locs: false,
+        pipeline: Pipeline::Fused,
+        progress: false,
+        llm: None,
+    }
+}
+
+/// Each line with its timings taken out, by instance.
+fn lines_without_timings(path: &Path) -> Vec<(String, serde_json::Value)> {
+    let mut lines: Vec<(String, serde_json::Value)> = std::fs::read_to_string(path)
+        .expect("read")
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).expect("json");
+            v["blagent"]["timings"] = serde_json::Value::Null;
+            (v["instance_id"].as_str().expect("id").to_owned(), v)
+        })
+        .collect();
+    lines.sort_by(|a, b| a.0.cmp(&b.0));
+    lines
+}
+
+#[test]
+fn outcomes_in_any_order_write_the_lines_of_a_local_batch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (dataset, repos) = setup(dir.path());
+    let local = batch_config(&dataset, &repos, dir.path().join("local.jsonl"));
+    run_batch(&local).expect("local batch");
+
+    let split = batch_config(&dataset, &repos, dir.path().join("split.jsonl"));
+    let worker = BatchWorker::new(&split).expect("worker");
+    let mut sink = BatchSink::open(&split).expect("sink");
+    let mut outcomes: Vec<BatchOutcome> = sink
+        .todo()
+        .iter()
+        .map(|i| worker.localize(i).expect("outcome"))
+        .collect();
+    outcomes.reverse();
+    let first = outcomes[0].clone();
+    for outcome in outcomes {
+        sink.record(outcome).expect("recorded");
+    }
+    assert!(sink.record(first).expect_err("twice").is_input_error());
+    let report = sink.finish().expect("report");
+    assert_eq!((report.written, report.failures.len()), (3, 0));
+    assert_eq!(
+        lines_without_timings(&local.out),
+        lines_without_timings(&split.out)
+    );
+}
+
+#[test]
+fn a_sink_refuses_foreign_lines_and_reports_missing_outcomes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (dataset, repos) = setup(dir.path());
+    let config = batch_config(&dataset, &repos, dir.path().join("out.jsonl"));
+    let mut sink = BatchSink::open(&config).expect("sink");
+    let foreign = BatchOutcome {
+        instance_id: "shop-1".to_owned(),
+        line: Some(r#"{"instance_id": "shop-2", "found_files": []}"#.to_owned()),
+        failure: None,
+        files: 0,
+        seconds: 0.0,
+    };
+    assert!(sink.record(foreign).expect_err("foreign").is_input_error());
+    let unknown = BatchOutcome::failed(
+        BatchFailure {
+            instance_id: "nope".to_owned(),
+            kind: "worker_lost".to_owned(),
+            error: "gone".to_owned(),
+        },
+        0.0,
+    );
+    assert!(sink.record(unknown).expect_err("unknown").is_input_error());
+    let lost = BatchOutcome::failed(
+        BatchFailure {
+            instance_id: "shop-2".to_owned(),
+            kind: "worker_lost".to_owned(),
+            error: "the worker died".to_owned(),
+        },
+        0.0,
+    );
+    sink.record(lost).expect("a failure");
+    assert!(sink.finish().expect_err("two missing").is_input_error());
+    assert_eq!(std::fs::read_to_string(&config.out).expect("read"), "");
+    let failures = std::fs::read_to_string(&config.failures_out).expect("failures");
+    assert!(failures.contains("\"worker_lost\""), "{failures}");
+}
+
+#[test]
+fn an_evaluation_fed_out_of_order_reports_what_a_local_one_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (dataset, repos) = setup(dir.path());
+    let config = |out: &str| EvalConfig {
+        dataset: dataset.clone(),
+        repos: repos.clone(),
+        ids: None,
+        options: LocalizeOptions::default(),
+        top_k: 3,
+        out: Some(dir.path().join(out)),
+        signals_out: None,
+        progress: false,
+        queries: None,
+        pipeline: Pipeline::Fused,
+        granularity: Granularity::File,
+        llm: None,
+    };
+    let local = run_eval(&config("local.jsonl")).expect("local eval");
+    let split = config("split.jsonl");
+    let worker = EvalWorker::new(&split).expect("worker");
+    let mut sink = EvalSink::open(&split).expect("sink");
+    let mut outcomes: Vec<_> = sink
+        .todo()
+        .iter()
+        .map(|item| worker.evaluate(item).expect("outcome"))
+        .collect();
+    outcomes.rotate_left(1);
+    for outcome in outcomes {
+        sink.record(outcome).expect("recorded");
+    }
+    let report = sink.finish().expect("report");
+    assert_eq!(report.overall, local.overall);
+    assert_eq!(report.per_repo, local.per_repo);
+    assert_eq!(report.overall.instances, 3);
+    let ids = |name: &str| -> Vec<String> {
+        std::fs::read_to_string(dir.path().join(name))
+            .expect("read")
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).expect("json")["instance_id"]
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(ids("split.jsonl"), ids("local.jsonl"));
+}

@@ -1,0 +1,94 @@
+"""The two halves of a batch and an evaluation as the Ray driver uses them from Python
+(`_core.BatchWorker` / `BatchSink`, `EvalWorker` / `EvalSink`): outcomes recorded out of order
+write what `batch` and `evaluate` write, a lost instance is a failure, and what a sink cannot
+take is an `InputError`. No Ray needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from blagent import InputError, _core
+
+
+@pytest.fixture
+def run_dir(repo: Path, tmp_path: Path) -> tuple[Path, Path]:
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    rows = []
+    for i, issue in enumerate(["apply_discount fails", "Cart.total is wrong", "Inventory.reserve"]):
+        (trees / f"shop-{i}").symlink_to(repo, target_is_directory=True)
+        row = {"instance_id": f"shop-{i}", "repo": "acme/shop", "problem_statement": issue}
+        rows.append({**row, "gold_files": ["shop/pricing.py"]})
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dataset, trees
+
+
+def _batch_config(run_dir: tuple[Path, Path], out: Path) -> str:
+    dataset, trees = run_dir
+    failures = out.with_suffix(".failures.jsonl")
+    config = {"dataset": str(dataset), "repos": str(trees), "out": str(out)}
+    return json.dumps({**config, "failures_out": str(failures), "top_k": 3})
+
+
+def _without_timings(path: Path) -> dict[str, object]:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        line["blagent"]["timings"] = None
+    return {line["instance_id"]: line for line in lines}
+
+
+def test_batch_halves_write_the_batch_lines_and_a_lost_instance(
+    run_dir: tuple[Path, Path], tmp_path: Path
+) -> None:
+    local = tmp_path / "local.jsonl"
+    assert json.loads(_core.batch(_batch_config(run_dir, local)))["written"] == 3
+    out = tmp_path / "split.jsonl"
+    config = _batch_config(run_dir, out)
+    worker, sink = _core.BatchWorker(config), _core.BatchSink(config)
+    todo = json.loads(sink.todo_json())
+    assert [row["instance_id"] for row in todo] == ["shop-0", "shop-1", "shop-2"]
+    outcomes = [worker.localize(json.dumps(row)) for row in todo[:2]]
+    for outcome in reversed(outcomes):
+        sink.record(outcome)
+    with pytest.raises(InputError, match="not pending"):
+        sink.record(outcomes[0])
+    with pytest.raises(InputError, match="invalid batch outcome"):
+        sink.record("{}")
+    sink.record_failure("shop-2", "worker_lost", "its Ray worker died 3 times")
+    report = json.loads(sink.finish())
+    assert (report["written"], [f["kind"] for f in report["failures"]]) == (2, ["worker_lost"])
+    expected = _without_timings(local)
+    assert _without_timings(out) == {k: v for k, v in expected.items() if k != "shop-2"}
+    with pytest.raises(InputError, match="finished"):
+        sink.todo_json()
+
+
+def test_eval_halves_add_up_in_order_whatever_order_outcomes_come(
+    run_dir: tuple[Path, Path], tmp_path: Path
+) -> None:
+    dataset, trees = run_dir
+    config = {"dataset": str(dataset), "repos": str(trees), "top_k": 3}
+    local = json.loads(_core.evaluate(json.dumps({**config, "out": str(tmp_path / "local.jsonl")})))
+    split = json.dumps({**config, "out": str(tmp_path / "split.jsonl")})
+    worker, sink = _core.EvalWorker(split), _core.EvalSink(split)
+    items = json.loads(sink.todo_json())
+    assert [item["position"] for item in items] == [0, 1, 2]
+    for item in reversed(items):
+        sink.record(worker.evaluate(json.dumps(item)))
+    report = json.loads(sink.finish())
+    assert report["overall"] == local["overall"] and report["overall"]["instances"] == 3
+    ids = [
+        json.loads(line)["instance_id"]
+        for line in (tmp_path / "split.jsonl").read_text().splitlines()
+    ]
+    assert ids == ["shop-0", "shop-1", "shop-2"]
+
+    lost = _core.EvalSink(split)
+    lost.record_failure(1, "shop-1", "its Ray worker died 3 times")
+    with pytest.raises(InputError, match="is not shop-0"):
+        lost.record_failure(0, "shop-0x", "wrong id")
+    with pytest.raises(InputError, match="have no outcome"):
+        lost.finish()

@@ -1,0 +1,244 @@
+"""`blagent batch --ray` and `blagent eval --ray` on a real local Ray cluster started here
+(127.0.0.1, no dashboard, 2 CPUs): the same lines and rankings as a local run, a worker
+killed mid-instance (its instance retried, every instance written once), a bounded number of
+retries, a Ctrl-C'd driver resumed without a duplicate or a loss, LLM requests limited across
+the cluster. (The scheduler and the error without Ray: test_ray_schedule.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ray_support import (
+    CLI,
+    INSTANCES,
+    SLOW,
+    SlowServer,
+    address,
+    batch_args,
+    by_id,
+    cli,
+    kill_on,
+    lines,
+    write_dataset,
+)
+
+# Ray binds to 127.0.0.1 only in its non-cluster mode, read when it is first imported.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The dataset (see `ray_support.write_dataset`) and its trees."""
+    return write_dataset(tmp_path_factory.mktemp("ray-data"))
+
+
+@pytest.fixture(scope="module")
+def ray() -> Any:
+    """Ray, or the module's tests skipped."""
+    return pytest.importorskip(
+        "ray", reason="Ray is not installed (pip install 'blagent[ray]'; make test installs it)"
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(ray: Any) -> Iterator[Any]:
+    """A local Ray cluster for the module (127.0.0.1, no dashboard, 2 CPUs); this process is
+    connected to it as well, to find and kill workers."""
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        namespace="blagent-tests",
+        log_to_driver=False,
+    )
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def local_lines(
+    dataset: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("local") / "loc_outputs.jsonl"
+    proc = cli(*batch_args(dataset, out, "--quiet"))
+    assert proc.returncode == 0, proc.stderr
+    lines = by_id(out)
+    assert len(lines) == INSTANCES and lines["big__tree-1"]["found_files"][0] == "pkg3/mod4.py"
+    return lines
+
+
+def test_batch_on_ray_writes_the_local_lines_once_each_after_a_worker_is_killed(
+    cluster: Any, dataset: tuple[Path, Path], local_lines: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    out = tmp_path / "loc_outputs.jsonl"
+    proc = subprocess.Popen(
+        [*CLI, *batch_args(dataset, out, "--ray", address(cluster), "--ray-workers", "2")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed = kill_on(cluster, proc, SLOW, times=1)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert len(killed) == 1, stderr
+    report = json.loads(stdout)
+    assert (report["selected"], report["written"], report["failures"]) == (INSTANCES, INSTANCES, [])
+    assert (
+        report["ray"]["workers"] == 2
+        and report["ray"]["worker_deaths"] == 1
+        and report["ray"]["retried"] == 1
+    ), report["ray"]
+    assert "given out again (retry 1 of 2)" in stderr
+    assert by_id(out) == local_lines  # every instance once, each line the local batch's
+    assert not out.with_name("loc_outputs.failures.jsonl").exists()
+
+
+def test_an_instance_whose_worker_keeps_dying_is_a_failure_after_two_retries(
+    cluster: Any, dataset: tuple[Path, Path], local_lines: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    out = tmp_path / "loc_outputs.jsonl"
+    args = batch_args(
+        dataset,
+        out,
+        "--ray",
+        address(cluster),
+        "--ray-workers",
+        "2",
+        "--ids",
+        "big__tree-1,shop__repo-1,inventory__repo-1",
+    )
+    proc = subprocess.Popen(
+        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    killed = kill_on(cluster, proc, ("big__tree-1",), times=3)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert len(killed) == 3, stderr
+    assert proc.returncode == 3, stderr
+    report = json.loads(stdout)
+    assert [(f["instance_id"], f["kind"]) for f in report["failures"]] == [
+        ("big__tree-1", "worker_lost")
+    ]
+    assert "died 3 times" in report["failures"][0]["error"]
+    written = by_id(out)
+    assert sorted(written) == ["inventory__repo-1", "shop__repo-1"]
+    assert all(written[i] == local_lines[i] for i in written)
+    failures = lines(out.with_name("loc_outputs.failures.jsonl"))
+    assert [f["instance_id"] for f in failures] == ["big__tree-1"]
+
+
+def test_an_interrupted_ray_batch_resumes_without_duplicates_or_losses(
+    cluster: Any, dataset: tuple[Path, Path], local_lines: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    out = tmp_path / "loc_outputs.jsonl"
+    args = batch_args(dataset, out, "--ray", address(cluster), "--ray-workers", "1")
+    proc = subprocess.Popen(
+        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 120
+    while (
+        time.monotonic() < deadline
+        and proc.poll() is None
+        and not (out.exists() and out.read_text().count("\n") >= 1)
+    ):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    interrupted = time.monotonic()
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert time.monotonic() - interrupted < 10, "the driver did not stop promptly"
+    assert "interrupted" in stderr
+    first = by_id(out)  # complete lines only, none twice
+    assert 1 <= len(first) < INSTANCES
+    second = cli(*args)
+    assert second.returncode == 0, second.stderr
+    report = json.loads(second.stdout)
+    assert (report["resumed"], report["written"]) == (len(first), INSTANCES - len(first))
+    assert by_id(out) == local_lines
+
+
+def test_eval_on_a_local_cluster_of_its_own_reports_what_the_local_eval_does(
+    ray: Any, dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`--ray` without an address: the command starts (and stops) a local cluster itself."""
+    base = [
+        "eval",
+        "--dataset",
+        str(dataset[0]),
+        "--repos",
+        str(dataset[1]),
+        "--format",
+        "json",
+        "--quiet",
+    ]
+    local = cli(*base, "--out", str(tmp_path / "local.jsonl"))
+    remote = cli(*base, "--out", str(tmp_path / "ray.jsonl"), "--ray", "--ray-workers", "2")
+    assert local.returncode == 0 and remote.returncode == 0, local.stderr + remote.stderr
+    local_report, ray_report = json.loads(local.stdout), json.loads(remote.stdout)
+    assert (
+        ray_report["overall"] == local_report["overall"]
+        and ray_report["overall"]["instances"] == INSTANCES
+    )
+    assert ray_report["per_repo"] == local_report["per_repo"]
+    assert (ray_report["ray"]["address"], ray_report["ray"]["workers"]) == ("local", 2)
+    ranked = [(p["instance_id"], p["found_files"]) for p in lines(tmp_path / "local.jsonl")]
+    assert [(p["instance_id"], p["found_files"]) for p in lines(tmp_path / "ray.jsonl")] == ranked
+
+
+@pytest.mark.parametrize("permits", [1, 2])
+def test_llm_requests_are_limited_across_the_cluster(
+    cluster: Any, dataset: tuple[Path, Path], tmp_path: Path, permits: int
+) -> None:
+    server = SlowServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        ids = "shop__repo-1,shop__repo-2,inventory__repo-1,inventory__repo-2"
+        llm = [
+            "--pipeline",
+            "blagent",
+            "--llm-base-url",
+            url,
+            "--llm-model",
+            "slow",
+            "--llm-concurrency",
+            str(permits),
+        ]
+        options = [
+            "--llm-option",
+            "max_steps=1",
+            "--llm-option",
+            "max_retries=0",
+            "--llm-option",
+            "permutation_check=false",
+        ]
+        proc = cli(
+            *batch_args(
+                dataset,
+                tmp_path / "out.jsonl",
+                "--ids",
+                ids,
+                "--ray",
+                address(cluster),
+                "--ray-workers",
+                "2",
+                *llm,
+                *options,
+            )
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["written"] == 4 and server.requests >= 4
+    assert report["ray"]["llm_permits"] == {"permits": permits, "granted": 4, "peak": permits}
+    assert server.peak == permits  # 2 workers: at once only when the permits allow it
