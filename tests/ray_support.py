@@ -158,14 +158,19 @@ def kill_on(
 
 
 class SlowServer(ThreadingHTTPServer):
-    """An OpenAI-compatible endpoint that takes a while per answer and counts requests in flight."""
+    """An OpenAI-compatible endpoint that takes a while per answer and counts requests in flight.
+
+    Until `hold_until` requests have been in flight at once, each request waits for the others
+    (at most `hold_s`), so a test that allows that many at once sees them at once however
+    late a worker starts on a loaded machine; after that every answer takes 0.15 s."""
 
     daemon_threads = True
 
-    def __init__(self) -> None:
+    def __init__(self, hold_until: int = 1, hold_s: float = 20.0) -> None:
         super().__init__(("127.0.0.1", 0), SlowHandler)
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.in_flight = self.peak = self.requests = 0
+        self.hold_until, self.hold_s = hold_until, hold_s
 
 
 class SlowHandler(BaseHTTPRequestHandler):
@@ -176,10 +181,13 @@ class SlowHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        with self.server.lock:
-            self.server.in_flight += 1
-            self.server.requests += 1
-            self.server.peak = max(self.server.peak, self.server.in_flight)
+        server = self.server
+        with server.lock:
+            server.in_flight += 1
+            server.requests += 1
+            server.peak = max(server.peak, server.in_flight)
+            server.lock.notify_all()
+            server.lock.wait_for(lambda: server.peak >= server.hold_until, timeout=server.hold_s)
         time.sleep(0.15)
         with self.server.lock:
             self.server.in_flight -= 1

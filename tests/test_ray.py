@@ -197,7 +197,9 @@ def test_eval_on_a_local_cluster_of_its_own_reports_what_the_local_eval_does(
 def test_llm_requests_are_limited_across_the_cluster(
     cluster: Any, dataset: tuple[Path, Path], tmp_path: Path, permits: int
 ) -> None:
-    server = SlowServer()
+    # The server holds the first requests until `permits` are in flight at once: with 2
+    # permits the two workers overlap however late the second starts; with 1 they never do.
+    server = SlowServer(hold_until=permits)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
