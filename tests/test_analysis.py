@@ -154,6 +154,8 @@ def test_without_a_report_the_localization_stages_of_every_instance(inputs: dict
     # The resolved instance and the two patch-generation ones passed file, function and line.
     assert counts == {"file": 1, "function": 1, "line": 1, "patch_generation": 0, "localized": 3, "unclassified": 0, "empty_patch": 1, "resolved": 0}
     assert summary["evaluated"] is False
+    everyone = sum(counts.values())
+    assert all(abs(s["percent"] - 100 * s["count"] / everyone) < 1e-9 for s in summary["stages"]), "shares of all"
     assert "no evaluation report: the localization stages of every instance" in (tmp_path / "out" / "summary.md").read_text()
 
 

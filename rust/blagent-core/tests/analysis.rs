@@ -391,4 +391,9 @@ fn without_a_report_every_instance_gets_its_localization_stages() {
         }
     }
     assert!(report.instances.iter().any(|i| i.stage == Stage::Localized));
+    // Every stage is a share of all instances.
+    let all = report.instances.len() as f64;
+    for s in &report.summary.stages {
+        assert!((s.percent - 100.0 * s.count as f64 / all).abs() < 1e-9, "{s:?}");
+    }
 }

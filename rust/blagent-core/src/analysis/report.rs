@@ -15,7 +15,7 @@ pub struct StageCount {
     /// Instances.
     pub count: usize,
     /// Percent of the unresolved instances with a patch (failure stages) or of all instances
-    /// (empty patch, resolved).
+    /// (empty patch, resolved; every stage without an evaluation report).
     pub percent: f64,
 }
 
@@ -74,7 +74,7 @@ impl Summary {
             .iter()
             .map(|&stage| {
                 let n = count(stage);
-                let whole = if matches!(stage, Stage::Resolved | Stage::EmptyPatch) {
+                let whole = if !evaluated || matches!(stage, Stage::Resolved | Stage::EmptyPatch) {
                     instances.len()
                 } else {
                     unresolved
