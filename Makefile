@@ -49,8 +49,10 @@ test: system-deps test-rust lint bench-build install test-python
 
 # Everything builds with the release profile: Faiss's C++ is compiled once per profile, and
 # the wheel needs the release build anyway.
+# The library's unit tests and the integration test binaries; examples and benches are
+# checked by clippy and bench-build rather than linked once more here.
 test-rust: system-deps
-	cargo test --workspace --locked --release
+	cargo test --workspace --locked --release --tests
 
 lint:
 	cargo clippy --workspace --all-targets --locked --release -- -D warnings

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_cli import run
 
-# The shop repository is shared with the Rust known-answer test (rust/blagent-core/tests/analysis.rs).
+# The shop repository is shared with the Rust known-answer test (rust/blagent-core/tests/it/analysis.rs).
 SHOP = Path(__file__).resolve().parents[1] / "rust" / "blagent-core" / "tests" / "fixtures" / "analysis_shop" / "shop"
 INIT, PRICING, INVENTORY, CART = (
     (SHOP / name).read_text() for name in ("__init__.py", "pricing.py", "inventory.py", "cart.py")

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
-use blagent_core::interface::{run_batch, BatchConfig, Granularity};
+use blagent_core::interface::{run_batch, BatchConfig};
 use blagent_core::llm::{model_from_config, ChatModel, LlmConfig, Message};
-use blagent_core::{cancel, Error, LocalizeOptions};
+use blagent_core::{cancel, Error};
 use support::scripted_server::{Action, ScriptedServer};
 
 /// Runs `work` in a scope and asks for a stop after `after`; returns the result and how long
@@ -63,22 +63,18 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
     let row = serde_json::json!({"instance_id": "a", "problem_statement": "total is wrong"});
     std::fs::write(dir.path().join("data.jsonl"), format!("{row}\n")).unwrap();
     let batch = BatchConfig {
-        dataset: dir.path().join("data.jsonl"),
-        repos: dir.path().join("trees"),
-        out: dir.path().join("loc.jsonl"),
-        failures_out: dir.path().join("loc.failures.jsonl"),
-        ids: None,
-        options: LocalizeOptions::default(),
         top_k: 3,
-        granularity: Granularity::File,
-        related_locs: false,
         pipeline: Pipeline::Blagent,
-        progress: false,
         llm: Some(LlmRun {
             model,
             options: LlmOptions::default(),
             model_name: String::new(),
         }),
+        ..BatchConfig::new(
+            dir.path().join("data.jsonl"),
+            dir.path().join("trees"),
+            dir.path().join("loc.jsonl"),
+        )
     };
     let (result, took) = cancelled_after(Duration::from_millis(500), || run_batch(&batch));
     assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");

@@ -66,6 +66,28 @@ fn default_top_k() -> usize {
     DEFAULT_TOP_K
 }
 
+impl EvalConfig {
+    /// An evaluation of every instance of `dataset` whose tree is under `repos`, with the
+    /// defaults a configuration read from JSON gets: LLM-free, files only, [`DEFAULT_TOP_K`]
+    /// files, nothing written, no progress bar.
+    pub fn new(dataset: PathBuf, repos: PathBuf) -> Self {
+        EvalConfig {
+            dataset,
+            repos,
+            ids: None,
+            options: LocalizeOptions::default(),
+            top_k: DEFAULT_TOP_K,
+            out: None,
+            signals_out: None,
+            progress: false,
+            queries: None,
+            pipeline: Pipeline::default(),
+            granularity: Granularity::default(),
+            llm: None,
+        }
+    }
+}
+
 impl DenseTotals {
     /// Adds one dense index's cost.
     pub(super) fn add(&mut self, stats: &DenseStats) {

@@ -64,6 +64,33 @@ fn default_top_k() -> usize {
     DEFAULT_TOP_K
 }
 
+impl BatchConfig {
+    /// A batch of every instance of `dataset` into `out`, with the defaults a configuration
+    /// read from JSON gets: LLM-free, files only, [`DEFAULT_TOP_K`] files, no progress, and
+    /// the failures written next to `out` (`loc_outputs.failures.jsonl` for
+    /// `loc_outputs.jsonl`, as the command line names them).
+    pub fn new(dataset: PathBuf, repos: PathBuf, out: PathBuf) -> Self {
+        let stem = out
+            .file_name()
+            .map(|name| name.to_string_lossy().trim_end_matches(".jsonl").to_owned())
+            .unwrap_or_default();
+        BatchConfig {
+            dataset,
+            repos,
+            failures_out: out.with_file_name(format!("{stem}.failures.jsonl")),
+            out,
+            ids: None,
+            options: LocalizeOptions::default(),
+            top_k: DEFAULT_TOP_K,
+            granularity: Granularity::default(),
+            related_locs: false,
+            pipeline: Pipeline::default(),
+            progress: false,
+            llm: None,
+        }
+    }
+}
+
 /// One instance that produced no line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchFailure {

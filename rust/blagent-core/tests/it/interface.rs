@@ -6,7 +6,7 @@ use std::path::Path;
 use blagent_core::interface::{
     run_batch, AgentlessLine, BatchConfig, Granularity, LocalizeRequest, HINT_SIGNAL,
 };
-use blagent_core::{LocalizeOptions, Localizer, Pipeline};
+use blagent_core::{LocalizeOptions, Localizer};
 
 const ISSUE: &str =
     "apply_discount returns a negative total\n\n`apply_discount(100, 10)` returns -900.\n\
@@ -129,19 +129,14 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
     std::fs::write(&dataset, text.join("\n") + "\n").expect("write");
     let out = dir.path().join("out/loc_outputs.jsonl");
     let config = BatchConfig {
-        dataset,
-        repos,
-        out: out.clone(),
-        failures_out: dir.path().join("out/failures.jsonl"),
-        ids: None,
-        options: LocalizeOptions::default(),
         top_k: 3,
-        granularity: Granularity::File,
-        related_locs: false,
-        pipeline: Pipeline::Fused,
-        progress: false,
-        llm: None,
+        ..BatchConfig::new(dataset, repos, out.clone())
     };
+    assert_eq!(
+        config.failures_out,
+        dir.path().join("out/loc_outputs.failures.jsonl"),
+        "named as the command line names it"
+    );
     let first = run_batch(&config).expect("runs");
     assert_eq!((first.selected, first.resumed, first.written), (3, 0, 2));
     assert_eq!(first.failures.len(), 1);

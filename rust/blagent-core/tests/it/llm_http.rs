@@ -2,7 +2,6 @@
 //! (clean call, rate limits, server errors, timeouts, refused connections, truncated bodies)
 //! ends with an answer or a clear error within bounded time; recorded runs replay exactly.
 
-mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +11,7 @@ use blagent_core::llm::{
     Message, Secret,
 };
 use blagent_core::Error;
-use support::scripted_server::{dead_base_url, Action, ScriptedServer};
+use crate::support::scripted_server::{dead_base_url, Action, ScriptedServer};
 
 const KEY: &str = "sk-scripted-secret-0123";
 

@@ -71,18 +71,9 @@ fn run(model: Arc<ScriptedModel>, options: LlmOptions) -> LlmRun {
 
 fn eval(dir: &Path, data: &Path, run: LlmRun) -> f64 {
     let config = EvalConfig {
-        dataset: data.to_owned(),
-        repos: dir.join("trees"),
-        ids: None,
-        options: LocalizeOptions::default(),
-        out: None,
-        signals_out: None,
-        progress: false,
-        queries: None,
-        top_k: 10,
         pipeline: Pipeline::Blagent,
-        granularity: blagent_core::interface::Granularity::File,
         llm: Some(run),
+        ..EvalConfig::new(data.to_owned(), dir.join("trees"))
     };
     run_eval(&config).expect("eval runs").overall.mrr
 }

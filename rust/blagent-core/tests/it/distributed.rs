@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use blagent_core::eval::{run_eval, EvalConfig, EvalSink, EvalWorker};
 use blagent_core::interface::{
-    run_batch, BatchConfig, BatchFailure, BatchOutcome, BatchSink, BatchWorker, Granularity,
+    run_batch, BatchConfig, BatchFailure, BatchOutcome, BatchSink, BatchWorker,
 };
-use blagent_core::{LocalizeOptions, Pipeline};
+
+use crate::shop::write_shop;
 
 const ISSUES: [(&str, &str); 3] = [
     (
@@ -19,33 +20,12 @@ const ISSUES: [(&str, &str); 3] = [
     ("shop-3", "Cart.total is always zero"),
 ];
 
-fn write_tree(root: &Path) {
-    for (rel, text) in [
-        (
-            "shop/pricing.py",
-            "def apply_discount(total, percent):\n    return total - total * percent\n",
-        ),
-        (
-            "shop/cart.py",
-            "class Cart:\n    def total(self):\n        return 0\n",
-        ),
-        (
-            "shop/inventory.py",
-            "class Inventory:\n    def reserve(self, sku):\n        return sku\n",
-        ),
-    ] {
-        let path = root.join(rel);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
-}
-
 /// The dataset (with gold files) and the trees of all three instances.
 fn setup(dir: &Path) -> (PathBuf, PathBuf) {
     let repos = dir.join("trees");
     let mut rows = String::new();
     for (id, issue) in ISSUES {
-        write_tree(&repos.join(id));
+        write_shop(&repos.join(id));
         let gold = ["shop/pricing.py", "shop/inventory.py", "shop/cart.py"][rows.lines().count()];
         rows += &serde_json::json!({"instance_id": id, "repo": "acme/shop", "problem_statement": issue, "gold_files": [gold]}).to_string();
         rows.push('\n');
@@ -57,18 +37,8 @@ fn setup(dir: &Path) -> (PathBuf, PathBuf) {
 
 fn batch_config(dataset: &Path, repos: &Path, out: PathBuf) -> BatchConfig {
     BatchConfig {
-        dataset: dataset.to_path_buf(),
-        repos: repos.to_path_buf(),
-        failures_out: out.with_extension("failures.jsonl"),
-        out,
-        ids: None,
-        options: LocalizeOptions::default(),
         top_k: 3,
-        granularity: Granularity::File,
-        related_locs: false,
-        pipeline: Pipeline::Fused,
-        progress: false,
-        llm: None,
+        ..BatchConfig::new(dataset.to_path_buf(), repos.to_path_buf(), out)
     }
 }
 
@@ -159,18 +129,9 @@ fn an_evaluation_fed_out_of_order_reports_what_a_local_one_does() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (dataset, repos) = setup(dir.path());
     let config = |out: &str| EvalConfig {
-        dataset: dataset.clone(),
-        repos: repos.clone(),
-        ids: None,
-        options: LocalizeOptions::default(),
         top_k: 3,
         out: Some(dir.path().join(out)),
-        signals_out: None,
-        progress: false,
-        queries: None,
-        pipeline: Pipeline::Fused,
-        granularity: Granularity::File,
-        llm: None,
+        ..EvalConfig::new(dataset.clone(), repos.clone())
     };
     let local = run_eval(&config("local.jsonl")).expect("local eval");
     let split = config("split.jsonl");

@@ -1,7 +1,6 @@
 //! What a hostile probe broke (issue 18), as tests: a hanging endpoint, secrets in the base URL,
 //! instance ids that leave the trees folder, duplicated ids, special and oversized input files.
 
-mod support;
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -10,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
 use blagent_core::eval::{run_eval, EvalConfig};
-use blagent_core::interface::{run_batch, BatchConfig, Granularity};
+use blagent_core::interface::{run_batch, BatchConfig};
 use blagent_core::llm::{model_from_config, ChatModel, LlmConfig, Message};
 use blagent_core::{LocalizationResult, LocalizeOptions, LocalizeRequest, Localizer};
-use support::scripted_server::{Action, ScriptedServer};
+use crate::support::scripted_server::{Action, ScriptedServer};
 
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
@@ -81,36 +80,15 @@ fn localize_with(repo: &Path, issue: &str, model: Arc<dyn ChatModel>) -> Localiz
 
 fn batch_config(dir: &Path, data: PathBuf, llm: Option<LlmRun>) -> BatchConfig {
     BatchConfig {
-        dataset: data,
-        repos: dir.join("trees"),
-        out: dir.join("out/loc.jsonl"),
-        failures_out: dir.join("out/loc.failures.jsonl"),
-        ids: None,
-        options: LocalizeOptions::default(),
         top_k: 3,
-        granularity: Granularity::File,
-        related_locs: false,
         pipeline: Pipeline::Blagent,
-        progress: false,
         llm,
+        ..BatchConfig::new(data, dir.join("trees"), dir.join("out/loc.jsonl"))
     }
 }
 
 fn eval_config(dir: &Path, data: PathBuf) -> EvalConfig {
-    EvalConfig {
-        dataset: data,
-        repos: dir.join("trees"),
-        ids: None,
-        options: LocalizeOptions::default(),
-        out: None,
-        signals_out: None,
-        progress: false,
-        queries: None,
-        top_k: 10,
-        pipeline: Pipeline::Fused,
-        granularity: Granularity::File,
-        llm: None,
-    }
+    EvalConfig::new(data, dir.join("trees"))
 }
 
 /// With the default retries, an endpoint that accepts connections and never answers costs one

@@ -7,31 +7,11 @@ use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
 use blagent_core::eval::{run_eval, EvalConfig};
 use blagent_core::interface::{run_batch, BatchConfig, Granularity};
 use blagent_core::llm::{NoModel, ScriptedModel};
-use blagent_core::LocalizeOptions;
 
-fn write_tree(root: &Path) {
-    for (rel, text) in [
-        (
-            "shop/pricing.py",
-            "def apply_discount(total, percent):\n    return total - total * percent\n",
-        ),
-        (
-            "shop/cart.py",
-            "class Cart:\n    def total(self):\n        return 0\n",
-        ),
-        (
-            "shop/inventory.py",
-            "class Inventory:\n    def reserve(self, sku):\n        return sku\n",
-        ),
-    ] {
-        let path = root.join(rel);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
-}
+use crate::shop::write_shop;
 
 fn dataset(dir: &Path) -> std::path::PathBuf {
-    write_tree(&dir.join("trees/shop-1"));
+    write_shop(&dir.join("trees/shop-1"));
     let row = serde_json::json!({
         "instance_id": "shop-1",
         "repo": "o/shop",
@@ -62,18 +42,10 @@ fn eval_reports_llm_cost_per_instance_and_in_total() {
     });
     let out = dir.path().join("preds.jsonl");
     let config = EvalConfig {
-        dataset: data,
-        repos: dir.path().join("trees"),
-        ids: None,
-        options: LocalizeOptions::default(),
         out: Some(out.clone()),
-        signals_out: None,
-        progress: false,
-        queries: None,
-        top_k: 10,
         pipeline: Pipeline::Blagent,
-        granularity: Granularity::File,
         llm: Some(run(Arc::new(model))),
+        ..EvalConfig::new(data, dir.path().join("trees"))
     };
     let report = run_eval(&config).expect("runs");
     assert!((report.overall.mrr - 1.0).abs() < 1e-9);
@@ -111,18 +83,11 @@ fn batch_runs_a_pipeline_without_a_model_by_falling_back() {
     let data = dataset(dir.path());
     let out = dir.path().join("out/loc_outputs.jsonl");
     let config = BatchConfig {
-        dataset: data,
-        repos: dir.path().join("trees"),
-        out: out.clone(),
-        failures_out: dir.path().join("out/failures.jsonl"),
-        ids: None,
-        options: LocalizeOptions::default(),
         top_k: 3,
         granularity: Granularity::Function,
-        related_locs: false,
-        progress: false,
         pipeline: Pipeline::Blagent,
         llm: Some(run(Arc::new(NoModel))),
+        ..BatchConfig::new(data, dir.path().join("trees"), out.clone())
     };
     let report = run_batch(&config).expect("runs");
     assert_eq!(report.written, 1);

@@ -10,13 +10,13 @@ use blagent_core::analysis::{
 };
 use serde_json::json;
 
-const INIT: &str = include_str!("fixtures/analysis_shop/shop/__init__.py");
+const INIT: &str = include_str!("../fixtures/analysis_shop/shop/__init__.py");
 
-const PRICING: &str = include_str!("fixtures/analysis_shop/shop/pricing.py");
+const PRICING: &str = include_str!("../fixtures/analysis_shop/shop/pricing.py");
 
-const INVENTORY: &str = include_str!("fixtures/analysis_shop/shop/inventory.py");
+const INVENTORY: &str = include_str!("../fixtures/analysis_shop/shop/inventory.py");
 
-const CART: &str = include_str!("fixtures/analysis_shop/shop/cart.py");
+const CART: &str = include_str!("../fixtures/analysis_shop/shop/cart.py");
 
 const FILES: [(&str, &str); 4] = [
     ("shop/__init__.py", INIT),
