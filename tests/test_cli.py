@@ -151,6 +151,17 @@ def test_eval_selects_ids_and_prints_a_table(repo: Path, tmp_path: Path) -> None
     assert "MRR" in proc.stdout
 
 
+def test_an_empty_selection_is_an_error_not_every_instance(repo: Path, tmp_path: Path) -> None:
+    dataset = _dataset(tmp_path, repo)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n  \n")
+    for selection in (["--ids-file", str(ids)], ["--ids", ","]):
+        proc = run("eval", "--dataset", str(dataset), "--repos", str(tmp_path / "trees"), *selection)
+        assert proc.returncode == 1, proc.stdout
+        assert "names no instance id" in proc.stderr
+        assert "MRR" not in proc.stdout
+
+
 def test_eval_rejects_a_malformed_dataset(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instance_id": "a", "problem_statement": "x"}\n{not json\n')

@@ -175,13 +175,20 @@ def _warn_llm(llm: Optional[dict[str, Any]]) -> None:
 
 
 def _ids(args: argparse.Namespace) -> Optional[list[str]]:
+    """The instances `--ids` and `--ids-file` select (None: every instance). A selection that
+    names none is an error, not a run over everything."""
+    if not args.ids and not args.ids_file:
+        return None
     ids: list[str] = []
     if args.ids:
         ids += [i for i in args.ids.split(",") if i]
     if args.ids_file:
         text = _io.decode_strict(_io.read_file(args.ids_file, _io.MAX_IDS_BYTES, "ids file"), f"ids file {args.ids_file}")
         ids += [line.strip() for line in text.splitlines() if line.strip()]
-    return ids or None
+    if not ids:
+        given = f"--ids-file {args.ids_file}" if args.ids_file else "--ids"
+        raise _core.InputError(f"{given} names no instance id (one per line, or comma-separated for --ids)")
+    return ids
 
 
 def _run_config(args: argparse.Namespace, **fields: Any) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import _core
 from .cluster import cluster_cpus, connected
-from .schedule import Item, repository_of
+from .slots import Job
 
 __all__ = ["RayOptions", "run_batch", "run_eval"]
 
@@ -38,44 +38,6 @@ class RayOptions:
     address: str | None = None
     workers: int | None = None
     cpus_per_worker: int = 1
-
-
-@dataclasses.dataclass
-class _Job:
-    kind: str
-    config_json: str
-    llm_options_json: str | None
-    llm_config_json: str | None
-    uses_llm: bool
-    permits: int
-
-    def open_sink(self) -> Any:
-        if self.kind == "batch":
-            return _core.BatchSink(self.config_json)
-        return _core.EvalSink(self.config_json)
-
-    def items(self, sink: Any) -> list[Item]:
-        rows = json.loads(sink.todo_json())
-        if self.kind == "batch":
-            return [
-                Item(row["instance_id"], row["instance_id"], repository_of(row), json.dumps(row))
-                for row in rows
-            ]
-        return [
-            Item(
-                row["position"],
-                row["instance"]["instance_id"],
-                repository_of(row["instance"]),
-                json.dumps(row),
-            )
-            for row in rows
-        ]
-
-    def failed(self, sink: Any, item: Item, kind: str, message: str) -> None:
-        if self.kind == "batch":
-            sink.record_failure(item.instance_id, kind, message)
-        else:
-            sink.record_failure(item.key, item.instance_id, message)
 
 
 def _absolute(path: Any) -> Any:
@@ -117,7 +79,7 @@ def _run(
         )
     _worker_paths(config, llm_options, llm_config)
     client = _core.LlmClient(json.dumps(llm_config))
-    job = _Job(
+    job = Job(
         kind=kind,
         config_json=json.dumps(config),
         llm_options_json=json.dumps(llm_options) if llm_options else None,

@@ -4,13 +4,17 @@ what the cluster did."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol
+import json
+from typing import Any
 
-from .schedule import Item
+from .. import _core
+from .schedule import Item, repository_of
 
 
-class Job(Protocol):
-    """A batch or an evaluation, as the driver runs it."""
+@dataclasses.dataclass
+class Job:
+    """A batch or an evaluation, as the driver runs it: the core's configuration as JSON, and
+    how its sink, items and lost instances are handled for each kind."""
 
     kind: str
     config_json: str
@@ -21,13 +25,35 @@ class Job(Protocol):
 
     def open_sink(self) -> Any:
         """The core's sink of the run (`_core.BatchSink` or `_core.EvalSink`)."""
+        if self.kind == "batch":
+            return _core.BatchSink(self.config_json)
+        return _core.EvalSink(self.config_json)
 
     def items(self, sink: Any) -> list[Item]:
         """The sink's instances to do, as items."""
+        rows = json.loads(sink.todo_json())
+        if self.kind == "batch":
+            return [
+                Item(row["instance_id"], row["instance_id"], repository_of(row), json.dumps(row))
+                for row in rows
+            ]
+        return [
+            Item(
+                row["position"],
+                row["instance"]["instance_id"],
+                repository_of(row["instance"]),
+                json.dumps(row),
+            )
+            for row in rows
+        ]
 
     def failed(self, sink: Any, item: Item, kind: str, message: str) -> None:
         """Records that `item` has no outcome from a worker (`kind`: `worker_lost` or
         `internal`)."""
+        if self.kind == "batch":
+            sink.record_failure(item.instance_id, kind, message)
+        else:
+            sink.record_failure(item.key, item.instance_id, message)
 
 
 @dataclasses.dataclass
