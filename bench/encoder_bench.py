@@ -10,10 +10,10 @@ Both engines truncate at the model's max_seq_length (256 for all-MiniLM-L6-v2) a
 (and so PyTorch) in the environment; blagent itself never does.
 
 Figures (256 django chunks, 2 threads, 256-token cap, a 2-core AMD EPYC with AVX2, OpenBLAS core
-Zen chosen by itself, a niced job in the background): blagent 12.2 and 12.3 chunks per CPU second
-against 9.4 and 8.2 (1.30x, 1.49x), 54 GFLOP/s per core of an estimated 78 peak; with
-OPENBLAS_CORETYPE=Prescott (the fallback OpenBLAS 0.3.21 takes on CPUs it does not know) 3.3
-(0.36x). For quick tuning without
+Zen chosen by itself, no variable set, nothing else running): blagent 12.0, 11.7 and 12.2 chunks
+per CPU second against 7.5, 7.4 and 7.3 (1.60x, 1.58x, 1.67x), 97-102 GFLOP/s of an estimated 157
+peak; with OPENBLAS_CORETYPE=Prescott (the fallback OpenBLAS 0.3.21 takes on CPUs it does not
+know) 0.36x, measured in an earlier session. For quick tuning without
 Python: `cargo run --release --example encode_bench -- MODEL_DIR TEXTS.json`.
 """
 
