@@ -244,3 +244,78 @@ def test_llm_requests_are_limited_across_the_cluster(
     assert report["written"] == 4 and server.requests >= 4
     assert report["ray"]["llm_permits"] == {"permits": permits, "granted": 4, "peak": permits}
     assert server.peak == permits  # 2 workers: at once only when the permits allow it
+
+
+class _RayError(Exception):
+    """Stands for `ray.exceptions.RayError` (a worker died)."""
+
+
+class _RayTaskError(_RayError):
+    """Stands for `ray.exceptions.RayTaskError` (the worker's method raised)."""
+
+
+class _Results:
+    """Ray's `wait`/`get`/`kill` over outcomes fixed in advance: a value, or an exception."""
+
+    class exceptions:
+        RayError = _RayError
+        RayTaskError = _RayTaskError
+
+    def __init__(self, results: dict[str, Any]) -> None:
+        self.results = results
+
+    def wait(self, refs: list[str], num_returns: int, timeout: float) -> tuple[list[str], list[str]]:
+        done = [r for r in refs if r in self.results][:num_returns]
+        return done, [r for r in refs if r not in done]
+
+    def get(self, ref: str) -> Any:
+        value = self.results[ref]
+        if isinstance(value, BaseException):
+            raise value
+        return value
+
+    def kill(self, actor: Any, no_restart: bool) -> None:
+        pass
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.recorded: list[str] = []
+        self.notes: list[str] = []
+
+    def record(self, outcome: str) -> None:
+        self.recorded.append(outcome)
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+
+    def started(self, instance_id: str) -> None:
+        pass
+
+
+def test_a_worker_that_dies_after_finishing_an_instance_is_charged_for_the_next() -> None:
+    """The driver learns of the death before it has taken the outcome the worker finished
+    first: that outcome is kept, and the attempt counts against the instance it died on."""
+    from blagent._ray.driver import Driver
+    from blagent._ray.schedule import Item, Scheduler
+    from blagent._ray.slots import Job, Slot, Stats
+
+    done = Item("small-1", "small-1", "small", "{}")
+    dying = Item("big-1", "big-1", "big", "{}")
+    ray = _Results({"ref-small": '{"instance_id": "small-1"}', "ref-big": _RayError("actor died")})
+    driver = Driver.__new__(Driver)
+    driver.ray, driver.permits, driver.stats = ray, None, Stats(workers=1)
+    driver.job = Job("batch", "{}", None, None, False, 1)
+    driver.sink, driver.scheduler = _Sink(), Scheduler([])
+    slot = Slot(0, actor="worker-0", inflight=[("ref-small", done), ("ref-big", dying)])
+    driver.slots, driver.live = [slot], {"ref-small": slot}
+    restarted: list[int] = []
+    driver._start = lambda s: restarted.append(s.index)  # type: ignore[method-assign]
+
+    driver._settle(slot, "ref-big")  # its error came first out of ray.wait
+
+    assert driver.sink.recorded == ['{"instance_id": "small-1"}']
+    assert (done.attempts, dying.attempts) == (0, 1)
+    assert driver.sink.notes and "died on big-1" in driver.sink.notes[0]
+    assert driver.live == {} and slot.inflight == [] and restarted == [0]
+    assert driver.scheduler.next_for(0) is dying and driver.scheduler.next_for(0) is None

@@ -137,14 +137,7 @@ class Driver:
             if ref is slot.probe:
                 self._died(slot, err)
                 return
-            item = self._pop(slot, ref)
-            cause = getattr(err, "cause", None) or err
-            self.job.failed(
-                self.sink,
-                item,
-                "internal",
-                f"the Ray worker raised {type(cause).__name__}: {cause}",
-            )
+            self._raised(slot, ref, err)
             return
         except exceptions.RayError as err:  # the worker died, or its result was lost
             self._died(slot, err)
@@ -160,6 +153,14 @@ class Driver:
         if slot.inflight:
             self.sink.started(slot.inflight[0][1].instance_id)
 
+    def _raised(self, slot: Slot, ref: Any, err: Exception) -> None:
+        """The worker's method raised on the instance of `ref`: that instance failed."""
+        item = self._pop(slot, ref)
+        cause = getattr(err, "cause", None) or err
+        self.job.failed(
+            self.sink, item, "internal", f"the Ray worker raised {type(cause).__name__}: {cause}"
+        )
+
     def _pop(self, slot: Slot, ref: Any) -> Item:
         for i, (r, item) in enumerate(slot.inflight):
             if r is ref:
@@ -170,6 +171,7 @@ class Driver:
     def _died(self, slot: Slot, err: Exception) -> None:
         """A worker died: its running instance counts an attempt, the rest go back."""
         self.stats.worker_deaths += 1
+        self._harvest(slot)
         was_ready = slot.probe is None
         items = [item for _, item in slot.inflight]
         for ref, _ in slot.inflight:
@@ -209,6 +211,28 @@ class Driver:
             )
         else:
             self._start(slot)
+
+    def _harvest(self, slot: Slot) -> None:
+        """Settles the outcomes a dead worker finished before it died and the driver had not yet
+        taken, so that the first instance left in its queue is the one it died on (a worker
+        runs its instances in order) and no finished outcome is thrown away."""
+        refs = [ref for ref, _ in slot.inflight]
+        if not refs:
+            return
+        done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+        exceptions = self.ray.exceptions
+        for ref in done:
+            try:
+                value = self.ray.get(ref)
+            except exceptions.RayTaskError as err:  # the method raised: that instance failed
+                self.live.pop(ref, None)
+                self._raised(slot, ref, err)
+                continue
+            except exceptions.RayError:  # died on it: the instance it was on
+                continue
+            self._pop(slot, ref)
+            self.live.pop(ref, None)
+            self.sink.record(value)
 
     def _retire(self, slot: Slot, why: str) -> None:
         slot.retired = True
