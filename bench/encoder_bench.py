@@ -97,31 +97,40 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     model_dir = args.model or default_model_dir()
     texts = chunk_texts(args.tree, args.chunks)
-    candle = _core.Encoder(str(model_dir))
+    precisions = ["f32"] + (["bf16-amx"] if _core.encoder_precision() == "bf16-amx" else [])
+    encoders = {p: _core.Encoder(str(model_dir), precision=p) for p in precisions}
     st = SentenceTransformer(str(model_dir), device="cpu")
-    candle.embed(texts[:8])
+    for encoder in encoders.values():
+        encoder.embed(texts[:8])
     st.encode(texts[:8])
 
-    candle_rate, candle_cpu = rates(lambda: candle.embed(texts), len(texts))
+    measured = {p: rates(lambda e=e: e.embed(texts), len(texts)) for p, e in encoders.items()}
     st_rate, st_cpu = rates(lambda: st.encode(texts, batch_size=32), len(texts))
     print(f"chunks: {len(texts)} from {args.tree}  threads: {args.threads}  max_seq_length: {st.max_seq_length}")
-    print("                               chunks/s  chunks per CPU second")
-    print(f"blagent (candle):              {candle_rate:8.1f}  {candle_cpu:8.1f}")
-    print(f"sentence-transformers (torch): {st_rate:8.1f}  {st_cpu:8.1f}")
-    print(f"ratio candle / torch:          {candle_rate / st_rate:8.2f}x {candle_cpu / st_cpu:8.2f}x")
+    print("                                 chunks/s  per CPU s   ratio to torch (wall, CPU)")
+    for precision, (rate, cpu) in measured.items():
+        print(f"blagent ({precision:8}):            {rate:8.1f}  {cpu:8.1f}   {rate / st_rate:5.2f}x {cpu / st_cpu:5.2f}x")
+    print(f"sentence-transformers (torch):   {st_rate:8.1f}  {st_cpu:8.1f}")
     blas = blagent.blas_status()
     print(
         f"OpenBLAS core: {blas['core']}  (OPENBLAS_CORETYPE set by the user: {blas['user_set']}; "
-        f"fallback: {blas['fallback']})  CPU: {blas['vendor']} {' '.join(blas['flags'])}"  # type: ignore[arg-type]
+        f"fallback: {blas['fallback']})  encoder by default: {blas['encoder_precision']}  "
+        f"CPU: {blas['vendor']} {' '.join(blas['flags'])}"  # type: ignore[arg-type]
     )
+    if "bf16-amx" in encoders:
+        exact = encoders["f32"].embed(texts)
+        rounded = encoders["bf16-amx"].embed(texts)
+        cosines = [sum(a * b for a, b in zip(x, y)) for x, y in zip(exact, rounded)]
+        print(f"bf16-amx against f32, cosine: min {min(cosines):.6f}, mean {sum(cosines) / len(cosines):.6f}")
     lengths = [min(len(st.tokenizer(t)["input_ids"]), st.max_seq_length) for t in texts]
     work = flops_per_chunk(model_dir, lengths)
     peak, how = peak_gflops(args.threads, blas["flags"])  # type: ignore[arg-type]
     print(f"mean tokens per chunk: {sum(lengths) / len(lengths):.0f}  work: {work / 1e9:.2f} GFLOP per chunk")
-    print(
-        f"blagent: {candle_rate * work / 1e9:.1f} GFLOP/s of an estimated peak {peak:.0f} ({how}): "
-        f"{candle_rate * work / 1e9 / peak:.0%}" if peak else "peak unknown"
-    )
+    for precision, (rate, _) in measured.items():
+        print(
+            f"blagent {precision}: {rate * work / 1e9:.1f} GFLOP/s; the f32 FMA peak is an estimated "
+            f"{peak:.0f} ({how}): {rate * work / 1e9 / peak:.0%}" if peak else "peak unknown"
+        )
     return 0
 
 

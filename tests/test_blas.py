@@ -68,3 +68,24 @@ def test_rules() -> None:
     assert _blas.core_for("AuthenticAMD", avx2) is None
     assert _blas.core_for("GenuineIntel", frozenset({"sse4_2", "avx"})) is None
     assert _blas.core_for("GenuineIntel", avx2 | {"avx512f"}) == "Haswell", "partial AVX-512 is not enough"
+
+
+def precision_in_fresh_process(**env: str) -> str:
+    environ = {k: v for k, v in os.environ.items() if k != "BLAGENT_ENCODER_PRECISION"} | env
+    code = "import blagent; print(blagent.blas_status()['encoder_precision'])"
+    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+@pytest.mark.skipif(not {"amx_tile", "amx_bf16"} <= FLAGS, reason="the CPU has no AMX")
+def test_the_encoder_runs_on_amx_tiles_where_the_cpu_has_them() -> None:
+    # Linux lists AMX in the flags only when it supports tile state, so the request succeeds.
+    assert precision_in_fresh_process() == "bf16-amx"
+    assert precision_in_fresh_process(BLAGENT_ENCODER_PRECISION="f32") == "f32"
+
+
+def test_without_amx_the_encoder_is_f32() -> None:
+    if {"amx_tile", "amx_bf16"} <= FLAGS:
+        pytest.skip("the CPU has AMX")
+    assert precision_in_fresh_process() == "f32"
+

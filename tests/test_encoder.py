@@ -21,9 +21,18 @@ def cosine(a: list[float], b: list[float]) -> float:
     return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
-@pytest.fixture(scope="module")
-def encoder() -> _core.Encoder:
-    return _core.Encoder(str(default_model_dir()))
+AMX = _core.encoder_precision() == "bf16-amx"
+
+
+@pytest.fixture(
+    scope="module",
+    params=["f32", pytest.param("bf16-amx", marks=pytest.mark.skipif(not AMX, reason="no AMX on this CPU"))],
+)
+def encoder(request: pytest.FixtureRequest) -> _core.Encoder:
+    """Every test runs in each precision this CPU has: f32 and, with AMX, bf16 on tiles."""
+    encoder = _core.Encoder(str(default_model_dir()), precision=request.param)
+    assert encoder.precision == request.param
+    return encoder
 
 
 def test_matches_sentence_transformers(encoder: _core.Encoder) -> None:
@@ -47,6 +56,18 @@ def test_normalized_and_sized(encoder: _core.Encoder) -> None:
     assert len(vector) == 384
     assert abs(math.sqrt(sum(x * x for x in vector)) - 1.0) < 1e-5
     assert encoder.embed([]) == []
+
+
+def test_precisions_are_separate_models_to_the_cache() -> None:
+    f32 = _core.Encoder(str(default_model_dir()), precision="f32")
+    auto = _core.Encoder(str(default_model_dir()))
+    assert auto.precision == ("bf16-amx" if AMX else "f32")
+    assert (auto.identity == f32.identity + "/bf16") if AMX else (auto.identity == f32.identity)
+    with pytest.raises(_core.InputError, match="precision"):
+        _core.Encoder(str(default_model_dir()), precision="f16")
+    if not AMX:
+        with pytest.raises(_core.InputError, match="AMX"):
+            _core.Encoder(str(default_model_dir()), precision="bf16-amx")
 
 
 def test_bad_folders_and_kinds_are_clear_errors(tmp_path: Path, encoder: _core.Encoder) -> None:

@@ -270,9 +270,16 @@ struct PyEncoder {
 impl PyEncoder {
     /// Args:
     ///     model_dir: a sentence-transformers / Hugging Face model folder.
+    ///     precision: "auto" (bf16 on AMX tiles where the CPU has them, else f32), "f32" or
+    ///         "bf16-amx".
     #[new]
-    fn new(py: Python<'_>, model_dir: PathBuf) -> PyResult<Self> {
-        let inner = run(py, move || blagent_core::embed::Encoder::load(&model_dir))?;
+    #[pyo3(signature = (model_dir, precision="auto"))]
+    fn new(py: Python<'_>, model_dir: PathBuf, precision: &str) -> PyResult<Self> {
+        let precision =
+            blagent_core::embed::Precision::parse(precision).map_err(InputError::new_err)?;
+        let inner = run(py, move || {
+            blagent_core::embed::Encoder::load_with(&model_dir, None, precision)
+        })?;
         Ok(PyEncoder {
             inner: Arc::new(inner),
         })
@@ -288,6 +295,12 @@ impl PyEncoder {
     #[getter]
     fn identity(&self) -> String {
         self.inner.folder().identity.clone()
+    }
+
+    /// The precision of the linear layers: "f32" or "bf16-amx".
+    #[getter]
+    fn precision(&self) -> &'static str {
+        self.inner.precision().name()
     }
 
     /// Embeds texts; one vector per text.
@@ -542,6 +555,13 @@ fn blas_core() -> String {
     blagent_core::embed::blas_core()
 }
 
+/// The precision an encoder loaded now runs its linear layers in: "bf16-amx" on CPUs with AMX
+/// (unless BLAGENT_ENCODER_PRECISION=f32), else "f32".
+#[pyfunction]
+fn encoder_precision() -> &'static str {
+    blagent_core::embed::Precision::auto().name()
+}
+
 /// The native core of blagent.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -590,5 +610,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reformulate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_source, m)?)?;
     m.add_function(wrap_pyfunction!(blas_core, m)?)?;
+    m.add_function(wrap_pyfunction!(encoder_precision, m)?)?;
     Ok(())
 }

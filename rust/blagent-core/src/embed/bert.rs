@@ -12,7 +12,7 @@ use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct};
 
-use super::blas::{Attention, BlasLinear, Norm};
+use super::blas::{Attention, BlasLinear, Norm, Precision};
 
 /// One transformer layer: self-attention, then the feed-forward block, each with a residual
 /// connection and a post layer norm.
@@ -38,10 +38,14 @@ pub struct Bert {
     act: HiddenAct,
 }
 
-fn linear(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<BlasLinear> {
+fn linear(
+    vb: &VarBuilder,
+    (inputs, outputs): (usize, usize),
+    precision: Precision,
+) -> candle_core::Result<BlasLinear> {
     let weight = vb.get((outputs, inputs), "weight")?;
     let bias = vb.get(outputs, "bias")?;
-    BlasLinear::new(&weight, Some(&bias))
+    BlasLinear::with_precision(&weight, Some(&bias), precision)
 }
 
 fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> candle_core::Result<Norm> {
@@ -49,7 +53,7 @@ fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> candle_core::Result<Nor
 }
 
 impl Layer {
-    fn load(vb: &VarBuilder, config: &Config) -> candle_core::Result<Self> {
+    fn load(vb: &VarBuilder, config: &Config, precision: Precision) -> candle_core::Result<Self> {
         let hidden = config.hidden_size;
         let head_size = hidden / config.num_attention_heads;
         let attention = vb.pp("attention");
@@ -66,14 +70,18 @@ impl Layer {
         let eps = config.layer_norm_eps;
         let intermediate = vb.pp("intermediate").pp("dense");
         Ok(Layer {
-            qkv: BlasLinear::new(&weight, Some(&bias))?,
-            attention_out: linear(&attention.pp("output").pp("dense"), hidden, hidden)?,
+            qkv: BlasLinear::with_precision(&weight, Some(&bias), precision)?,
+            attention_out: linear(
+                &attention.pp("output").pp("dense"),
+                (hidden, hidden),
+                precision,
+            )?,
             attention_norm: layer_norm(&attention.pp("output").pp("LayerNorm"), hidden, eps)?,
-            intermediate: linear(&intermediate, hidden, config.intermediate_size)?,
+            intermediate: linear(&intermediate, (hidden, config.intermediate_size), precision)?,
             output: linear(
                 &vb.pp("output").pp("dense"),
-                config.intermediate_size,
-                hidden,
+                (config.intermediate_size, hidden),
+                precision,
             )?,
             output_norm: layer_norm(&vb.pp("output").pp("LayerNorm"), hidden, eps)?,
         })
@@ -106,8 +114,12 @@ impl Layer {
 
 impl Bert {
     /// Loads the weights under `vb` (with or without a leading `bert.`), as laid out by
-    /// Hugging Face's `BertModel`.
-    pub fn load(vb: &VarBuilder, config: &Config) -> candle_core::Result<Self> {
+    /// Hugging Face's `BertModel`, for linear layers in `precision`.
+    pub fn load(
+        vb: &VarBuilder,
+        config: &Config,
+        precision: Precision,
+    ) -> candle_core::Result<Self> {
         let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
             vb.clone()
         } else {
@@ -126,7 +138,7 @@ impl Bert {
         )?;
         let positions = positions.broadcast_add(&token_types.get(0)?)?;
         let layers = (0..config.num_hidden_layers)
-            .map(|i| Layer::load(&vb.pp(format!("encoder.layer.{i}")), config))
+            .map(|i| Layer::load(&vb.pp(format!("encoder.layer.{i}")), config, precision))
             .collect::<candle_core::Result<_>>()?;
         Ok(Bert {
             word_embeddings: Embedding::new(word, hidden),

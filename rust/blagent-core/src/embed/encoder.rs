@@ -8,6 +8,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::{bert, nomic_bert};
 
 use super::bert::Bert;
+use super::blas::Precision;
 use rayon::prelude::*;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
@@ -41,12 +42,14 @@ pub struct Encoder {
     tokenizer: Tokenizer,
     model: Model,
     device: Device,
+    precision: Precision,
 }
 
 impl std::fmt::Debug for Encoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Encoder")
             .field("folder", &self.folder)
+            .field("precision", &self.precision)
             .finish_non_exhaustive()
     }
 }
@@ -56,16 +59,30 @@ fn model_err(e: impl std::fmt::Display) -> Error {
 }
 
 impl Encoder {
-    /// Loads the model folder at `dir` onto the CPU.
+    /// Loads the model folder at `dir` onto the CPU, in the fastest [`Precision`] it has.
     pub fn load(dir: &Path) -> Result<Self> {
         Self::load_with_max_tokens(dir, None)
     }
 
     /// [`Encoder::load`], truncating inputs at `max_tokens` when that is below the folder's limit.
     pub fn load_with_max_tokens(dir: &Path, max_tokens: Option<usize>) -> Result<Self> {
+        Self::load_with(dir, max_tokens, Precision::auto())
+    }
+
+    /// [`Encoder::load_with_max_tokens`] in `precision`. Vectors of another precision are
+    /// another model to the caches: [`Precision::Bf16Amx`] adds `/bf16` to the identity.
+    /// Models other than BERT (Nomic BERT) run in f32 whatever is asked.
+    pub fn load_with(dir: &Path, max_tokens: Option<usize>, precision: Precision) -> Result<Self> {
         let mut folder = ModelFolder::read(dir)?;
         if let Some(cap) = max_tokens {
             folder.cap_max_seq_length(cap);
+        }
+        let precision = match folder.architecture {
+            Architecture::Bert => precision,
+            Architecture::NomicBert => Precision::F32,
+        };
+        if precision == Precision::Bf16Amx {
+            folder.identity.push_str("/bf16");
         }
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| Error::Model(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
@@ -85,7 +102,7 @@ impl Encoder {
             Architecture::Bert => {
                 let config: bert::Config = serde_json::from_value(folder.config.clone())
                     .map_err(|e| Error::Model(format!("config.json: {e}")))?;
-                Model::Bert(Bert::load(&vb, &config).map_err(model_err)?)
+                Model::Bert(Bert::load(&vb, &config, precision).map_err(model_err)?)
             }
             Architecture::NomicBert => {
                 let config: nomic_bert::Config = serde_json::from_value(folder.config.clone())
@@ -98,7 +115,13 @@ impl Encoder {
             tokenizer,
             model,
             device,
+            precision,
         })
+    }
+
+    /// The precision the linear layers run in.
+    pub fn precision(&self) -> Precision {
+        self.precision
     }
 
     /// The folder's configuration (dimension, pooling, identity, …).

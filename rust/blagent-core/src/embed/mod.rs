@@ -2,6 +2,7 @@
 //! `model.safetensors`, `tokenizer.json`, pooling config) loaded with candle and run on the CPU,
 //! with length-bucketed batches so that padding wastes little work.
 
+mod amx;
 mod bert;
 mod blas;
 mod cache;
@@ -9,7 +10,7 @@ mod encoder;
 mod folder;
 mod kernels;
 
-pub use self::blas::core_name as blas_core;
+pub use self::blas::{core_name as blas_core, Precision, PRECISION_VARIABLE};
 pub use self::cache::{CacheStats, EmbeddingCache};
 pub use self::encoder::{Encoder, TextKind};
 pub use self::folder::{Architecture, ModelFolder, Pooling};
