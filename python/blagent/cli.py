@@ -262,14 +262,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    failures = Path(args.failures_out) if args.failures_out else out.with_name(out.name.removesuffix(".jsonl") + ".failures.jsonl")
+    # Without --failures-out the core puts them next to OUT (loc_outputs.failures.jsonl).
+    explicit = {"failures_out": args.failures_out} if args.failures_out else {}
     config = _run_config(
         args,
         top_k=args.top_k,
         out=str(out),
-        failures_out=str(failures),
         granularity=args.granularity,
         related_locs=args.related_locs,
+        **explicit,
     )
     if args.ray is not None:
         report = _ray.run_batch(json.loads(config), llm_options_json(args), json.dumps(llm_config(args)), _ray_options(args))
@@ -285,7 +286,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if report["failures"]:
-        print(f"blagent batch: {len(report['failures'])} failed, listed in {failures}", file=sys.stderr)
+        print(f"blagent batch: {len(report['failures'])} failed, listed in {report['failures_out']}", file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK
 

@@ -243,7 +243,9 @@ impl PyLocalizer {
         }
         let localizer = Arc::clone(&self.inner);
         let index = Arc::clone(&index.inner);
-        run(py, move || to_json(&localizer.localize_in(&index, &request)?))
+        run(py, move || {
+            to_json(&localizer.localize_in(&index, &request)?)
+        })
     }
 }
 
@@ -514,14 +516,18 @@ fn analyze_failures(py: Python<'_>, config_json: &str) -> PyResult<String> {
 #[pyfunction]
 fn compare(py: Python<'_>, config_json: &str) -> PyResult<String> {
     let config: blagent_core::eval::CompareConfig = parse_required("compare config", config_json)?;
-    run(py, move || to_json(&blagent_core::eval::compare_runs(&config)?))
+    run(py, move || {
+        to_json(&blagent_core::eval::compare_runs(&config)?)
+    })
 }
 
 /// Reformulates an issue into the extracted fields; returns JSON.
 #[pyfunction]
 fn reformulate(py: Python<'_>, issue: &str) -> PyResult<String> {
     let issue = issue.to_owned();
-    run(py, move || to_json(&blagent_core::query::reformulate(&issue)))
+    run(py, move || {
+        to_json(&blagent_core::query::reformulate(&issue))
+    })
 }
 
 /// Parses a file's text into chunks, symbols and skeleton; returns JSON.

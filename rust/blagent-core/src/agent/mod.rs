@@ -53,12 +53,12 @@ pub use self::rewrite::Rewrite;
 pub use self::rrl::{validate_rrl_groups, QUERY_GROUPS};
 pub use self::rrl_agent::MAX_VIEWS_PER_FILE;
 pub use self::session::LlmStats;
+pub use self::tools::{
+    approx_tokens, bm25_topk, read_skeleton, truncate_lines, view_file, view_readme,
+};
 pub use self::trust::{
     fit, FusionInputs, LlmProfile, TrustFit, TrustSample, TrustScore, PROFILE_SCHEMA_VERSION,
     SCALES,
-};
-pub use self::tools::{
-    approx_tokens, bm25_topk, read_skeleton, truncate_lines, view_file, view_readme,
 };
 
 use self::session::{CallSettings, Session};
@@ -152,9 +152,7 @@ pub fn localize(
             .agreement
             .map_or(1.0, consistency::Agreement::weight);
     let weight_scale = LlmProfile::scale_for(options.trust.as_ref(), options.pipeline);
-    let model_weight = options
-        .model_weight
-        .unwrap_or(weight_scale * base_weight);
+    let model_weight = options.model_weight.unwrap_or(weight_scale * base_weight);
     let order = fuse(&outcome.order, &ctx.retrieval, model_weight, options.top_k);
     let fused: HashMap<usize, f32> = scored.ranked.iter().copied().collect();
     let ranked: Vec<(usize, f32)> = order

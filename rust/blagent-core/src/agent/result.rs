@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::rewrite::Rewrite;
-use super::trust::{FusionInputs, LlmProfile};
 use super::session::LlmStats;
+use super::trust::{FusionInputs, LlmProfile};
 use crate::retrieve::{Entity, Scored};
 
 /// Which pipeline ranks the files.

@@ -268,7 +268,10 @@ mod tests {
     fn a_model_that_is_right_where_retrieval_is_wrong_earns_more_weight() {
         let samples: Vec<TrustSample> = (0..10).map(|_| trust_pays()).collect();
         let fit = fit(&samples, 5).expect("fits");
-        assert_eq!(fit.chosen.scale, 2.0, "the smallest scale that ranks gold first");
+        assert_eq!(
+            fit.chosen.scale, 2.0,
+            "the smallest scale that ranks gold first"
+        );
         assert!((fit.chosen.mrr - 1.0).abs() < 1e-9);
         assert!((fit.cross_validated.mrr - 1.0).abs() < 1e-9);
         assert!((fit.retrieval_only.mrr - 1.0 / 3.0).abs() < 1e-9);
@@ -316,7 +319,10 @@ mod tests {
             weight_scale: 8.0,
             fit: TrustFit::default(),
         };
-        assert_eq!(LlmProfile::scale_for(Some(&profile), Pipeline::Blagent), 8.0);
+        assert_eq!(
+            LlmProfile::scale_for(Some(&profile), Pipeline::Blagent),
+            8.0
+        );
         assert_eq!(LlmProfile::scale_for(Some(&profile), Pipeline::Rrl), 1.0);
         assert_eq!(LlmProfile::scale_for(None, Pipeline::Blagent), 1.0);
 

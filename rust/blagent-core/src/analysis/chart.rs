@@ -235,7 +235,10 @@ mod tests {
         };
         assert!(chart.svg.starts_with("<svg"));
         for label in ["file", "function", "line", "patch generation"] {
-            assert!(chart.svg.contains(&format!("\n{label}\n</text>")), "{label}");
+            assert!(
+                chart.svg.contains(&format!("\n{label}\n</text>")),
+                "{label}"
+            );
         }
         assert!(
             !chart.svg.contains("\nresolved\n</text>"),

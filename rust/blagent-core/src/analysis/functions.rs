@@ -252,7 +252,9 @@ mod tests {
         let names: Vec<String> = out
             .iter()
             .map(|e| match e {
-                LocEntry::Function { path, name } => format!("{}::{name}", path.as_deref().unwrap_or("")),
+                LocEntry::Function { path, name } => {
+                    format!("{}::{name}", path.as_deref().unwrap_or(""))
+                }
                 LocEntry::Lines { path, .. } => path.clone(),
             })
             .collect();

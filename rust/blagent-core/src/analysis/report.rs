@@ -210,7 +210,13 @@ impl Summary {
         for s in self.stages.iter().filter(|s| s.stage != Stage::Resolved) {
             let always = matches!(s.stage, Stage::File | Stage::Function | Stage::Line);
             if always || s.count > 0 {
-                let _ = writeln!(md, "| {} | {} | {:.1}% |", s.stage.label(), s.count, s.percent);
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.1}% |",
+                    s.stage.label(),
+                    s.count,
+                    s.percent
+                );
             }
         }
         let _ = writeln!(md, "| **all** | **{}** | 100.0% |", self.instances);

@@ -760,15 +760,33 @@ mod tests {
         let far = loc(&["a.py", "b.py", "c.py", PATH], &[]);
         let a = stage(&far, "", Outcome::NotEvaluated, t);
         assert_eq!((a.stage, a.patch_empty), (Stage::File, true));
-        assert!(a.notes.iter().all(|n| !n.contains("report")), "{:?}", a.notes);
-        let a = stage(&loc(&[PATH], &["Pricer.total"]), "", Outcome::NotEvaluated, t);
+        assert!(
+            a.notes.iter().all(|n| !n.contains("report")),
+            "{:?}",
+            a.notes
+        );
+        let a = stage(
+            &loc(&[PATH], &["Pricer.total"]),
+            "",
+            Outcome::NotEvaluated,
+            t,
+        );
         assert_eq!(a.stage, Stage::Function);
-        let a = stage(&loc(&[PATH], &["Pricer.discount"]), "", Outcome::NotEvaluated, t);
+        let a = stage(
+            &loc(&[PATH], &["Pricer.discount"]),
+            "",
+            Outcome::NotEvaluated,
+            t,
+        );
         assert_eq!(a.stage, Stage::EmptyPatch);
         // Without function-level localization the function stage reads the patch's edits,
         // which an empty patch does not have: it is not judged.
         let a = stage(&loc(&[PATH], &[]), "", Outcome::NotEvaluated, t);
         assert_eq!(a.stage, Stage::EmptyPatch);
-        assert!(a.notes.iter().all(|n| !n.contains("report")), "{:?}", a.notes);
+        assert!(
+            a.notes.iter().all(|n| !n.contains("report")),
+            "{:?}",
+            a.notes
+        );
     }
 }

@@ -294,7 +294,10 @@ impl Splitter<'_> {
                 Some(i) if i > 0 => children[i - 1].end_byte(),
                 _ => start.max(node.start_byte()),
             };
-            (header_end, &children[first_part.unwrap_or(children.len())..])
+            (
+                header_end,
+                &children[first_part.unwrap_or(children.len())..],
+            )
         };
         let header = Group {
             start,

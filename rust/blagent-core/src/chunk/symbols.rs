@@ -154,14 +154,25 @@ fn visit(node: Node<'_>, source: &str, lang: &Language, scope: &mut Scope, out: 
 static HEADERS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
     LANGUAGES
         .iter()
-        .map(|lang| (lang.name, Regex::new(lang.header_pattern).expect("valid pattern")))
+        .map(|lang| {
+            (
+                lang.name,
+                Regex::new(lang.header_pattern).expect("valid pattern"),
+            )
+        })
         .collect()
 });
 
 /// Definitions the parser could not recover inside an ERROR region, found by their header
 /// line (`def name(`, `class Name`, `fun name`), so the symbol table still names them. Each
 /// spans from its header to the end of the region.
-fn recover_headers(error: Node<'_>, source: &str, lang: &Language, scope: &Scope, out: &mut Vec<Symbol>) {
+fn recover_headers(
+    error: Node<'_>,
+    source: &str,
+    lang: &Language,
+    scope: &Scope,
+    out: &mut Vec<Symbol>,
+) {
     let Some((_, header)) = HEADERS.iter().find(|(name, _)| *name == lang.name) else {
         return;
     };
@@ -210,7 +221,12 @@ fn decorators(outer: Node<'_>, source: &str) -> Vec<String> {
 /// The skeleton: the package and imports of a language that declares them, then one entry per
 /// class, method and module-level function, indented by depth, with the first line of its
 /// documentation (a docstring after the header, a `/** … */` line before it).
-pub(super) fn skeleton(symbols: &[Symbol], lang: &Language, package: Option<&str>, imports: &[String]) -> String {
+pub(super) fn skeleton(
+    symbols: &[Symbol],
+    lang: &Language,
+    package: Option<&str>,
+    imports: &[String],
+) -> String {
     let mut out = String::new();
     if let Some(package) = package {
         let _ = writeln!(out, "package {package}");

@@ -8,7 +8,11 @@ use crate::repo::{DocStyle, Language};
 /// The name of a definition, with a Kotlin extension function's receiver in front
 /// (`fun List<T>.second()` is `List.second`); a definition kind without a `name` field gets
 /// the table's default name (`constructor`, `Companion`). `None` for an anonymous construct.
-pub(super) fn definition_name(lang: &Language, node: Node<'_>, source: &str) -> Option<(String, Option<String>)> {
+pub(super) fn definition_name(
+    lang: &Language,
+    node: Node<'_>,
+    source: &str,
+) -> Option<(String, Option<String>)> {
     let Some(name) = node.child_by_field_name("name") else {
         let kind = node.kind();
         return lang
@@ -27,7 +31,10 @@ pub(super) fn definition_name(lang: &Language, node: Node<'_>, source: &str) -> 
 fn receiver(header: &str) -> Option<String> {
     let header = header.trim_end();
     let typed = header.strip_suffix('.')?;
-    let after_fun = typed.rsplit_once("fun ").map_or(typed, |(_, rest)| rest).trim_start();
+    let after_fun = typed
+        .rsplit_once("fun ")
+        .map_or(typed, |(_, rest)| rest)
+        .trim_start();
     let after_params = if after_fun.starts_with('<') {
         let mut depth = 0usize;
         let end = after_fun.char_indices().find_map(|(i, c)| {
@@ -73,14 +80,22 @@ pub(super) fn definition_body<'t>(lang: &Language, node: Node<'t>) -> Option<Nod
 
 /// The first non-blank line of a definition's documentation: the docstring opening `body`, or
 /// the `/** … */` comment ending on the line before `outer` (or on its first line).
-pub(super) fn documentation(lang: &Language, outer: Node<'_>, body: Option<Node<'_>>, source: &str) -> Option<String> {
+pub(super) fn documentation(
+    lang: &Language,
+    outer: Node<'_>,
+    body: Option<Node<'_>>,
+    source: &str,
+) -> Option<String> {
     match lang.doc_style {
         DocStyle::Docstring => docstring(body?, source),
         DocStyle::LeadingComment => {
             let comment = outer.prev_named_sibling()?;
             let adjacent = comment.end_position().row + 1 >= outer.start_position().row;
             let text = &source[comment.byte_range()];
-            if !(lang.comment_kinds.contains(&comment.kind()) && adjacent && text.starts_with("/**")) {
+            if !(lang.comment_kinds.contains(&comment.kind())
+                && adjacent
+                && text.starts_with("/**"))
+            {
                 return None;
             }
             text.trim_start_matches("/**")
@@ -115,11 +130,18 @@ fn docstring(body: Node<'_>, source: &str) -> Option<String> {
 pub(super) fn package(lang: &Language, root: Node<'_>, source: &str) -> Option<String> {
     let kind = lang.package_kind?;
     let mut cursor = root.walk();
-    let declaration = root.named_children(&mut cursor).find(|c| c.kind() == kind)?;
+    let declaration = root
+        .named_children(&mut cursor)
+        .find(|c| c.kind() == kind)?;
     let mut inner = declaration.walk();
     let name = declaration
         .named_children(&mut inner)
-        .filter(|c| matches!(c.kind(), "identifier" | "scoped_identifier" | "qualified_identifier"))
+        .filter(|c| {
+            matches!(
+                c.kind(),
+                "identifier" | "scoped_identifier" | "qualified_identifier"
+            )
+        })
         .last()?;
     let dotted: String = source[name.byte_range()].split_whitespace().collect();
     (!dotted.is_empty()).then_some(dotted)
@@ -151,8 +173,14 @@ mod tests {
     fn extension_receivers_are_simple_type_names() {
         assert_eq!(receiver("fun String."), Some("String".to_owned()));
         assert_eq!(receiver("inline fun <T> List<T>."), Some("List".to_owned()));
-        assert_eq!(receiver("fun <K, V> Map<K, List<V>>?."), Some("Map".to_owned()));
-        assert_eq!(receiver("fun kotlin.collections.List<Int>."), Some("List".to_owned()));
+        assert_eq!(
+            receiver("fun <K, V> Map<K, List<V>>?."),
+            Some("Map".to_owned())
+        );
+        assert_eq!(
+            receiver("fun kotlin.collections.List<Int>."),
+            Some("List".to_owned())
+        );
         assert_eq!(receiver("fun "), None);
         assert_eq!(receiver("public void "), None);
     }

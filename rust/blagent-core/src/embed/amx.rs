@@ -66,7 +66,13 @@ fn cpu_has_amx_bf16() -> bool {
 fn tile_data_granted() -> bool {
     // SAFETY: a plain system call with integer arguments; it changes only whether this
     // process may use AMX tile data, and fails cleanly where the kernel does not support it.
-    unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
+    unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_REQ_XCOMP_PERM,
+            XFEATURE_XTILEDATA,
+        ) == 0
+    }
 }
 
 /// The tile configuration `ldtilecfg` reads: palette 1, tiles 0–7 of 16 rows × 64 bytes.
@@ -154,7 +160,9 @@ impl PackedWeight {
             let full = rows / BLOCK * BLOCK;
             // SAFETY: `available()` holds, so the CPU has AMX and tile data is granted; the
             // configuration is 64 valid bytes; tiles are released before returning.
-            unsafe { asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly)) };
+            unsafe {
+                asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly))
+            };
             for block in 0..full / BLOCK {
                 let c = &mut out[block * BLOCK * n..(block + 1) * BLOCK * n];
                 self.block(&scratch.a[block * BLOCK * k..], c);
@@ -273,15 +281,24 @@ mod tests {
         }
         let (k, n) = (96, 64);
         for rows in [1, 31, 32, 33, 70] {
-            let x: Vec<f32> = (0..rows * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0).collect();
-            let w: Vec<f32> = (0..n * k).map(|i| ((i * 53 % 89) as f32 - 44.0) / 29.0).collect();
+            let x: Vec<f32> = (0..rows * k)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
+                .collect();
+            let w: Vec<f32> = (0..n * k)
+                .map(|i| ((i * 53 % 89) as f32 - 44.0) / 29.0)
+                .collect();
             let start: Vec<f32> = (0..rows * n).map(|i| (i % 7) as f32).collect();
             let mut want = start.clone();
             reference(&x, &w, &mut want, k, n);
             let mut got = start;
-            PackedWeight::new(&w, n, k).unwrap().matmul_acc(&x, &mut got);
+            PackedWeight::new(&w, n, k)
+                .unwrap()
+                .matmul_acc(&x, &mut got);
             for (g, w) in got.iter().zip(&want) {
-                assert!((g - w).abs() <= 1e-3 * w.abs().max(1.0), "{rows} rows: {g} vs {w}");
+                assert!(
+                    (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+                    "{rows} rows: {g} vs {w}"
+                );
             }
         }
     }

@@ -200,7 +200,9 @@ impl Precision {
             "f32" => Ok(Precision::F32),
             "bf16-amx" if amx::available() => Ok(Precision::Bf16Amx),
             "bf16-amx" => Err("bf16-amx needs a CPU with AMX (and a kernel that grants it)".into()),
-            other => Err(format!("precision must be auto, f32 or bf16-amx, not {other:?}")),
+            other => Err(format!(
+                "precision must be auto, f32 or bf16-amx, not {other:?}"
+            )),
         }
     }
 
@@ -282,7 +284,7 @@ struct LinearOp<'a> {
 
 impl BlasLinear {
     /// A layer from a `(outputs, inputs)` weight and an optional `(outputs)` bias, its product
-    /// in `precision`.
+    /// in `precision` (f32 where AMX cannot run or the shape does not fall on whole tiles).
     pub fn with_precision(
         weight: &Tensor,
         bias: Option<&Tensor>,
@@ -299,8 +301,8 @@ impl BlasLinear {
         }
         let weight = weight.flatten_all()?.to_vec1::<f32>()?;
         let packed = match precision {
-            Precision::Bf16Amx => PackedWeight::new(&weight, outputs, inputs),
-            Precision::F32 => None,
+            Precision::Bf16Amx if amx::available() => PackedWeight::new(&weight, outputs, inputs),
+            Precision::Bf16Amx | Precision::F32 => None,
         };
         Ok(BlasLinear {
             weight,

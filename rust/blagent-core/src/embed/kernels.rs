@@ -197,7 +197,15 @@ mod tests {
         let mut xs: Vec<f32> = (0..200_000u32)
             .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
             .collect();
-        xs.extend([0.0, -0.0, 1.0, f32::MAX, f32::MIN_POSITIVE, f32::INFINITY, f32::NAN]);
+        xs.extend([
+            0.0,
+            -0.0,
+            1.0,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            f32::INFINITY,
+            f32::NAN,
+        ]);
         // Ties: exactly halfway between two bf16 values, below and above an even one.
         xs.extend([f32::from_bits(0x3f80_8000), f32::from_bits(0x3f81_8000)]);
         let mut got = Vec::new();

@@ -61,13 +61,20 @@ impl PathResolver {
     #[must_use]
     pub fn with_packages<'a>(mut self, declared: impl IntoIterator<Item = Declared<'a>>) -> Self {
         for d in declared {
-            let basename = self.paths[d.file as usize].rsplit('/').next().unwrap_or("").to_owned();
+            let basename = self.paths[d.file as usize]
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .to_owned();
             self.by_package_file
                 .entry((d.package.to_owned(), basename))
                 .or_default()
                 .push(d.file);
             for name in d.names {
-                let files = self.by_qualified.entry(format!("{}.{name}", d.package)).or_default();
+                let files = self
+                    .by_qualified
+                    .entry(format!("{}.{name}", d.package))
+                    .or_default();
                 if !files.contains(&d.file) {
                     files.push(d.file);
                 }
@@ -275,8 +282,15 @@ mod tests {
         let m = r.resolve_module("com.foo.Bar.baz").unwrap();
         assert_eq!((m.file, m.rest), (0, vec!["baz".to_owned()]));
         assert_eq!(r.resolve_module("kotlinx.flow.collect").unwrap().file, 1);
-        assert!(r.resolve_module("com.foo.PlatformKt").is_none(), "two files declare it");
-        assert_eq!(r.resolve_source("kotlinx/flow/Flow.kt"), [1], "package, not folders");
+        assert!(
+            r.resolve_module("com.foo.PlatformKt").is_none(),
+            "two files declare it"
+        );
+        assert_eq!(
+            r.resolve_source("kotlinx/flow/Flow.kt"),
+            [1],
+            "package, not folders"
+        );
         assert_eq!(r.resolve_source("com/foo/Bar.java"), [0]);
         assert_eq!(r.resolve_source("com/foo/Platform.kt"), [2, 3]);
         assert!(r.resolve_source("org/other/Bar.java").is_empty());

@@ -156,13 +156,17 @@ impl RepoIndex {
         }
         let declared_names: Vec<Vec<String>> = files.iter().map(declared_names).collect();
         let resolver = PathResolver::new(files.iter().map(IndexedFile::path)).with_packages(
-            files.iter().zip(&declared_names).enumerate().filter_map(|(f, (file, names))| {
-                Some(Declared {
-                    file: f as u32,
-                    package: file.parsed.package.as_deref()?,
-                    names,
-                })
-            }),
+            files
+                .iter()
+                .zip(&declared_names)
+                .enumerate()
+                .filter_map(|(f, (file, names))| {
+                    Some(Declared {
+                        file: f as u32,
+                        package: file.parsed.package.as_deref()?,
+                        names,
+                    })
+                }),
         );
         let index_ms = elapsed_ms(start);
 

@@ -270,12 +270,22 @@ mod tests {
             "nested names by their innermost class"
         );
         assert_eq!(related["c.py"], serde_json::json!([""]));
-        assert!(!related.contains_key("e.py"), "only the top 3 in found_related_locs");
+        assert!(
+            !related.contains_key("e.py"),
+            "only the top 3 in found_related_locs"
+        );
         let more = value[RELATED_MORE_KEY].as_object().unwrap();
         assert_eq!(more.len(), 5, "every file up to {RELATED_MORE_FILES}");
         assert_eq!(more["d.py"], serde_json::json!(["function: far"]));
-        assert_eq!(more["e.py"], serde_json::json!(["class: Only"]), "a class alone is named");
-        assert_eq!(value["additional_artifact_loc_related"], serde_json::json!([]));
+        assert_eq!(
+            more["e.py"],
+            serde_json::json!(["class: Only"]),
+            "a class alone is named"
+        );
+        assert_eq!(
+            value["additional_artifact_loc_related"],
+            serde_json::json!([])
+        );
         assert_eq!(value["related_loc_traj"], serde_json::json!([]));
         assert_eq!(
             value["found_files"],

@@ -30,8 +30,10 @@ pub struct BatchConfig {
     pub repos: PathBuf,
     /// The Agentless `loc_outputs.jsonl` to append to.
     pub out: PathBuf,
-    /// Where to write this run's failures (JSONL); replaced at each run, absent when none failed.
-    pub failures_out: PathBuf,
+    /// Where to write this run's failures (JSONL); replaced at each run, absent when none
+    /// failed. By default next to `out` ([`BatchConfig::failures_path`]).
+    #[serde(default)]
+    pub failures_out: Option<PathBuf>,
     /// Only these instances, in dataset order (all when `None`); unknown ids are an input error.
     #[serde(default)]
     pub ids: Option<Vec<String>>,
@@ -67,17 +69,12 @@ fn default_top_k() -> usize {
 impl BatchConfig {
     /// A batch of every instance of `dataset` into `out`, with the defaults a configuration
     /// read from JSON gets: LLM-free, files only, [`DEFAULT_TOP_K`] files, no progress, and
-    /// the failures written next to `out` (`loc_outputs.failures.jsonl` for
-    /// `loc_outputs.jsonl`, as the command line names them).
+    /// the failures written next to `out` ([`BatchConfig::failures_path`]).
     pub fn new(dataset: PathBuf, repos: PathBuf, out: PathBuf) -> Self {
-        let stem = out
-            .file_name()
-            .map(|name| name.to_string_lossy().trim_end_matches(".jsonl").to_owned())
-            .unwrap_or_default();
         BatchConfig {
             dataset,
             repos,
-            failures_out: out.with_file_name(format!("{stem}.failures.jsonl")),
+            failures_out: None,
             out,
             ids: None,
             options: LocalizeOptions::default(),
@@ -88,6 +85,22 @@ impl BatchConfig {
             progress: false,
             llm: None,
         }
+    }
+
+    /// Where this run's failures go: `failures_out`, or by default next to `out` with
+    /// `.failures.jsonl` in place of its `.jsonl` (`loc_outputs.failures.jsonl` for
+    /// `loc_outputs.jsonl`; any other name gets the suffix added).
+    pub fn failures_path(&self) -> PathBuf {
+        if let Some(path) = &self.failures_out {
+            return path.clone();
+        }
+        let name = self
+            .out
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
+        self.out.with_file_name(format!("{stem}.failures.jsonl"))
     }
 }
 
@@ -141,4 +154,30 @@ pub fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
     let mut report = sink.finish()?;
     report.seconds = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_go_next_to_the_output_unless_named() {
+        let config = |out: &str| BatchConfig::new("d.jsonl".into(), "trees".into(), out.into());
+        let path = |out: &str| config(out).failures_path();
+        assert_eq!(
+            path("runs/loc_outputs.jsonl"),
+            PathBuf::from("runs/loc_outputs.failures.jsonl")
+        );
+        // One suffix is replaced, as Python's removesuffix does, and other names get it added.
+        assert_eq!(
+            path("a.jsonl.jsonl"),
+            PathBuf::from("a.jsonl.failures.jsonl")
+        );
+        assert_eq!(path("out.txt"), PathBuf::from("out.txt.failures.jsonl"));
+        let named = BatchConfig {
+            failures_out: Some("elsewhere.jsonl".into()),
+            ..config("loc_outputs.jsonl")
+        };
+        assert_eq!(named.failures_path(), PathBuf::from("elsewhere.jsonl"));
+    }
 }

@@ -64,9 +64,10 @@ impl BatchSink {
         let instances = selected(config)?;
         let (done, truncated) = existing_ids(&config.out)?;
         let out = JsonlWriter::append(&config.out)?;
-        match std::fs::remove_file(&config.failures_out) {
+        let failures_out = config.failures_path();
+        match std::fs::remove_file(&failures_out) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Error::io(&config.failures_out, e))
+                return Err(Error::io(&failures_out, e))
             }
             _ => {}
         }
@@ -78,7 +79,7 @@ impl BatchSink {
         let report = BatchReport {
             schema_version: SCHEMA_VERSION.to_owned(),
             out: config.out.clone(),
-            failures_out: config.failures_out.clone(),
+            failures_out,
             selected,
             resumed: selected - todo.len(),
             ..BatchReport::default()

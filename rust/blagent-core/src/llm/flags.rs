@@ -32,38 +32,107 @@ pub fn config_flags() -> Vec<ConfigFlag> {
         help,
     };
     vec![
-        flag("base-url", "base_url", "str", "URL", format!(
-            "endpoint base URL, with or without /v1 (env {ENV_BASE_URL})"
-        )),
-        flag("model", "model", "str", "NAME", format!(
-            "model name sent with each request (env {ENV_MODEL})"
-        )),
-        flag("api-key", "api_key", "str", "KEY", format!(
-            "API key; discouraged, other users can read command lines: prefer {ENV_API_KEY}"
-        )),
-        flag("temperature", "temperature", "float", "T", format!(
-            "sampling temperature (default {})", d.temperature
-        )),
-        flag("seed", "seed", "int", "N", "sampling seed, for endpoints that honour one".to_owned()),
-        flag("timeout", "request_timeout_s", "float", "SECONDS", format!(
-            "seconds for a whole request (default {}, at most {MAX_TIMEOUT_S}); a timed-out \
+        flag(
+            "base-url",
+            "base_url",
+            "str",
+            "URL",
+            format!("endpoint base URL, with or without /v1 (env {ENV_BASE_URL})"),
+        ),
+        flag(
+            "model",
+            "model",
+            "str",
+            "NAME",
+            format!("model name sent with each request (env {ENV_MODEL})"),
+        ),
+        flag(
+            "api-key",
+            "api_key",
+            "str",
+            "KEY",
+            format!(
+                "API key; discouraged, other users can read command lines: prefer {ENV_API_KEY}"
+            ),
+        ),
+        flag(
+            "temperature",
+            "temperature",
+            "float",
+            "T",
+            format!("sampling temperature (default {})", d.temperature),
+        ),
+        flag(
+            "seed",
+            "seed",
+            "int",
+            "N",
+            "sampling seed, for endpoints that honour one".to_owned(),
+        ),
+        flag(
+            "timeout",
+            "request_timeout_s",
+            "float",
+            "SECONDS",
+            format!(
+                "seconds for a whole request (default {}, at most {MAX_TIMEOUT_S}); a timed-out \
              request is not retried",
-            d.request_timeout_s
-        )),
-        flag("max-retries", "max_retries", "int", "N", format!(
-            "retries on 429/5xx/connection errors (default {})", d.max_retries
-        )),
-        flag("concurrency", "max_concurrency", "int", "N", format!(
-            "requests in flight at once (default {})", d.max_concurrency
-        )),
-        flag("replay", "replay", "path", "FILE", "answer from this recorded cassette (JSONL); \
-             with an endpoint, it asks only what is not recorded".to_owned()),
-        flag("record", "record", "path", "FILE", "append every exchange of the run to this \
-             cassette (JSONL); needs an endpoint".to_owned()),
-        flag("prices", "prices", "path", "FILE", "JSON price table extending the built-in one, \
-             for cost estimates".to_owned()),
-        flag("tokenizer", "tokenizer", "path", "FILE", "tokenizer.json for token estimates when \
-             a response has no usage".to_owned()),
+                d.request_timeout_s
+            ),
+        ),
+        flag(
+            "max-retries",
+            "max_retries",
+            "int",
+            "N",
+            format!(
+                "retries on 429/5xx/connection errors (default {})",
+                d.max_retries
+            ),
+        ),
+        flag(
+            "concurrency",
+            "max_concurrency",
+            "int",
+            "N",
+            format!("requests in flight at once (default {})", d.max_concurrency),
+        ),
+        flag(
+            "replay",
+            "replay",
+            "path",
+            "FILE",
+            "answer from this recorded cassette (JSONL); \
+             with an endpoint, it asks only what is not recorded"
+                .to_owned(),
+        ),
+        flag(
+            "record",
+            "record",
+            "path",
+            "FILE",
+            "append every exchange of the run to this \
+             cassette (JSONL); needs an endpoint"
+                .to_owned(),
+        ),
+        flag(
+            "prices",
+            "prices",
+            "path",
+            "FILE",
+            "JSON price table extending the built-in one, \
+             for cost estimates"
+                .to_owned(),
+        ),
+        flag(
+            "tokenizer",
+            "tokenizer",
+            "path",
+            "FILE",
+            "tokenizer.json for token estimates when \
+             a response has no usage"
+                .to_owned(),
+        ),
     ]
 }
 
@@ -77,8 +146,17 @@ mod tests {
         let fields = config.as_object().expect("an object");
         let flags = config_flags();
         for f in &flags {
-            assert!(fields.contains_key(f.key), "{} sets no field {}", f.flag, f.key);
-            assert!(["str", "float", "int", "path"].contains(&f.kind), "{}", f.flag);
+            assert!(
+                fields.contains_key(f.key),
+                "{} sets no field {}",
+                f.flag,
+                f.key
+            );
+            assert!(
+                ["str", "float", "int", "path"].contains(&f.kind),
+                "{}",
+                f.flag
+            );
         }
         let timeout = flags.iter().find(|f| f.flag == "timeout").expect("timeout");
         assert!(timeout.help.contains("default 300,"), "{}", timeout.help);

@@ -18,7 +18,9 @@ static FRAME: LazyLock<Regex> =
 /// A JVM stack frame: `at com.foo.Bar$Inner.baz(Bar.java:42)`, after a class loader or
 /// module prefix if one is printed (`app//`, `java.base/`).
 static JVM_FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"\bat\s+(?:[\w.$@\-]*/+)?((?:[A-Za-z_$][\w$]*\.)+)([\w$<>\-]+)\(([\w$\-]+\.(?:java|kt|kts)):(\d+)\)")
+    re(
+        r"\bat\s+(?:[\w.$@\-]*/+)?((?:[A-Za-z_$][\w$]*\.)+)([\w$<>\-]+)\(([\w$\-]+\.(?:java|kt|kts)):(\d+)\)",
+    )
 });
 static CAUSED_BY: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s*Caused by:"));
 static PATH: LazyLock<Regex> =
@@ -424,7 +426,8 @@ ValueError: Unknown format code 'd' for object of type 'float'
 
     #[test]
     fn jvm_traces_imports_and_file_names() {
-        let issue = "Crash in `LottieAnimation.kt` and Parser.java, see core/src/main/java/com/x/Y.java
+        let issue =
+            "Crash in `LottieAnimation.kt` and Parser.java, see core/src/main/java/com/x/Y.java
 
 ```
 Exception in thread \"main\" java.lang.IllegalStateException: wrapped
@@ -457,10 +460,17 @@ import static com.example.util.Strings.slugify;
             "root cause first, innermost first"
         );
         assert_eq!(r.filenames, ["LottieAnimation.kt", "Parser.java"]);
-        assert!(r.paths.contains(&"core/src/main/java/com/x/Y.java".to_owned()));
+        assert!(r
+            .paths
+            .contains(&"core/src/main/java/com/x/Y.java".to_owned()));
         assert!(r.modules.contains(&"com.example.shop.Cart".to_owned()));
-        assert!(r.modules.contains(&"com.example.util.Strings.slugify".to_owned()));
-        assert!(!r.modules.iter().any(|m| m == "static" || m.contains("LottieAnimation")));
+        assert!(r
+            .modules
+            .contains(&"com.example.util.Strings.slugify".to_owned()));
+        assert!(!r
+            .modules
+            .iter()
+            .any(|m| m == "static" || m.contains("LottieAnimation")));
     }
 
     #[test]

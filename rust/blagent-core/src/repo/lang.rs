@@ -143,7 +143,11 @@ pub static KOTLIN: Language = Language {
     // Not `.kts`: Kotlin scripts are mostly Gradle build files, not where bugs are fixed.
     extensions: &["kt"],
     grammar: kotlin_grammar,
-    class_kinds: &["class_declaration", "object_declaration", "companion_object"],
+    class_kinds: &[
+        "class_declaration",
+        "object_declaration",
+        "companion_object",
+    ],
     function_kinds: &["function_declaration", "secondary_constructor"],
     default_names: &[
         ("companion_object", "Companion"),
@@ -197,7 +201,8 @@ pub fn is_test_entry(name: &str, is_dir: bool, parent: Option<&str>) -> bool {
         return true;
     }
     if is_dir {
-        let source_set = parent == Some("src") && (name.ends_with("Test") || name.ends_with("Tests"));
+        let source_set =
+            parent == Some("src") && (name.ends_with("Test") || name.ends_with("Tests"));
         return source_set || name == "androidTest";
     }
     language_for_path(name).is_some_and(|lang| (lang.test_file)(name))
@@ -238,14 +243,23 @@ mod tests {
         assert!(is_test_entry("androidTest", true, Some("src")));
         assert!(is_test_entry("jvmTest", true, Some("src")));
         assert!(!is_test_entry("jvmMain", true, Some("src")));
-        assert!(!is_test_entry("LatestTests", true, Some("docs")), "only source sets under src");
+        assert!(
+            !is_test_entry("LatestTests", true, Some("docs")),
+            "only source sets under src"
+        );
         assert!(is_test_entry("FooTest.java", false, None));
         assert!(is_test_entry("FooTests.kt", false, None));
         assert!(is_test_entry("FooIT.java", false, None));
         assert!(is_test_entry("FooSpec.kt", false, None));
-        assert!(!is_test_entry("Test.java", false, None), "a bare suffix is a name, not a rule");
+        assert!(
+            !is_test_entry("Test.java", false, None),
+            "a bare suffix is a name, not a rule"
+        );
         assert!(!is_test_entry("Contest.java", false, None));
         assert!(!is_test_entry("Latest.kt", false, None));
-        assert!(!is_test_entry("FooTest.py", false, None), "Python keeps Agentless's rule");
+        assert!(
+            !is_test_entry("FooTest.py", false, None),
+            "Python keeps Agentless's rule"
+        );
     }
 }

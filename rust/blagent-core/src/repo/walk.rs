@@ -226,7 +226,8 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
             });
             continue;
         };
-        let Some(language) = language_for_path(&rel).filter(|l| languages.iter().any(|s| std::ptr::eq(*s, *l)))
+        let Some(language) =
+            language_for_path(&rel).filter(|l| languages.iter().any(|s| std::ptr::eq(*s, *l)))
         else {
             continue;
         };
@@ -496,16 +497,40 @@ mod tests {
     fn mixed_repositories_walk_every_language_or_the_chosen_ones() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "tool.py", b"x = 1\n");
-        write(dir.path(), "core/src/main/java/a/Shop.java", b"package a;\nclass Shop {}\n");
-        write(dir.path(), "core/src/main/java/a/ShopTest.java", b"package a;\n");
-        write(dir.path(), "core/src/test/java/a/ShopIT.java", b"package a;\n");
+        write(
+            dir.path(),
+            "core/src/main/java/a/Shop.java",
+            b"package a;\nclass Shop {}\n",
+        );
+        write(
+            dir.path(),
+            "core/src/main/java/a/ShopTest.java",
+            b"package a;\n",
+        );
+        write(
+            dir.path(),
+            "core/src/test/java/a/ShopIT.java",
+            b"package a;\n",
+        );
         write(dir.path(), "app/src/main/kotlin/a/Cart.kt", b"package a\n");
-        write(dir.path(), "app/src/androidTest/kotlin/a/CartUi.kt", b"package a\n");
-        write(dir.path(), "app/src/main/kotlin/a/CartSpec.kt", b"package a\n");
+        write(
+            dir.path(),
+            "app/src/androidTest/kotlin/a/CartUi.kt",
+            b"package a\n",
+        );
+        write(
+            dir.path(),
+            "app/src/main/kotlin/a/CartSpec.kt",
+            b"package a\n",
+        );
         let out = walk(dir.path(), &WalkOptions::default()).unwrap();
         assert_eq!(
             paths(&out),
-            ["app/src/main/kotlin/a/Cart.kt", "core/src/main/java/a/Shop.java", "tool.py"]
+            [
+                "app/src/main/kotlin/a/Cart.kt",
+                "core/src/main/java/a/Shop.java",
+                "tool.py"
+            ]
         );
         let tests: Vec<&str> = out
             .skipped
@@ -525,14 +550,20 @@ mod tests {
         write(dir.path(), "core/build.gradle.kts", b"plugins {}\n");
         write(dir.path(), "app/pom.xml", b"<project/>\n");
         write(dir.path(), "pom.xml", b"<project/>\n");
-        assert_eq!(walk(dir.path(), &WalkOptions::default()).unwrap().modules, ["app", "core"]);
+        assert_eq!(
+            walk(dir.path(), &WalkOptions::default()).unwrap().modules,
+            ["app", "core"]
+        );
         let jvm = WalkOptions {
             languages: vec!["java".into(), "Kotlin".into()],
             ..WalkOptions::default()
         };
         assert_eq!(
             paths(&walk(dir.path(), &jvm).unwrap()),
-            ["app/src/main/kotlin/a/Cart.kt", "core/src/main/java/a/Shop.java"]
+            [
+                "app/src/main/kotlin/a/Cart.kt",
+                "core/src/main/java/a/Shop.java"
+            ]
         );
         let unknown = WalkOptions {
             languages: vec!["scala".into()],

@@ -194,7 +194,11 @@ fn build_modules(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignal
     for (f, file) in index.files.iter().enumerate() {
         let holder = named
             .iter()
-            .filter(|m| file.path().strip_prefix(**m).is_some_and(|rest| rest.starts_with('/')))
+            .filter(|m| {
+                file.path()
+                    .strip_prefix(**m)
+                    .is_some_and(|rest| rest.starts_with('/'))
+            })
             .max_by_key(|m| m.len());
         if let Some(module) = holder {
             add_max(
@@ -364,7 +368,10 @@ mod tests {
 
     #[test]
     fn module_names_match_whole_words_only() {
-        assert!(names_word("fails in kotlinx-coroutines-core since 1.7", "kotlinx-coroutines-core"));
+        assert!(names_word(
+            "fails in kotlinx-coroutines-core since 1.7",
+            "kotlinx-coroutines-core"
+        ));
         assert!(names_word("(core) breaks", "core"));
         assert!(!names_word("fails in kotlinx-coroutines-core", "core"));
         assert!(!names_word("the scorer", "core"));

@@ -289,7 +289,9 @@ fn every_stage_of_the_known_answer_set() {
             "chart.png".into()
         ]
     );
-    assert!(std::fs::read_to_string(&written[2]).unwrap().starts_with("<svg"));
+    assert!(std::fs::read_to_string(&written[2])
+        .unwrap()
+        .starts_with("<svg"));
     assert!(std::fs::read(&written[3]).unwrap().starts_with(b"\x89PNG"));
     let one: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.path().join("out/instances/shop-line.json")).unwrap(),
@@ -382,7 +384,10 @@ fn without_a_report_every_instance_gets_its_localization_stages() {
             // An empty patch is judged at the localization stages first.
             Stage::EmptyPatch => assert!(
                 after.patch_empty
-                    && matches!(after.stage, Stage::File | Stage::Function | Stage::EmptyPatch),
+                    && matches!(
+                        after.stage,
+                        Stage::File | Stage::Function | Stage::EmptyPatch
+                    ),
                 "{}: {:?}",
                 after.instance_id,
                 after.stage
@@ -394,6 +399,9 @@ fn without_a_report_every_instance_gets_its_localization_stages() {
     // Every stage is a share of all instances.
     let all = report.instances.len() as f64;
     for s in &report.summary.stages {
-        assert!((s.percent - 100.0 * s.count as f64 / all).abs() < 1e-9, "{s:?}");
+        assert!(
+            (s.percent - 100.0 * s.count as f64 / all).abs() < 1e-9,
+            "{s:?}"
+        );
     }
 }

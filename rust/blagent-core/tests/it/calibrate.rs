@@ -13,12 +13,30 @@ use blagent_core::LocalizeOptions;
 /// Files of every tree: the issue names `parse_header` (in `net/headers.py`), the fix is in
 /// `net/codec.py`.
 const FILES: [(&str, &str); 6] = [
-    ("net/headers.py", "def parse_header(line):\n    return line.split(':')\n"),
-    ("net/codec.py", "def decode(data):\n    return data.decode('latin-1')\n"),
-    ("net/client.py", "class Client:\n    def get(self, url):\n        return url\n"),
-    ("net/server.py", "class Server:\n    def serve(self):\n        return None\n"),
-    ("net/cookies.py", "def parse_cookie(text):\n    return text\n"),
-    ("net/urls.py", "def join(base, path):\n    return base + path\n"),
+    (
+        "net/headers.py",
+        "def parse_header(line):\n    return line.split(':')\n",
+    ),
+    (
+        "net/codec.py",
+        "def decode(data):\n    return data.decode('latin-1')\n",
+    ),
+    (
+        "net/client.py",
+        "class Client:\n    def get(self, url):\n        return url\n",
+    ),
+    (
+        "net/server.py",
+        "class Server:\n    def serve(self):\n        return None\n",
+    ),
+    (
+        "net/cookies.py",
+        "def parse_cookie(text):\n    return text\n",
+    ),
+    (
+        "net/urls.py",
+        "def join(base, path):\n    return base + path\n",
+    ),
 ];
 
 fn dataset(dir: &Path, n: usize) -> PathBuf {
@@ -53,7 +71,12 @@ fn knowing_model() -> Arc<ScriptedModel> {
         _ => {
             let ranking: Vec<serde_json::Value> = ["net/codec.py", "net/headers.py"]
                 .iter()
-                .chain(FILES.iter().map(|(p, _)| p).filter(|p| !p.contains("codec") && !p.contains("headers")))
+                .chain(
+                    FILES
+                        .iter()
+                        .map(|(p, _)| p)
+                        .filter(|p| !p.contains("codec") && !p.contains("headers")),
+                )
                 .map(|p| serde_json::json!({"path": p, "reason": "decoding"}))
                 .collect();
             serde_json::json!({ "ranking": ranking }).to_string()
@@ -97,8 +120,14 @@ fn a_model_right_where_retrieval_is_wrong_is_calibrated_to_lead() {
     let report = run_calibration(&config).expect("calibrates");
     let fit = &report.profile.fit;
     assert_eq!(fit.instances, 4);
-    assert!(fit.retrieval_only.mrr < 1.0, "retrieval ranks parse_header's file first");
-    assert!(fit.default.mrr < 1.0, "the default weight cannot overcome that");
+    assert!(
+        fit.retrieval_only.mrr < 1.0,
+        "retrieval ranks parse_header's file first"
+    );
+    assert!(
+        fit.default.mrr < 1.0,
+        "the default weight cannot overcome that"
+    );
     assert!(report.profile.weight_scale > 1.0, "{fit:?}");
     assert!((fit.chosen.mrr - 1.0).abs() < 1e-9);
     assert!((fit.cross_validated.mrr - 1.0).abs() < 1e-9);
@@ -108,7 +137,11 @@ fn a_model_right_where_retrieval_is_wrong_is_calibrated_to_lead() {
     assert_eq!(profile, report.profile);
     assert_eq!(profile.model, "knowing");
 
-    let default_mrr = eval(dir.path(), &data, run(knowing_model(), LlmOptions::default()));
+    let default_mrr = eval(
+        dir.path(),
+        &data,
+        run(knowing_model(), LlmOptions::default()),
+    );
     let options = LlmOptions {
         profile: Some(out.clone()),
         ..LlmOptions::default()
@@ -145,7 +178,10 @@ fn calibration_needs_a_model_and_an_llm_pipeline() {
         progress: false,
         llm: Some(run(knowing_model(), LlmOptions::default())),
     };
-    assert!(run_calibration(&config).is_err(), "fused is not an LLM pipeline");
+    assert!(
+        run_calibration(&config).is_err(),
+        "fused is not an LLM pipeline"
+    );
     config.pipeline = Pipeline::Blagent;
     config.llm = None;
     assert!(run_calibration(&config).is_err(), "no model");
@@ -156,6 +192,9 @@ fn calibration_needs_a_model_and_an_llm_pipeline() {
             ..LlmOptions::default()
         },
     ));
-    assert!(run_calibration(&config).is_err(), "a fixed weight leaves nothing to fit");
+    assert!(
+        run_calibration(&config).is_err(),
+        "a fixed weight leaves nothing to fit"
+    );
     assert!(!dir.path().join("p.json").exists());
 }

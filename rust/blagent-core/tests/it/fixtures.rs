@@ -155,7 +155,11 @@ fn jvm_members_are_split_at_statement_boundaries() {
         assert!(pieces.len() >= 3, "{path}: {} pieces", pieces.len());
         for chunk in &pieces {
             let code = chunk.code(&file.text);
-            assert!(code.len() <= options.max_bytes + 200, "{path}: piece of {} bytes", code.len());
+            assert!(
+                code.len() <= options.max_bytes + 200,
+                "{path}: piece of {} bytes",
+                code.len()
+            );
             let first = code.lines().next().unwrap().trim_start();
             assert!(
                 !first.starts_with(')') && !first.starts_with(',') && !first.starts_with('}'),

@@ -1,18 +1,17 @@
 //! What a hostile probe broke (issue 18), as tests: a hanging endpoint, secrets in the base URL,
 //! instance ids that leave the trees folder, duplicated ids, special and oversized input files.
 
-
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::scripted_server::{Action, ScriptedServer};
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
 use blagent_core::eval::{run_eval, EvalConfig};
 use blagent_core::interface::{run_batch, BatchConfig};
 use blagent_core::llm::{model_from_config, ChatModel, LlmConfig, Message};
 use blagent_core::{LocalizationResult, LocalizeOptions, LocalizeRequest, Localizer};
-use crate::support::scripted_server::{Action, ScriptedServer};
 
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);

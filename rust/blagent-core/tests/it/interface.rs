@@ -133,7 +133,7 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
         ..BatchConfig::new(dataset, repos, out.clone())
     };
     assert_eq!(
-        config.failures_out,
+        config.failures_path(),
         dir.path().join("out/loc_outputs.failures.jsonl"),
         "named as the command line names it"
     );
@@ -147,7 +147,7 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
         ),
         ("shop-2", "missing_tree")
     );
-    assert!(config.failures_out.is_file());
+    assert!(config.failures_path().is_file());
     let lines: Vec<AgentlessLine> = std::fs::read_to_string(&out)
         .expect("read")
         .lines()
@@ -166,7 +166,7 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
         (2, 1, 0)
     );
     assert!(
-        !config.failures_out.exists(),
+        !config.failures_path().exists(),
         "a clean run leaves no failures file"
     );
     assert_eq!(

@@ -64,8 +64,14 @@ fn a_kotlin_frame_finds_its_file_by_package_even_off_its_folder() {
         .iter()
         .map(|e| e.id.as_str())
         .collect();
-    assert!(entities.contains(&"app/src/main/kotlin/screens/Screens.kt::render"), "{entities:?}");
-    assert!(entities.contains(&"app/src/main/kotlin/screens/Screens.kt::String.shout"), "{entities:?}");
+    assert!(
+        entities.contains(&"app/src/main/kotlin/screens/Screens.kt::render"),
+        "{entities:?}"
+    );
+    assert!(
+        entities.contains(&"app/src/main/kotlin/screens/Screens.kt::String.shout"),
+        "{entities:?}"
+    );
 }
 
 #[test]
@@ -75,7 +81,10 @@ fn a_qualified_name_finds_the_declaring_file() {
     let issue = "Wrong discount\n\nCalling com.acme.shop.Pricing.apply(100, 10) returns -900 instead of 90.\n";
     let request = LocalizeRequest::new("jvm-2", dir.path(), issue);
     let result = Localizer::default().localize(&request).expect("localizes");
-    assert_eq!(result.paths()[0], "core/src/main/java/com/acme/shop/Pricing.java");
+    assert_eq!(
+        result.paths()[0],
+        "core/src/main/java/com/acme/shop/Pricing.java"
+    );
     assert!(result.files[0].signals.contains_key("module_mention"));
 }
 
@@ -83,9 +92,16 @@ fn a_qualified_name_finds_the_declaring_file() {
 fn a_named_build_module_narrows_the_ranking() {
     let dir = tempfile::tempdir().expect("tempdir");
     for module in ["billing-core", "billing-ui"] {
-        let src = dir.path().join(module).join("src/main/java/com/acme/billing");
+        let src = dir
+            .path()
+            .join(module)
+            .join("src/main/java/com/acme/billing");
         std::fs::create_dir_all(&src).expect("mkdir");
-        std::fs::write(dir.path().join(module).join("build.gradle.kts"), "plugins {}\n").expect("write");
+        std::fs::write(
+            dir.path().join(module).join("build.gradle.kts"),
+            "plugins {}\n",
+        )
+        .expect("write");
         std::fs::write(
             src.join("Invoice.java"),
             "package com.acme.billing;\n\nclass Invoice {\n    int amount() { return 0; }\n}\n",
@@ -96,7 +112,10 @@ fn a_named_build_module_narrows_the_ranking() {
     let result = Localizer::default()
         .localize(&LocalizeRequest::new("jvm-3", dir.path(), issue))
         .expect("localizes");
-    assert_eq!(result.paths()[0], "billing-ui/src/main/java/com/acme/billing/Invoice.java");
+    assert_eq!(
+        result.paths()[0],
+        "billing-ui/src/main/java/com/acme/billing/Invoice.java"
+    );
     assert!(result.files[0].signals.contains_key("module_mention"));
     assert!(!result.files[1].signals.contains_key("module_mention"));
 }

@@ -2,16 +2,15 @@
 //! (clean call, rate limits, server errors, timeouts, refused connections, truncated bodies)
 //! ends with an answer or a clear error within bounded time; recorded runs replay exactly.
 
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::scripted_server::{dead_base_url, Action, ScriptedServer};
 use blagent_core::llm::{
     model_from_config, request_key, ChatModel, ChatRequest, HttpModel, LlmClient, LlmConfig,
     Message, Secret,
 };
 use blagent_core::Error;
-use crate::support::scripted_server::{dead_base_url, Action, ScriptedServer};
 
 const KEY: &str = "sk-scripted-secret-0123";
 
