@@ -77,6 +77,16 @@ def test_hnsw_and_truncation_are_options(repo: Path, tmp_path: Path) -> None:
         Localizer(dense=True, index_kind="ivf")
 
 
+def test_texts_are_truncated_at_128_tokens_unless_asked(repo: Path, tmp_path: Path) -> None:
+    # The model's identity in the index manifest names the length: MiniLM's folder allows 256.
+    for asked, length in [(None, "/t128"), (64, "/t64"), (0, "/t256")]:
+        cache = tmp_path / f"cache-{asked}"
+        localize(repo, cache, dense_max_tokens=asked)
+        (manifest,) = manifests(cache)
+        model = json.loads(manifest.read_text())["model"]
+        assert model.removesuffix("/bf16").endswith(length), model
+
+
 def test_cli_dense_flag(repo: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "blagent", "localize", "--repo", str(repo), "--issue-text", ISSUE,

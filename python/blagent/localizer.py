@@ -39,8 +39,8 @@ class Localizer:
             repository then embeds only the chunks it has not seen.
         index_kind: "exact" (default) or "hnsw" (approximate, for large repositories).
         progress: show a progress bar on stderr while embedding (only on a terminal).
-        dense_max_tokens: truncate chunks at this many tokens before embedding (default: the
-            model's own limit).
+        dense_max_tokens: truncate texts at this many tokens before embedding (default 128,
+            the length all-MiniLM-L6-v2 was trained on; 0: the model's own limit).
         llm_options: LLM pipeline options to override (`max_steps`, `max_retries`,
             `model_weight`, `prompts_dir`, token budgets, ...), for requests that name an LLM
             pipeline.

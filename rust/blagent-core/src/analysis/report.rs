@@ -19,6 +19,19 @@ pub struct StageCount {
     pub percent: f64,
 }
 
+impl StageCount {
+    /// This stage's row of a summary table: label, count, share.
+    fn write_row(&self, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.1}% |",
+            self.stage.label(),
+            self.count,
+            self.percent
+        );
+    }
+}
+
 /// Counts over all analysed instances.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -146,13 +159,7 @@ impl Summary {
             .filter(|s| !matches!(s.stage, Stage::Resolved | Stage::EmptyPatch))
         {
             if !matches!(s.stage, Stage::Unclassified | Stage::Localized) || s.count > 0 {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {:.1}% |",
-                    s.stage.label(),
-                    s.count,
-                    s.percent
-                );
+                s.write_row(&mut md);
             }
         }
         let _ = writeln!(
@@ -210,13 +217,7 @@ impl Summary {
         for s in self.stages.iter().filter(|s| s.stage != Stage::Resolved) {
             let always = matches!(s.stage, Stage::File | Stage::Function | Stage::Line);
             if always || s.count > 0 {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {:.1}% |",
-                    s.stage.label(),
-                    s.count,
-                    s.percent
-                );
+                s.write_row(&mut md);
             }
         }
         let _ = writeln!(md, "| **all** | **{}** | 100.0% |", self.instances);

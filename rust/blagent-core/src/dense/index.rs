@@ -39,12 +39,17 @@ pub struct DenseOptions {
     /// Show a progress bar while embedding (only on a terminal).
     #[serde(default)]
     pub progress: bool,
-    /// Truncate chunks at this many tokens when below the model's own limit. all-MiniLM-L6-v2
-    /// was trained on 128-token inputs (its folder allows 256); embedding costs grow faster
-    /// than linearly with length.
+    /// Truncate texts at this many tokens when below the model's own limit: by default
+    /// [`DEFAULT_MAX_TOKENS`], `Some(0)` for the model's own limit.
     #[serde(default)]
     pub max_tokens: Option<usize>,
 }
+
+/// Tokens a text is truncated at unless [`DenseOptions::max_tokens`] says otherwise.
+/// all-MiniLM-L6-v2 was trained on 128-token inputs (its folder allows 256), the dense fusion
+/// weights were tuned and every dense figure measured at 128, and embedding costs grow faster
+/// than linearly with length.
+pub const DEFAULT_MAX_TOKENS: usize = 128;
 
 fn default_chunks_per_query() -> usize {
     DEFAULT_CHUNKS_PER_QUERY
@@ -135,7 +140,8 @@ impl DenseModel {
                 "chunks_per_query must be at least 1".to_owned(),
             ));
         }
-        let encoder = Encoder::load_with_max_tokens(&options.model_dir, options.max_tokens)?;
+        let max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let encoder = Encoder::load_with_max_tokens(&options.model_dir, Some(max_tokens))?;
         let cache = match &options.cache_dir {
             Some(dir) => Some(EmbeddingCache::in_cache_dir(
                 dir,

@@ -8,7 +8,7 @@ mod vectors;
 
 pub use self::index::{
     default_cache_dir, merge_candidates, DenseIndex, DenseModel, DenseOptions, DenseStats, FileHit,
-    DEFAULT_CHUNKS_PER_QUERY,
+    DEFAULT_CHUNKS_PER_QUERY, DEFAULT_MAX_TOKENS,
 };
 pub use self::store::{expected_manifest, fingerprint, IndexStore, Manifest, StoreMiss};
 pub use self::vectors::{FaissIndex, VectorIndex, VectorIndexKind, DEFAULT_HNSW_M};
