@@ -4,6 +4,9 @@ the same code chunks, in one run.
 
     python bench/encoder_bench.py TREE [--chunks 256] [--threads 2] [--model DIR]
 
+blagent runs in f32 and, where the CPU has AMX, in bf16 (its default there); the peer runs in
+f32 (its default) and cast to bfloat16 (what a PyTorch user would do to reach AMX).
+
 Chunks are the path-augmented AST chunks blagent indexes, taken from the first files of TREE.
 Both engines truncate at the model's max_seq_length (256 for all-MiniLM-L6-v2) and use
 --threads threads. Prints chunks/s for each engine and the ratio. Needs sentence-transformers
@@ -100,17 +103,22 @@ def main() -> int:
     precisions = ["f32"] + (["bf16-amx"] if _core.encoder_precision() == "bf16-amx" else [])
     encoders = {p: _core.Encoder(str(model_dir), precision=p) for p in precisions}
     st = SentenceTransformer(str(model_dir), device="cpu")
+    # The peer cast to bfloat16 by hand, as a user would to reach AMX through PyTorch.
+    st_bf16 = SentenceTransformer(str(model_dir), device="cpu", model_kwargs={"torch_dtype": torch.bfloat16})
     for encoder in encoders.values():
         encoder.embed(texts[:8])
     st.encode(texts[:8])
+    st_bf16.encode(texts[:8])
 
     measured = {p: rates(lambda e=e: e.embed(texts), len(texts)) for p, e in encoders.items()}
     st_rate, st_cpu = rates(lambda: st.encode(texts, batch_size=32), len(texts))
+    bf16_rate, bf16_cpu = rates(lambda: st_bf16.encode(texts, batch_size=32), len(texts))
     print(f"chunks: {len(texts)} from {args.tree}  threads: {args.threads}  max_seq_length: {st.max_seq_length}")
     print("                                 chunks/s  per CPU s   ratio to torch (wall, CPU)")
     for precision, (rate, cpu) in measured.items():
         print(f"blagent ({precision:8}):            {rate:8.1f}  {cpu:8.1f}   {rate / st_rate:5.2f}x {cpu / st_cpu:5.2f}x")
     print(f"sentence-transformers (torch):   {st_rate:8.1f}  {st_cpu:8.1f}")
+    print(f"  the same cast to bfloat16:     {bf16_rate:8.1f}  {bf16_cpu:8.1f}")
     blas = blagent.blas_status()
     print(
         f"OpenBLAS core: {blas['core']}  (OPENBLAS_CORETYPE set by the user: {blas['user_set']}; "

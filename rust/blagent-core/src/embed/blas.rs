@@ -218,6 +218,7 @@ impl Precision {
 /// A linear layer, `y = x·Wᵀ + b`, with `W` of `(outputs, inputs)` as PyTorch's `nn.Linear`
 /// stores it.
 pub struct BlasLinear {
+    /// The f32 weight, row-major `(outputs, inputs)`; empty when `packed` holds it.
     weight: Vec<f32>,
     /// The weight as AMX tiles, when the layer runs in [`Precision::Bf16Amx`] and its shape
     /// falls on whole tiles.
@@ -305,7 +306,8 @@ impl BlasLinear {
             Precision::Bf16Amx | Precision::F32 => None,
         };
         Ok(BlasLinear {
-            weight,
+            // The f32 copy serves only `sgemm`: dropped when the tiles hold the weight.
+            weight: if packed.is_some() { Vec::new() } else { weight },
             packed,
             bias,
             inputs,
