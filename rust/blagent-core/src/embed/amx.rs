@@ -161,8 +161,8 @@ impl PackedWeight {
             // SAFETY: `available()` holds, so the CPU has AMX and tile data is granted; the
             // configuration is 64 valid bytes; tiles are released before returning.
             unsafe {
-                asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly))
-            };
+                asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
+            }
             for block in 0..full / BLOCK {
                 let c = &mut out[block * BLOCK * n..(block + 1) * BLOCK * n];
                 self.block(&scratch.a[block * BLOCK * k..], c);
@@ -177,7 +177,7 @@ impl PackedWeight {
                 tail.copy_from_slice(&scratch.c[..tail.len()]);
             }
             // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
-            unsafe { asm!("tilerelease", options(nostack, nomem)) };
+            unsafe { asm!("tilerelease", options(nostack, nomem)) }
         });
     }
 

@@ -120,7 +120,7 @@ fn a_sink_refuses_foreign_lines_and_reports_missing_outcomes() {
     sink.record(lost).expect("a failure");
     assert!(sink.finish().expect_err("two missing").is_input_error());
     assert_eq!(std::fs::read_to_string(&config.out).expect("read"), "");
-    let failures = std::fs::read_to_string(&config.failures_path()).expect("failures");
+    let failures = std::fs::read_to_string(config.failures_path()).expect("failures");
     assert!(failures.contains("\"worker_lost\""), "{failures}");
 }
 
