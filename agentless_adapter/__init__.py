@@ -7,5 +7,5 @@ file-level stage, with Agentless's own later stages run on its output, unmodifie
 - `scripted_server`: a canned OpenAI-compatible server for tests and rehearsals.
 
 The modules import nothing from each other, and only `loc_format` imports `blagent`, so that
-`proxy` and `offline` run with Agentless's own Python. See the README's "Agentless" section.
+`proxy` and `offline` run with Agentless's own Python. See docs/agentless.md.
 """
