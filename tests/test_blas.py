@@ -88,4 +88,3 @@ def test_without_amx_the_encoder_is_f32() -> None:
     if {"amx_tile", "amx_bf16"} <= FLAGS:
         pytest.skip("the CPU has AMX")
     assert precision_in_fresh_process() == "f32"
-

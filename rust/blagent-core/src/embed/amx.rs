@@ -22,8 +22,6 @@ use std::arch::x86_64::__cpuid_count;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use half::bf16;
-
 use super::kernels::to_bf16;
 
 /// Rows of a tile (output rows per tile, and k pairs per weight tile).
@@ -116,6 +114,9 @@ impl PackedWeight {
         {
             return None;
         }
+        // Rounded as the activations are, then laid out tile by tile.
+        let mut rounded = Vec::with_capacity(weight.len());
+        to_bf16(weight, &mut rounded);
         let k_tiles = inputs / K_STEP;
         let mut tiles = vec![0u16; outputs * inputs];
         for n_tile in 0..outputs / COLS {
@@ -123,11 +124,9 @@ impl PackedWeight {
                 let tile = &mut tiles[(n_tile * k_tiles + k_tile) * TILE_VALUES..][..TILE_VALUES];
                 for pair in 0..ROWS {
                     for col in 0..COLS {
-                        let row = &weight[(n_tile * COLS + col) * inputs..][..inputs];
-                        for half in 0..2 {
-                            let k = k_tile * K_STEP + 2 * pair + half;
-                            tile[(pair * COLS + col) * 2 + half] = bf16::from_f32(row[k]).to_bits();
-                        }
+                        let row = &rounded[(n_tile * COLS + col) * inputs..][..inputs];
+                        let k = k_tile * K_STEP + 2 * pair;
+                        tile[(pair * COLS + col) * 2..][..2].copy_from_slice(&row[k..k + 2]);
                     }
                 }
             }
@@ -257,6 +256,8 @@ thread_local! {
 
 #[cfg(test)]
 mod tests {
+    use half::bf16;
+
     use super::*;
 
     fn reference(x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {

@@ -198,11 +198,20 @@ impl Precision {
         match name {
             "auto" => Ok(Self::auto()),
             "f32" => Ok(Precision::F32),
-            "bf16-amx" if amx::available() => Ok(Precision::Bf16Amx),
-            "bf16-amx" => Err("bf16-amx needs a CPU with AMX (and a kernel that grants it)".into()),
+            "bf16-amx" => Precision::Bf16Amx.runnable(),
             other => Err(format!(
                 "precision must be auto, f32 or bf16-amx, not {other:?}"
             )),
+        }
+    }
+
+    /// This precision, or why this process cannot run it ([`Precision::Bf16Amx`] without AMX).
+    pub fn runnable(self) -> std::result::Result<Self, String> {
+        match self {
+            Precision::Bf16Amx if !amx::available() => {
+                Err("bf16-amx needs a CPU with AMX (and a kernel that grants it)".into())
+            }
+            precision => Ok(precision),
         }
     }
 

@@ -81,11 +81,7 @@ impl Encoder {
             Architecture::Bert => precision,
             Architecture::NomicBert => Precision::F32,
         };
-        if precision == Precision::Bf16Amx {
-            // Asked for by value rather than parsed: still an error where AMX cannot run.
-            Precision::parse(precision.name()).map_err(Error::InvalidInput)?;
-        }
-        if precision == Precision::Bf16Amx {
+        if precision.runnable().map_err(Error::InvalidInput)? == Precision::Bf16Amx {
             folder.identity.push_str("/bf16");
         }
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))

@@ -103,7 +103,6 @@ pub(super) fn masked_softmax(row: &mut [f32], mask: &[f32]) {
     }
 }
 
-/// The exact (erf) GELU of every value, in place.
 /// `xs` rounded to bfloat16 (to nearest, ties to even; NaN stays a quiet NaN), as raw bits
 /// appended to `out`: what `half::bf16::from_f32` gives, in a form the compiler vectorizes.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
@@ -119,6 +118,7 @@ pub(super) fn to_bf16(xs: &[f32], out: &mut Vec<u16>) {
     }));
 }
 
+/// The exact (erf) GELU of every value, in place.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
 pub(super) fn gelu(xs: &mut [f32]) {
     for v in xs {
