@@ -80,7 +80,7 @@ def test_batch_writes_agentless_lines_records_failures_and_resumes(
     report = json.loads(second.stdout)
     assert (report["written"], report["resumed"], report["failures"]) == (1, 2, [])
     assert "resuming: 2 of 3" in second.stderr
-    assert not failures.exists()
+    assert failures.read_text() == "", "a clean run empties the last run's failures"
     assert [line["instance_id"] for line in _lines(out)] == ["shop-1", "shop-3", "shop-2"]
 
 

@@ -99,7 +99,7 @@ def test_batch_on_ray_writes_the_local_lines_once_each_after_a_worker_is_killed(
     ), report["ray"]
     assert "given out again (retry 1 of 2)" in stderr
     assert by_id(out) == local_lines  # every instance once, each line the local batch's
-    assert not out.with_name("loc_outputs.failures.jsonl").exists()
+    assert out.with_name("loc_outputs.failures.jsonl").read_text() == ""
 
 
 def test_an_instance_whose_worker_keeps_dying_is_a_failure_after_two_retries(

@@ -82,6 +82,17 @@ class LocalizeRequest:
     pipeline: str = "fused"
     schema_version: str = SCHEMA_VERSION
 
+    def __post_init__(self) -> None:
+        """Refuses fields of the wrong type with a `TypeError` naming the field."""
+        if not isinstance(self.hints, Hints):
+            raise TypeError(f"LocalizeRequest.hints must be a Hints, not {type(self.hints).__name__}: {self.hints!r}")
+        for name in ("instance_id", "repo_path", "issue", "granularity", "pipeline", "schema_version"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"LocalizeRequest.{name} must be a str, not {type(value).__name__}")
+        if not isinstance(self.top_k, int) or isinstance(self.top_k, bool):
+            raise TypeError(f"LocalizeRequest.top_k must be an int, not {type(self.top_k).__name__}")
+
     def to_dict(self) -> dict[str, Any]:
         """The request as JSON data (`schemas/localize-request.schema.json`)."""
         return {
@@ -97,11 +108,28 @@ class LocalizeRequest:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LocalizeRequest:
+        """The request of JSON data; a missing required field or a field of the wrong type is an
+        `InputError`."""
+        if not isinstance(d, dict):
+            raise InputError(f"a request must be a JSON object, not {type(d).__name__}")
+        missing = [k for k in ("instance_id", "repo_path", "issue") if k not in d]
+        if missing:
+            raise InputError(f"the request is missing {', '.join(missing)}")
+        hints = d.get("hints", {})
+        if not isinstance(hints, dict):
+            raise InputError(f"the request's hints must be an object, not {type(hints).__name__}")
+        try:
+            return cls._from_fields(d, hints)
+        except TypeError as err:
+            raise InputError(str(err)) from err
+
+    @classmethod
+    def _from_fields(cls, d: dict[str, Any], hints: dict[str, Any]) -> LocalizeRequest:
         return cls(
             instance_id=d["instance_id"],
             repo_path=d["repo_path"],
             issue=d["issue"],
-            hints=Hints.from_dict(d.get("hints", {})),
+            hints=Hints.from_dict(hints),
             top_k=d.get("top_k", DEFAULT_TOP_K),
             granularity=d.get("granularity", "file"),
             pipeline=d.get("pipeline", "fused"),

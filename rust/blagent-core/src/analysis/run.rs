@@ -3,6 +3,7 @@
 //! and write the per-instance JSON, `summary.md`, `chart.svg` and `chart.png`.
 
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -13,6 +14,7 @@ use super::inputs::{load_gold, load_localizations, load_predictions, load_report
 use super::report::Summary;
 use super::stage::{classify, Criteria, FunctionRule, InstanceAnalysis};
 use crate::error::{Error, Result};
+use crate::repo::{any_content, is_json_object, open_output, Inputs, OutputMode};
 
 /// What to analyse.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -169,7 +171,13 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
         outputs: Vec::new(),
     };
     if let Some(dir) = &config.out_dir {
-        let (outputs, no_chart) = write_outputs(&report, dir)?;
+        let inputs = Inputs::new()
+            .file(Some(&config.dataset))
+            .file(Some(&config.locs))
+            .file(Some(&config.predictions))
+            .file(config.report.as_ref())
+            .folder(config.repos.as_ref());
+        let (outputs, no_chart) = write_outputs(&report, dir, &inputs)?;
         report.outputs = outputs;
         if let Some(why) = no_chart {
             report.warnings.push(format!("no chart written: {why}"));
@@ -194,18 +202,29 @@ fn file_name(instance_id: &str) -> String {
     format!("{safe}.json")
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    std::fs::write(path, bytes).map_err(|e| Error::io(path, e))?;
+/// Writes one output file: never an input, a special file or another run's file; `is_ours`
+/// says what an existing file there must hold to be replaced.
+fn write(path: &Path, bytes: &[u8], inputs: &Inputs, is_ours: fn(&[u8]) -> bool) -> Result<PathBuf> {
+    let mode = OutputMode {
+        append: false,
+        holds: "an analysis output",
+        is_ours,
+    };
+    open_output(path, mode, inputs, "analysis output")?
+        .write_all(bytes)
+        .map_err(|e| Error::io(path, e))?;
     Ok(path.to_path_buf())
 }
 
 /// Writes `out_dir/instances/<instance_id>.json` (one per instance), `out_dir/summary.md`,
 /// `out_dir/summary.json` (summary and warnings) and the chart as `out_dir/chart.svg` and
 /// `out_dir/chart.png`; returns the paths of the summaries and the chart, and why the chart
-/// is missing when no font for its text was found.
+/// is missing when no font for its text was found. No file written may be one of `inputs` or
+/// lie inside their folders.
 pub fn write_outputs(
     report: &AnalysisReport,
     out_dir: &Path,
+    inputs: &Inputs,
 ) -> Result<(Vec<PathBuf>, Option<String>)> {
     let instances_dir = out_dir.join("instances");
     std::fs::create_dir_all(&instances_dir).map_err(|e| Error::io(&instances_dir, e))?;
@@ -213,6 +232,8 @@ pub fn write_outputs(
         write(
             &instances_dir.join(file_name(&instance.instance_id)),
             &serde_json::to_vec_pretty(instance)?,
+            inputs,
+            is_json_object,
         )?;
     }
     let summary = serde_json::json!({"summary": report.summary, "warnings": report.warnings});
@@ -220,16 +241,22 @@ pub fn write_outputs(
         write(
             &out_dir.join("summary.md"),
             report.summary.to_markdown().as_bytes(),
+            inputs,
+            any_content,
         )?,
         write(
             &out_dir.join("summary.json"),
             &serde_json::to_vec_pretty(&summary)?,
+            inputs,
+            is_json_object,
         )?,
     ];
     match render_chart(&report.summary)? {
         Ok(chart) => {
-            written.push(write(&out_dir.join("chart.svg"), chart.svg.as_bytes())?);
-            written.push(write(&out_dir.join("chart.png"), &chart.png)?);
+            let svg = out_dir.join("chart.svg");
+            written.push(write(&svg, chart.svg.as_bytes(), inputs, any_content)?);
+            let png = out_dir.join("chart.png");
+            written.push(write(&png, &chart.png, inputs, any_content)?);
             Ok((written, None))
         }
         Err(why) => Ok((written, Some(why))),

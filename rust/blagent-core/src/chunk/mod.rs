@@ -100,6 +100,10 @@ pub struct ParsedFile {
     pub skeleton: String,
     /// Whether tree-sitter reported syntax errors (the file was still chunked).
     pub syntax_errors: bool,
+    /// Line ranges (1-based, inclusive) nested too deeply to follow: definitions inside them
+    /// are not in `symbols`, and they are not split into smaller chunks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub too_deep: Vec<(usize, usize)>,
 }
 
 /// Parses `file` into chunks, symbols and a skeleton. Never fails: a file the parser cannot
@@ -119,20 +123,26 @@ pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
             imports: Vec::new(),
             skeleton: String::new(),
             syntax_errors: true,
+            too_deep: Vec::new(),
         };
     };
     let root = tree.root_node();
-    let symbols = symbols::extract(root, &file.text, file.language);
+    let (symbols, mut too_deep) = symbols::extract(root, &file.text, file.language);
     let package = syntax::package(file.language, root, &file.text);
     let imports = syntax::imports(file.language, root, &file.text);
+    let (chunks, unsplit) = split::chunk_tree(root, file, options);
+    too_deep.extend(unsplit);
+    too_deep.sort_unstable();
+    too_deep.dedup();
     ParsedFile {
         path: file.path.clone(),
-        chunks: split::chunk_tree(root, file, options),
+        chunks,
         skeleton: symbols::skeleton(&symbols, file.language, package.as_deref(), &imports),
         symbols,
         package,
         imports,
         syntax_errors: root.has_error(),
+        too_deep,
     }
 }
 
@@ -159,5 +169,71 @@ impl LineIndex {
     /// Byte offset where the line holding `offset` starts.
     pub(crate) fn line_start(&self, offset: usize) -> usize {
         self.starts[self.line(offset) - 1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repo::language_for_path;
+
+    fn parse(path: &str, text: String) -> ParsedFile {
+        let file = SourceFile {
+            path: path.to_owned(),
+            language: language_for_path(path).expect("a known language"),
+            text,
+            lossy: false,
+        };
+        parse_file(&file, &ChunkOptions::default())
+    }
+
+    /// `open` repeated `depth` times, `middle`, then `close` as often: text nested `depth` deep.
+    fn nested(open: &str, middle: &str, close: &str, depth: usize) -> String {
+        format!("{}{middle}{}", open.repeat(depth), close.repeat(depth))
+    }
+
+    /// Each case once crashed the process on a test thread's 2 MiB stack (recursion per level):
+    /// expressions and blocks nested thousands deep parse, chunk and cover every line.
+    #[test]
+    fn deeply_nested_code_is_indexed_without_exhausting_the_stack() {
+        let deep = 20_000;
+        let cases = [
+            ("gen.py", format!("x = {}\n\ndef after():\n    pass\n", nested("(", "1", ")", deep))),
+            ("gen.py", format!("x = {}\n\ndef after():\n    pass\n", nested("[", "1", "]", deep))),
+            ("Gen.java", format!("class Gen {{ void f() {{ {} }}\n void after() {{}} }}\n", nested("{", "g();", "}", deep))),
+            ("Gen.java", format!("class Gen {{ int x = {};\n void after() {{}} }}\n", nested("(", "1", ")", deep))),
+            ("Gen.kt", format!("fun f() = {}\nfun after() {{}}\n", nested("(", "1", ")", deep))),
+            ("Gen.kt", format!("fun f() {{ {} }}\nfun after() {{}}\n", nested("run {", "g()", "}", deep))),
+        ];
+        for (path, text) in cases {
+            let lines = text.lines().count();
+            let parsed = parse(path, text);
+            assert!(parsed.symbols.iter().any(|s| s.name == "after"), "{path}: {:?}", parsed.symbols);
+            let last = parsed.chunks.iter().map(|c| c.end_line).max();
+            assert_eq!(last, Some(lines), "{path}: every line is chunked");
+        }
+    }
+
+    /// Definitions nested past the bound are left out and their lines listed; the outer ones
+    /// keep their names.
+    #[test]
+    fn definitions_nested_past_the_bound_are_listed_not_followed() {
+        let depth = symbols::MAX_NESTING + 50;
+        let mut text = String::new();
+        for level in 0..depth {
+            text.push_str(&format!("{}class C{level}:\n", "    ".repeat(level)));
+        }
+        text.push_str(&format!("{}pass\n", "    ".repeat(depth)));
+        let parsed = parse("deep.py", text);
+        assert_eq!(parsed.symbols.len(), symbols::MAX_NESTING);
+        assert_eq!(parsed.symbols[0].qualified, "C0");
+        let first_left_out = symbols::MAX_NESTING + 1;
+        assert!(
+            parsed.too_deep.contains(&(first_left_out, depth + 1)),
+            "{:?}",
+            parsed.too_deep
+        );
+        let covered: usize = parsed.chunks.iter().map(|c| c.end_line - c.start_line + 1).sum();
+        assert!(covered >= depth + 1, "every line is in a chunk");
     }
 }

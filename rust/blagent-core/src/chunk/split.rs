@@ -4,6 +4,7 @@
 
 use tree_sitter::Node;
 
+use super::symbols::MAX_NESTING;
 use super::syntax::{definition_body, definition_name};
 use super::{Chunk, ChunkKind, ChunkOptions, LineIndex};
 use crate::repo::{DocStyle, Language, SourceFile};
@@ -24,10 +25,19 @@ struct Splitter<'a> {
     options: &'a ChunkOptions,
     lines: LineIndex,
     chunks: Vec<Chunk>,
+    /// How many splits enclose the current one.
+    depth: usize,
+    /// Line ranges left whole because they nest deeper than [`MAX_NESTING`].
+    too_deep: Vec<(usize, usize)>,
 }
 
-/// Chunks a parsed file.
-pub(super) fn chunk_tree(root: Node<'_>, file: &SourceFile, options: &ChunkOptions) -> Vec<Chunk> {
+/// Chunks a parsed file; also returns the line ranges kept as one chunk because splitting them
+/// would nest deeper than [`MAX_NESTING`].
+pub(super) fn chunk_tree(
+    root: Node<'_>,
+    file: &SourceFile,
+    options: &ChunkOptions,
+) -> (Vec<Chunk>, Vec<(usize, usize)>) {
     let mut splitter = Splitter {
         source: &file.text,
         path: &file.path,
@@ -35,12 +45,14 @@ pub(super) fn chunk_tree(root: Node<'_>, file: &SourceFile, options: &ChunkOptio
         options,
         lines: LineIndex::new(&file.text),
         chunks: Vec::new(),
+        depth: 0,
+        too_deep: Vec::new(),
     };
     splitter.split(&named_children(root), None, None, ChunkKind::Module);
     if file.language.braces {
         join_closing_text(&mut splitter.chunks, &file.text, &splitter.lines);
     }
-    splitter.chunks
+    (splitter.chunks, splitter.too_deep)
 }
 
 /// Text between two chunks that is more than whitespace (a closing `}`, `} else {`, `});`)
@@ -167,6 +179,32 @@ impl Splitter<'_> {
     /// front of the first chunk (a class or function header); definitions become their own
     /// chunks; an oversized compound statement is split recursively.
     fn split(
+        &mut self,
+        children: &[Node<'_>],
+        header: Option<Group>,
+        scope: Option<&str>,
+        kind: ChunkKind,
+    ) {
+        if self.depth >= MAX_NESTING {
+            // Splitting recurses once per level: past the bound the rest stays one chunk.
+            let start = header.map_or_else(
+                || children.first().map_or(0, |c| self.chunk_start(c.start_byte())),
+                |h| h.start,
+            );
+            let end = children.last().map_or(start, |c| c.end_byte());
+            if end > start {
+                self.emit(start, end, scope, kind);
+                let lines = (self.lines.line(start), self.lines.line(end - 1));
+                self.too_deep.push(lines);
+            }
+            return;
+        }
+        self.depth += 1;
+        self.split_level(children, header, scope, kind);
+        self.depth -= 1;
+    }
+
+    fn split_level(
         &mut self,
         children: &[Node<'_>],
         header: Option<Group>,

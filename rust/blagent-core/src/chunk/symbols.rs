@@ -79,11 +79,119 @@ pub struct Symbol {
     pub doc: Option<String>,
 }
 
-/// Collects the symbols under `root`, in file order.
-pub(super) fn extract(root: Node<'_>, source: &str, language: &Language) -> Vec<Symbol> {
+/// Collects the symbols under `root`, in file order, and the line ranges of definitions nested
+/// deeper than [`MAX_NESTING`], which are left out with everything inside them.
+///
+/// The walk keeps its own stack instead of recursing, so a deeply nested expression (thousands
+/// of parentheses in generated code) costs memory in proportion to the tree, not call stack.
+pub(super) fn extract(
+    root: Node<'_>,
+    source: &str,
+    language: &Language,
+) -> (Vec<Symbol>, Vec<(usize, usize)>) {
     let mut symbols = Vec::new();
-    visit(root, source, language, &mut Vec::new(), &mut symbols);
-    symbols
+    let mut too_deep = Vec::new();
+    let mut scope: Scope = Vec::new();
+    let mut steps = Vec::new();
+    push_children(&mut steps, root);
+    while let Some(step) = steps.pop() {
+        match step {
+            Step::Leave => {
+                scope.pop();
+            }
+            Step::Recover(error) => recover_headers(error, source, language, &scope, &mut symbols),
+            Step::Enter(child) => {
+                let kind = child.kind();
+                let is_class = language.class_kinds.contains(&kind);
+                let named = (is_class || language.function_kinds.contains(&kind))
+                    .then(|| definition_name(language, child, source))
+                    .flatten();
+                let Some((name, receiver)) = named else {
+                    if child.is_error() {
+                        steps.push(Step::Recover(child));
+                    }
+                    push_children(&mut steps, child);
+                    continue;
+                };
+                if scope.len() >= MAX_NESTING {
+                    too_deep.push((child.start_position().row + 1, child.end_position().row + 1));
+                    continue;
+                }
+                let local = match &receiver {
+                    Some(receiver) => format!("{receiver}.{name}"),
+                    None => name.clone(),
+                };
+                let body = definition_body(language, child);
+                symbols.push(symbol(language, child, body, &scope, name, &local, is_class, source));
+                scope.push((local, is_class));
+                steps.push(Step::Leave);
+                if let Some(body) = body {
+                    push_children(&mut steps, body);
+                }
+            }
+        }
+    }
+    (symbols, too_deep)
+}
+
+/// How deep definitions may nest (classes and functions inside each other) before the rest is
+/// left out: far beyond hand-written code, and a bound on the qualified names and skeleton
+/// lines, which grow with the depth.
+pub(super) const MAX_NESTING: usize = 100;
+
+/// One step of [`extract`]'s walk.
+enum Step<'t> {
+    /// Look at a node: a definition becomes a symbol and its body is walked in its scope; any
+    /// other node's children are walked.
+    Enter(Node<'t>),
+    /// Recover definition headers in an ERROR region, after its children were walked.
+    Recover(Node<'t>),
+    /// Close the scope of the definition whose body was just walked.
+    Leave,
+}
+
+/// Pushes `node`'s named children so that the first is popped first.
+fn push_children<'t>(steps: &mut Vec<Step<'t>>, node: Node<'t>) {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+    steps.extend(children.into_iter().rev().map(Step::Enter));
+}
+
+/// The symbol a named definition makes in `scope`.
+#[allow(clippy::too_many_arguments)]
+fn symbol(
+    lang: &Language,
+    def: Node<'_>,
+    body: Option<Node<'_>>,
+    scope: &Scope,
+    name: String,
+    local: &str,
+    is_class: bool,
+    source: &str,
+) -> Symbol {
+    let outer = def
+        .parent()
+        .filter(|p| Some(p.kind()) == lang.decorated_kind)
+        .unwrap_or(def);
+    let kind = match (is_class, scope.last()) {
+        (true, _) => SymbolKind::Class,
+        (false, Some((_, true))) => SymbolKind::Method,
+        (false, _) => SymbolKind::Function,
+    };
+    let header_end = body.map_or(def.end_byte(), |b| b.start_byte());
+    Symbol {
+        name,
+        qualified: qualify(scope, local),
+        kind,
+        start_line: outer.start_position().row + 1,
+        end_line: def.end_position().row + 1,
+        body_line: body.map(|b| b.start_position().row + 1),
+        depth: scope.len(),
+        in_function: scope.iter().any(|(_, class)| !class),
+        decorators: decorators(outer, source),
+        signature: collapse_whitespace(&source[def.start_byte()..header_end]),
+        doc: documentation(lang, outer, body, source),
+    }
 }
 
 /// `(name, is_class)` of each enclosing definition, outermost first.
@@ -96,58 +204,6 @@ fn qualify(scope: &Scope, name: &str) -> String {
         .chain([name])
         .collect::<Vec<_>>()
         .join(".")
-}
-
-fn visit(node: Node<'_>, source: &str, lang: &Language, scope: &mut Scope, out: &mut Vec<Symbol>) {
-    let mut cursor = node.walk();
-    for child in node.named_children(&mut cursor) {
-        let kind = child.kind();
-        let is_class = lang.class_kinds.contains(&kind);
-        if !is_class && !lang.function_kinds.contains(&kind) {
-            visit(child, source, lang, scope, out);
-            if child.is_error() {
-                recover_headers(child, source, lang, scope, out);
-            }
-            continue;
-        }
-        let Some((name, receiver)) = definition_name(lang, child, source) else {
-            visit(child, source, lang, scope, out);
-            continue;
-        };
-        let outer = child
-            .parent()
-            .filter(|p| Some(p.kind()) == lang.decorated_kind)
-            .unwrap_or(child);
-        let local = match &receiver {
-            Some(receiver) => format!("{receiver}.{name}"),
-            None => name.clone(),
-        };
-        let kind = match (is_class, scope.last()) {
-            (true, _) => SymbolKind::Class,
-            (false, Some((_, true))) => SymbolKind::Method,
-            (false, _) => SymbolKind::Function,
-        };
-        let body = definition_body(lang, child);
-        let header_end = body.map_or(child.end_byte(), |b| b.start_byte());
-        out.push(Symbol {
-            name,
-            qualified: qualify(scope, &local),
-            kind,
-            start_line: outer.start_position().row + 1,
-            end_line: child.end_position().row + 1,
-            body_line: body.map(|b| b.start_position().row + 1),
-            depth: scope.len(),
-            in_function: scope.iter().any(|(_, class)| !class),
-            decorators: decorators(outer, source),
-            signature: collapse_whitespace(&source[child.start_byte()..header_end]),
-            doc: documentation(lang, outer, body, source),
-        });
-        scope.push((local, is_class));
-        if let Some(body) = body {
-            visit(body, source, lang, scope, out);
-        }
-        scope.pop();
-    }
 }
 
 /// Each language's header pattern, compiled once.

@@ -2,7 +2,7 @@
 //! but a regular file; a malformed line is an error naming the file and the line.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::repo::{is_instance_jsonl, open_output, Inputs, OutputMode};
 
 /// The largest JSONL (or JSON array) file read: SWE-bench's full test split with its patches
 /// is about 100 MB.
@@ -127,31 +128,26 @@ pub struct JsonlWriter {
 }
 
 impl JsonlWriter {
-    /// A new, empty file at `path` (its folder created when missing).
-    pub fn create(path: &Path) -> Result<Self> {
-        Self::open(path, false)
-    }
-
-    /// `path` opened for appending (created with its folder when missing).
-    pub fn append(path: &Path) -> Result<Self> {
-        Self::open(path, true)
-    }
-
-    fn open(path: &Path, append: bool) -> Result<Self> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(append)
-            .truncate(!append)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+    /// Opens the output `path` (see [`open_output`]: never an input of the run, a special file
+    /// or another run's output), locked while the writer lives. `what` names it in errors
+    /// (`--out`).
+    pub fn open(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<Self> {
+        let file = open_output(path, mode, inputs, what)?;
         Ok(JsonlWriter {
             path: path.to_path_buf(),
             file: BufWriter::new(file),
         })
+    }
+
+    /// [`JsonlWriter::open`] emptying a file of `instance_id` lines (blagent's own output) and
+    /// refusing any other content.
+    pub fn replace(path: &Path, inputs: &Inputs, what: &str) -> Result<Self> {
+        let mode = OutputMode {
+            append: false,
+            holds: "JSON lines with an instance_id",
+            is_ours: is_instance_jsonl,
+        };
+        Self::open(path, mode, inputs, what)
     }
 
     /// Writes `value` as one line and flushes it.
@@ -226,19 +222,30 @@ mod tests {
     }
 
     #[test]
-    fn the_writer_creates_truncates_and_appends() {
+    fn the_writer_creates_appends_and_replaces_its_own_lines() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("sub/out.jsonl");
-        JsonlWriter::create(&path)
-            .and_then(|mut w| w.write(&1))
+        let none = Inputs::new();
+        let line = |n: u32| serde_json::json!({"instance_id": n.to_string()});
+        JsonlWriter::replace(&path, &none, "out")
+            .and_then(|mut w| w.write(&line(1)))
             .expect("create");
-        JsonlWriter::append(&path)
-            .and_then(|mut w| w.write(&2))
+        let append = OutputMode {
+            append: true,
+            holds: "lines",
+            is_ours: is_instance_jsonl,
+        };
+        JsonlWriter::open(&path, append, &none, "out")
+            .and_then(|mut w| w.write(&line(2)))
             .expect("append");
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "1\n2\n");
-        JsonlWriter::create(&path)
-            .and_then(|mut w| w.write(&3))
-            .expect("truncate");
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "3\n");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(text.lines().count(), 2);
+        JsonlWriter::replace(&path, &none, "out")
+            .and_then(|mut w| w.write(&line(3)))
+            .expect("replace");
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "{\"instance_id\":\"3\"}\n"
+        );
     }
 }

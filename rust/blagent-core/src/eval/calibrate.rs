@@ -2,6 +2,7 @@
 //! scale of the model's weight in the final ranking (`agent::fit`), write the profile that
 //! `--llm-profile` reads.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -13,7 +14,8 @@ use crate::agent::{
     fit, LlmOptions, LlmProfile, LlmRun, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION,
 };
 use crate::error::{Error, Result};
-use crate::interface::{LocalizeOptions, Localizer};
+use crate::interface::{run_inputs, LocalizeOptions, Localizer};
+use crate::repo::{is_json_object, open_output, OutputMode};
 
 /// Ranks each calibration run asks for (the metrics' cut).
 const CALIBRATION_TOP_K: usize = 10;
@@ -95,6 +97,18 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         top_k: CALIBRATION_TOP_K,
         ..run.options.clone()
     };
+    // Checked and locked now, replaced only once the fit is done: an interrupted run leaves
+    // the last profile as it was.
+    let mut out = open_output(
+        &config.out,
+        OutputMode {
+            append: true,
+            holds: "a profile (a JSON object)",
+            is_ours: is_json_object,
+        },
+        &run_inputs(&config.dataset, &config.repos, Some(run)),
+        "--out",
+    )?;
     let selection = select(&config.dataset, &config.repos, config.ids.as_deref())?;
     let mut failures = selection.refused;
     let mut no_gold = Vec::new();
@@ -155,7 +169,9 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         fit,
     };
     let text = serde_json::to_string_pretty(&profile)?;
-    std::fs::write(&config.out, text + "\n").map_err(|e| Error::io(&config.out, e))?;
+    out.set_len(0)
+        .and_then(|()| out.write_all((text + "\n").as_bytes()))
+        .map_err(|e| Error::io(&config.out, e))?;
     Ok(CalibrationReport {
         profile,
         out: config.out.clone(),

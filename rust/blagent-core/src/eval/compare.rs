@@ -45,7 +45,7 @@ pub struct CompareConfig {
     /// Only these instances (all of the dataset with gold files when `None`).
     #[serde(default)]
     pub ids: Option<Vec<String>>,
-    /// Bootstrap resamples.
+    /// Bootstrap resamples, 1 to [`MAX_RESAMPLES`].
     #[serde(default = "default_resamples")]
     pub resamples: usize,
     /// The bootstrap generator's seed.
@@ -56,6 +56,10 @@ pub struct CompareConfig {
 fn default_resamples() -> usize {
     10_000
 }
+
+/// The most bootstrap resamples a comparison draws: the interval's ends stop moving long before
+/// this, and each resample keeps one number per compared series in memory.
+pub const MAX_RESAMPLES: usize = 1_000_000;
 
 /// One run's metrics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,6 +219,12 @@ fn load_runs(config: &CompareConfig, warnings: &mut Vec<String>) -> Result<Vec<R
 /// Compares the runs of `config`. Fails on unreadable inputs, fewer than two runs, or no
 /// instance with gold files.
 pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
+    if !(1..=MAX_RESAMPLES).contains(&config.resamples) {
+        return Err(Error::InvalidInput(format!(
+            "resamples must be between 1 and {MAX_RESAMPLES}, not {}",
+            config.resamples
+        )));
+    }
     let mut warnings = Vec::new();
     let runs = load_runs(config, &mut warnings)?;
     if runs.len() < 2 {

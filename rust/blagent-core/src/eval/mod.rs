@@ -14,7 +14,7 @@ mod worker;
 
 pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport};
 pub use self::compare::{
-    compare_runs, CompareConfig, CompareReport, Difference, Interval, McNemar, RunMetrics,
+    compare_runs, CompareConfig, CompareReport, MAX_RESAMPLES, Difference, Interval, McNemar, RunMetrics,
     Wilcoxon, COMPARE_KS,
 };
 pub use self::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};

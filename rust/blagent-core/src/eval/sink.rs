@@ -61,17 +61,22 @@ impl EvalSink {
                 instance,
             })
             .collect();
+        let inputs = crate::interface::run_inputs(&config.dataset, &config.repos, config.llm.as_ref())
+            .file(config.queries.as_ref());
+        let open = |path: &std::path::Path, what: &str| JsonlWriter::replace(path, &inputs, what);
+        let out = config.out.as_deref().map(|p| open(p, "--out")).transpose()?;
+        let signals_out = config
+            .signals_out
+            .as_deref()
+            .map(|p| open(p, "--signals-out"))
+            .transpose()?;
         let bar = progress_bar(todo.len(), config.progress)?;
         Ok(EvalSink {
             held: BTreeMap::new(),
             next: 0,
             written_k: config.top_k,
-            out: config.out.as_deref().map(JsonlWriter::create).transpose()?,
-            signals_out: config
-                .signals_out
-                .as_deref()
-                .map(JsonlWriter::create)
-                .transpose()?,
+            out,
+            signals_out,
             bar,
             report: EvalReport {
                 missing_trees: selection.missing,

@@ -15,6 +15,12 @@ pub struct PathResolver {
     by_qualified: HashMap<String, Vec<u32>>,
     /// (package, file name) → files.
     by_package_file: HashMap<(String, String), Vec<u32>>,
+    /// The most components any path has: a longer mention or module name can only match in
+    /// its last this many components, so longer prefixes and suffixes are not tried (a
+    /// megabyte of `a.a.a…` in an issue would otherwise cost quadratic time).
+    deepest_path: usize,
+    /// The most dotted parts any qualified name in `by_qualified` has.
+    deepest_qualified: usize,
 }
 
 /// What a file of a language with packages declares, for [`PathResolver::with_packages`].
@@ -51,6 +57,7 @@ impl PathResolver {
                 .entry(basename.to_owned())
                 .or_default()
                 .push(i as u32);
+            resolver.deepest_path = resolver.deepest_path.max(path.split('/').count());
             resolver.paths.push(path.to_owned());
         }
         resolver
@@ -71,10 +78,9 @@ impl PathResolver {
                 .or_default()
                 .push(d.file);
             for name in d.names {
-                let files = self
-                    .by_qualified
-                    .entry(format!("{}.{name}", d.package))
-                    .or_default();
+                let qualified = format!("{}.{name}", d.package);
+                self.deepest_qualified = self.deepest_qualified.max(qualified.split('.').count());
+                let files = self.by_qualified.entry(qualified).or_default();
                 if !files.contains(&d.file) {
                     files.push(d.file);
                 }
@@ -124,7 +130,8 @@ impl PathResolver {
         // A mention with directories must match at least its last directory too: a printed
         // `site-packages/numpy/core/base.py` must not pick every `base.py` of the repository.
         let last_start = components.len().saturating_sub(2);
-        for start in 0..=last_start {
+        let first_start = components.len().saturating_sub(self.deepest_path);
+        for start in first_start.min(last_start)..=last_start {
             let suffix = &components[start..];
             let found: Vec<u32> = candidates
                 .iter()
@@ -153,7 +160,7 @@ impl PathResolver {
             return None;
         }
         let parts: Vec<&str> = dotted.split('.').collect();
-        (2..=parts.len()).rev().find_map(|end| {
+        (2..=parts.len().min(self.deepest_qualified)).rev().find_map(|end| {
             match self.by_qualified.get(&parts[..end].join("."))?[..] {
                 [file] => Some(ModuleMatch {
                     file,
@@ -167,7 +174,8 @@ impl PathResolver {
 
     fn resolve_python_module(&self, dotted: &str) -> Option<ModuleMatch> {
         let parts: Vec<&str> = dotted.split('.').collect();
-        for end in (2..=parts.len()).rev() {
+        // `a.b.c` is `a/b/c.py` or `a/b/c/__init__.py`: at most `deepest_path` parts.
+        for end in (2..=parts.len().min(self.deepest_path)).rev() {
             let module = parts[..end].join("/");
             for (candidate, is_package) in [
                 (format!("{module}.py"), false),

@@ -12,7 +12,7 @@ use super::paths::{Declared, PathResolver};
 use crate::chunk::{parse_file, ChunkOptions, ParsedFile};
 use crate::elapsed_ms;
 use crate::error::Result;
-use crate::repo::{walk, Skipped, WalkOptions};
+use crate::repo::{walk, SkipReason, Skipped, WalkOptions};
 
 /// Options for indexing a repository.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -119,6 +119,16 @@ impl RepoIndex {
             })
             .collect();
         let parse_ms = elapsed_ms(start);
+        let mut skipped = walked.skipped;
+        skipped.extend(files.iter().flat_map(|f| {
+            f.parsed.too_deep.iter().map(|&(start_line, end_line)| Skipped {
+                path: f.path().to_owned(),
+                reason: SkipReason::NestedTooDeep {
+                    start_line,
+                    end_line,
+                },
+            })
+        }));
 
         let start = Instant::now();
         let chunk_refs: Vec<(u32, u32)> = files
@@ -173,7 +183,7 @@ impl RepoIndex {
         Ok(RepoIndex {
             root: walked.root,
             files,
-            skipped: walked.skipped,
+            skipped,
             modules: walked.modules,
             file_bm25,
             chunk_bm25,

@@ -8,7 +8,7 @@
 //! loop; a distributed driver (`blagent batch --ray`) runs workers elsewhere and feeds their
 //! outcomes, in any order, to one sink, so both write the same lines.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,7 @@ use super::localizer::LocalizeOptions;
 use super::request::{Granularity, DEFAULT_TOP_K};
 use crate::agent::{LlmRun, Pipeline};
 use crate::error::Result;
+use crate::repo::Inputs;
 
 /// What to localize and where to write it.
 #[derive(Debug, Clone, Deserialize)]
@@ -30,7 +31,7 @@ pub struct BatchConfig {
     pub repos: PathBuf,
     /// The Agentless `loc_outputs.jsonl` to append to.
     pub out: PathBuf,
-    /// Where to write this run's failures (JSONL); replaced at each run, absent when none
+    /// Where to write this run's failures (JSONL); replaced at each run, empty when none
     /// failed. By default next to `out` ([`BatchConfig::failures_path`]).
     #[serde(default)]
     pub failures_out: Option<PathBuf>,
@@ -87,6 +88,11 @@ impl BatchConfig {
         }
     }
 
+    /// What the run reads, which no output may be: the dataset, the trees, the prompts.
+    pub fn inputs(&self) -> Inputs {
+        run_inputs(&self.dataset, &self.repos, self.llm.as_ref())
+    }
+
     /// Where this run's failures go: `failures_out`, or by default next to `out` with
     /// `.failures.jsonl` in place of its `.jsonl` (`loc_outputs.failures.jsonl` for
     /// `loc_outputs.jsonl`; any other name gets the suffix added).
@@ -102,6 +108,15 @@ impl BatchConfig {
         let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
         self.out.with_file_name(format!("{stem}.failures.jsonl"))
     }
+}
+
+/// The inputs of a run over `dataset`'s trees in `repos` with `llm`: no output of the run may
+/// be one of them or lie inside them.
+pub(crate) fn run_inputs(dataset: &Path, repos: &Path, llm: Option<&LlmRun>) -> Inputs {
+    Inputs::new()
+        .file(Some(dataset))
+        .folder(Some(repos))
+        .folder(llm.and_then(|l| l.options.prompts_dir.as_ref()))
 }
 
 /// One instance that produced no line.

@@ -11,6 +11,7 @@ use super::progress::Progress;
 use super::resume::existing_ids;
 use super::SCHEMA_VERSION;
 use crate::dataset::{first_of_each_id, load_dataset, Instance, JsonlWriter};
+use crate::repo::{is_instance_jsonl, OutputMode};
 use crate::error::{Error, Result};
 
 /// A batch's output while the run goes on (see the module documentation).
@@ -19,7 +20,7 @@ pub struct BatchSink {
     todo: Vec<Instance>,
     pending: HashSet<String>,
     out: JsonlWriter,
-    failures_file: Option<JsonlWriter>,
+    failures_file: JsonlWriter,
     report: BatchReport,
     progress: Progress,
     start: Instant,
@@ -57,20 +58,33 @@ fn selected(config: &BatchConfig) -> Result<Vec<Instance>> {
 }
 
 impl BatchSink {
-    /// Plans `config`'s run: reads the dataset and the output so far (cutting a half-written
-    /// last line), opens the output for appending and removes the last run's failures file.
+    /// Plans `config`'s run: reads the dataset, opens the output for appending (locked: a
+    /// second run on it is refused) and reads what it holds so far (cutting a half-written
+    /// last line), and empties the last run's failures file.
     pub fn open(config: &BatchConfig) -> Result<Self> {
         let start = Instant::now();
         let instances = selected(config)?;
+        let inputs = config.inputs();
+        let out = JsonlWriter::open(
+            &config.out,
+            OutputMode {
+                append: true,
+                holds: "loc_outputs lines (JSON with an instance_id)",
+                is_ours: is_instance_jsonl,
+            },
+            &inputs,
+            "batch output",
+        )?;
         let (done, truncated) = existing_ids(&config.out)?;
-        let out = JsonlWriter::append(&config.out)?;
         let failures_out = config.failures_path();
-        match std::fs::remove_file(&failures_out) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Error::io(&failures_out, e))
-            }
-            _ => {}
+        if same_path(&failures_out, &config.out) {
+            return Err(Error::InvalidInput(format!(
+                "the failures file and the output are both {}",
+                config.out.display()
+            )));
         }
+        // This run's failures replace the last run's (a file of failure lines, nothing else).
+        let failures_file = JsonlWriter::replace(&failures_out, &inputs, "failures file")?;
         let selected = instances.len();
         let todo: Vec<Instance> = instances
             .into_iter()
@@ -103,7 +117,7 @@ impl BatchSink {
             pending: todo.iter().map(|i| i.instance_id.clone()).collect(),
             todo,
             out,
-            failures_file: None,
+            failures_file,
             report,
             progress,
             start,
@@ -159,13 +173,7 @@ impl BatchSink {
     }
 
     fn fail(&mut self, failed: BatchFailure) -> Result<()> {
-        let writer = match self.failures_file.as_mut() {
-            Some(writer) => writer,
-            None => self
-                .failures_file
-                .insert(JsonlWriter::create(&self.report.failures_out)?),
-        };
-        writer.write(&failed)?;
+        self.failures_file.write(&failed)?;
         self.progress.finish_one(
             &failed.instance_id,
             &format!("FAILED ({}): {}", failed.kind, failed.error),
@@ -191,6 +199,14 @@ impl BatchSink {
         }
         self.report.seconds = self.start.elapsed().as_secs_f64();
         Ok(self.report)
+    }
+}
+
+/// Whether `a` and `b` name the same place (compared as given when either cannot be resolved).
+fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::path::absolute(a), std::path::absolute(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }
 

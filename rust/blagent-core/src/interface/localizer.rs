@@ -44,6 +44,7 @@ impl Localizer {
                 "chunk max_bytes must be at least 1".to_owned(),
             ));
         }
+        options.weights.check()?;
         let dense = options.dense.clone().map(DenseModel::load).transpose()?;
         Ok(Localizer {
             options,

@@ -26,6 +26,7 @@ pub use self::agentless::{
     RELATED_TOP_FILES,
 };
 pub use self::batch::{run_batch, BatchConfig, BatchFailure, BatchReport};
+pub(crate) use self::batch::run_inputs;
 pub use self::batch_sink::BatchSink;
 pub use self::batch_worker::{BatchOutcome, BatchWorker};
 pub use self::hints::HINT_SIGNAL;

@@ -3,7 +3,7 @@
 //! BLAKE3 hash of what the model sees ([`request_key`]); the stage is recorded but not hashed.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ChatModel, ChatRequest, ChatResponse, Message};
 use crate::error::{Error, Result};
+use crate::repo::{json_lines_with, open_output, Inputs, OutputMode};
 
 /// A request as a cassette stores it: the model name and everything sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -206,16 +207,16 @@ pub struct RecordingModel<M> {
 
 impl<M: ChatModel> RecordingModel<M> {
     /// Records `inner`'s exchanges, keyed with `model` (the name it sends), to `path`
-    /// (appended to; created with its folder if missing).
+    /// (appended to; created with its folder if missing). The cassette is locked while the
+    /// model lives; a special file, or a file that holds anything but cassette lines, is
+    /// refused.
     pub fn create(inner: M, model: impl Into<String>, path: &Path) -> Result<Self> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+        let mode = OutputMode {
+            append: true,
+            holds: "cassette lines",
+            is_ours: |bytes| json_lines_with(bytes, "key", b"{\"key\":"),
+        };
+        let file = open_output(path, mode, &Inputs::new(), "cassette")?;
         Ok(RecordingModel {
             inner,
             model: model.into(),

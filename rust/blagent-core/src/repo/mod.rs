@@ -2,12 +2,16 @@
 
 mod ignores;
 mod lang;
+mod output;
 pub mod read;
 mod walk;
 
 pub use self::lang::{
     is_test_entry, language_for_path, language_named, DocStyle, Language, JAVA, KOTLIN, LANGUAGES,
     PYTHON,
+};
+pub use self::output::{
+    any_content, is_instance_jsonl, is_json_object, json_lines_with, open_output, Inputs, OutputMode,
 };
 pub use self::walk::{
     is_test_path, walk, SkipReason, Skipped, SourceFile, WalkOptions, WalkOutput,

@@ -19,11 +19,11 @@ pub const MAX_SMALL_FILE_BYTES: u64 = 1 << 20;
 
 /// `O_NONBLOCK`: opening a FIFO with it never waits for a writer.
 #[cfg(target_os = "linux")]
-const O_NONBLOCK: i32 = 0o4000;
+pub(super) const O_NONBLOCK: i32 = 0o4000;
 #[cfg(target_os = "macos")]
-const O_NONBLOCK: i32 = 0x0004;
+pub(super) const O_NONBLOCK: i32 = 0x0004;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-const O_NONBLOCK: i32 = 0;
+pub(super) const O_NONBLOCK: i32 = 0;
 
 /// Why a bounded read failed.
 #[derive(Debug)]
@@ -53,6 +53,9 @@ impl ReadFailure {
                 path.display(),
                 human_bytes(limit)
             )),
+            ReadFailure::Io(source) if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::InvalidInput(format!("{what} {}: no such file", path.display()))
+            }
             ReadFailure::Io(source) => Error::io(path, source),
         }
     }
@@ -73,7 +76,7 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
-fn kind_name(file_type: std::fs::FileType) -> &'static str {
+pub(super) fn kind_name(file_type: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;

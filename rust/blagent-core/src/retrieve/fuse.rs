@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{FileSignals, Signal};
 
-/// One weight per signal.
+/// One weight per signal. Read from JSON only as an object naming signals (`{"definition": 2}`):
+/// a list would set weights by position.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(try_from = "WeightsObject")]
 pub struct FusionWeights {
     /// Whole-file BM25 of the issue (normalized by the best file).
     pub bm25_file: f32,
@@ -71,22 +72,62 @@ impl Default for FusionWeights {
 }
 
 impl FusionWeights {
+    /// Every weight finite and at least 0, else an input error naming the first that is not.
+    pub fn check(&self) -> crate::Result<()> {
+        match Signal::ALL.iter().find(|&&s| !(self.weight(s) >= 0.0 && self.weight(s).is_finite())) {
+            Some(&s) => Err(crate::Error::InvalidInput(format!(
+                "fusion weight {} must be a finite number of at least 0, not {}",
+                s.name(),
+                self.weight(s)
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// The weight of `signal`.
     pub fn weight(&self, signal: Signal) -> f32 {
+        let mut copy = *self;
+        *copy.weight_mut(signal)
+    }
+
+    fn weight_mut(&mut self, signal: Signal) -> &mut f32 {
         match signal {
-            Signal::Bm25File => self.bm25_file,
-            Signal::Bm25Chunk => self.bm25_chunk,
-            Signal::TitleFile => self.title_file,
-            Signal::TitleChunk => self.title_chunk,
-            Signal::PathMention => self.path_mention,
-            Signal::ModuleMention => self.module_mention,
-            Signal::StackFrame => self.stack_frame,
-            Signal::Definition => self.definition,
-            Signal::ErrorMessage => self.error_message,
-            Signal::DenseIssue => self.dense_issue,
-            Signal::DenseStructural => self.dense_structural,
-            Signal::DenseBehavioral => self.dense_behavioral,
+            Signal::Bm25File => &mut self.bm25_file,
+            Signal::Bm25Chunk => &mut self.bm25_chunk,
+            Signal::TitleFile => &mut self.title_file,
+            Signal::TitleChunk => &mut self.title_chunk,
+            Signal::PathMention => &mut self.path_mention,
+            Signal::ModuleMention => &mut self.module_mention,
+            Signal::StackFrame => &mut self.stack_frame,
+            Signal::Definition => &mut self.definition,
+            Signal::ErrorMessage => &mut self.error_message,
+            Signal::DenseIssue => &mut self.dense_issue,
+            Signal::DenseStructural => &mut self.dense_structural,
+            Signal::DenseBehavioral => &mut self.dense_behavioral,
         }
+    }
+}
+
+/// The JSON form [`FusionWeights`] is read through: an object, never a list.
+#[derive(Deserialize)]
+struct WeightsObject(serde_json::Map<String, serde_json::Value>);
+
+impl TryFrom<WeightsObject> for FusionWeights {
+    type Error = String;
+
+    fn try_from(object: WeightsObject) -> std::result::Result<Self, String> {
+        let mut weights = FusionWeights::default();
+        for (name, value) in object.0 {
+            let signal = Signal::ALL.iter().find(|s| s.name() == name).ok_or_else(|| {
+                let known: Vec<&str> = Signal::ALL.iter().map(|s| s.name()).collect();
+                format!("unknown fusion weight {name:?} (known: {})", known.join(", "))
+            })?;
+            let value = value
+                .as_f64()
+                .ok_or_else(|| format!("fusion weight {name} must be a number, not {value}"))?;
+            *weights.weight_mut(*signal) = value as f32;
+        }
+        Ok(weights)
     }
 }
 

@@ -8,6 +8,7 @@ use blagent_core::analysis::{
     analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, FunctionRule, LineVerdict,
     Stage,
 };
+
 use serde_json::json;
 
 const INIT: &str = include_str!("../fixtures/analysis_shop/shop/__init__.py");
@@ -274,7 +275,7 @@ fn every_stage_of_the_known_answer_set() {
         "a class of a new file is added, not a gold function: {resolved:#?}"
     );
 
-    let (written, no_chart) = write_outputs(&report, &dir.path().join("out")).unwrap();
+    let (written, no_chart) = write_outputs(&report, &dir.path().join("out"), &blagent_core::repo::Inputs::new()).unwrap();
     assert!(no_chart.is_none(), "{no_chart:?}");
     let names: Vec<PathBuf> = written
         .iter()

@@ -225,33 +225,41 @@ fn eval_counts_a_duplicated_id_once_as_batch_does() {
 
 #[cfg(unix)]
 #[test]
-fn special_and_oversized_input_files_are_refused() {
+fn special_input_and_output_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     write_tree(&dir.path().join("trees/a"));
     let data = dataset(dir.path(), &["a"]);
-    // A dataset that is a device, an output that is a device.
-    let err = run_eval(&eval_config(dir.path(), PathBuf::from("/dev/zero"))).unwrap_err();
-    assert!(
-        err.is_input_error() && err.to_string().contains("device"),
-        "{err}"
-    );
-    let err = run_batch(&batch_config(dir.path(), PathBuf::from("/dev/zero"), None)).unwrap_err();
-    assert!(err.is_input_error(), "{err}");
+    // A FIFO made here stands for every special file, so the test needs no device.
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let is_fifo_refusal = |err: &blagent_core::Error| {
+        err.is_input_error() && err.to_string().contains("FIFO")
+    };
+    // A dataset that is a FIFO, an output that is a FIFO.
+    let err = run_eval(&eval_config(dir.path(), fifo.clone())).unwrap_err();
+    assert!(is_fifo_refusal(&err), "{err}");
+    let err = run_batch(&batch_config(dir.path(), fifo.clone(), None)).unwrap_err();
+    assert!(is_fifo_refusal(&err), "{err}");
     let config = BatchConfig {
-        out: PathBuf::from("/dev/full"),
+        out: fifo.clone(),
         ..batch_config(dir.path(), data, None)
     };
     let err = run_batch(&config).unwrap_err();
-    assert!(
-        err.is_input_error() && err.to_string().contains("device"),
-        "{err}"
-    );
-    // A cassette that is a device.
+    assert!(is_fifo_refusal(&err), "{err}");
+    // A cassette that is a FIFO, to read or to record.
     let err = model_from_config(&LlmConfig {
-        replay: Some("/dev/zero".into()),
+        replay: Some(fifo.clone()),
         ..LlmConfig::default()
     })
     .err()
     .unwrap();
-    assert!(err.is_input_error(), "{err}");
+    assert!(is_fifo_refusal(&err), "{err}");
+    let err = model_from_config(&LlmConfig {
+        record: Some(fifo),
+        ..llm_config("http://127.0.0.1:9")
+    })
+    .err()
+    .unwrap();
+    assert!(is_fifo_refusal(&err), "{err}");
 }

@@ -165,9 +165,10 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
         (second.resumed, second.written, second.failures.len()),
         (2, 1, 0)
     );
-    assert!(
-        !config.failures_path().exists(),
-        "a clean run leaves no failures file"
+    assert_eq!(
+        std::fs::read_to_string(config.failures_path()).expect("read"),
+        "",
+        "a clean run leaves an empty failures file"
     );
     assert_eq!(
         std::fs::read_to_string(&out).expect("read").lines().count(),

@@ -1,0 +1,287 @@
+//! Opening a file blagent writes: never an input of the run, never a special file, never a file
+//! another run is writing, and an existing file is emptied only when it holds what blagent
+//! writes there. Nothing is deleted; nothing is created before every check has passed.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use super::read::{kind_name, read_bounded, MAX_DATA_FILE_BYTES};
+use crate::error::{Error, Result};
+
+/// How an output is opened, and what it may already hold: an existing file is written only
+/// when it is empty or holds what blagent writes there, so a user's file named by mistake is
+/// refused, never appended to or overwritten.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputMode {
+    /// Appended to (a batch output, a cassette) rather than emptied and written anew.
+    pub append: bool,
+    /// What the output holds, for the refusal's message ("predictions (JSONL)").
+    pub holds: &'static str,
+    /// Whether bytes already in the file are such an output.
+    pub is_ours: fn(&[u8]) -> bool,
+}
+
+/// What a run reads: an output may be none of these files, nor lie under these folders.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    files: Vec<PathBuf>,
+    folders: Vec<PathBuf>,
+}
+
+impl Inputs {
+    /// No inputs named.
+    pub fn new() -> Self {
+        Inputs::default()
+    }
+
+    /// Adds an input file (a dataset, a cassette, a query file); `None` adds nothing.
+    #[must_use]
+    pub fn file<P: AsRef<Path>>(mut self, path: Option<P>) -> Self {
+        self.files.extend(path.map(|p| p.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Adds a folder whose contents are inputs (the trees folder, a repository).
+    #[must_use]
+    pub fn folder<P: AsRef<Path>>(mut self, path: Option<P>) -> Self {
+        self.folders
+            .extend(path.map(|p| p.as_ref().to_path_buf()));
+        self
+    }
+}
+
+/// Opens `path` for writing (its folder created when missing), locked for the life of the
+/// returned handle. Refused as bad input: an input of `inputs` (the same file under any name)
+/// or a path inside an input folder; a FIFO, device, socket or directory; a file another
+/// process holds open through this function; an existing file whose content is not
+/// [`OutputMode::is_ours`]. Without [`OutputMode::append`] the file is then emptied.
+pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<File> {
+    let refuse = |why: String| Error::InvalidInput(format!("{what} {}: {why}", path.display()));
+    let resolved = resolve(path).map_err(|e| Error::io(path, e))?;
+    for folder in &inputs.folders {
+        if let Ok(folder) = folder.canonicalize() {
+            if resolved.starts_with(&folder) {
+                return Err(refuse(format!(
+                    "is inside {}, which this run reads; write outputs elsewhere",
+                    folder.display()
+                )));
+            }
+        }
+    }
+    if let Ok(meta) = std::fs::metadata(path) {
+        check_target(&meta, inputs).map_err(refuse)?;
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let mut options = OpenOptions::new();
+    options.write(true).create(true);
+    options.append(mode.append);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A FIFO swapped in after the check fails to open instead of blocking.
+        options.custom_flags(super::read::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    check_target(&meta, inputs).map_err(refuse)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(refuse(
+                "another blagent run is writing it; wait for that run or choose another file"
+                    .to_owned(),
+            ))
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(path, e)),
+    }
+    if meta.len() > 0 {
+        let bytes =
+            read_bounded(path, MAX_DATA_FILE_BYTES).map_err(|f| f.into_error(path, what))?;
+        if !(mode.is_ours)(&bytes) {
+            return Err(refuse(format!(
+                "exists and does not hold {}; refusing to write to it (remove it or choose \
+                 another file)",
+                mode.holds
+            )));
+        }
+    }
+    if !mode.append {
+        file.set_len(0).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(file)
+}
+
+/// `path` made absolute with its longest existing ancestor canonicalized (symlinks resolved),
+/// so it can be compared with input folders before anything is created.
+fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+    let absolute = std::path::absolute(path)?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        match existing.canonicalize() {
+            Ok(found) => return Ok(rest.iter().rev().fold(found, |p, c| p.join(c))),
+            Err(_) => match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_owned());
+                    existing = parent;
+                }
+                _ => return Ok(absolute),
+            },
+        }
+    }
+}
+
+/// Why an existing output may not be written: a special file, or one of the inputs.
+fn check_target(meta: &std::fs::Metadata, inputs: &Inputs) -> std::result::Result<(), String> {
+    if !meta.is_file() {
+        return Err(format!(
+            "is a {}; outputs are written to regular files",
+            kind_name(meta.file_type())
+        ));
+    }
+    if let Some(input) = inputs
+        .files
+        .iter()
+        .find(|input| std::fs::metadata(input).is_ok_and(|m| same_file(&m, meta)))
+    {
+        return Err(format!(
+            "is {}, an input of this run; refusing to overwrite it",
+            input.display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Whether every non-blank line is a JSON object with a string `instance_id`: what blagent's
+/// JSONL outputs (predictions, failures, signals, batch lines) hold. A last line without its
+/// newline counts when it starts as blagent's lines do: an interrupted write.
+pub fn is_instance_jsonl(bytes: &[u8]) -> bool {
+    json_lines_with(bytes, "instance_id", b"{\"instance_id\":")
+}
+
+/// Whether every complete non-blank line is a JSON object with the string field `field`, and a
+/// last line without its newline starts with `prefix`.
+pub fn json_lines_with(bytes: &[u8], field: &str, prefix: &[u8]) -> bool {
+    let (complete, tail) = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(end) => bytes.split_at(end + 1),
+        None => (&[][..], bytes),
+    };
+    let tail = tail.trim_ascii();
+    (tail.is_empty() || tail.starts_with(prefix))
+        && complete
+            .split(|&b| b == b'\n')
+            .filter(|line| !line.trim_ascii().is_empty())
+            .all(|line| {
+                serde_json::from_slice::<serde_json::Value>(line)
+                    .is_ok_and(|v| v.get(field).is_some_and(serde_json::Value::is_string))
+            })
+}
+
+/// Whether the bytes are one JSON object (a profile, a summary).
+pub fn is_json_object(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v.is_object())
+}
+
+/// Any content: for files only blagent has reason to write (a chart, a summary in the output
+/// folder the user named for them).
+pub fn any_content(_: &[u8]) -> bool {
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JSONL: OutputMode = OutputMode {
+        append: false,
+        holds: "JSONL",
+        is_ours: is_instance_jsonl,
+    };
+    const APPEND: OutputMode = OutputMode {
+        append: true,
+        ..JSONL
+    };
+
+    fn refused(result: Result<File>) -> String {
+        match result {
+            Err(e @ Error::InvalidInput(_)) => e.to_string(),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn inputs_and_files_inside_input_folders_are_refused_and_left_as_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data.jsonl");
+        std::fs::write(&data, "{\"instance_id\": \"a\"}\n").unwrap();
+        let trees = dir.path().join("trees");
+        std::fs::create_dir(&trees).unwrap();
+        let inputs = Inputs::new().file(Some(&data)).folder(Some(&trees));
+        let alias = dir.path().join("alias.jsonl");
+        std::fs::hard_link(&data, &alias).unwrap();
+        for path in [&data, &alias] {
+            let message = refused(open_output(path, JSONL, &inputs, "--out"));
+            assert!(message.contains("an input of this run"), "{message}");
+            let message = refused(open_output(path, APPEND, &inputs, "--out"));
+            assert!(message.contains("an input of this run"), "{message}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(&data).unwrap(),
+            "{\"instance_id\": \"a\"}\n"
+        );
+        let inside = trees.join("sub/new.jsonl");
+        let message = refused(open_output(&inside, JSONL, &inputs, "--out"));
+        assert!(message.contains("which this run reads"), "{message}");
+        assert!(!trees.join("sub").exists(), "nothing is created before the checks pass");
+    }
+
+    #[test]
+    fn special_files_and_foreign_content_are_refused_and_ours_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(status.success());
+        let message = refused(open_output(&fifo, APPEND, &Inputs::new(), "--out"));
+        assert!(message.contains("FIFO") || message.contains("special"), "{message}");
+
+        let notes = dir.path().join("notes.txt");
+        std::fs::write(&notes, "my notes\n").unwrap();
+        for mode in [JSONL, APPEND] {
+            let message = refused(open_output(&notes, mode, &Inputs::new(), "--out"));
+            assert!(message.contains("refusing to write"), "{message}");
+        }
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes\n");
+        std::fs::write(&notes, "my notes").unwrap();
+        refused(open_output(&notes, APPEND, &Inputs::new(), "--out"));
+
+        let ours = dir.path().join("preds.jsonl");
+        std::fs::write(&ours, "{\"instance_id\": \"a\"}\n{\"instance_id\":\"b").unwrap();
+        drop(open_output(&ours, APPEND, &Inputs::new(), "--out").unwrap());
+        drop(open_output(&ours, JSONL, &Inputs::new(), "--out").unwrap());
+        assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_while_the_first_holds_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.jsonl");
+        let first = open_output(&out, APPEND, &Inputs::new(), "--out").unwrap();
+        let message = refused(open_output(&out, APPEND, &Inputs::new(), "--out"));
+        assert!(message.contains("another blagent run"), "{message}");
+        drop(first);
+        open_output(&out, APPEND, &Inputs::new(), "--out").unwrap();
+    }
+}
