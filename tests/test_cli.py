@@ -218,3 +218,22 @@ def test_eval_reports_per_language(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report["per_language"]["java"]["instances"] == 1
     assert report["per_language"]["java"]["mrr"] == 1.0
+
+
+def test_each_error_kind_exits_with_the_core_s_code(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI's exit codes are the core's (`ErrorKind::exit_code`, exported as EXIT_CODES):
+    each error kind's exception class, and Ctrl-C, exit with their kind's code."""
+    from blagent import _core, cli
+
+    raised: list[BaseException] = [cls("boom") for cls, _ in cli.EXIT_BY_ERROR] + [KeyboardInterrupt()]
+    kinds = [kind for _, kind in cli.EXIT_BY_ERROR] + ["interrupted"]
+    assert sorted(kinds) == sorted(_core.EXIT_CODES), "every kind has its exception class"
+    for error, kind in zip(raised, kinds):
+
+        def fail(_args: object, error: BaseException = error) -> int:
+            raise error
+
+        monkeypatch.setattr(cli, "cmd_llm_check", fail)
+        assert cli.main(["llm-check"]) == _core.EXIT_CODES[kind], kind
+    assert _core.EXIT_CODES == {"input": 1, "io": 3, "model": 3, "llm": 3, "interrupted": 130, "internal": 3}
+    capsys.readouterr()

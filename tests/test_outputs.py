@@ -64,7 +64,7 @@ def test_the_failures_file_is_never_deleted_and_a_foreign_one_is_refused(run_inp
     out = tmp_path / "loc.jsonl"
     proc = run("batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--failures-out", str(notes), "--quiet")
     assert_clean_failure(proc)
-    assert "refusing to write" in proc.stderr, proc.stderr
+    assert "refusing to overwrite" in proc.stderr, proc.stderr
     assert notes.read_text() == "my notes\n"
     # The last run's own failures file is replaced by this run's (empty: nothing failed).
     failures = tmp_path / "failures.jsonl"

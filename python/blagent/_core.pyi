@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_TOP_K",
     "DEFAULT_ANALYSIS_TOP_K",
     "LLM_CONFIG_FLAGS",
+    "EXIT_CODES",
     "__version__",
     "Localizer",
     "RepoIndex",
@@ -47,6 +48,8 @@ DEFAULT_TOP_K: int
 DEFAULT_ANALYSIS_TOP_K: int
 #: The `--llm-*` flags as JSON: [{"flag", "key", "kind", "metavar", "help"}].
 LLM_CONFIG_FLAGS: str
+#: The CLI's exit code of each error kind: input, io, model, llm, interrupted, internal.
+EXIT_CODES: dict[str, int]
 
 class BlagentError(Exception): ...
 class InputError(BlagentError): ...

@@ -17,9 +17,20 @@ from ._llm_flags import add_llm_flags, add_pipeline_flags, llm_client, llm_confi
 from ._report import format_calibration, format_comparison, format_report
 from .localizer import Localizer
 
-EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_FAILURE = 0, 1, 2, 3
-#: The exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
-EXIT_INTERRUPTED = 130
+#: Success, and argparse's own status for a usage error; every other status is the core's
+#: (`ErrorKind::exit_code`): bad input, an I/O or LLM failure, Ctrl-C (128 + SIGINT).
+EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_INPUT = _core.EXIT_CODES["input"]
+EXIT_FAILURE = _core.EXIT_CODES["io"]
+EXIT_INTERRUPTED = _core.EXIT_CODES["interrupted"]
+#: The exception classes of the core's error kinds, each mapped to its kind's exit code.
+EXIT_BY_ERROR: tuple[tuple[type[BaseException], str], ...] = (
+    (_core.InputError, "input"),
+    (_core.BlagentIOError, "io"),
+    (_core.ModelError, "model"),
+    (_core.LlmError, "llm"),
+    (_core.InternalError, "internal"),
+)
 
 
 def _read_issue(args: argparse.Namespace) -> str:
@@ -246,7 +257,7 @@ def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
         help="run the instances on a Ray cluster: without ADDRESS a new local one (127.0.0.1, no dashboard, "
         "all CPUs), else the one at ADDRESS (host:port or auto); same output as without --ray",
     )
-    group.add_argument("--ray-workers", type=_positive_int, help="worker slots (default: one per CPU of the cluster)")
+    group.add_argument("--ray-workers", type=_positive_int, help="worker slots (default: the cluster's CPUs divided by --ray-cpus-per-worker)")
     group.add_argument(
         "--ray-cpus-per-worker", type=_positive_int, default=1, help="CPUs each worker reserves and computes with (default 1)"
     )
@@ -576,15 +587,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     except RecursionError:
         print("blagent: error: the input is nested too deeply", file=sys.stderr)
         return EXIT_INPUT
-    except _core.InputError as err:
-        print(f"blagent: error: {err}", file=sys.stderr)
-        return EXIT_INPUT
     except json.JSONDecodeError as err:
         print(f"blagent: error: invalid JSON argument: {err}", file=sys.stderr)
         return EXIT_INPUT
     except _core.BlagentError as err:
         print(f"blagent: error: {err}", file=sys.stderr)
-        return EXIT_FAILURE
+        kind = next((kind for cls, kind in EXIT_BY_ERROR if isinstance(err, cls)), "internal")
+        return _core.EXIT_CODES[kind]
 
 
 if __name__ == "__main__":

@@ -104,7 +104,18 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// The CLI's exit code for an error of this kind.
+    /// Every kind.
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::Input,
+        ErrorKind::Io,
+        ErrorKind::Model,
+        ErrorKind::Llm,
+        ErrorKind::Interrupted,
+        ErrorKind::Internal,
+    ];
+
+    /// The CLI's exit code for an error of this kind (the bindings export them as
+    /// `EXIT_CODES`, which the CLI uses).
     pub fn exit_code(self) -> i32 {
         match self {
             ErrorKind::Input => 1,

@@ -599,6 +599,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "LLM_CONFIG_FLAGS",
         to_json(&blagent_core::llm::config_flags()).map_err(to_py)?,
     )?;
+    m.add(
+        "EXIT_CODES",
+        blagent_core::ErrorKind::ALL
+            .map(|kind| (kind.name(), kind.exit_code()))
+            .into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>(),
+    )?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyLocalizer>()?;
     m.add_class::<PyRepoIndex>()?;

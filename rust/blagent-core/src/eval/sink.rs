@@ -45,6 +45,17 @@ impl EvalSink {
     pub fn open(config: &EvalConfig) -> Result<Self> {
         let start = Instant::now();
         let selection = select(&config.dataset, &config.repos, config.ids.as_deref())?;
+        let trees = selection.present.iter().map(|(_, tree)| tree);
+        let inputs = crate::interface::run_inputs(&config.dataset, &config.repos, config.llm.as_ref())
+            .file(config.queries.as_ref())
+            .folders(trees);
+        let open = |path: &std::path::Path, what: &str| JsonlWriter::replace(path, &inputs, what);
+        let out = config.out.as_deref().map(|p| open(p, "--out")).transpose()?;
+        let signals_out = config
+            .signals_out
+            .as_deref()
+            .map(|p| open(p, "--signals-out"))
+            .transpose()?;
         let mut given: HashMap<String, Rewrites> = config
             .queries
             .as_deref()
@@ -61,15 +72,6 @@ impl EvalSink {
                 instance,
             })
             .collect();
-        let inputs = crate::interface::run_inputs(&config.dataset, &config.repos, config.llm.as_ref())
-            .file(config.queries.as_ref());
-        let open = |path: &std::path::Path, what: &str| JsonlWriter::replace(path, &inputs, what);
-        let out = config.out.as_deref().map(|p| open(p, "--out")).transpose()?;
-        let signals_out = config
-            .signals_out
-            .as_deref()
-            .map(|p| open(p, "--signals-out"))
-            .transpose()?;
         let bar = progress_bar(todo.len(), config.progress)?;
         Ok(EvalSink {
             held: BTreeMap::new(),

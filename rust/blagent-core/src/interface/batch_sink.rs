@@ -10,7 +10,7 @@ use super::batch_worker::BatchOutcome;
 use super::progress::Progress;
 use super::resume::existing_ids;
 use super::SCHEMA_VERSION;
-use crate::dataset::{first_of_each_id, load_dataset, Instance, JsonlWriter};
+use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance, JsonlWriter};
 use crate::repo::{is_instance_jsonl, OutputMode};
 use crate::error::{Error, Result};
 
@@ -64,7 +64,11 @@ impl BatchSink {
     pub fn open(config: &BatchConfig) -> Result<Self> {
         let start = Instant::now();
         let instances = selected(config)?;
-        let inputs = config.inputs();
+        // The trees of ids that name one (an id leaving the trees folder fails on its own).
+        let trees = instances
+            .iter()
+            .filter_map(|i| instance_tree(&config.repos, &i.instance_id).ok());
+        let inputs = config.inputs().folders(trees);
         let out = JsonlWriter::open(
             &config.out,
             OutputMode {

@@ -41,6 +41,14 @@ impl Inputs {
         self
     }
 
+    /// Adds folders whose contents are inputs (each instance's tree).
+    #[must_use]
+    pub fn folders<P: AsRef<Path>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
+        self.folders
+            .extend(paths.into_iter().map(|p| p.as_ref().to_path_buf()));
+        self
+    }
+
     /// Adds a folder whose contents are inputs (the trees folder, a repository).
     #[must_use]
     pub fn folder<P: AsRef<Path>>(mut self, path: Option<P>) -> Self {
@@ -58,9 +66,13 @@ impl Inputs {
 pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<File> {
     let refuse = |why: String| Error::InvalidInput(format!("{what} {}: {why}", path.display()));
     let resolved = resolve(path).map_err(|e| Error::io(path, e))?;
+    // Compared as written and with symlinks resolved, on both sides: a tree that is a symlink
+    // (`trees/a -> checkout`) holds its target's files under either name.
+    let written = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
     for folder in &inputs.folders {
-        if let Ok(folder) = folder.canonicalize() {
-            if resolved.starts_with(&folder) {
+        let names = [std::path::absolute(folder).ok(), folder.canonicalize().ok()];
+        for name in names.iter().flatten() {
+            if written.starts_with(name) || resolved.starts_with(name) {
                 return Err(refuse(format!(
                     "is inside {}, which this run reads; write outputs elsewhere",
                     folder.display()
@@ -100,8 +112,9 @@ pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -
         let bytes =
             read_bounded(path, MAX_DATA_FILE_BYTES).map_err(|f| f.into_error(path, what))?;
         if !(mode.is_ours)(&bytes) {
+            let verb = if mode.append { "append to" } else { "overwrite" };
             return Err(refuse(format!(
-                "exists and does not hold {}; refusing to write to it (remove it or choose \
+                "exists and does not hold {}; refusing to {verb} it (remove it or choose \
                  another file)",
                 mode.holds
             )));
@@ -261,7 +274,7 @@ mod tests {
         std::fs::write(&notes, "my notes\n").unwrap();
         for mode in [JSONL, APPEND] {
             let message = refused(open_output(&notes, mode, &Inputs::new(), "--out"));
-            assert!(message.contains("refusing to write"), "{message}");
+            assert!(message.contains("refusing to"), "{message}");
         }
         assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes\n");
         std::fs::write(&notes, "my notes").unwrap();

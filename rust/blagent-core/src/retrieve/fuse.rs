@@ -119,8 +119,12 @@ impl TryFrom<WeightsObject> for FusionWeights {
         let mut weights = FusionWeights::default();
         for (name, value) in object.0 {
             let signal = Signal::ALL.iter().find(|s| s.name() == name).ok_or_else(|| {
-                let known: Vec<&str> = Signal::ALL.iter().map(|s| s.name()).collect();
-                format!("unknown fusion weight {name:?} (known: {})", known.join(", "))
+                let known: Vec<String> =
+                    Signal::ALL.iter().map(|s| format!("`{}`", s.name())).collect();
+                format!(
+                    "unknown field `{name}`, expected one of {} (the fusion weights)",
+                    known.join(", ")
+                )
             })?;
             let value = value
                 .as_f64()

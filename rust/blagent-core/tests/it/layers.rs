@@ -36,24 +36,179 @@ fn layer(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
 }
 
-/// `(module it names, line)` of every `crate::x` path outside comments.
-fn crate_paths(text: &str) -> Vec<(String, usize)> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or_default();
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let tail = &rest[at + "crate::".len()..];
-            let name: String = tail
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                out.push((name, i + 1));
+/// The code of `text` with comments and the contents of string and character literals blanked
+/// (newlines kept, so line numbers hold), and no whitespace around `::`.
+fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    let at = |i: usize| chars.get(i).copied();
+    let mut i = 0;
+    while i < chars.len() {
+        match (chars[i], at(i + 1)) {
+            ('/', Some('/')) => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
             }
-            rest = tail;
+            ('/', Some('*')) => {
+                let mut depth = 0;
+                while i < chars.len() {
+                    if chars[i] == '/' && at(i + 1) == Some('*') {
+                        depth += 1;
+                        i += 2;
+                    } else if chars[i] == '*' && at(i + 1) == Some('/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        out.push(blank(chars[i]));
+                        i += 1;
+                    }
+                }
+            }
+            ('r', Some('"' | '#')) if !chars[..i].last().is_some_and(|c| c.is_alphanumeric() || *c == '_') => {
+                let hashes = chars[i + 1..].iter().take_while(|&&c| c == '#').count();
+                i += 1 + hashes;
+                if chars.get(i) != Some(&'"') {
+                    continue;
+                }
+                i += 1;
+                let close: Vec<char> = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+                while i < chars.len() && !chars[i..].starts_with(&close) {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+                i += close.len();
+                out.push_str("\"\"");
+            }
+            ('"', _) => {
+                i += 1;
+                while i < chars.len() && chars[i] != '"' {
+                    if chars[i] == '\\' {
+                        i += 1;
+                    }
+                    if let Some(&c) = chars.get(i) {
+                        out.push(blank(c));
+                    }
+                    i += 1;
+                }
+                i += 1;
+                out.push_str("\"\"");
+            }
+            ('\'', _) if at(i + 2) == Some('\'') || (at(i + 1) == Some('\\')) => {
+                // A character literal ('x' or an escape); a lifetime ('a) has no closing quote.
+                i += 1;
+                while i < chars.len() && chars[i] != '\'' {
+                    i += if chars[i] == '\\' { 2 } else { 1 };
+                }
+                i += 1;
+                out.push_str("' '");
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
         }
     }
+    collapse_path_spaces(&out)
+}
+
+/// `a :: b` as `a::b`, keeping newlines.
+fn collapse_path_spaces(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut pending = String::new();
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' || c == '\t' {
+            pending.push(c);
+            continue;
+        }
+        if c == ':' && chars.peek() == Some(&':') {
+            pending.clear();
+            chars.next();
+            out.push_str("::");
+            while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
+                chars.next();
+            }
+            continue;
+        }
+        out.push_str(&pending);
+        pending.clear();
+        out.push(c);
+    }
+    out
+}
+
+/// The top-level modules a path after `crate::` names: one identifier, or each item of a
+/// `{…}` group (`crate::{eval::X, agent}` names eval and agent).
+fn named_modules(tail: &str) -> Vec<String> {
+    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let Some(group) = tail.strip_prefix('{') else {
+        return vec![ident(tail)].into_iter().filter(|n| !n.is_empty()).collect();
+    };
+    let mut names = Vec::new();
+    let mut depth = 0;
+    let mut item_start = true;
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => item_start = true,
+            c if c.is_whitespace() => {}
+            _ if item_start && depth == 0 => {
+                names.push(ident(&group[at..]));
+                item_start = false;
+            }
+            _ => {}
+        }
+    }
+    names.retain(|n| !n.is_empty() && n != "self");
+    names
+}
+
+/// `(module it names, line)` of every path to another top-level module in `text`, the code of
+/// module `path` (`["eval", "run"]` for `src/eval/run.rs`): `crate::x`, `crate::{x::…, y}`,
+/// and `super::` chains that climb out of the top-level module. Comments and strings are
+/// skipped; whitespace around `::` is not a way around the check.
+fn crate_paths(text: &str, path: &[&str]) -> Vec<(String, usize)> {
+    let code = code_only(text);
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let starts_path = |at: usize| {
+        !code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+    };
+    let mut out = Vec::new();
+    for (start, _) in code.match_indices("crate::") {
+        if starts_path(start) {
+            let tail = &code[start + "crate::".len()..];
+            out.extend(named_modules(tail).into_iter().map(|m| (m, line_of(start))));
+        }
+    }
+    for (start, _) in code.match_indices("super::") {
+        if !starts_path(start) {
+            continue;
+        }
+        let mut tail = &code[start..];
+        let mut climbs = 0;
+        while let Some(rest) = tail.strip_prefix("super::") {
+            climbs += 1;
+            tail = rest;
+        }
+        // Climbing out of the file's top-level module reaches the crate root; an inline
+        // `mod tests` climbs one step less than the file path says, so only names of
+        // top-level modules count.
+        if climbs >= path.len() {
+            let modules = named_modules(tail).into_iter().filter(|m| layer(m).is_some());
+            out.extend(modules.map(|m| (m, line_of(start))));
+        }
+    }
+    out.sort_by_key(|(_, line)| *line);
     out
 }
 
@@ -92,7 +247,14 @@ fn modules_use_only_lower_layers() {
             continue;
         };
         let text = std::fs::read_to_string(file).expect("reads a source");
-        for (target, line) in crate_paths(&text) {
+        let components: Vec<String> = relative
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .filter(|c| c != "mod")
+            .collect();
+        let path: Vec<&str> = components.iter().map(String::as_str).collect();
+        for (target, line) in crate_paths(&text, &path) {
             if target == module || ROOT_ITEMS.contains(&target.as_str()) {
                 continue;
             }
@@ -116,6 +278,32 @@ fn modules_use_only_lower_layers() {
 #[test]
 fn the_scanner_sees_paths_and_skips_comments() {
     let text = "use crate::index::RepoIndex;\n// crate::agent in a comment\nlet x = crate::retrieve::score(a); // crate::eval\n";
-    let found: Vec<String> = crate_paths(text).into_iter().map(|(m, _)| m).collect();
+    let found: Vec<String> = crate_paths(text, &["agent"]).into_iter().map(|(m, _)| m).collect();
     assert_eq!(found, ["index", "retrieve"]);
+}
+
+/// Each form a path to another module can take is seen, with its line; none in a comment or a
+/// string is.
+#[test]
+fn the_scanner_sees_every_form_of_path() {
+    let cases: &[(&str, &[&str], &[(&str, usize)])] = &[
+        ("use crate::{eval::X, agent::{a, b}};", &["llm"], &[("eval", 1), ("agent", 1)]),
+        ("use crate::{\n    eval::X,\n    self,\n};", &["llm"], &[("eval", 1)]),
+        ("use super::super::eval::X;", &["llm", "client"], &[("eval", 1)]),
+        ("use super::super::{eval, agent::Y};", &["llm", "client"], &[("eval", 1), ("agent", 1)]),
+        ("use super::client::X;", &["llm", "mod_a"], &[]),
+        ("use super::eval::X;", &["llm"], &[("eval", 1)]),
+        ("let x = crate :: eval :: run();", &["llm"], &[("eval", 1)]),
+        ("let url = \"http://x\"; let y = crate::eval::f();", &["llm"], &[("eval", 1)]),
+        ("let s = \"crate::eval\"; /* crate::agent */ let t = 'c';", &["llm"], &[]),
+        ("let s = r#\"crate::eval \"quoted\"\"#; let y = crate::agent::f();", &["llm"], &[("agent", 1)]),
+        ("fn f<'a>(x: &'a str) -> crate::eval::X {}", &["llm"], &[("eval", 1)]),
+        ("/* a\n crate::eval\n */\nuse crate::agent;", &["llm"], &[("agent", 4)]),
+        ("let c = '\\''; use crate::eval;", &["llm"], &[("eval", 1)]),
+    ];
+    for (text, path, expected) in cases {
+        let found = crate_paths(text, path);
+        let found: Vec<(&str, usize)> = found.iter().map(|(m, l)| (m.as_str(), *l)).collect();
+        assert_eq!(found, *expected, "{text}");
+    }
 }
