@@ -138,6 +138,11 @@ pub trait ChatModel: Send + Sync {
     /// Answers one request, retrying transient failures as the implementation sees fit. An error
     /// means no answer could be had; the stage falls back to retrieval.
     fn chat(&self, request: &ChatRequest) -> Result<ChatResponse>;
+
+    /// Whether requests can be answered at all: false only for the LLM-free [`NoModel`].
+    fn is_enabled(&self) -> bool {
+        true
+    }
 }
 
 impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
@@ -148,6 +153,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
     fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).chat(request)
     }
+
+    fn is_enabled(&self) -> bool {
+        (**self).is_enabled()
+    }
 }
 
 impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
@@ -157,6 +166,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
 
     fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).chat(request)
+    }
+
+    fn is_enabled(&self) -> bool {
+        (**self).is_enabled()
     }
 }
 
@@ -174,5 +187,9 @@ impl ChatModel for NoModel {
             "no LLM configured (stage {})",
             request.stage
         )))
+    }
+
+    fn is_enabled(&self) -> bool {
+        false
     }
 }
