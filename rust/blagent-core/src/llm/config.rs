@@ -90,8 +90,8 @@ pub struct LlmConfig {
     pub max_tokens: Option<u32>,
     /// Seconds to establish a connection (at most [`MAX_TIMEOUT_S`]).
     pub connect_timeout_s: f64,
-    /// Seconds for a whole request, response body included (at most [`MAX_TIMEOUT_S`]). A
-    /// request that used all of it is not retried.
+    /// Seconds for a whole request: connect, headers and the entire body (at most
+    /// [`MAX_TIMEOUT_S`]). A request that used all of it is not retried.
     pub request_timeout_s: f64,
     /// Retries after the first attempt, on 408/429/5xx, connection errors, timeouts and
     /// malformed bodies.
