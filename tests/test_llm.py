@@ -3,13 +3,17 @@ loopback (agentless_adapter.scripted_server): answers, errors, replay, and the k
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
 import shutil
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -253,3 +257,123 @@ def test_calibrate_writes_a_profile_that_eval_loads_for_its_model_only(repo: Pat
     assert other.returncode == 1 and "fitted for model" in other.stderr
     fused = run_cli("calibrate", *common, "--llm-model", "coder", "--out", str(profile), "--pipeline", "fused")
     assert fused.returncode == 1 and "LLM pipeline" in fused.stderr
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    """A hostile endpoint, by model name: `dribble` sends a completion a byte every 0.2 s;
+    `echo-NNN` answers status NNN with the request's Authorization header and the credentials
+    it carries (a basic header decoded) echoed: in the completion's content for 200, in an
+    OpenAI-style error otherwise."""
+
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        model = str(request.get("model", ""))
+        auth = self.headers.get("Authorization") or ""
+        scheme, _, credentials = auth.partition(" ")
+        decoded = base64.b64decode(credentials).decode() if scheme == "Basic" else credentials
+        echoed = f"you sent {auth} ({decoded})"
+        if model == "dribble":
+            body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "x" * 200}, "finish_reason": "stop"}]}).encode()
+            code = 200
+        elif model.startswith("echo-"):
+            code = int(model[5:])
+            if code == 200:
+                body = json.dumps({"choices": [{"message": {"role": "assistant", "content": echoed}, "finish_reason": "stop"}]}).encode()
+            else:
+                body = json.dumps({"error": {"message": echoed, "type": "hostile"}}).encode()
+        else:
+            code, body = 404, b"{}"
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            if model != "dribble":
+                self.wfile.write(body)
+                return
+            for byte in body:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            pass  # the client gave up
+
+
+@pytest.fixture
+def hostile() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
+    server.daemon_threads = True
+    server.block_on_close = False
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_dribbled_body_is_bounded_by_the_llm_timeout(hostile: str) -> None:
+    started = time.monotonic()
+    proc = run_cli("llm-check", "--llm-base-url", hostile, "--llm-model", "dribble", "--llm-timeout", "2")
+    took = time.monotonic() - started
+    assert proc.returncode == 3, proc.stderr
+    assert "request timeout of 2 s" in proc.stderr and "not retried" in proc.stderr, proc.stderr
+    assert took < 10, took
+
+
+def _forms(secret: str) -> list[str]:
+    """The secret as written, URL-encoded and in every base64 alphabet, padded or not."""
+    raw = secret.encode()
+    encoded = [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
+    return [secret, urllib.parse.quote(secret, safe=""), *encoded, *(e.rstrip("=") for e in encoded)]
+
+
+def test_echoed_secrets_never_show_in_any_form(hostile: str, tmp_path: Path) -> None:
+    password = "hunter2/x y"
+    with_password = hostile.replace("http://", f"http://alice:{urllib.parse.quote(password, safe='')}@")
+    secrets = [*_forms(password), *_forms(f"alice:{password}"), *_forms(KEY)]
+    cassette = tmp_path / "c.jsonl"
+    runs = [
+        run_cli("llm-check", "--llm-base-url", with_password, "--llm-model", "echo-401"),
+        run_cli("llm-check", "--llm-base-url", with_password, "--llm-model", "echo-200", "--llm-record", str(cassette)),
+        run_cli("llm-check", "--llm-base-url", hostile, "--llm-model", "echo-200", "--llm-api-key", KEY),
+        run_cli("llm-check", "--llm-base-url", hostile, "--llm-model", "echo-500", "--llm-api-key", KEY, "--llm-max-retries", "0"),
+    ]
+    assert [proc.returncode for proc in runs] == [3, 0, 0, 3], [proc.stderr for proc in runs]
+    assert "401" in runs[0].stderr and "<redacted>" in runs[0].stderr, runs[0].stderr
+    assert json.loads(runs[1].stdout)["reply"] == "you sent Basic <redacted> (<redacted>)"
+    assert json.loads(runs[2].stdout)["reply"] == "you sent Bearer <redacted> (<redacted>)"
+    recorded = cassette.read_text()
+    assert "<redacted>" in recorded
+    for text in [recorded, *(proc.stdout + proc.stderr for proc in runs)]:
+        for form in secrets:
+            assert form not in text, (form, text)
+
+
+def test_llm_options_are_checked_by_range(repo: Path) -> None:
+    base = ["localize", "--repo", str(repo), "--issue-text", "apply_discount fails", "--pipeline", "blagent"]
+    for option, name in [("model_weight=-1", "model_weight"), ("model_weight=1e39", "model_weight"), ("max_steps=0", "max_steps")]:
+        proc = run_cli(*base, "--llm-option", option)
+        assert proc.returncode == 1 and name in proc.stderr, (option, proc.stderr)
+
+
+def test_calibrate_without_an_llm_is_bad_input(repo: Path, tmp_path: Path) -> None:
+    trees = tmp_path / "trees"
+    shutil.copytree(repo, trees / "shop-1")
+    data = tmp_path / "data.jsonl"
+    row = {"instance_id": "shop-1", "repo": "o/shop", "problem_statement": "apply_discount", "gold_files": ["shop/pricing.py"]}
+    data.write_text(json.dumps(row) + "\n")
+    profile = tmp_path / "profile.json"
+    proc = run_cli("calibrate", "--dataset", str(data), "--repos", str(trees), "--out", str(profile), "--quiet")
+    assert proc.returncode == 1 and "calibrate needs a model" in proc.stderr, proc.stderr
+    assert not profile.exists()
+
+
+def test_missing_llm_inputs_are_bad_input(repo: Path, tmp_path: Path) -> None:
+    proc = run_cli("llm-check", "--llm-replay", str(tmp_path / "absent.jsonl"))
+    assert proc.returncode == 1 and "does not exist" in proc.stderr, proc.stderr
+    proc = run_cli("localize", "--repo", str(repo), "--issue-text", "x", "--pipeline", "blagent", "--prompts-dir", str(tmp_path / "none"))
+    assert proc.returncode == 1 and "prompts folder" in proc.stderr, proc.stderr

@@ -23,6 +23,7 @@ mod consistency;
 mod context;
 mod functions;
 mod json;
+mod options;
 mod paths;
 mod phase1;
 mod phase2;
@@ -44,6 +45,7 @@ pub use self::confine::{check_syntax, confine};
 pub use self::context::{issue_excerpt, pruned_context, summary_line};
 pub use self::functions::match_symbol;
 pub use self::json::{extract_json, parse_checked, Shape};
+pub use self::options::MAX_MODEL_WEIGHT;
 pub use self::paths::{resolve, resolve_all, Match};
 pub use self::prompts::{Prompts, PROMPTS};
 pub use self::rank::{fuse, reliability};
@@ -114,7 +116,7 @@ pub fn localize(
     if options.top_k == 0 {
         return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
     }
-    validate_rrl_groups(&options.rrl_groups)?;
+    options.validate()?;
     let prompts = Prompts::load(options.prompts_dir.as_deref())?;
     let scored = score(index, issue, weights, None)?;
     let repo = &index.repo;

@@ -97,7 +97,17 @@ impl Prompts {
         let Some(dir) = dir else {
             return Ok(prompts);
         };
-        let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+        let entries = std::fs::read_dir(dir).map_err(|e| {
+            let bad =
+                |why: &str| Error::InvalidInput(format!("prompts folder {} {why}", dir.display()));
+            if dir.is_file() {
+                bad("is a file, not a folder")
+            } else if crate::repo::read::is_missing(&e) {
+                bad("does not exist")
+            } else {
+                Error::io(dir, e)
+            }
+        })?;
         for entry in entries {
             let path = entry.map_err(|e| Error::io(dir, e))?.path();
             if path.extension().and_then(|e| e.to_str()) != Some("md") {
@@ -214,7 +224,14 @@ mod tests {
         std::fs::write(dir.path().join("t9.md"), "{{issue}}").unwrap();
         let err = Prompts::load(Some(dir.path())).unwrap_err().to_string();
         assert!(err.contains("names no prompt"), "{err}");
-        assert!(Prompts::load(Some(&dir.path().join("absent"))).is_err());
+        let absent = Prompts::load(Some(&dir.path().join("absent"))).unwrap_err();
+        assert!(absent.is_input_error(), "{absent:?}");
+        assert!(absent.to_string().contains("does not exist"), "{absent}");
+        let file = Prompts::load(Some(&dir.path().join("t9.md"))).unwrap_err();
+        assert!(
+            file.is_input_error() && file.to_string().contains("is a file"),
+            "{file}"
+        );
     }
 
     #[test]

@@ -236,7 +236,9 @@ pub struct LlmRun {
 impl LlmRun {
     /// The run `config` describes (an HTTP endpoint, a replay cassette, recording, or none:
     /// then every LLM stage falls back to retrieval), with `options`; the configuration's
-    /// sampling settings (temperature, seed, completion cap) override the options'.
+    /// sampling settings (temperature, seed, completion cap) override the options'. The
+    /// options are checked ([`LlmOptions::validate`]) and the prompt overrides loaded first, so
+    /// bad input is refused before anything runs.
     pub fn from_config(
         mut options: LlmOptions,
         config: &crate::llm::LlmConfig,
@@ -248,6 +250,8 @@ impl LlmRun {
         if config.max_tokens.is_some() {
             options.max_completion_tokens = config.max_tokens;
         }
+        options.validate()?;
+        super::prompts::Prompts::load(options.prompts_dir.as_deref())?;
         if let Some(path) = &options.profile {
             let profile = LlmProfile::load(path)?;
             if !config.model.is_empty() && profile.model != config.model {

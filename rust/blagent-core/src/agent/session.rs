@@ -41,7 +41,10 @@ impl LlmStats {
     /// Prompt and completion tokens over every stage.
     pub fn total_tokens(&self) -> (u64, u64) {
         self.stages.values().fold((0, 0), |(p, c), s| {
-            (p + s.prompt_tokens, c + s.completion_tokens)
+            (
+                p.saturating_add(s.prompt_tokens),
+                c.saturating_add(s.completion_tokens),
+            )
         })
     }
 }
@@ -86,7 +89,7 @@ impl<'a> Session<'a> {
             .iter()
             .map(|m| approx_tokens(&m.content) as u64)
             .sum();
-        (spent + next > budget).then(|| {
+        (spent.saturating_add(next) > budget).then(|| {
             format!("the prompt-token budget ({budget}) is spent: {spent} used, this call needs about {next}")
         })
     }
@@ -106,7 +109,7 @@ impl<'a> Session<'a> {
             json: self.settings.json,
         };
         let response = self.model.chat(&request).map_err(|e| e.to_string())?;
-        self.stats.calls += 1;
+        self.stats.calls = self.stats.calls.saturating_add(1);
         self.stats
             .stages
             .entry(stage.to_owned())
@@ -199,6 +202,34 @@ mod tests {
             .trim()
             .parse()
             .map_err(|_| format!("`{reply}` is not a number"))
+    }
+
+    #[test]
+    fn huge_reported_usage_saturates_and_spends_the_budget() {
+        let mut stats = LlmStats::default();
+        for stage in ["t0", "t1"] {
+            stats.stages.insert(
+                stage.to_owned(),
+                StageUsage {
+                    prompt_tokens: u64::MAX - 2,
+                    completion_tokens: u64::MAX - 2,
+                    ..StageUsage::default()
+                },
+            );
+        }
+        assert_eq!(stats.total_tokens(), (u64::MAX, u64::MAX));
+        let model = NoModel;
+        let prompts = Prompts::default();
+        let mut session = Session::new(
+            &model,
+            &prompts,
+            CallSettings {
+                max_prompt_tokens: Some(u64::MAX - 1),
+                ..SETTINGS
+            },
+        );
+        session.stats = stats;
+        assert!(session.over_budget(&[Message::user("x")]).is_some());
     }
 
     #[test]

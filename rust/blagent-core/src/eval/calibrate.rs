@@ -75,7 +75,8 @@ pub struct CalibrationReport {
 /// Runs the calibration `config` describes and writes its profile.
 pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
     let start = Instant::now();
-    let run = config.llm.as_ref().ok_or_else(|| {
+    let run = config.llm.as_ref().filter(|run| run.model.is_enabled());
+    let run = run.ok_or_else(|| {
         Error::InvalidInput(
             "calibrate needs a model: an endpoint (--llm-base-url, --llm-model) or a cassette \
              (--llm-replay)"

@@ -89,12 +89,12 @@ impl LlmTotals {
         self.instances += 1;
         self.llm_ranked += u64::from(stats.llm_ranked);
         let t = &mut self.total;
-        t.calls += stats.calls;
-        t.prompt_tokens += stats.prompt_tokens;
-        t.completion_tokens += stats.completion_tokens;
-        t.parse_failures += stats.parse_failures;
-        t.retries += stats.retries;
-        t.fallbacks += stats.fallbacks;
+        t.calls = t.calls.saturating_add(stats.calls);
+        t.prompt_tokens = t.prompt_tokens.saturating_add(stats.prompt_tokens);
+        t.completion_tokens = t.completion_tokens.saturating_add(stats.completion_tokens);
+        t.parse_failures = t.parse_failures.saturating_add(stats.parse_failures);
+        t.retries = t.retries.saturating_add(stats.retries);
+        t.fallbacks = t.fallbacks.saturating_add(stats.fallbacks);
         t.model_weight += stats.model_weight;
         t.wall_ms += stats.wall_ms;
         let n = self.instances as f64;
@@ -133,5 +133,19 @@ mod tests {
         assert_eq!(totals.total.prompt_tokens, 1000);
         assert!((totals.mean.calls - 2.0).abs() < 1e-9 && (totals.mean.wall_ms - 5.0).abs() < 1e-9);
         assert!((totals.mean.model_weight - 0.25).abs() < 1e-9);
+    }
+
+    #[test]
+    fn huge_counts_saturate() {
+        let mut totals = LlmTotals::default();
+        let huge = LlmInstanceStats {
+            prompt_tokens: u64::MAX - 1,
+            completion_tokens: u64::MAX,
+            ..LlmInstanceStats::default()
+        };
+        totals.add(&huge);
+        totals.add(&huge);
+        assert_eq!(totals.total.prompt_tokens, u64::MAX);
+        assert_eq!(totals.total.completion_tokens, u64::MAX);
     }
 }

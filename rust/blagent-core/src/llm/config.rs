@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::redact::{redact_url_passwords, url_secrets, Redactor};
 use super::{ChatRequest, Message};
 use crate::error::{Error, Result};
 
@@ -40,14 +41,11 @@ impl Secret {
         &self.0
     }
 
-    /// Replaces every occurrence of the secret in `text` with [`REDACTED`] (for error messages
-    /// that quote a server's reply, which might echo the key).
+    /// Replaces the secret in `text`, in every form a [`Redactor`] knows (as written,
+    /// percent-encoded, JSON-escaped, base64), with [`REDACTED`] (for text a server sent, which
+    /// might echo it).
     pub fn scrub(&self, text: &str) -> String {
-        if self.0.is_empty() {
-            text.to_owned()
-        } else {
-            text.replace(&self.0, REDACTED)
-        }
+        Redactor::new([self]).redact(text)
     }
 }
 
@@ -92,8 +90,8 @@ pub struct LlmConfig {
     pub max_tokens: Option<u32>,
     /// Seconds to establish a connection (at most [`MAX_TIMEOUT_S`]).
     pub connect_timeout_s: f64,
-    /// Seconds for a whole request, response body included (at most [`MAX_TIMEOUT_S`]). A
-    /// request that used all of it is not retried.
+    /// Seconds for a whole request: connect, headers and the entire body (at most
+    /// [`MAX_TIMEOUT_S`]). A request that used all of it is not retried.
     pub request_timeout_s: f64,
     /// Retries after the first attempt, on 408/429/5xx, connection errors, timeouts and
     /// malformed bodies.
@@ -215,6 +213,16 @@ impl LlmConfig {
         Duration::from_secs_f64(self.request_timeout_s)
     }
 
+    /// The redactor of this configuration's secrets: the API key, and the base URL's password
+    /// and `user:password` pair ([`url_secrets`]).
+    pub fn redactor(&self) -> Redactor {
+        let mut secrets: Vec<Secret> = self.api_key.iter().cloned().collect();
+        if let Some(url) = &self.base_url {
+            secrets.extend(url_secrets(url));
+        }
+        Redactor::new(&secrets)
+    }
+
     /// A request for `stage` with this configuration's temperature, seed and token cap.
     pub fn request(&self, stage: &str, messages: Vec<Message>) -> ChatRequest {
         ChatRequest {
@@ -256,57 +264,6 @@ pub fn normalize_base_url(url: &str) -> Result<String> {
         text.push_str("/v1");
     }
     Ok(text)
-}
-
-/// `text` with the password of every URL in it (`scheme://user:password@host`) replaced by
-/// [`REDACTED`].
-pub fn redact_url_passwords(text: &str) -> String {
-    static USERINFO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:)[^/?#\s]*@")
-            .expect("a valid pattern")
-    });
-    USERINFO
-        .replace_all(text, format!("${{head}}{REDACTED}@").as_str())
-        .into_owned()
-}
-
-/// The password of a URL, as written in it and percent-decoded (both can show in messages).
-pub fn url_passwords(url: &str) -> Vec<Secret> {
-    let Ok(parsed) = reqwest::Url::parse(url) else {
-        return Vec::new();
-    };
-    let Some(encoded) = parsed.password().filter(|p| !p.is_empty()) else {
-        return Vec::new();
-    };
-    let mut out = vec![Secret::new(encoded)];
-    let decoded = percent_decode(encoded);
-    if decoded != encoded {
-        out.push(Secret::new(decoded));
-    }
-    out
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[allow(clippy::ref_option)] // serde's `serialize_with` passes the field by reference
@@ -373,11 +330,11 @@ mod tests {
         let json = serde_json::to_string(&config).unwrap();
         assert!(json.contains("http://user:<redacted>@h:1/v1"), "{json}");
         assert!(!json.contains("s%40cret"), "{json}");
-        let secrets: Vec<String> = url_passwords("http://user:s%40cret@h:1")
-            .iter()
-            .map(|s| s.expose().to_owned())
-            .collect();
-        assert_eq!(secrets, ["s%40cret", "s@cret"]);
+        let redactor = config.redactor();
+        for form in ["s%40cret", "s@cret", "dXNlcjpzQGNyZXQ=", "user:s@cret"] {
+            let shown = redactor.redact(&format!("echo {form}."));
+            assert_eq!(shown, "echo <redacted>.", "{form}");
+        }
         let err = normalize_base_url("ftp://user:hunter2@h/v1").unwrap_err();
         assert!(!err.to_string().contains("hunter2"), "{err}");
         assert_eq!(

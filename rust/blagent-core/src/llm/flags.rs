@@ -75,8 +75,8 @@ pub fn config_flags() -> Vec<ConfigFlag> {
             "float",
             "SECONDS",
             format!(
-                "seconds for a whole request (default {}, at most {MAX_TIMEOUT_S}); a timed-out \
-             request is not retried",
+                "seconds for a whole request, connect, headers and body (default {}, at most \
+                 {MAX_TIMEOUT_S}); a timed-out request is not retried",
                 d.request_timeout_s
             ),
         ),

@@ -1,15 +1,17 @@
 //! [`HttpModel`]: any OpenAI-compatible `POST {base}/chat/completions` (Ollama, vLLM, the
 //! `llama.cpp` server, OpenAI-hosted models), on a blocking `reqwest` client with rustls.
-//! Timeouts on connect and on the whole request; bounded retries ([`Backoff`]) on 408, 429, 5xx
-//! gateway errors, connection errors and malformed bodies; a concurrency limit shared by all
-//! threads using the model. A request that used its whole timeout is not retried (an endpoint
-//! that accepts connections and never answers costs one request timeout, not one per attempt),
-//! response bodies are read up to [`MAX_BODY_BYTES`], and every wait ends early on
-//! [`crate::cancel::request`].
+//! Timeouts on connect and on the whole request (connect, headers and the entire body: an
+//! endpoint that dribbles its body holds an attempt no longer than one request timeout);
+//! bounded retries ([`Backoff`]) on 408, 429, 5xx gateway errors, connection errors and
+//! malformed bodies; a concurrency limit shared by all threads using the model. A request that
+//! used its whole timeout is not retried (an endpoint that accepts connections and never
+//! answers costs one request timeout, not one per attempt), response bodies are read up to
+//! [`MAX_BODY_BYTES`], every wait ends early on [`crate::cancel::request`], and everything the
+//! server sends back (errors and answers) passes the configuration's [`Redactor`].
 
 use std::io::Read;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
@@ -17,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::backoff::{parse_retry_after, Backoff};
 use super::config::{LlmConfig, Secret};
 use super::limit::ConcurrencyLimit;
+use super::redact::Redactor;
 use super::usage::TokenCounter;
 use super::{ChatModel, ChatRequest, ChatResponse, Message, Usage};
 use crate::error::{Error, Result};
@@ -27,6 +30,8 @@ pub const RETRYABLE_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
 const SNIPPET_CHARS: usize = 300;
 /// The largest response body read.
 pub const MAX_BODY_BYTES: u64 = 64 << 20;
+/// Bytes asked of the body per read (the deadline is checked between reads).
+const READ_CHUNK_BYTES: usize = 64 << 10;
 
 /// A chat model behind an OpenAI-compatible HTTP endpoint. Share one across threads: its
 /// concurrency limit then bounds the whole run.
@@ -35,8 +40,9 @@ pub struct HttpModel {
     url: String,
     model: String,
     api_key: Option<Secret>,
-    /// The base URL's password (as written and decoded), scrubbed from errors like the key.
-    url_passwords: Vec<Secret>,
+    /// Scrubs the key and the base URL's credentials, in every form, from what the server
+    /// sends back.
+    redactor: Redactor,
     request_timeout_s: f64,
     client: reqwest::blocking::Client,
     max_retries: u32,
@@ -134,7 +140,7 @@ impl HttpModel {
             url: format!("{base}/chat/completions"),
             model: config.model.clone(),
             api_key: config.api_key.clone(),
-            url_passwords: super::config::url_passwords(base),
+            redactor: config.redactor(),
             request_timeout_s: config.request_timeout_s,
             client,
             max_retries: config.max_retries,
@@ -154,9 +160,11 @@ impl HttpModel {
         &self.url
     }
 
-    /// One attempt, holding a concurrency permit. The request runs on a thread of its own so
-    /// that a cancellation does not wait for a hanging endpoint (the thread ends at the
-    /// request timeout).
+    /// One attempt, holding a concurrency permit. The request runs on a thread of its own, so
+    /// that neither a cancellation nor the request timeout waits for a hanging or dribbling
+    /// endpoint: the attempt ends at its deadline, one request timeout after it was sent,
+    /// whatever the server is doing. The thread stops reading at that deadline too (or at
+    /// reqwest's timeout on a read that receives nothing).
     fn attempt(
         &self,
         body: &[u8],
@@ -174,6 +182,7 @@ impl HttpModel {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose());
         }
+        let deadline = Instant::now() + Duration::from_secs_f64(self.request_timeout_s);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let exchange = match builder.send() {
@@ -185,25 +194,36 @@ impl HttpModel {
                         .get(RETRY_AFTER)
                         .and_then(|v| v.to_str().ok())
                         .and_then(parse_retry_after);
-                    let mut bytes = Vec::new();
-                    let body = response
-                        .take(MAX_BODY_BYTES + 1)
-                        .read_to_end(&mut bytes)
-                        .map(|_| bytes);
                     Exchange::Answered {
                         status,
                         retry_after,
-                        body,
+                        body: read_body(response, deadline),
                     }
                 }
             };
             let _ = tx.send(exchange);
         });
         let exchange = loop {
-            match rx.recv_timeout(crate::cancel::POLL) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let waited = if left.is_zero() {
+                rx.try_recv().map_err(|e| match e {
+                    mpsc::TryRecvError::Empty => mpsc::RecvTimeoutError::Timeout,
+                    mpsc::TryRecvError::Disconnected => mpsc::RecvTimeoutError::Disconnected,
+                })
+            } else {
+                rx.recv_timeout(left.min(crate::cancel::POLL))
+            };
+            match waited {
                 Ok(exchange) => break exchange,
                 Err(mpsc::RecvTimeoutError::Timeout) if crate::cancel::is_requested() => {
                     return Err(Failure::Cancelled)
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
+                    return Err(Failure::Fatal(format!(
+                        "no complete answer (connect, headers and body) within the request \
+                         timeout of {} s; not retried",
+                        self.request_timeout_s
+                    )))
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -256,7 +276,9 @@ impl HttpModel {
         let choice = wire.choices.into_iter().next().ok_or_else(|| {
             Failure::retry(format!("response without choices: {}", snippet(&text)))
         })?;
-        let content = choice.message.content.unwrap_or_default();
+        let content = self
+            .redactor
+            .redact(&choice.message.content.unwrap_or_default());
         let usage = match wire.usage {
             Some(u) => Usage {
                 prompt_tokens: u.prompt_tokens,
@@ -268,16 +290,13 @@ impl HttpModel {
         Ok(ChatResponse {
             content,
             usage,
-            finish_reason: choice.finish_reason,
+            finish_reason: choice.finish_reason.map(|r| self.redactor.redact(&r)),
         })
     }
 
     fn error(&self, message: &str) -> Error {
-        let mut text = format!("{} (model {}): {message}", self.url, self.model);
-        for secret in self.api_key.iter().chain(&self.url_passwords) {
-            text = secret.scrub(&text);
-        }
-        Error::Llm(super::config::redact_url_passwords(&text))
+        let text = format!("{} (model {}): {message}", self.url, self.model);
+        Error::Llm(self.redactor.redact(&text))
     }
 }
 
@@ -320,6 +339,28 @@ impl ChatModel for HttpModel {
             retry += 1;
         }
     }
+}
+
+/// The body of `response`, up to `MAX_BODY_BYTES` and a chunk, read a chunk at a time until
+/// `deadline`: a body still arriving then is a timeout.
+fn read_body(mut response: impl Read, deadline: Instant) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0; READ_CHUNK_BYTES];
+    while bytes.len() as u64 <= MAX_BODY_BYTES {
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the body was still arriving at the request timeout",
+            ));
+        }
+        match response.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(bytes)
 }
 
 /// Whether an error reading a body is a timeout.

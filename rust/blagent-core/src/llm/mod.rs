@@ -13,6 +13,7 @@ mod flags;
 mod http;
 mod limit;
 mod prices;
+mod redact;
 mod replay;
 mod usage;
 
@@ -25,13 +26,14 @@ use serde::{Deserialize, Serialize};
 pub use self::backoff::{parse_retry_after, Backoff, BACKOFF_CAP, RETRY_AFTER_CAP};
 pub use self::client::{model_from_config, LlmClient};
 pub use self::config::{
-    normalize_base_url, redact_url_passwords, url_passwords, LlmConfig, Secret, ENV_API_KEY,
-    ENV_BASE_URL, ENV_MODEL, MAX_TIMEOUT_S, REDACTED,
+    normalize_base_url, LlmConfig, Secret, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, MAX_TIMEOUT_S,
+    REDACTED,
 };
 pub use self::flags::{config_flags, ConfigFlag};
 pub use self::http::{HttpModel, RETRYABLE_STATUSES};
 pub use self::limit::{ConcurrencyLimit, Permit};
 pub use self::prices::{ModelPrice, PriceTable};
+pub use self::redact::{redact_url_passwords, url_secrets, Redactor};
 pub use self::replay::{request_key, CassetteEntry, RecordedRequest, RecordingModel, ReplayModel};
 pub use self::scripted::ScriptedModel;
 pub use self::usage::{
@@ -136,6 +138,11 @@ pub trait ChatModel: Send + Sync {
     /// Answers one request, retrying transient failures as the implementation sees fit. An error
     /// means no answer could be had; the stage falls back to retrieval.
     fn chat(&self, request: &ChatRequest) -> Result<ChatResponse>;
+
+    /// Whether requests can be answered at all: false only for the LLM-free [`NoModel`].
+    fn is_enabled(&self) -> bool {
+        true
+    }
 }
 
 impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
@@ -146,6 +153,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
     fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).chat(request)
     }
+
+    fn is_enabled(&self) -> bool {
+        (**self).is_enabled()
+    }
 }
 
 impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
@@ -155,6 +166,10 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
 
     fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).chat(request)
+    }
+
+    fn is_enabled(&self) -> bool {
+        (**self).is_enabled()
     }
 }
 
@@ -172,5 +187,9 @@ impl ChatModel for NoModel {
             "no LLM configured (stage {})",
             request.stage
         )))
+    }
+
+    fn is_enabled(&self) -> bool {
+        false
     }
 }

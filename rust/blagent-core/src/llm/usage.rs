@@ -84,19 +84,25 @@ pub struct StageUsage {
 }
 
 impl StageUsage {
-    /// Counts one answered request.
+    /// Counts one answered request. Counts saturate at `u64::MAX` (a server may report any
+    /// usage at all).
     pub fn record(&mut self, usage: &Usage) {
-        self.calls += 1;
-        self.prompt_tokens += usage.prompt_tokens;
-        self.completion_tokens += usage.completion_tokens;
+        self.calls = self.calls.saturating_add(1);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(usage.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(usage.completion_tokens);
         self.estimated |= usage.estimated;
     }
 
-    fn add(&mut self, other: &StageUsage) {
-        self.calls += other.calls;
-        self.failed_calls += other.failed_calls;
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
+    /// Adds `other`'s counts, saturating at `u64::MAX`.
+    pub fn add(&mut self, other: &StageUsage) {
+        self.calls = self.calls.saturating_add(other.calls);
+        self.failed_calls = self.failed_calls.saturating_add(other.failed_calls);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
         self.estimated |= other.estimated;
     }
 
@@ -251,6 +257,34 @@ mod tests {
         assert!(summary.total.estimated);
         let json = serde_json::to_value(&summary).unwrap();
         assert_eq!(json["total"]["prompt_tokens"], 80);
+    }
+
+    #[test]
+    fn counts_saturate_instead_of_wrapping() {
+        let ledger = TokenLedger::new();
+        ledger.record("t0", &usage(u64::MAX - 2, u64::MAX, false));
+        ledger.record("t0", &usage(u64::MAX - 2, 1, false));
+        ledger.record("t1", &usage(u64::MAX, u64::MAX, false));
+        let summary = ledger.summary();
+        let t0 = &summary.stages["t0"];
+        assert_eq!(
+            (t0.prompt_tokens, t0.completion_tokens),
+            (u64::MAX, u64::MAX)
+        );
+        assert_eq!(t0.calls, 2);
+        assert_eq!(
+            (summary.total.prompt_tokens, summary.total.completion_tokens),
+            (u64::MAX, u64::MAX)
+        );
+        let mut stage = StageUsage {
+            calls: u64::MAX,
+            failed_calls: u64::MAX,
+            ..StageUsage::default()
+        };
+        stage.add(&summary.total);
+        stage.record(&usage(1, 1, true));
+        assert_eq!((stage.calls, stage.failed_calls), (u64::MAX, u64::MAX));
+        assert_eq!(stage.prompt_tokens, u64::MAX);
     }
 
     #[test]

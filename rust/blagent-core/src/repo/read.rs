@@ -40,10 +40,13 @@ pub enum ReadFailure {
 }
 
 impl ReadFailure {
-    /// The core error for a file given by the user: bad input for a special or oversized file,
-    /// an I/O error otherwise.
+    /// The core error for a file given by the user: bad input for a missing, special or
+    /// oversized file, an I/O error otherwise (a permission or device failure).
     pub fn into_error(self, path: &Path, what: &str) -> Error {
         match self {
+            ReadFailure::Io(source) if is_missing(&source) => {
+                Error::InvalidInput(format!("{what} {} does not exist", path.display()))
+            }
             ReadFailure::NotRegular(kind) => Error::InvalidInput(format!(
                 "{what} {} is a {kind}, not a regular file",
                 path.display()
@@ -64,6 +67,15 @@ impl ReadFailure {
     pub fn is_not_found(&self) -> bool {
         matches!(self, ReadFailure::Io(e) if e.kind() == std::io::ErrorKind::NotFound)
     }
+}
+
+/// Whether an error says that a path does not exist (itself, or a folder on the way, or a
+/// file where a folder on the way should be): the user named something that is not there.
+pub fn is_missing(err: &std::io::Error) -> bool {
+    matches!(
+        err.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
 }
 
 /// `1 GiB`, `16 MiB`, `512 KiB`, `10 bytes`.
@@ -188,6 +200,26 @@ mod tests {
             err.is_input_error() && err.to_string().contains("directory"),
             "{err}"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_missing_file_is_bad_input_and_an_unreadable_one_an_io_error() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, b"x").unwrap();
+        for missing in [dir.path().join("absent"), file.join("below")] {
+            let err = read_user_text(&missing, 5, "cassette").unwrap_err();
+            assert!(err.is_input_error(), "{err:?}");
+            assert!(err.to_string().contains("does not exist"), "{err}");
+        }
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).unwrap();
+        if std::fs::read(&file).is_err() {
+            // Not root: the file exists but cannot be read, which stays an I/O error.
+            let err = read_user_text(&file, 5, "cassette").unwrap_err();
+            assert_eq!(err.kind(), crate::error::ErrorKind::Io, "{err:?}");
+        }
     }
 
     #[cfg(unix)]

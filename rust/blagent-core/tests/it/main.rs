@@ -14,6 +14,7 @@ mod hardening;
 mod interface;
 mod jvm;
 mod layers;
+mod llm_hostile;
 mod llm_http;
 mod llm_mode;
 mod shop;

@@ -44,6 +44,12 @@ pub enum Action {
     TruncatedJson,
     /// Close the connection right after reading the request.
     Hangup,
+    /// 200 with a `Content-Length` of the full completion of `content`, its body sent one byte
+    /// per `interval` (an endpoint that never stalls long enough for a read timeout).
+    Dribble { content: String, interval: Duration },
+    /// This status with the request's `Authorization` header echoed: in the completion's
+    /// content for a 200, in an OpenAI-style error message otherwise.
+    EchoAuthorization(u16),
 }
 
 impl Action {
@@ -219,14 +225,18 @@ fn serve(mut stream: TcpStream, state: &State) {
     };
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let authorization = received
+        .header("authorization")
+        .unwrap_or_default()
+        .to_owned();
     state.received.lock().unwrap().push(received);
     let action = next_action(state);
-    respond(&mut stream, &action);
+    respond(&mut stream, &action, &authorization);
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
     let _ = stream.shutdown(Shutdown::Both);
 }
 
-fn respond(stream: &mut TcpStream, action: &Action) {
+fn respond(stream: &mut TcpStream, action: &Action, authorization: &str) {
     let head = |code: u16, length: usize, extra: &str| {
         format!(
             "HTTP/1.1 {code} Scripted\r\nContent-Type: application/json\r\n\
@@ -269,6 +279,26 @@ fn respond(stream: &mut TcpStream, action: &Action) {
             write!(stream, "{}{cut}", head(200, cut.len(), ""))
         }
         Action::Hangup => Ok(()),
+        Action::Dribble { content, interval } => {
+            let body = completion_json(content, true);
+            write!(stream, "{}", head(200, body.len(), "")).and_then(|()| {
+                for byte in body.as_bytes() {
+                    stream.write_all(&[*byte])?;
+                    stream.flush()?;
+                    std::thread::sleep(*interval);
+                }
+                Ok(())
+            })
+        }
+        Action::EchoAuthorization(code) => {
+            let echoed = format!("you sent Authorization: {authorization}");
+            let body = if *code == 200 {
+                completion_json(&echoed, true)
+            } else {
+                serde_json::json!({"error": {"message": echoed, "type": "scripted"}}).to_string()
+            };
+            write!(stream, "{}{body}", head(*code, body.len(), ""))
+        }
     };
     let _ = stream.flush();
 }

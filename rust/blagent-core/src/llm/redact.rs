@@ -1,0 +1,319 @@
+//! Keeping secrets out of what blagent shows and stores. A [`Redactor`] holds the secrets of a
+//! configuration (the API key, the base URL's password and the `user:password` pair sent as
+//! basic authentication) and replaces every form a server could echo them in with
+//! [`REDACTED`]: as written, percent-encoded (either hex case, `+` for a space), JSON-escaped,
+//! and base64 (standard and URL-safe, with and without padding). Every text from a server
+//! that is shown (errors, `llm-check`, fallbacks) or stored (cassettes) goes through one.
+
+use std::fmt;
+use std::fmt::Write as _;
+
+use super::config::{Secret, REDACTED};
+
+/// The standard base64 alphabet.
+const BASE64_STANDARD: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/// The URL- and file-name-safe base64 alphabet.
+const BASE64_URL_SAFE: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+/// The most bytes of compiled pattern a redactor may use.
+const PATTERN_SIZE_LIMIT: usize = 64 << 20;
+/// Secrets longer than this (in characters) are matched as written and in base64 only: the
+/// pattern of every encoded variant would grow too large.
+const MAX_VARIANT_CHARS: usize = 1024;
+
+/// Replaces secrets, in every form a server could send them back in, with [`REDACTED`]; then
+/// the password of any URL in the text ([`redact_url_passwords`]). Its `Debug` output shows no
+/// secret.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    /// One alternation of every form of every secret, longest secrets first; None: no secret.
+    pattern: Option<regex::Regex>,
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Redactor({REDACTED})")
+    }
+}
+
+impl Redactor {
+    /// A redactor of `secrets` (empty ones are ignored).
+    pub fn new<'a>(secrets: impl IntoIterator<Item = &'a Secret>) -> Self {
+        let mut plain: Vec<&str> = secrets
+            .into_iter()
+            .map(Secret::expose)
+            .filter(|s| !s.is_empty())
+            .collect();
+        plain.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        plain.dedup();
+        if plain.is_empty() {
+            return Redactor::default();
+        }
+        // Base64 before text (a padded form before its unpadded prefix), longest first: at one
+        // position the first alternative that matches wins.
+        let mut encoded: Vec<String> = plain
+            .iter()
+            .flat_map(|s| base64_forms(s.as_bytes()))
+            .collect();
+        encoded.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        encoded.dedup();
+        let literal = |forms: &[String]| forms.iter().map(|f| regex::escape(f)).collect();
+        let mut alternatives: Vec<String> = literal(&encoded);
+        alternatives.extend(plain.iter().map(|s| text_pattern(s)));
+        let pattern = build(&alternatives).or_else(|| {
+            // Too large a pattern (a huge key): the forms as written, without the variants.
+            let mut forms = encoded.clone();
+            forms.extend(plain.iter().map(|s| (*s).to_owned()));
+            build(&literal(&forms))
+        });
+        Redactor { pattern }
+    }
+
+    /// `text` with every form of every secret, and every URL password, replaced by
+    /// [`REDACTED`].
+    pub fn redact(&self, text: &str) -> String {
+        let scrubbed = match &self.pattern {
+            Some(pattern) => pattern.replace_all(text, REDACTED).into_owned(),
+            None => text.to_owned(),
+        };
+        redact_url_passwords(&scrubbed)
+    }
+
+    /// Whether there is a secret to redact (URL passwords are redacted anyway).
+    pub fn is_empty(&self) -> bool {
+        self.pattern.is_none()
+    }
+}
+
+fn build(alternatives: &[String]) -> Option<regex::Regex> {
+    regex::RegexBuilder::new(&alternatives.join("|"))
+        .size_limit(PATTERN_SIZE_LIMIT)
+        .build()
+        .ok()
+}
+
+/// The four base64 encodings of `bytes`: standard and URL-safe, padded and not.
+fn base64_forms(bytes: &[u8]) -> Vec<String> {
+    let mut forms = Vec::with_capacity(4);
+    for alphabet in [BASE64_STANDARD, BASE64_URL_SAFE] {
+        let padded = base64(bytes, alphabet);
+        forms.push(padded.trim_end_matches('=').to_owned());
+        forms.push(padded);
+    }
+    forms
+}
+
+/// `bytes` in base64 with `alphabet`, padded with `=`.
+fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(alphabet[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A pattern matching `secret` with each character as written, percent-encoded (either hex
+/// case; a space also as `+`) or JSON-escaped (`\uXXXX`, and `\"`, `\\`, `\/`, `\n`, …);
+/// as written only past [`MAX_VARIANT_CHARS`].
+fn text_pattern(secret: &str) -> String {
+    if secret.chars().count() > MAX_VARIANT_CHARS {
+        return regex::escape(secret);
+    }
+    let mut pattern = String::new();
+    for c in secret.chars() {
+        let mut forms = vec![regex::escape(c.encode_utf8(&mut [0; 4]))];
+        if c == ' ' {
+            forms.push(r"\+".to_owned());
+        }
+        let mut percent = String::new();
+        for &byte in c.encode_utf8(&mut [0; 4]).as_bytes() {
+            percent.push('%');
+            percent.push_str(&hex_pattern(byte >> 4));
+            percent.push_str(&hex_pattern(byte & 15));
+        }
+        forms.push(percent);
+        let mut unicode = String::new();
+        for &unit in c.encode_utf16(&mut [0; 2]).iter() {
+            unicode.push_str(r"\\u");
+            for shift in [12, 8, 4, 0] {
+                unicode.push_str(&hex_pattern((unit >> shift) as u8 & 15));
+            }
+        }
+        forms.push(unicode);
+        if let Some(short) = json_short_escape(c) {
+            forms.push(regex::escape(short));
+        }
+        let _ = write!(pattern, "(?:{})", forms.join("|"));
+    }
+    pattern
+}
+
+/// One hex digit of `nibble`, matching either case.
+fn hex_pattern(nibble: u8) -> String {
+    if nibble < 10 {
+        return char::from(b'0' + nibble).to_string();
+    }
+    let lower = char::from(b'a' + nibble - 10);
+    format!("[{lower}{}]", lower.to_ascii_uppercase())
+}
+
+/// JSON's two-character escape of `c`, if it has one.
+fn json_short_escape(c: char) -> Option<&'static str> {
+    Some(match c {
+        '"' => r#"\""#,
+        '\\' => r"\\",
+        '/' => r"\/",
+        '\n' => r"\n",
+        '\r' => r"\r",
+        '\t' => r"\t",
+        '\u{8}' => r"\b",
+        '\u{c}' => r"\f",
+        _ => return None,
+    })
+}
+
+/// `text` with the password of every URL in it (`scheme://user:password@host`) replaced by
+/// [`REDACTED`].
+pub fn redact_url_passwords(text: &str) -> String {
+    static USERINFO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:)[^/?#\s]*@")
+            .expect("a valid pattern")
+    });
+    USERINFO
+        .replace_all(text, format!("${{head}}{REDACTED}@").as_str())
+        .into_owned()
+}
+
+/// The credentials of a URL that must never show: its password, and the `user:password` pair
+/// that goes out as basic authentication, each as written in the URL and percent-decoded (the
+/// header carries the decoded pair). None without a password.
+pub fn url_secrets(url: &str) -> Vec<Secret> {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return Vec::new();
+    };
+    let Some(password) = parsed.password().filter(|p| !p.is_empty()) else {
+        return Vec::new();
+    };
+    let user = parsed.username();
+    let mut out = vec![
+        password.to_owned(),
+        format!("{user}:{password}"),
+        percent_decode(password),
+        format!("{}:{}", percent_decode(user), percent_decode(password)),
+    ];
+    out.sort();
+    out.dedup();
+    out.into_iter().map(Secret::new).collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redactor(secrets: &[&str]) -> Redactor {
+        let secrets: Vec<Secret> = secrets.iter().map(|s| Secret::new(*s)).collect();
+        Redactor::new(&secrets)
+    }
+
+    #[test]
+    fn base64_matches_the_reference_encodings() {
+        assert_eq!(base64(b"", BASE64_STANDARD), "");
+        assert_eq!(base64(b"f", BASE64_STANDARD), "Zg==");
+        assert_eq!(base64(b"fo", BASE64_STANDARD), "Zm8=");
+        assert_eq!(base64(b"foo", BASE64_STANDARD), "Zm9v");
+        assert_eq!(
+            base64(b"alice:hunter2", BASE64_STANDARD),
+            "YWxpY2U6aHVudGVyMg=="
+        );
+        assert_eq!(base64(&[0xfb, 0xff], BASE64_STANDARD), "+/8=");
+        assert_eq!(base64(&[0xfb, 0xff], BASE64_URL_SAFE), "-_8=");
+    }
+
+    #[test]
+    fn every_form_of_a_secret_is_redacted() {
+        let r = redactor(&["p@ss/w rd\"?", "alice:p@ss/w rd\"?"]);
+        let forms = [
+            "p@ss/w rd\"?",
+            "p%40ss%2Fw%20rd%22%3F",
+            "p%40ss%2fw+rd%22%3f",
+            "p%40ss/w%20rd\"?",
+            r#"p@ss\/w rd\"?"#,
+            r"p\u0040ss\u002Fw\u0020rd\u0022\u003f",
+            "YWxpY2U6cEBzcy93IHJkIj8=",
+            "YWxpY2U6cEBzcy93IHJkIj8",
+            "YWxpY2U6cEBzcy93IHJkIj8=",
+            "cEBzcy93IHJkIj8=",
+            "cEBzcy93IHJkIj8",
+        ];
+        for form in forms {
+            let text = format!("before {form} after");
+            assert_eq!(r.redact(&text), "before <redacted> after", "{form}");
+        }
+        // URL-safe base64 differs from the standard one where `+` and `/` appear.
+        let r = redactor(&["???>>>", "?"]);
+        for form in ["Pz8/Pj4+", "Pz8_Pj4-", "Pw==", "Pw"] {
+            assert_eq!(r.redact(&format!("x {form} y")), "x <redacted> y", "{form}");
+        }
+        assert_eq!(redactor(&[]).redact("nothing secret"), "nothing secret");
+        assert!(redactor(&["", ""]).is_empty());
+        assert!(!format!("{r:?}").contains('?'));
+    }
+
+    #[test]
+    fn a_huge_secret_still_redacts_as_written() {
+        let key = "k".repeat(200_000);
+        let r = redactor(&[&key]);
+        assert_eq!(r.redact(&format!("a {key} b")), "a <redacted> b");
+    }
+
+    #[test]
+    fn url_secrets_cover_the_password_and_the_pair_as_written_and_decoded() {
+        let secrets: Vec<String> = url_secrets("http://al%20ice:s%40cret@h:1")
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
+        assert_eq!(
+            secrets,
+            ["al ice:s@cret", "al%20ice:s%40cret", "s%40cret", "s@cret"]
+        );
+        assert!(url_secrets("http://user@h/").is_empty());
+        assert!(url_secrets("http://h/").is_empty());
+        assert!(url_secrets("not a url").is_empty());
+    }
+}
