@@ -367,4 +367,4 @@ def test_a_missing_input_file_is_bad_input(repo: Path, tmp_path: Path) -> None:
     ):
         proc = run(*args)
         assert_clean_failure(proc)
-        assert "no such file" in proc.stderr, proc.stderr
+        assert "does not exist" in proc.stderr, proc.stderr

@@ -56,9 +56,6 @@ impl ReadFailure {
                 path.display(),
                 human_bytes(limit)
             )),
-            ReadFailure::Io(source) if source.kind() == std::io::ErrorKind::NotFound => {
-                Error::InvalidInput(format!("{what} {}: no such file", path.display()))
-            }
             ReadFailure::Io(source) => Error::io(path, source),
         }
     }
