@@ -159,7 +159,7 @@ fn words(text: &str) -> Vec<Word<'_>> {
 /// [`Feature::Qualified`], calls it). Run after [`name_mentions`].
 pub(super) fn body_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) {
     let mut uses: HashMap<usize, HashMap<&str, f32>> = HashMap::new();
-    let mut called: HashMap<String, f32> = HashMap::new();
+    let mut callees: HashMap<String, f32> = HashMap::new();
     for file in set.files.clone() {
         let text = &set.index.files[file].text;
         for word in words(text) {
@@ -177,7 +177,7 @@ pub(super) fn body_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) {
                 .get(Feature::Name)
                 .max(caller.get(Feature::Qualified));
             if word.call && named > 0.0 && word.text != own {
-                let slot = called.entry(word.text.to_owned()).or_default();
+                let slot = callees.entry(word.text.to_owned()).or_default();
                 *slot = slot.max(named);
             }
         }
@@ -187,7 +187,7 @@ pub(super) fn body_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) {
         set.items[item].raise(Feature::Uses, total.min(1.0));
     }
     for item in 0..set.items.len() {
-        if let Some(&weight) = called.get(&set.symbol(item).name) {
+        if let Some(&weight) = callees.get(&set.symbol(item).name) {
             set.items[item].raise(Feature::Callee, weight);
         }
     }
