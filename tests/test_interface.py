@@ -69,8 +69,8 @@ def test_function_granularity_lists_entities_of_the_top_files(repo: Path) -> Non
     assert result.entities[0].id == "shop/pricing.py::apply_discount"
     assert result.entities[0].kind == "function"
     assert {e.path for e in result.entities} <= set(result.paths)
-    ranks = [e.file_rank for e in result.entities]
-    assert ranks == sorted(ranks)
+    scores = [e.score for e in result.entities]
+    assert scores == sorted(scores, reverse=True)
 
 
 def test_hints_boost_the_suspected_file_and_warn_about_the_rest(repo: Path) -> None:

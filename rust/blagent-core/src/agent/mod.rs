@@ -69,7 +69,9 @@ use crate::error::{Error, Result};
 use crate::index::RepoIndex;
 use crate::llm::ChatModel;
 use crate::query::Reformulation;
-use crate::retrieve::{complete, score, Entity, FusionWeights, Scored, SearchIndex};
+use crate::retrieve::{
+    complete, rank_functions, score, FunctionWeights, FusionWeights, SearchIndex,
+};
 
 /// What a pipeline works from.
 pub(crate) struct Context<'a> {
@@ -161,9 +163,17 @@ pub fn localize(
         .iter()
         .map(|&f| (f, fused.get(&f).copied().unwrap_or(0.0)))
         .collect();
-    let entities = options
-        .functions
-        .then(|| entities(repo, &scored, weights, &order, &outcome.functions));
+    let entities = if options.functions {
+        let ranked = rank_functions(index, &scored, &order, &FunctionWeights::default())?;
+        Some(functions::with_named(
+            repo,
+            &order,
+            &outcome.functions,
+            ranked,
+        ))
+    } else {
+        None
+    };
     let path = |f: usize| repo.files[f].path().to_owned();
     let files = outcome
         .order
@@ -213,30 +223,6 @@ pub fn localize(
         entities,
         fusion,
     })
-}
-
-/// Entities of the ranked files: the model's functions, then the retrieval evidence's.
-fn entities(
-    index: &RepoIndex,
-    scored: &Scored,
-    weights: &FusionWeights,
-    order: &[usize],
-    named: &HashMap<usize, Vec<String>>,
-) -> Vec<Entity> {
-    let mut out = Vec::new();
-    for (rank, &file) in order.iter().enumerate() {
-        let fallback =
-            crate::retrieve::entities(index, &scored.signals, weights, &[(file, rank + 1)]);
-        let model_named = named.get(&file).map_or(&[][..], Vec::as_slice);
-        out.extend(functions::file_entities(
-            index.files[file].path(),
-            rank + 1,
-            &index.files[file].parsed.symbols,
-            model_named,
-            fallback,
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

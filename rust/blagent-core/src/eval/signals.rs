@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use crate::dataset::Instance;
 use crate::index::RepoIndex;
-use crate::retrieve::{FileSignals, Signal};
+use crate::retrieve::{Candidate, Feature, FileSignals, Signal};
 
 /// Files per signal kept in a signal dump (the union over signals is dumped).
 const DUMP_TOP_PER_SIGNAL: usize = 50;
@@ -67,4 +67,28 @@ pub(super) fn signal_dump(
         "min": min,
         "files": files,
     })
+}
+
+/// The function-level part of a signal dump: every candidate function's features (named by
+/// `feature_names`), with its `path::Class.method` id and its file's rank, and the gold
+/// functions, for fitting the function weights offline (`bench/fit_function_weights.py`).
+pub(super) fn function_dump(
+    index: &RepoIndex,
+    candidates: &[Candidate],
+    gold: &[String],
+) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = candidates
+        .iter()
+        .map(|c| {
+            let file = &index.files[c.file];
+            let id = format!(
+                "{}::{}",
+                file.path(),
+                file.parsed.symbols[c.symbol].qualified
+            );
+            serde_json::json!({"id": id, "file_rank": c.file_rank, "features": c.features})
+        })
+        .collect();
+    let names: Vec<&str> = Feature::ALL.iter().map(|f| f.name()).collect();
+    serde_json::json!({"feature_names": names, "candidates": rows, "gold": gold})
 }

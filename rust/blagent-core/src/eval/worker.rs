@@ -11,13 +11,13 @@ use super::functions::{gold_functions, ranked_functions};
 use super::llm::LlmInstanceStats;
 use super::rewrites::RewriteSample;
 use super::run::EvalConfig;
-use super::signals::signal_dump;
+use super::signals::{function_dump, signal_dump};
 use crate::agent::Pipeline;
 use crate::dataset::{instance_tree, Instance};
 use crate::dense::DenseStats;
 use crate::error::{panic_message, Error, Result};
 use crate::interface::{Granularity, LocalizeRequest, Localizer};
-use crate::retrieve::Rewrites;
+use crate::retrieve::{complete, function_candidates, Rewrites};
 
 /// Metrics need at least this many ranked files (Acc@10, MAP@10).
 const MIN_RANKED_FOR_METRICS: usize = 10;
@@ -150,6 +150,8 @@ impl EvalWorker {
         outcome.dense = index.dense.as_ref().map(|d| d.stats.clone());
         let given = item.rewrites.as_ref();
         let measure_rewrites = given.is_some() && index.dense.is_some();
+        let functions_wanted = self.granularity == Granularity::Function;
+        let gold = functions_wanted.then(|| gold_functions(&instance.patch, &tree));
         if measure_rewrites || self.dump_signals {
             let scored = self
                 .localizer
@@ -164,7 +166,17 @@ impl EvalWorker {
                 ));
             }
             if self.dump_signals {
-                outcome.signals = Some(signal_dump(&index.repo, &scored.signals, instance));
+                let mut dump = signal_dump(&index.repo, &scored.signals, instance);
+                if let Some(gold) = &gold {
+                    let files: Vec<usize> =
+                        complete(&index.repo, scored.ranked.iter().map(|&(f, _)| f))
+                            .into_iter()
+                            .take(self.ranked_k)
+                            .collect();
+                    let candidates = function_candidates(&index, &scored, &files)?;
+                    dump["functions"] = function_dump(&index.repo, &candidates, gold);
+                }
+                outcome.signals = Some(dump);
             }
         }
         let mut request = LocalizeRequest::new(
@@ -177,9 +189,9 @@ impl EvalWorker {
         request.rewrites = given.cloned();
         request.granularity = self.granularity;
         let result = self.localizer.localize_in(&index, &request)?;
-        let functions = (self.granularity == Granularity::Function).then(|| {
+        let functions = gold.map(|gold| {
             let ranked = ranked_functions(result.entities.as_deref().unwrap_or_default());
-            (ranked, gold_functions(&instance.patch, &tree))
+            (ranked, gold)
         });
         let t = &result.timings;
         Ok(Evaluated {

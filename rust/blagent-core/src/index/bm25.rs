@@ -3,6 +3,7 @@
 //! `idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))`.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
@@ -152,6 +153,33 @@ impl Bm25 {
         scores
     }
 
+    /// BM25 score of the documents `docs` (a range of ids) for weighted term ids: entry `i` is
+    /// document `docs.start + i`, the same float [`Bm25::score_terms`] gives it. Each posting
+    /// list is entered by binary search, so scoring a few files' chunks costs little however
+    /// large the collection.
+    pub fn score_range(&self, weights: &HashMap<u32, f32>, docs: Range<u32>) -> Vec<f32> {
+        let Bm25Params { k1, b } = self.params;
+        let mut scores = vec![0.0f32; docs.len()];
+        let avg = self.average_length.max(1.0);
+        let mut terms: Vec<(u32, f32)> = weights.iter().map(|(&t, &w)| (t, w)).collect();
+        terms.sort_unstable_by_key(|&(term, _)| term);
+        for (term, weight) in terms {
+            let postings = &self.postings[term as usize];
+            let lo = postings.partition_point(|&(d, _)| d < docs.start);
+            let hi = postings.partition_point(|&(d, _)| d < docs.end);
+            if lo == hi {
+                continue;
+            }
+            let idf = self.idf(term) * weight;
+            for &(doc, tf) in &postings[lo..hi] {
+                let tf = tf as f32;
+                let norm = k1 * (1.0 - b + b * self.doc_lengths[doc as usize] as f32 / avg);
+                scores[(doc - docs.start) as usize] += idf * tf * (k1 + 1.0) / (tf + norm);
+            }
+        }
+        scores
+    }
+
     /// Number of tokens of document `doc`.
     pub fn doc_length(&self, doc: usize) -> u32 {
         self.doc_lengths[doc]
@@ -209,6 +237,24 @@ mod tests {
         assert!(scores[0] > scores[1] * 3.0);
         assert_eq!(index.score("absent"), vec![0.0; 4]);
         assert_eq!(index.num_docs(), 4);
+    }
+
+    #[test]
+    fn a_range_scores_as_the_whole_collection_does() {
+        let docs = [
+            "alpha beta",
+            "beta gamma",
+            "alpha alpha",
+            "delta",
+            "gamma alpha",
+        ];
+        let index = Bm25::build(docs, Bm25Params::default());
+        let terms = index.query_terms("alpha gamma gamma");
+        let all = index.score_terms(&terms);
+        let part = index.score_range(&terms, 1..4);
+        let bits = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&part), bits(&all[1..4]));
+        assert!(index.score_range(&terms, 2..2).is_empty());
     }
 
     #[test]

@@ -203,6 +203,15 @@ impl RepoIndex {
         self.chunk_refs.len()
     }
 
+    /// The chunk documents of file `file` (ids into `chunk_refs` and the chunk BM25), which
+    /// are contiguous since chunks are indexed file by file.
+    pub fn chunk_docs(&self, file: usize) -> std::ops::Range<u32> {
+        let file = file as u32;
+        let lo = self.chunk_refs.partition_point(|&(f, _)| f < file);
+        let hi = self.chunk_refs.partition_point(|&(f, _)| f <= file);
+        lo as u32..hi as u32
+    }
+
     /// The path-augmented text of chunk `i` (an index into `chunk_refs`), as BM25 and the
     /// dense index see it.
     pub fn chunk_text(&self, i: usize) -> String {

@@ -36,7 +36,7 @@ pub use self::result::{
     EvidenceItem, FileHit, IndexStats, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,
 };
 pub use crate::agent::Pipeline;
-pub use crate::retrieve::{Entity, SearchIndex, MAX_ENTITIES_PER_FILE};
+pub use crate::retrieve::{Entity, SearchIndex, MAX_FUNCTIONS};
 
 /// Version of the request and result formats, `major.minor`: a request of another major version
 /// is refused; minor versions only add optional fields (1.1: one result for every pipeline,

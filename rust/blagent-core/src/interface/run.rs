@@ -17,7 +17,9 @@ use crate::error::Result;
 use crate::index::RepoIndex;
 use crate::llm::NoModel;
 use crate::repo::LANGUAGES;
-use crate::retrieve::{complete, entities, score, Entity, Scored, SearchIndex, Signal};
+use crate::retrieve::{
+    complete, rank_functions, score, Entity, FunctionWeights, Scored, SearchIndex, Signal,
+};
 
 /// A pipeline's ranking, before it becomes a result.
 struct Ranking {
@@ -61,14 +63,17 @@ fn fused(localizer: &Localizer, index: &SearchIndex, request: &LocalizeRequest) 
         .take(request.top_k)
         .map(|f| (f, fused.get(&f).copied().unwrap_or(0.0)))
         .collect();
-    let entities = (request.granularity == Granularity::Function).then(|| {
-        let files: Vec<(usize, usize)> = ranked
-            .iter()
-            .enumerate()
-            .map(|(rank, &(file, _))| (file, rank + 1))
-            .collect();
-        entities(&index.repo, &scored.signals, weights, &files)
-    });
+    let entities = if request.granularity == Granularity::Function {
+        let files: Vec<usize> = ranked.iter().map(|&(file, _)| file).collect();
+        Some(rank_functions(
+            index,
+            &scored,
+            &files,
+            &FunctionWeights::default(),
+        )?)
+    } else {
+        None
+    };
     let warnings = hints.warnings.clone();
     Ok(Ranking {
         scored,

@@ -1,9 +1,10 @@
 //! From a reformulated issue and a repository index to a ranked list of files, each with the
-//! evidence that put it there ([`score`]), and the functions of those files that the evidence
-//! points at ([`entities`]).
+//! evidence that put it there ([`score`]), and the functions of those files ranked by their own
+//! evidence ([`rank_functions`]).
 
 mod dense;
 mod entities;
+mod functions;
 mod fuse;
 mod score;
 mod signals;
@@ -11,7 +12,11 @@ mod signals;
 use serde::{Deserialize, Serialize};
 
 pub use self::dense::{add_dense_view, dense_signals, Rewrites};
-pub use self::entities::{entities, Entity, MAX_ENTITIES_PER_FILE};
+pub use self::entities::Entity;
+pub use self::functions::{
+    function_candidates, rank_functions, Candidate, Feature, Features, FunctionWeights,
+    FUNCTION_FILES, MAX_FUNCTIONS, NUM_FEATURES,
+};
 pub use self::fuse::{fuse, FusionWeights, Normalizer};
 pub use self::score::{complete, score, Scored, SearchIndex};
 pub use self::signals::compute_signals;

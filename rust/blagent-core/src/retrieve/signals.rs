@@ -31,7 +31,7 @@ const BUILD_MODULE_WEIGHT: f32 = 0.5;
 const MIN_MODULE_NAME_BYTES: usize = 4;
 
 /// How deliberately an identifier was named, as a weight in (0, 1].
-fn source_weight(source: IdentifierSource) -> f32 {
+pub(super) fn source_weight(source: IdentifierSource) -> f32 {
     match source {
         IdentifierSource::Backtick => 1.0,
         IdentifierSource::Call | IdentifierSource::Dotted => 0.8,
@@ -300,7 +300,7 @@ fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]
 
 /// Literal fragments of an error message: the text between quoted values and numbers, which
 /// is what the source's format string holds.
-fn message_fragments(message: &str) -> Vec<String> {
+pub(super) fn message_fragments(message: &str) -> Vec<String> {
     let text = message.split_once(": ").map_or("", |(_, m)| m);
     let mut fragments = Vec::new();
     let mut current = String::new();

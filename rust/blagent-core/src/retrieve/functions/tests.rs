@@ -1,0 +1,163 @@
+use std::fs;
+
+use super::*;
+use crate::index::{IndexOptions, RepoIndex};
+use crate::retrieve::{complete, score, FusionWeights};
+
+const CART: &str = r#"TAX = 0.2
+
+
+def _apply_tax(amount):
+    return amount * (1 + TAX)
+
+
+class Cart:
+    def __init__(self):
+        self.items = []
+
+    def total(self):
+        def price(item):
+            return item.price * item.quantity
+        return sum(price(i) for i in self.items)
+
+    def checkout(self, wallet):
+        amount = _apply_tax(self.total())
+        if wallet.balance < amount:
+            raise ValueError("insufficient funds for this cart")
+        wallet.balance -= amount
+"#;
+
+const REPORT: &str = r#"from shop.cart import Cart
+
+
+def render(cart):
+    return "total: %s" % cart.total()
+
+
+def unrelated():
+    return 42
+"#;
+
+fn index() -> (tempfile::TempDir, SearchIndex) {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("shop")).unwrap();
+    fs::write(dir.path().join("shop/cart.py"), CART).unwrap();
+    fs::write(dir.path().join("shop/report.py"), REPORT).unwrap();
+    let repo = RepoIndex::build(dir.path(), &IndexOptions::default()).unwrap();
+    (dir, SearchIndex::from(repo))
+}
+
+fn candidates_for(index: &SearchIndex, issue: &str) -> (Scored, Vec<usize>, Vec<Candidate>) {
+    let scored = score(index, issue, &FusionWeights::default(), None).unwrap();
+    let files = complete(&index.repo, scored.ranked.iter().map(|&(f, _)| f));
+    let candidates = function_candidates(index, &scored, &files).unwrap();
+    (scored, files, candidates)
+}
+
+fn feature_of(index: &SearchIndex, candidates: &[Candidate], id: &str, feature: Feature) -> f32 {
+    candidates
+        .iter()
+        .find(|c| {
+            let file = &index.repo.files[c.file];
+            format!(
+                "{}::{}",
+                file.path(),
+                file.parsed.symbols[c.symbol].qualified
+            ) == id
+        })
+        .unwrap_or_else(|| panic!("{id} is a candidate"))
+        .get(feature)
+}
+
+#[test]
+fn candidates_are_functions_and_methods_with_nested_ones_rolled_up() {
+    let (_dir, index) = index();
+    let (_, _, candidates) = candidates_for(&index, "The cart total is wrong");
+    let mut ids: Vec<String> = candidates
+        .iter()
+        .map(|c| {
+            index.repo.files[c.file].parsed.symbols[c.symbol]
+                .qualified
+                .clone()
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "Cart.__init__",
+            "Cart.checkout",
+            "Cart.total",
+            "_apply_tax",
+            "render",
+            "unrelated"
+        ]
+    );
+}
+
+#[test]
+fn a_qualified_mention_ranks_its_method_first() {
+    let (_dir, index) = index();
+    let issue = "`Cart.total` ignores the quantity of each item";
+    let (scored, files, candidates) = candidates_for(&index, issue);
+    assert!(
+        feature_of(
+            &index,
+            &candidates,
+            "shop/cart.py::Cart.total",
+            Feature::Qualified
+        ) > 0.0
+    );
+    assert!(
+        feature_of(
+            &index,
+            &candidates,
+            "shop/cart.py::Cart.total",
+            Feature::Name
+        ) > 0.0
+    );
+    // The nested `price` lies in `total`: its lines count for `total`.
+    assert!(
+        feature_of(
+            &index,
+            &candidates,
+            "shop/cart.py::Cart.total",
+            Feature::ChunkIssue
+        ) > 0.0
+    );
+    let ranked = rank_functions(&index, &scored, &files, &FunctionWeights::default()).unwrap();
+    assert_eq!(ranked[0].id, "shop/cart.py::Cart.total");
+    assert_eq!(ranked[0].kind, "method");
+    assert!(ranked.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+#[test]
+fn callees_users_frames_and_messages_of_named_functions() {
+    let (_dir, index) = index();
+    let issue = "checkout() raises although the balance suffices:\n\n```\nTraceback (most recent call last):\n  File \"/venv/lib/python3.11/site-packages/shop/cart.py\", line 21, in checkout\n    raise ValueError(\"insufficient funds for this cart\")\nValueError: insufficient funds for this cart\n```\n";
+    let (_, _, candidates) = candidates_for(&index, issue);
+    let get = |id: &str, f: Feature| feature_of(&index, &candidates, id, f);
+    assert!(get("shop/cart.py::_apply_tax", Feature::Callee) > 0.0);
+    assert!(get("shop/cart.py::Cart.total", Feature::Callee) > 0.0);
+    assert!(get("shop/report.py::unrelated", Feature::Callee) == 0.0);
+    assert!((get("shop/cart.py::Cart.checkout", Feature::Frame) - 1.0).abs() < 1e-6);
+    assert!((get("shop/cart.py::Cart.checkout", Feature::Error) - 1.0).abs() < 1e-6);
+    assert!(get("shop/cart.py::_apply_tax", Feature::Error) == 0.0);
+    // `checkout` raises the named `ValueError`; nothing in `unrelated` is named.
+    assert!(get("shop/cart.py::Cart.checkout", Feature::Uses) > 0.0);
+    assert!(get("shop/report.py::unrelated", Feature::Uses) == 0.0);
+}
+
+#[test]
+fn a_module_function_named_with_its_module_and_the_methods_of_a_named_class() {
+    let (_dir, index) = index();
+    let issue = "report.render(cart) shows wrong figures since Cart.total() changed";
+    let (_, _, candidates) = candidates_for(&index, issue);
+    let get = |id: &str, f: Feature| feature_of(&index, &candidates, id, f);
+    assert!(get("shop/report.py::render", Feature::Qualified) > 0.0);
+    assert!(get("shop/report.py::unrelated", Feature::Qualified) == 0.0);
+    assert!(get("shop/cart.py::Cart.checkout", Feature::Class) > 0.0);
+    assert!(get("shop/report.py::render", Feature::Uses) > 0.0);
+    assert!(get("shop/report.py::render", Feature::FileRank) > 0.0);
+    assert!(get("shop/cart.py::_apply_tax", Feature::Length) > 0.0);
+}
