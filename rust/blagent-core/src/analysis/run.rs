@@ -204,7 +204,12 @@ fn file_name(instance_id: &str) -> String {
 
 /// Writes one output file: never an input, a special file or another run's file; `is_ours`
 /// says what an existing file there must hold to be replaced.
-fn write(path: &Path, bytes: &[u8], inputs: &Inputs, is_ours: fn(&[u8]) -> bool) -> Result<PathBuf> {
+fn write(
+    path: &Path,
+    bytes: &[u8],
+    inputs: &Inputs,
+    is_ours: fn(&[u8]) -> bool,
+) -> Result<PathBuf> {
     let mode = OutputMode {
         append: false,
         holds: "an analysis output",

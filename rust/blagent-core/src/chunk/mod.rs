@@ -205,17 +205,57 @@ mod tests {
     fn deeply_nested_code_is_indexed_without_exhausting_the_stack() {
         let deep = 20_000;
         let cases = [
-            ("gen.py", format!("x = {}\n\ndef after():\n    pass\n", nested("(", "1", ")", deep))),
-            ("gen.py", format!("x = {}\n\ndef after():\n    pass\n", nested("[", "1", "]", deep))),
-            ("Gen.java", format!("class Gen {{ void f() {{ {} }}\n void after() {{}} }}\n", nested("{", "g();", "}", deep))),
-            ("Gen.java", format!("class Gen {{ int x = {};\n void after() {{}} }}\n", nested("(", "1", ")", deep))),
-            ("Gen.kt", format!("fun f() = {}\nfun after() {{}}\n", nested("(", "1", ")", deep))),
-            ("Gen.kt", format!("fun f() {{ {} }}\nfun after() {{}}\n", nested("run {", "g()", "}", deep))),
+            (
+                "gen.py",
+                format!(
+                    "x = {}\n\ndef after():\n    pass\n",
+                    nested("(", "1", ")", deep)
+                ),
+            ),
+            (
+                "gen.py",
+                format!(
+                    "x = {}\n\ndef after():\n    pass\n",
+                    nested("[", "1", "]", deep)
+                ),
+            ),
+            (
+                "Gen.java",
+                format!(
+                    "class Gen {{ void f() {{ {} }}\n void after() {{}} }}\n",
+                    nested("{", "g();", "}", deep)
+                ),
+            ),
+            (
+                "Gen.java",
+                format!(
+                    "class Gen {{ int x = {};\n void after() {{}} }}\n",
+                    nested("(", "1", ")", deep)
+                ),
+            ),
+            (
+                "Gen.kt",
+                format!(
+                    "fun f() = {}\nfun after() {{}}\n",
+                    nested("(", "1", ")", deep)
+                ),
+            ),
+            (
+                "Gen.kt",
+                format!(
+                    "fun f() {{ {} }}\nfun after() {{}}\n",
+                    nested("run {", "g()", "}", deep)
+                ),
+            ),
         ];
         for (path, text) in cases {
             let lines = text.lines().count();
             let parsed = parse(path, text);
-            assert!(parsed.symbols.iter().any(|s| s.name == "after"), "{path}: {:?}", parsed.symbols);
+            assert!(
+                parsed.symbols.iter().any(|s| s.name == "after"),
+                "{path}: {:?}",
+                parsed.symbols
+            );
             let last = parsed.chunks.iter().map(|c| c.end_line).max();
             assert_eq!(last, Some(lines), "{path}: every line is chunked");
         }
@@ -243,7 +283,11 @@ mod tests {
             "{:?}",
             parsed.too_deep
         );
-        let covered: usize = parsed.chunks.iter().map(|c| c.end_line - c.start_line + 1).sum();
+        let covered: usize = parsed
+            .chunks
+            .iter()
+            .map(|c| c.end_line - c.start_line + 1)
+            .sum();
         assert!(covered >= depth + 1, "every line is in a chunk");
     }
 }

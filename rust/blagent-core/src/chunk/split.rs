@@ -188,7 +188,11 @@ impl Splitter<'_> {
         if self.depth >= MAX_NESTING {
             // Splitting recurses once per level: past the bound the rest stays one chunk.
             let start = header.map_or_else(
-                || children.first().map_or(0, |c| self.chunk_start(c.start_byte())),
+                || {
+                    children
+                        .first()
+                        .map_or(0, |c| self.chunk_start(c.start_byte()))
+                },
                 |h| h.start,
             );
             let end = children.last().map_or(start, |c| c.end_byte());

@@ -122,7 +122,9 @@ pub(super) fn extract(
                     None => name.clone(),
                 };
                 let body = definition_body(language, child);
-                symbols.push(symbol(language, child, body, &scope, name, &local, is_class, source));
+                symbols.push(symbol(
+                    language, child, body, &scope, name, &local, is_class, source,
+                ));
                 scope.push((local, is_class));
                 steps.push(Step::Leave);
                 if let Some(body) = body {

@@ -14,8 +14,8 @@ mod worker;
 
 pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport};
 pub use self::compare::{
-    compare_runs, CompareConfig, CompareReport, MAX_RESAMPLES, Difference, Interval, McNemar, RunMetrics,
-    Wilcoxon, COMPARE_KS,
+    compare_runs, CompareConfig, CompareReport, Difference, Interval, McNemar, RunMetrics,
+    Wilcoxon, COMPARE_KS, MAX_RESAMPLES,
 };
 pub use self::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
 pub use self::llm::{LlmInstanceStats, LlmMeans, LlmTotals};

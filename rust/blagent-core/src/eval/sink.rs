@@ -46,11 +46,16 @@ impl EvalSink {
         let start = Instant::now();
         let selection = select(&config.dataset, &config.repos, config.ids.as_deref())?;
         let trees = selection.present.iter().map(|(_, tree)| tree);
-        let inputs = crate::interface::run_inputs(&config.dataset, &config.repos, config.llm.as_ref())
-            .file(config.queries.as_ref())
-            .folders(trees);
+        let inputs =
+            crate::interface::run_inputs(&config.dataset, &config.repos, config.llm.as_ref())
+                .file(config.queries.as_ref())
+                .folders(trees);
         let open = |path: &std::path::Path, what: &str| JsonlWriter::replace(path, &inputs, what);
-        let out = config.out.as_deref().map(|p| open(p, "--out")).transpose()?;
+        let out = config
+            .out
+            .as_deref()
+            .map(|p| open(p, "--out"))
+            .transpose()?;
         let signals_out = config
             .signals_out
             .as_deref()

@@ -160,16 +160,18 @@ impl PathResolver {
             return None;
         }
         let parts: Vec<&str> = dotted.split('.').collect();
-        (2..=parts.len().min(self.deepest_qualified)).rev().find_map(|end| {
-            match self.by_qualified.get(&parts[..end].join("."))?[..] {
-                [file] => Some(ModuleMatch {
-                    file,
-                    is_package: false,
-                    rest: parts[end..].iter().map(|s| (*s).to_owned()).collect(),
-                }),
-                _ => None,
-            }
-        })
+        (2..=parts.len().min(self.deepest_qualified))
+            .rev()
+            .find_map(
+                |end| match self.by_qualified.get(&parts[..end].join("."))?[..] {
+                    [file] => Some(ModuleMatch {
+                        file,
+                        is_package: false,
+                        rest: parts[end..].iter().map(|s| (*s).to_owned()).collect(),
+                    }),
+                    _ => None,
+                },
+            )
     }
 
     fn resolve_python_module(&self, dotted: &str) -> Option<ModuleMatch> {

@@ -121,13 +121,16 @@ impl RepoIndex {
         let parse_ms = elapsed_ms(start);
         let mut skipped = walked.skipped;
         skipped.extend(files.iter().flat_map(|f| {
-            f.parsed.too_deep.iter().map(|&(start_line, end_line)| Skipped {
-                path: f.path().to_owned(),
-                reason: SkipReason::NestedTooDeep {
-                    start_line,
-                    end_line,
-                },
-            })
+            f.parsed
+                .too_deep
+                .iter()
+                .map(|&(start_line, end_line)| Skipped {
+                    path: f.path().to_owned(),
+                    reason: SkipReason::NestedTooDeep {
+                        start_line,
+                        end_line,
+                    },
+                })
         }));
 
         let start = Instant::now();

@@ -11,8 +11,8 @@ use super::progress::Progress;
 use super::resume::existing_ids;
 use super::SCHEMA_VERSION;
 use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance, JsonlWriter};
-use crate::repo::{is_instance_jsonl, OutputMode};
 use crate::error::{Error, Result};
+use crate::repo::{is_instance_jsonl, OutputMode};
 
 /// A batch's output while the run goes on (see the module documentation).
 #[derive(Debug)]

@@ -25,8 +25,8 @@ pub use self::agentless::{
     AgentlessLine, EXTRA_KEY, RELATED_MORE_FILES, RELATED_MORE_KEY, RELATED_PER_FILE,
     RELATED_TOP_FILES,
 };
-pub use self::batch::{run_batch, BatchConfig, BatchFailure, BatchReport};
 pub(crate) use self::batch::run_inputs;
+pub use self::batch::{run_batch, BatchConfig, BatchFailure, BatchReport};
 pub use self::batch_sink::BatchSink;
 pub use self::batch_worker::{BatchOutcome, BatchWorker};
 pub use self::hints::HINT_SIGNAL;

@@ -11,7 +11,8 @@ pub use self::lang::{
     PYTHON,
 };
 pub use self::output::{
-    any_content, is_instance_jsonl, is_json_object, json_lines_with, open_output, Inputs, OutputMode,
+    any_content, is_instance_jsonl, is_json_object, json_lines_with, open_output, Inputs,
+    OutputMode,
 };
 pub use self::walk::{
     is_test_path, walk, SkipReason, Skipped, SourceFile, WalkOptions, WalkOutput,

@@ -52,8 +52,7 @@ impl Inputs {
     /// Adds a folder whose contents are inputs (the trees folder, a repository).
     #[must_use]
     pub fn folder<P: AsRef<Path>>(mut self, path: Option<P>) -> Self {
-        self.folders
-            .extend(path.map(|p| p.as_ref().to_path_buf()));
+        self.folders.extend(path.map(|p| p.as_ref().to_path_buf()));
         self
     }
 }
@@ -112,7 +111,11 @@ pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -
         let bytes =
             read_bounded(path, MAX_DATA_FILE_BYTES).map_err(|f| f.into_error(path, what))?;
         if !(mode.is_ours)(&bytes) {
-            let verb = if mode.append { "append to" } else { "overwrite" };
+            let verb = if mode.append {
+                "append to"
+            } else {
+                "overwrite"
+            };
             return Err(refuse(format!(
                 "exists and does not hold {}; refusing to {verb} it (remove it or choose \
                  another file)",
@@ -258,17 +261,26 @@ mod tests {
         let inside = trees.join("sub/new.jsonl");
         let message = refused(open_output(&inside, JSONL, &inputs, "--out"));
         assert!(message.contains("which this run reads"), "{message}");
-        assert!(!trees.join("sub").exists(), "nothing is created before the checks pass");
+        assert!(
+            !trees.join("sub").exists(),
+            "nothing is created before the checks pass"
+        );
     }
 
     #[test]
     fn special_files_and_foreign_content_are_refused_and_ours_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(status.success());
         let message = refused(open_output(&fifo, APPEND, &Inputs::new(), "--out"));
-        assert!(message.contains("FIFO") || message.contains("special"), "{message}");
+        assert!(
+            message.contains("FIFO") || message.contains("special"),
+            "{message}"
+        );
 
         let notes = dir.path().join("notes.txt");
         std::fs::write(&notes, "my notes\n").unwrap();

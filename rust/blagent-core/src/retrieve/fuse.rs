@@ -74,7 +74,10 @@ impl Default for FusionWeights {
 impl FusionWeights {
     /// Every weight finite and at least 0, else an input error naming the first that is not.
     pub fn check(&self) -> crate::Result<()> {
-        match Signal::ALL.iter().find(|&&s| !(self.weight(s) >= 0.0 && self.weight(s).is_finite())) {
+        match Signal::ALL
+            .iter()
+            .find(|&&s| !(self.weight(s) >= 0.0 && self.weight(s).is_finite()))
+        {
             Some(&s) => Err(crate::Error::InvalidInput(format!(
                 "fusion weight {} must be a finite number of at least 0, not {}",
                 s.name(),
@@ -118,14 +121,19 @@ impl TryFrom<WeightsObject> for FusionWeights {
     fn try_from(object: WeightsObject) -> std::result::Result<Self, String> {
         let mut weights = FusionWeights::default();
         for (name, value) in object.0 {
-            let signal = Signal::ALL.iter().find(|s| s.name() == name).ok_or_else(|| {
-                let known: Vec<String> =
-                    Signal::ALL.iter().map(|s| format!("`{}`", s.name())).collect();
-                format!(
-                    "unknown field `{name}`, expected one of {} (the fusion weights)",
-                    known.join(", ")
-                )
-            })?;
+            let signal = Signal::ALL
+                .iter()
+                .find(|s| s.name() == name)
+                .ok_or_else(|| {
+                    let known: Vec<String> = Signal::ALL
+                        .iter()
+                        .map(|s| format!("`{}`", s.name()))
+                        .collect();
+                    format!(
+                        "unknown field `{name}`, expected one of {} (the fusion weights)",
+                        known.join(", ")
+                    )
+                })?;
             let value = value
                 .as_f64()
                 .ok_or_else(|| format!("fusion weight {name} must be a number, not {value}"))?;

@@ -275,7 +275,12 @@ fn every_stage_of_the_known_answer_set() {
         "a class of a new file is added, not a gold function: {resolved:#?}"
     );
 
-    let (written, no_chart) = write_outputs(&report, &dir.path().join("out"), &blagent_core::repo::Inputs::new()).unwrap();
+    let (written, no_chart) = write_outputs(
+        &report,
+        &dir.path().join("out"),
+        &blagent_core::repo::Inputs::new(),
+    )
+    .unwrap();
     assert!(no_chart.is_none(), "{no_chart:?}");
     let names: Vec<PathBuf> = written
         .iter()

@@ -231,11 +231,13 @@ fn special_input_and_output_files_are_refused() {
     let data = dataset(dir.path(), &["a"]);
     // A FIFO made here stands for every special file, so the test needs no device.
     let fifo = dir.path().join("fifo");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
-    let is_fifo_refusal = |err: &blagent_core::Error| {
-        err.is_input_error() && err.to_string().contains("FIFO")
-    };
+    let is_fifo_refusal =
+        |err: &blagent_core::Error| err.is_input_error() && err.to_string().contains("FIFO");
     // A dataset that is a FIFO, an output that is a FIFO.
     let err = run_eval(&eval_config(dir.path(), fifo.clone())).unwrap_err();
     assert!(is_fifo_refusal(&err), "{err}");

@@ -69,14 +69,20 @@ fn code_only(text: &str) -> String {
                     }
                 }
             }
-            ('r', Some('"' | '#')) if !chars[..i].last().is_some_and(|c| c.is_alphanumeric() || *c == '_') => {
+            ('r', Some('"' | '#'))
+                if !chars[..i]
+                    .last()
+                    .is_some_and(|c| c.is_alphanumeric() || *c == '_') =>
+            {
                 let hashes = chars[i + 1..].iter().take_while(|&&c| c == '#').count();
                 i += 1 + hashes;
                 if chars.get(i) != Some(&'"') {
                     continue;
                 }
                 i += 1;
-                let close: Vec<char> = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+                let close: Vec<char> = std::iter::once('"')
+                    .chain(std::iter::repeat_n('#', hashes))
+                    .collect();
                 while i < chars.len() && !chars[i..].starts_with(&close) {
                     out.push(blank(chars[i]));
                     i += 1;
@@ -145,9 +151,16 @@ fn collapse_path_spaces(code: &str) -> String {
 /// The top-level modules a path after `crate::` names: one identifier, or each item of a
 /// `{…}` group (`crate::{eval::X, agent}` names eval and agent).
 fn named_modules(tail: &str) -> Vec<String> {
-    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
     let Some(group) = tail.strip_prefix('{') else {
-        return vec![ident(tail)].into_iter().filter(|n| !n.is_empty()).collect();
+        return vec![ident(tail)]
+            .into_iter()
+            .filter(|n| !n.is_empty())
+            .collect();
     };
     let mut names = Vec::new();
     let mut depth = 0;
@@ -204,7 +217,9 @@ fn crate_paths(text: &str, path: &[&str]) -> Vec<(String, usize)> {
         // `mod tests` climbs one step less than the file path says, so only names of
         // top-level modules count.
         if climbs >= path.len() {
-            let modules = named_modules(tail).into_iter().filter(|m| layer(m).is_some());
+            let modules = named_modules(tail)
+                .into_iter()
+                .filter(|m| layer(m).is_some());
             out.extend(modules.map(|m| (m, line_of(start))));
         }
     }
@@ -278,7 +293,10 @@ fn modules_use_only_lower_layers() {
 #[test]
 fn the_scanner_sees_paths_and_skips_comments() {
     let text = "use crate::index::RepoIndex;\n// crate::agent in a comment\nlet x = crate::retrieve::score(a); // crate::eval\n";
-    let found: Vec<String> = crate_paths(text, &["agent"]).into_iter().map(|(m, _)| m).collect();
+    let found: Vec<String> = crate_paths(text, &["agent"])
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
     assert_eq!(found, ["index", "retrieve"]);
 }
 
@@ -287,18 +305,54 @@ fn the_scanner_sees_paths_and_skips_comments() {
 #[test]
 fn the_scanner_sees_every_form_of_path() {
     let cases: &[(&str, &[&str], &[(&str, usize)])] = &[
-        ("use crate::{eval::X, agent::{a, b}};", &["llm"], &[("eval", 1), ("agent", 1)]),
-        ("use crate::{\n    eval::X,\n    self,\n};", &["llm"], &[("eval", 1)]),
-        ("use super::super::eval::X;", &["llm", "client"], &[("eval", 1)]),
-        ("use super::super::{eval, agent::Y};", &["llm", "client"], &[("eval", 1), ("agent", 1)]),
+        (
+            "use crate::{eval::X, agent::{a, b}};",
+            &["llm"],
+            &[("eval", 1), ("agent", 1)],
+        ),
+        (
+            "use crate::{\n    eval::X,\n    self,\n};",
+            &["llm"],
+            &[("eval", 1)],
+        ),
+        (
+            "use super::super::eval::X;",
+            &["llm", "client"],
+            &[("eval", 1)],
+        ),
+        (
+            "use super::super::{eval, agent::Y};",
+            &["llm", "client"],
+            &[("eval", 1), ("agent", 1)],
+        ),
         ("use super::client::X;", &["llm", "mod_a"], &[]),
         ("use super::eval::X;", &["llm"], &[("eval", 1)]),
         ("let x = crate :: eval :: run();", &["llm"], &[("eval", 1)]),
-        ("let url = \"http://x\"; let y = crate::eval::f();", &["llm"], &[("eval", 1)]),
-        ("let s = \"crate::eval\"; /* crate::agent */ let t = 'c';", &["llm"], &[]),
-        ("let s = r#\"crate::eval \"quoted\"\"#; let y = crate::agent::f();", &["llm"], &[("agent", 1)]),
-        ("fn f<'a>(x: &'a str) -> crate::eval::X {}", &["llm"], &[("eval", 1)]),
-        ("/* a\n crate::eval\n */\nuse crate::agent;", &["llm"], &[("agent", 4)]),
+        (
+            "let url = \"http://x\"; let y = crate::eval::f();",
+            &["llm"],
+            &[("eval", 1)],
+        ),
+        (
+            "let s = \"crate::eval\"; /* crate::agent */ let t = 'c';",
+            &["llm"],
+            &[],
+        ),
+        (
+            "let s = r#\"crate::eval \"quoted\"\"#; let y = crate::agent::f();",
+            &["llm"],
+            &[("agent", 1)],
+        ),
+        (
+            "fn f<'a>(x: &'a str) -> crate::eval::X {}",
+            &["llm"],
+            &[("eval", 1)],
+        ),
+        (
+            "/* a\n crate::eval\n */\nuse crate::agent;",
+            &["llm"],
+            &[("agent", 4)],
+        ),
         ("let c = '\\''; use crate::eval;", &["llm"], &[("eval", 1)]),
     ];
     for (text, path, expected) in cases {
