@@ -222,9 +222,12 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn devices_and_fifos_are_refused_without_blocking() {
-        let err = read_user_text(Path::new("/dev/zero"), 1 << 20, "dataset").unwrap_err();
-        assert!(err.is_input_error(), "{err}");
-        assert!(err.to_string().contains("device"), "{err}");
+        // A device where the machine has one; the FIFO below needs none.
+        if std::fs::metadata("/dev/zero").is_ok_and(|m| !m.is_file()) {
+            let err = read_user_text(Path::new("/dev/zero"), 1 << 20, "dataset").unwrap_err();
+            assert!(err.is_input_error(), "{err}");
+            assert!(err.to_string().contains("device"), "{err}");
+        }
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
         assert!(std::process::Command::new("mkfifo")
