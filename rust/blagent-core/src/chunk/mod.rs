@@ -181,6 +181,8 @@ impl LineIndex {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
     use crate::repo::language_for_path;
 
@@ -268,9 +270,9 @@ mod tests {
         let depth = symbols::MAX_NESTING + 50;
         let mut text = String::new();
         for level in 0..depth {
-            text.push_str(&format!("{}class C{level}:\n", "    ".repeat(level)));
+            let _ = writeln!(text, "{}class C{level}:", "    ".repeat(level));
         }
-        text.push_str(&format!("{}pass\n", "    ".repeat(depth)));
+        let _ = writeln!(text, "{}pass", "    ".repeat(depth));
         let parsed = parse("deep.py", text);
         assert_eq!(parsed.symbols.len(), symbols::MAX_NESTING);
         assert_eq!(parsed.symbols[0].qualified, "C0");
@@ -288,6 +290,6 @@ mod tests {
             .iter()
             .map(|c| c.end_line - c.start_line + 1)
             .sum();
-        assert!(covered >= depth + 1, "every line is in a chunk");
+        assert!(covered > depth, "every line is in a chunk");
     }
 }

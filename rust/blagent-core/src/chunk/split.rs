@@ -195,7 +195,7 @@ impl Splitter<'_> {
                 },
                 |h| h.start,
             );
-            let end = children.last().map_or(start, |c| c.end_byte());
+            let end = children.last().map_or(start, Node::end_byte);
             if end > start {
                 self.emit(start, end, scope, kind);
                 let lines = (self.lines.line(start), self.lines.line(end - 1));

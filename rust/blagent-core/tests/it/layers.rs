@@ -104,7 +104,7 @@ fn code_only(text: &str) -> String {
                 i += 1;
                 out.push_str("\"\"");
             }
-            ('\'', _) if at(i + 2) == Some('\'') || (at(i + 1) == Some('\\')) => {
+            ('\'', _) if at(i + 2) == Some('\'') || at(i + 1) == Some('\\') => {
                 // A character literal ('x' or an escape); a lifetime ('a) has no closing quote.
                 i += 1;
                 while i < chars.len() && chars[i] != '\'' {
