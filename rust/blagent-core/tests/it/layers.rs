@@ -157,8 +157,7 @@ fn named_modules(tail: &str) -> Vec<String> {
             .collect()
     };
     let Some(group) = tail.strip_prefix('{') else {
-        return vec![ident(tail)]
-            .into_iter()
+        return std::iter::once(ident(tail))
             .filter(|n| !n.is_empty())
             .collect();
     };
