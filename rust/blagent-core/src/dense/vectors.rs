@@ -85,7 +85,7 @@ impl std::fmt::Debug for FaissIndex {
 impl FaissIndex {
     /// Builds an index of `kind` over `vectors` (row-major, `dim` columns).
     pub fn build(kind: VectorIndexKind, dim: usize, vectors: &[f32]) -> Result<Self> {
-        if dim == 0 || vectors.len() % dim != 0 {
+        if dim == 0 || !vectors.len().is_multiple_of(dim) {
             return Err(Error::Internal(format!(
                 "{} floats do not make vectors of dimension {dim}",
                 vectors.len()

@@ -108,8 +108,8 @@ impl PackedWeight {
     pub fn new(weight: &[f32], outputs: usize, inputs: usize) -> Option<Self> {
         if inputs == 0
             || outputs == 0
-            || inputs % K_STEP != 0
-            || outputs % BLOCK != 0
+            || !inputs.is_multiple_of(K_STEP)
+            || !outputs.is_multiple_of(BLOCK)
             || weight.len() != outputs * inputs
         {
             return None;

@@ -257,7 +257,7 @@ impl Norm {
     }
 
     fn apply(&self, xs: &mut [f32]) -> Result<()> {
-        if xs.len() % self.gamma.len() != 0 {
+        if !xs.len().is_multiple_of(self.gamma.len()) {
             bail!("layer norm: rows of {} expected", self.gamma.len());
         }
         layer_norm(xs, &self.gamma, &self.beta, self.eps);

@@ -299,11 +299,18 @@ fn the_scanner_sees_paths_and_skips_comments() {
     assert_eq!(found, ["index", "retrieve"]);
 }
 
+/// A source text, the module path of its file, and the (module, line) pairs it names.
+type Case = (
+    &'static str,
+    &'static [&'static str],
+    &'static [(&'static str, usize)],
+);
+
 /// Each form a path to another module can take is seen, with its line; none in a comment or a
 /// string is.
 #[test]
 fn the_scanner_sees_every_form_of_path() {
-    let cases: &[(&str, &[&str], &[(&str, usize)])] = &[
+    let cases: &[Case] = &[
         (
             "use crate::{eval::X, agent::{a, b}};",
             &["llm"],
