@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from .loc_format import read_loc_outputs
 
@@ -30,7 +30,9 @@ def structure_of(tree: Path, paths: list[str], parse_python_file: Any) -> dict[s
         file = tree / rel
         if not file.is_file() or file.stat().st_size > MAX_SOURCE_BYTES:
             continue
-        classes, functions, lines = parse_python_file(None, file.read_text(encoding="utf-8", errors="replace"))
+        classes, functions, lines = parse_python_file(
+            None, file.read_text(encoding="utf-8", errors="replace")
+        )
         node = root
         *dirs, name = rel.split("/")
         for part in dirs:
@@ -39,8 +41,10 @@ def structure_of(tree: Path, paths: list[str], parse_python_file: Any) -> dict[s
     return root
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--agentless-src", required=True, type=Path)
     ap.add_argument("--locs", required=True, type=Path)
     ap.add_argument("--repos", required=True, type=Path)
@@ -57,7 +61,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         counts = []
         for path, locs in related.items():
             wanted = [loc for text in locs for loc in text.splitlines() if loc.strip()]
-            spans, _ = transfer_arb_locs_to_locs(locs, structure, path, file_content=(tree / path).read_text(errors="replace"))
+            spans, _ = transfer_arb_locs_to_locs(
+                locs, structure, path, file_content=(tree / path).read_text(errors="replace")
+            )
             total += len(wanted)
             resolved += min(len(spans), len(wanted))
             counts.append(f"{path} {min(len(spans), len(wanted))}/{len(wanted)}")

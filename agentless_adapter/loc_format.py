@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from blagent import LocalizationResult
 
@@ -32,7 +32,7 @@ AGENTLESS_KEYS = ("instance_id", "found_files", "additional_artifact_loc_file", 
 RELATED_LEVEL_KEYS = ("found_related_locs", "additional_artifact_loc_related", "related_loc_traj")
 
 
-def to_loc_line(result: Union[LocalizationResult, dict[str, Any]]) -> dict[str, Any]:
+def to_loc_line(result: LocalizationResult | dict[str, Any]) -> dict[str, Any]:
     """The Agentless line for one result (a `LocalizationResult` or its JSON data)."""
     data = result.to_dict() if isinstance(result, LocalizationResult) else result
     paths: list[str] = []
@@ -80,7 +80,7 @@ def contract_problems(line: dict[str, Any]) -> list[str]:
 
 
 def write_loc_outputs(
-    results: Iterable[Union[LocalizationResult, dict[str, Any]]], path: Union[str, Path]
+    results: Iterable[LocalizationResult | dict[str, Any]], path: str | Path
 ) -> int:
     """Appends one line per result to `path`; returns how many were written."""
     count = 0
@@ -91,7 +91,7 @@ def write_loc_outputs(
     return count
 
 
-def read_loc_outputs(path: Union[str, Path]) -> list[dict[str, Any]]:
+def read_loc_outputs(path: str | Path) -> list[dict[str, Any]]:
     """The lines of a `loc_outputs.jsonl`, as Agentless's `load_jsonl` reads them."""
     with Path(path).open(encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]

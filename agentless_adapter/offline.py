@@ -25,7 +25,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 #: Agentless's `repo_to_top_folder`: the folder its clone of each repository gets.
 TOP_FOLDER = {
@@ -45,13 +45,13 @@ TOP_FOLDER = {
 DATASET_DIR = Path("princeton-nlp") / "SWE-bench_Lite"
 
 
-def _rows(dataset: Path, ids: Optional[set[str]]) -> list[dict[str, Any]]:
+def _rows(dataset: Path, ids: set[str] | None) -> list[dict[str, Any]]:
     with dataset.open(encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
     return [r for r in rows if ids is None or r["instance_id"] in ids]
 
 
-def write_dataset(dataset: Path, work: Path, ids: Optional[set[str]]) -> Path:
+def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
     """Writes the selected rows where `load_dataset("princeton-nlp/SWE-bench_Lite")` finds them."""
     out = work / DATASET_DIR / "test.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +62,7 @@ def write_dataset(dataset: Path, work: Path, ids: Optional[set[str]]) -> Path:
 
 
 def write_structures(
-    dataset: Path, repos: Path, out: Path, agentless_src: Path, ids: Optional[set[str]]
+    dataset: Path, repos: Path, out: Path, agentless_src: Path, ids: set[str] | None
 ) -> int:
     """Writes Agentless's structure JSON of each selected instance's tree; returns how many."""
     sys.path.insert(0, str(agentless_src))
@@ -133,7 +133,9 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
                 # Agentless's edit location reads the first `--top_n` files and opens every
                 # file named here: the first `top_n` kept ones, each with its locations from
                 # blagent's longer list (a dropped file leaves room for the next).
-                line["found_related_locs"] = {f: more.get(f, related.get(f, [""])) for f in kept[:top_n]}
+                line["found_related_locs"] = {
+                    f: more.get(f, related.get(f, [""])) for f in kept[:top_n]
+                }
             elif isinstance(related, dict):
                 line["found_related_locs"] = {f: v for f, v in related.items() if f in known}
             if dropped:
@@ -144,7 +146,7 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
     return lines, dropped_total
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agentless_adapter.offline",
         description=__doc__,

@@ -29,7 +29,6 @@ import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Optional
 
 #: The model names Agentless's `localize.py` and `repair.py` accept (`--model` choices).
 AGENTLESS_MODELS = (
@@ -64,7 +63,7 @@ class ProxyConfig:
 
     upstream: str
     model: str
-    api_key: Optional[str] = None
+    api_key: str | None = None
     aliases: tuple[str, ...] = AGENTLESS_MODELS
     timeout: float = 600.0
     log: bool = True
@@ -124,7 +123,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             body = json.dumps(payload).encode()
         self._forward(body)
 
-    def _forward(self, body: Optional[bytes]) -> None:
+    def _forward(self, body: bytes | None) -> None:
         config = self.server.config
         headers = {k: v for k in FORWARDED_HEADERS if (v := self.headers.get(k)) is not None}
         if config.api_key:
@@ -183,7 +182,7 @@ def start_proxy(
     return server, f"http://{host}:{server.server_address[1]}/v1"
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agentless_adapter.proxy",
         description=__doc__,

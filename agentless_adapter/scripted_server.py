@@ -24,7 +24,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 # Related level: "### File: path ###" then a fenced skeleton. Edit location: "### path" then
 # numbered lines ("12|    def f(...):").
@@ -169,7 +169,7 @@ class ScriptedServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], log: Optional[Path] = None) -> None:
+    def __init__(self, address: tuple[str, int], log: Path | None = None) -> None:
         super().__init__(address, ScriptedHandler)
         self.requests: list[dict[str, Any]] = []
         self.log = log
@@ -183,14 +183,14 @@ class ScriptedServer(ThreadingHTTPServer):
                     f.write(json.dumps(entry) + "\n")
 
 
-def start_scripted(port: int = 0, log: Optional[Path] = None) -> tuple[ScriptedServer, str]:
+def start_scripted(port: int = 0, log: Path | None = None) -> tuple[ScriptedServer, str]:
     """Starts the server in a background thread on 127.0.0.1; returns it and its base URL."""
     server = ScriptedServer(("127.0.0.1", port), log)
     threading.Thread(target=server.serve_forever, name="scripted-openai", daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agentless_adapter.scripted_server",
         description=__doc__,

@@ -29,7 +29,9 @@ DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("trees", nargs="+", type=Path)
     ap.add_argument("--cache", type=Path, help="cache root (default: a fresh temporary folder)")
     ap.add_argument("--model", type=Path)
@@ -38,13 +40,18 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=20, help="issues to time (0: none)")
     args = ap.parse_args()
     cache = args.cache or Path(tempfile.mkdtemp(prefix="blagent-cache-"))
-    localizer = Localizer(dense=True, model_dir=args.model, cache_dir=cache, dense_max_tokens=args.dense_max_tokens)
+    localizer = Localizer(
+        dense=True, model_dir=args.model, cache_dir=cache, dense_max_tokens=args.dense_max_tokens
+    )
     index = None
     for tree in args.trees:
         start = time.perf_counter()
         index = localizer.index(tree)
         seconds = time.perf_counter() - start
-        print(f"{tree.name}: {index.num_files} files, {index.num_chunks} chunks, indexed in {seconds:.1f} s", flush=True)
+        print(
+            f"{tree.name}: {index.num_files} files, {index.num_chunks} chunks, indexed in {seconds:.1f} s",
+            flush=True,
+        )
     if index is not None and args.queries and args.dataset.is_file():
         repo_of = args.trees[-1].name.rsplit("-", 1)[0]
         issues = [
@@ -60,8 +67,12 @@ def main() -> int:
         if times:
             times.sort()
             p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
-            print(f"query: {len(times)} issues, median {statistics.median(times):.0f} ms, p90 {p90:.0f} ms")
-    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB  cache: {cache}")
+            print(
+                f"query: {len(times)} issues, median {statistics.median(times):.0f} ms, p90 {p90:.0f} ms"
+            )
+    print(
+        f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB  cache: {cache}"
+    )
     return 0
 
 

@@ -45,7 +45,10 @@ def chunk_texts(tree: Path, limit: int) -> list[str]:
         parsed = json.loads(_core.parse_source(rel, data.decode("utf-8", "replace")))
         raw = data.decode("utf-8", "replace").encode()
         for chunk in parsed["chunks"]:
-            texts.append(f"# {rel}\n" + raw[chunk["start_byte"] : chunk["end_byte"]].decode("utf-8", "replace"))
+            texts.append(
+                f"# {rel}\n"
+                + raw[chunk["start_byte"] : chunk["end_byte"]].decode("utf-8", "replace")
+            )
             if len(texts) >= limit:
                 return texts
     return texts
@@ -63,7 +66,11 @@ def flops_per_chunk(model_dir: Path, lengths: list[int]) -> float:
     """Multiply-add work of the forward pass, counted as 2 FLOPs each: the linear layers
     (2 x parameters x tokens) and attention's two products (4 x tokens^2 x hidden per layer)."""
     config = json.loads((model_dir / "config.json").read_text())
-    hidden, layers, inner = config["hidden_size"], config["num_hidden_layers"], config["intermediate_size"]
+    hidden, layers, inner = (
+        config["hidden_size"],
+        config["num_hidden_layers"],
+        config["intermediate_size"],
+    )
     linear = 4 * hidden * hidden + 2 * hidden * inner
     total = sum(2 * linear * n * layers + 4 * n * n * hidden * layers for n in lengths)
     return total / len(lengths)
@@ -80,11 +87,16 @@ def peak_gflops(threads: int, flags: list[str]) -> tuple[float, str]:
                 break
     except (OSError, ValueError):
         pass
-    return 2 * lanes * 2 * mhz * 1e-3 * threads, f"2 FMA x {lanes} lanes x 2 x {mhz:.0f} MHz x {threads}"
+    return (
+        2 * lanes * 2 * mhz * 1e-3 * threads,
+        f"2 FMA x {lanes} lanes x 2 x {mhz:.0f} MHz x {threads}",
+    )
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("tree", type=Path)
     ap.add_argument("--chunks", type=int, default=256)
     ap.add_argument("--threads", type=int, default=2)
@@ -93,12 +105,11 @@ def main() -> int:
     os.environ["RAYON_NUM_THREADS"] = str(args.threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    import torch
-    from sentence_transformers import SentenceTransformer
-
     import blagent
+    import torch
     from blagent import _core
     from blagent.models import default_model_dir
+    from sentence_transformers import SentenceTransformer
 
     torch.set_num_threads(args.threads)
     model_dir = args.model or default_model_dir()
@@ -107,7 +118,9 @@ def main() -> int:
     encoders = {p: _core.Encoder(str(model_dir), precision=p) for p in precisions}
     st = SentenceTransformer(str(model_dir), device="cpu")
     # The peer cast to bfloat16 by hand, as a user would to reach AMX through PyTorch.
-    st_bf16 = SentenceTransformer(str(model_dir), device="cpu", model_kwargs={"torch_dtype": torch.bfloat16})
+    st_bf16 = SentenceTransformer(
+        str(model_dir), device="cpu", model_kwargs={"torch_dtype": torch.bfloat16}
+    )
     for encoder in encoders.values():
         encoder.embed(texts[:8])
     st.encode(texts[:8])
@@ -116,10 +129,14 @@ def main() -> int:
     measured = {p: rates(lambda e=e: e.embed(texts), len(texts)) for p, e in encoders.items()}
     st_rate, st_cpu = rates(lambda: st.encode(texts, batch_size=32), len(texts))
     bf16_rate, bf16_cpu = rates(lambda: st_bf16.encode(texts, batch_size=32), len(texts))
-    print(f"chunks: {len(texts)} from {args.tree}  threads: {args.threads}  max_seq_length: {st.max_seq_length}")
+    print(
+        f"chunks: {len(texts)} from {args.tree}  threads: {args.threads}  max_seq_length: {st.max_seq_length}"
+    )
     print("                                 chunks/s  per CPU s   ratio to torch (wall, CPU)")
     for precision, (rate, cpu) in measured.items():
-        print(f"blagent ({precision:8}):            {rate:8.1f}  {cpu:8.1f}   {rate / st_rate:5.2f}x {cpu / st_cpu:5.2f}x")
+        print(
+            f"blagent ({precision:8}):            {rate:8.1f}  {cpu:8.1f}   {rate / st_rate:5.2f}x {cpu / st_cpu:5.2f}x"
+        )
     print(f"sentence-transformers (torch):   {st_rate:8.1f}  {st_cpu:8.1f}")
     print(f"  the same cast to bfloat16:     {bf16_rate:8.1f}  {bf16_cpu:8.1f}")
     blas = blagent.blas_status()
@@ -132,15 +149,21 @@ def main() -> int:
         exact = encoders["f32"].embed(texts)
         rounded = encoders["bf16-amx"].embed(texts)
         cosines = [sum(a * b for a, b in zip(x, y)) for x, y in zip(exact, rounded)]
-        print(f"bf16-amx against f32, cosine: min {min(cosines):.6f}, mean {sum(cosines) / len(cosines):.6f}")
+        print(
+            f"bf16-amx against f32, cosine: min {min(cosines):.6f}, mean {sum(cosines) / len(cosines):.6f}"
+        )
     lengths = [min(len(st.tokenizer(t)["input_ids"]), st.max_seq_length) for t in texts]
     work = flops_per_chunk(model_dir, lengths)
     peak, how = peak_gflops(args.threads, blas["flags"])  # type: ignore[arg-type]
-    print(f"mean tokens per chunk: {sum(lengths) / len(lengths):.0f}  work: {work / 1e9:.2f} GFLOP per chunk")
+    print(
+        f"mean tokens per chunk: {sum(lengths) / len(lengths):.0f}  work: {work / 1e9:.2f} GFLOP per chunk"
+    )
     for precision, (rate, _) in measured.items():
         print(
             f"blagent {precision}: {rate * work / 1e9:.1f} GFLOP/s; the f32 FMA peak is an estimated "
-            f"{peak:.0f} ({how}): {rate * work / 1e9 / peak:.0%}" if peak else "peak unknown"
+            f"{peak:.0f} ({how}): {rate * work / 1e9 / peak:.0%}"
+            if peak
+            else "peak unknown"
         )
     return 0
 

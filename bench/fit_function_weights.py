@@ -45,6 +45,7 @@ class Instance:
         rows = [c["features"] for c in fn["candidates"]]
         gold_rows = [i for i, c in enumerate(fn["candidates"]) if c["id"] in gold]
         self.all_gold_listed = len(gold_rows) == len(gold)
+
         # With weights ≥ 0, a row no higher than every gold row in every feature, and after
         # them, never outranks one: it is dropped. Rows are kept sparse (index, value).
         def dominated(i: int) -> bool:
@@ -106,7 +107,7 @@ def fit(data: list[Instance], start: list[float], names: list[str]) -> list[floa
             for value in GRID:
                 if value == w[j]:
                     continue
-                trial = w[:j] + [value] + w[j + 1 :]
+                trial = [*w[:j], value, *w[j + 1 :]]
                 score = objective(metrics(data, trial))
                 if score > best + MIN_GAIN:
                     best, w, improved = score, trial, True
@@ -142,7 +143,9 @@ def show(label: str, m: dict[str, float]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("signals", help="signal dump of `blagent eval --granularity function`")
-    parser.add_argument("--weights", default="rust/blagent-core/src/retrieve/functions/weights.json")
+    parser.add_argument(
+        "--weights", default="rust/blagent-core/src/retrieve/functions/weights.json"
+    )
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--write", help="write the weights fitted on every instance here")

@@ -24,9 +24,18 @@ import time
 NESTINGS = {
     "python-parens": ("gen.py", lambda n: "x = " + "(" * n + "1" + ")" * n + "\n"),
     "python-brackets": ("gen.py", lambda n: "x = " + "[" * n + "1" + "]" * n + "\n"),
-    "python-classes": ("gen.py", lambda n: "".join(" " * i + f"class C{i}:\n" for i in range(n)) + " " * n + "pass\n"),
-    "java-blocks": ("Gen.java", lambda n: "class Gen { void f() { " + "{" * n + "g();" + "}" * n + " } }\n"),
-    "java-parens": ("Gen.java", lambda n: "class Gen { int x = " + "(" * n + "1" + ")" * n + "; }\n"),
+    "python-classes": (
+        "gen.py",
+        lambda n: "".join(" " * i + f"class C{i}:\n" for i in range(n)) + " " * n + "pass\n",
+    ),
+    "java-blocks": (
+        "Gen.java",
+        lambda n: "class Gen { void f() { " + "{" * n + "g();" + "}" * n + " } }\n",
+    ),
+    "java-parens": (
+        "Gen.java",
+        lambda n: "class Gen { int x = " + "(" * n + "1" + ")" * n + "; }\n",
+    ),
     "kotlin-parens": ("Gen.kt", lambda n: "fun f() = " + "(" * n + "1" + ")" * n + "\n"),
     "kotlin-lambdas": ("Gen.kt", lambda n: "fun f() { " + "run {" * n + "g()" + "}" * n + " }\n"),
 }
@@ -52,7 +61,12 @@ def localize_in_child(repo: str, issue: str, timeout: float) -> str:
     with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as fh:
         fh.write(issue)
     try:
-        proc = subprocess.run([sys.executable, "-c", CHILD, repo, fh.name], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, repo, fh.name],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return f"still running after {timeout:.0f} s"
     finally:
@@ -72,8 +86,12 @@ def small_repo(root: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", help="tree for the issue-text cases (default: a small generated one)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--repo", help="tree for the issue-text cases (default: a small generated one)"
+    )
     parser.add_argument("--max-depth", type=int, default=1_000_000)
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
@@ -89,14 +107,20 @@ def main() -> None:
                 os.makedirs(repo)
                 with open(os.path.join(repo, file_name), "w") as fh:
                     fh.write(make(depth))
-                print(f"{name:16} depth {depth:>9,}: {localize_in_child(repo, 'f is wrong', args.timeout)}", flush=True)
+                print(
+                    f"{name:16} depth {depth:>9,}: {localize_in_child(repo, 'f is wrong', args.timeout)}",
+                    flush=True,
+                )
                 depth *= 10
         print("\n## One megabyte of hostile issue text")
         repo = args.repo or small_repo(os.path.join(tmp, "small"))
         for name, text in ISSUES.items():
             started = time.monotonic()
             outcome = localize_in_child(repo, text, args.timeout)
-            print(f"{name:14} ({len(text) / 1e6:.1f} MB) on {os.path.basename(repo)}: {outcome} (child wall {time.monotonic() - started:.2f} s)", flush=True)
+            print(
+                f"{name:14} ({len(text) / 1e6:.1f} MB) on {os.path.basename(repo)}: {outcome} (child wall {time.monotonic() - started:.2f} s)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

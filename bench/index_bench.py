@@ -24,7 +24,7 @@ from blagent import Localizer
 FALLBACK_ISSUES = [
     "TypeError: unsupported operand type(s) when calling the main entry point with None",
     "The `parse` function ignores the `strict` argument and accepts invalid input silently",
-    "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nValueError: invalid literal",
+    'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: invalid literal',
 ]
 
 
@@ -43,7 +43,9 @@ def issues_for(tree: str, dataset: str | None, limit: int) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("tree")
     ap.add_argument("--dataset")
     ap.add_argument("--runs", type=int, default=3)
@@ -70,14 +72,21 @@ def main() -> int:
     latencies.sort()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"tree: {args.tree}")
-    print(f"files: {index.num_files}  chunks: {index.num_chunks}  cores: {os.cpu_count()}  load: {os.getloadavg()[0]:.2f}")
+    print(
+        f"files: {index.num_files}  chunks: {index.num_chunks}  cores: {os.cpu_count()}  load: {os.getloadavg()[0]:.2f}"
+    )
     import blagent
 
     if hasattr(blagent, "blas_status"):  # older wheels lack it
         blas = blagent.blas_status()
         print(f"CPU: {blas['vendor']} {' '.join(blas['flags'])}  OpenBLAS core: {blas['core']}")
-    print("index (median of %d): " % args.runs + "  ".join(f"{k} {statistics.median(v):.0f}" for k, v in stages.items()))
-    print(f"queries: {len(latencies)}  median {statistics.median(latencies):.1f} ms  p90 {latencies[int(0.9 * (len(latencies) - 1))]:.1f} ms")
+    print(
+        "index (median of %d): " % args.runs
+        + "  ".join(f"{k} {statistics.median(v):.0f}" for k, v in stages.items())
+    )
+    print(
+        f"queries: {len(latencies)}  median {statistics.median(latencies):.1f} ms  p90 {latencies[int(0.9 * (len(latencies) - 1))]:.1f} ms"
+    )
     print(f"peak RSS: {peak_mib:.0f} MiB")
     return 0
 

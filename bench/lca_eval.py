@@ -71,18 +71,29 @@ def blagent_command() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", required=True, type=Path)
-    parser.add_argument("--repos", required=True, type=Path, help="trees folder: <repos>/<instance_id>")
+    parser.add_argument(
+        "--repos", required=True, type=Path, help="trees folder: <repos>/<instance_id>"
+    )
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--ids-file", type=Path)
     parser.add_argument("--dense", action="store_true", help="also run blagent with --dense")
-    parser.add_argument("--include-tests", action="store_true", help="blagent indexes test files too")
+    parser.add_argument(
+        "--include-tests", action="store_true", help="blagent indexes test files too"
+    )
     args = parser.parse_args()
 
     rows = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
     wanted = set(args.ids_file.read_text().split()) if args.ids_file else None
-    rows = [r for r in rows if (wanted is None or r["instance_id"] in wanted) and (args.repos / r["instance_id"]).is_dir()]
+    rows = [
+        r
+        for r in rows
+        if (wanted is None or r["instance_id"] in wanted)
+        and (args.repos / r["instance_id"]).is_dir()
+    ]
     args.out.mkdir(parents=True, exist_ok=True)
     ids_file = args.out / "ids.txt"
     ids_file.write_text("".join(r["instance_id"] + "\n" for r in rows))
@@ -98,8 +109,20 @@ def main() -> int:
     blagent = blagent_command()
     runs = [args.out / "bm25.jsonl"]
     for name, extra in [("blagent", []), ("blagent_dense", ["--dense"])][: 2 if args.dense else 1]:
-        command = [blagent, "eval", "--dataset", str(args.dataset), "--repos", str(args.repos),
-                   "--ids-file", str(ids_file), "--out", str(args.out / f"{name}.jsonl"), "--quiet", *extra]
+        command = [
+            blagent,
+            "eval",
+            "--dataset",
+            str(args.dataset),
+            "--repos",
+            str(args.repos),
+            "--ids-file",
+            str(ids_file),
+            "--out",
+            str(args.out / f"{name}.jsonl"),
+            "--quiet",
+            *extra,
+        ]
         if args.include_tests:
             command.append("--include-tests")
         start = time.perf_counter()
@@ -113,11 +136,22 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         for language in languages:
             path = Path(scratch, f"{language}.txt")
-            path.write_text("".join(r["instance_id"] + "\n" for r in rows if r.get("language") == language))
+            path.write_text(
+                "".join(r["instance_id"] + "\n" for r in rows if r.get("language") == language)
+            )
             scopes.append((f"language {language}", path))
         for title, ids in scopes:
-            compare = [blagent, "compare", *map(str, runs), "--dataset", str(args.dataset),
-                       "--ids-file", str(ids), "--format", "text"]
+            compare = [
+                blagent,
+                "compare",
+                *map(str, runs),
+                "--dataset",
+                str(args.dataset),
+                "--ids-file",
+                str(ids),
+                "--format",
+                "text",
+            ]
             text = subprocess.run(compare, check=True, capture_output=True, text=True).stdout
             print(f"## {title}\n{text}")
     return 0

@@ -11,10 +11,10 @@ import sys
 from sentence_transformers import SentenceTransformer
 
 TEXTS = [
-    "def apply_discount(total, percent):\n    \"\"\"Apply a percentage discount.\"\"\"\n    return total - total * percent / 100\n",
+    'def apply_discount(total, percent):\n    """Apply a percentage discount."""\n    return total - total * percent / 100\n',
     "# django/db/models/query.py\nclass QuerySet:\n    def bulk_create(self, objs, batch_size=None, ignore_conflicts=False):\n        ...",
     "QuerySet.bulk_create() crashes with update_conflicts=True on PostgreSQL when the unique field is a db_column.",
-    'Traceback (most recent call last):\n  File "/venv/lib/python3.9/site-packages/django/db/models/query.py", line 503, in bulk_create\nValueError: Unknown format code \'d\' for object of type \'float\'',
+    "Traceback (most recent call last):\n  File \"/venv/lib/python3.9/site-packages/django/db/models/query.py\", line 503, in bulk_create\nValueError: Unknown format code 'd' for object of type 'float'",
     "größe = Straße.länge(距离=1.5)  # unicode",
     "x",
     "word " * 400,
@@ -25,7 +25,14 @@ def main() -> None:
     model_dir, out = sys.argv[1], sys.argv[2]
     model = SentenceTransformer(model_dir, device="cpu")
     vectors = model.encode(TEXTS, normalize_embeddings=False).tolist()
-    json.dump({"model": "all-MiniLM-L6-v2", "texts": TEXTS, "vectors": [[round(x, 7) for x in v] for v in vectors]}, open(out, "w"))
+    json.dump(
+        {
+            "model": "all-MiniLM-L6-v2",
+            "texts": TEXTS,
+            "vectors": [[round(x, 7) for x in v] for v in vectors],
+        },
+        open(out, "w"),
+    )
     print(f"wrote {len(TEXTS)} vectors of {len(vectors[0])} to {out}")
 
 

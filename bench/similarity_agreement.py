@@ -48,7 +48,7 @@ def pairs_of(patch: str) -> dict[str, list[tuple[str, str]]]:
     for hunk in hunks(patch):
         removed, added, block_removed, block_added = [], [], [], []
         base_side = []
-        for line in hunk + [" "]:
+        for line in [*hunk, " "]:
             prefix, text = line[0], line[1:].strip()
             if prefix == " " and (block_removed or block_added):
                 pairs["replaced"] += [(a, b) for a, b in zip(block_removed, block_added)]
@@ -79,13 +79,19 @@ def rust_ratios(pairs: list[tuple[str, str]]) -> list[float]:
     env = dict(os.environ)
     cmd = ["cargo", "run", "--quiet", "-p", "blagent-core", "--example", "line_ratio"]
     stdin = "".join(json.dumps([a, b]) + "\n" for a, b in pairs)
-    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    proc = subprocess.run(
+        cmd, input=stdin, capture_output=True, text=True, cwd=ROOT, env=env, check=True
+    )
     return [float(x) for x in proc.stdout.split()]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default=str(ROOT.parent / "shared" / "data" / "swebench_lite.jsonl"))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--dataset", default=str(ROOT.parent / "shared" / "data" / "swebench_lite.jsonl")
+    )
     args = parser.parse_args()
     rows = [json.loads(line) for line in open(args.dataset)]
     groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -120,13 +126,17 @@ def main() -> None:
     for key in [*kinds, "all"]:
         n, agree, near, pos = stats[key]
         print(f"{key:<10} {n:>6} {100 * agree / n:>7.2f}%  {near:>8}  {pos:>12}")
-    print(f"\nagreement {100 * stats['all'][1] / stats['all'][0]:.2f}% over {stats['all'][0]} pairs "
-          f"({len(disagreements)} disagree); 'near 0.6' = difflib ratio within 0.1 of the threshold")
+    print(
+        f"\nagreement {100 * stats['all'][1] / stats['all'][0]:.2f}% over {stats['all'][0]} pairs "
+        f"({len(disagreements)} disagree); 'near 0.6' = difflib ratio within 0.1 of the threshold"
+    )
     looser = sum(r >= THRESHOLD for _, r, _, _, _ in disagreements)
     near = stats["all"][2]
     near_disagree = sum(abs(p - THRESHOLD) <= 0.1 for _, _, p, _, _ in disagreements)
-    print(f"similar >= 0.6 > difflib: {looser}; difflib >= 0.6 > similar: {len(disagreements) - looser}; "
-          f"agreement on the {near} pairs near 0.6: {100 * (near - near_disagree) / max(near, 1):.2f}%")
+    print(
+        f"similar >= 0.6 > difflib: {looser}; difflib >= 0.6 > similar: {len(disagreements) - looser}; "
+        f"agreement on the {near} pairs near 0.6: {100 * (near - near_disagree) / max(near, 1):.2f}%"
+    )
     for kind, r, p, a, b in disagreements[:8]:
         print(f"  {kind}: similar {r:.3f} difflib {p:.3f}  {a[:50]!r} | {b[:50]!r}")
 

@@ -61,6 +61,7 @@ UNRANKED_SCORE = 1
 
 # ---- data -----------------------------------------------------------------------------------
 
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -73,8 +74,10 @@ def peer_run(peers: dict, name: str) -> str:
         return ALIASES[name.lower()]
     found = [run for run in peers if name.lower() in run.lower()]
     if len(found) != 1:
-        sys.exit(f"--peer {name!r} names {len(found)} runs; runs: {list(peers)}, "
-                 f"aliases: {list(ALIASES)}")
+        sys.exit(
+            f"--peer {name!r} names {len(found)} runs; runs: {list(peers)}, "
+            f"aliases: {list(ALIASES)}"
+        )
     return found[0]
 
 
@@ -116,6 +119,7 @@ class InstanceIndex:
 
 
 # ---- reading prompts ------------------------------------------------------------------------
+
 
 def prompt_kind(text: str) -> str | None:
     return next((kind for kind, marker in KINDS if marker in text), None)
@@ -173,6 +177,7 @@ def searched_paths(messages: list[dict]) -> list[str]:
 
 
 # ---- answers --------------------------------------------------------------------------------
+
 
 def clean(path: str) -> str:
     return path.strip().removeprefix("./")
@@ -355,6 +360,7 @@ class StandIn:
 
 # ---- HTTP -----------------------------------------------------------------------------------
 
+
 def approx_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
@@ -368,8 +374,11 @@ def completion(model: str, content: str, messages: list[dict]) -> dict:
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": approx_tokens(content),
-                  "total_tokens": prompt_tokens + approx_tokens(content)},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": approx_tokens(content),
+            "total_tokens": prompt_tokens + approx_tokens(content),
+        },
     }
 
 
@@ -420,6 +429,7 @@ def handler_for(stand_in: StandIn):
 
 
 # ---- the peer's own figures -----------------------------------------------------------------
+
 
 def peer_mrr(data: Path, peer: str, ids_file: Path, top_k: int = 10) -> None:
     """The peer's MRR / Acc@1 / Acc@5 on the ids, over its first `top_k` files (as blagent eval)."""

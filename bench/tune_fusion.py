@@ -47,7 +47,12 @@ def normalized(inst: dict[str, Any]) -> tuple[list[list[float]], list[bool]]:
     rows, gold = [], []
     for f in inst["files"]:
         scores = (f["scores"] + [0.0] * len(SIGNALS))[: len(SIGNALS)]
-        rows.append([scale(i, v, mn[i] if i < len(mn) else 0.0, mx[i] if i < len(mx) else 0.0) for i, v in enumerate(scores)])
+        rows.append(
+            [
+                scale(i, v, mn[i] if i < len(mn) else 0.0, mx[i] if i < len(mx) else 0.0)
+                for i, v in enumerate(scores)
+            ]
+        )
         gold.append(f["path"] in inst["gold"])
     return rows, gold
 
@@ -86,7 +91,9 @@ def objective(m: dict[str, float]) -> float:
 
 
 def fmt(m: dict[str, float]) -> str:
-    return f"MRR {m['mrr']:.3f}  Acc@1 {m['acc1']:.3f}  Acc@5 {m['acc5']:.3f}  Acc@10 {m['acc10']:.3f}"
+    return (
+        f"MRR {m['mrr']:.3f}  Acc@1 {m['acc1']:.3f}  Acc@5 {m['acc5']:.3f}  Acc@10 {m['acc10']:.3f}"
+    )
 
 
 def ascend(data, start: list[float], free: list[int], rounds: int = 4) -> list[float]:
@@ -96,7 +103,7 @@ def ascend(data, start: list[float], free: list[int], rounds: int = 4) -> list[f
         improved = False
         for i in free:
             for v in GRID:
-                trial = w[:i] + [v] + w[i + 1 :]
+                trial = [*w[:i], v, *w[i + 1 :]]
                 score = objective(metrics(data, trial))
                 if score > best + 1e-9:
                     best, w, improved = score, trial, True
@@ -106,14 +113,25 @@ def ascend(data, start: list[float], free: list[int], rounds: int = 4) -> list[f
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("signals")
     ap.add_argument("--holdout", help="file of instance ids held out from tuning")
-    ap.add_argument("--weights", help="JSON object of the current weights (default: blagent's defaults)")
-    ap.add_argument("--rrf", action="store_true", help="weighted reciprocal-rank fusion instead of score mixing")
-    ap.add_argument("--only", help="comma-separated signals to tune (default: all); the others keep their weights")
+    ap.add_argument(
+        "--weights", help="JSON object of the current weights (default: blagent's defaults)"
+    )
+    ap.add_argument(
+        "--rrf", action="store_true", help="weighted reciprocal-rank fusion instead of score mixing"
+    )
+    ap.add_argument(
+        "--only",
+        help="comma-separated signals to tune (default: all); the others keep their weights",
+    )
     args = ap.parse_args()
-    free = [SIGNALS.index(n) for n in args.only.split(",")] if args.only else list(range(len(SIGNALS)))
+    free = (
+        [SIGNALS.index(n) for n in args.only.split(",")] if args.only else list(range(len(SIGNALS)))
+    )
 
     insts = load(args.signals)
     held = set(open(args.holdout).read().split()) if args.holdout else set()
@@ -140,9 +158,13 @@ def main() -> None:
     print(f"current weights: {fmt(metrics(everything, current))}")
     tuned = ascend(tune or everything, current, free)
     print("tuned weights:", json.dumps(dict(zip(SIGNALS, tuned))))
-    print(f"  on tuning set: {fmt(metrics(tune, tuned))}   (current: {fmt(metrics(tune, current))})")
+    print(
+        f"  on tuning set: {fmt(metrics(tune, tuned))}   (current: {fmt(metrics(tune, current))})"
+    )
     if test:
-        print(f"  on held out:   {fmt(metrics(test, tuned))}   (current: {fmt(metrics(test, current))})")
+        print(
+            f"  on held out:   {fmt(metrics(test, tuned))}   (current: {fmt(metrics(test, current))})"
+        )
     print(f"  on all:        {fmt(metrics(everything, tuned))}")
 
 

@@ -63,7 +63,9 @@ def schema_validator(name: str):  # type: ignore[no-untyped-def]
     from referencing import Registry, Resource
 
     schemas = {p.name: json.loads(p.read_text()) for p in SCHEMAS.glob("*.schema.json")}
-    registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas.values())
+    registry = Registry().with_resources(
+        (s["$id"], Resource.from_contents(s)) for s in schemas.values()
+    )
     schema = schemas[f"{name}.schema.json"]
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema, registry=registry)

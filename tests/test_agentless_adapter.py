@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import blagent
 import pytest
@@ -167,13 +167,20 @@ def test_align_names_the_next_file_where_one_is_dropped(tmp_path: Path) -> None:
     py = {"classes": [], "functions": [], "text": ["pass"]}
     structures = tmp_path / "structures"
     structures.mkdir()
-    (structures / "i.json").write_text(json.dumps({"structure": {"shop": {n: py for n in ("b.py", "c.py", "d.py")}}}))
+    (structures / "i.json").write_text(
+        json.dumps({"structure": {"shop": {n: py for n in ("b.py", "c.py", "d.py")}}})
+    )
     files = ["shop/a.py", "shop/b.py", "shop/c.py", "shop/d.py"]
     more = {f: [f"function: f{i}"] for i, f in enumerate(files)}
     line = {
-        "instance_id": "i", "found_files": files, "additional_artifact_loc_file": {}, "file_traj": {},
-        "found_related_locs": {f: more[f] for f in files[:3]}, "additional_artifact_loc_related": [],
-        "related_loc_traj": [], "blagent_related_locs": more,
+        "instance_id": "i",
+        "found_files": files,
+        "additional_artifact_loc_file": {},
+        "file_traj": {},
+        "found_related_locs": {f: more[f] for f in files[:3]},
+        "additional_artifact_loc_related": [],
+        "related_loc_traj": [],
+        "blagent_related_locs": more,
     }
     start = tmp_path / "start.jsonl"
     start.write_text(json.dumps(line) + "\n")
@@ -214,9 +221,7 @@ def proxy(upstream: tuple[Any, str]) -> Iterator[tuple[Any, str]]:
     server.server_close()
 
 
-def post(
-    url: str, body: dict[str, Any], key: Optional[str] = "client-key"
-) -> tuple[int, str, bytes]:
+def post(url: str, body: dict[str, Any], key: str | None = "client-key") -> tuple[int, str, bytes]:
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"

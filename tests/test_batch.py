@@ -105,7 +105,9 @@ def test_batch_function_granularity_carries_entities(repo: Path, tmp_path: Path)
     assert line["blagent"]["entities"][0]["id"] == "shop/pricing.py::apply_discount"  # type: ignore[index]
 
 
-def test_batch_related_locs_hand_blagents_functions_to_agentless_edit_location(repo: Path, tmp_path: Path) -> None:
+def test_batch_related_locs_hand_blagents_functions_to_agentless_edit_location(
+    repo: Path, tmp_path: Path
+) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "loc_outputs.jsonl"
     proc = _batch(dataset, trees, out, "--ids", "shop-1", "--related-locs")

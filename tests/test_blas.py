@@ -8,9 +8,8 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 import blagent
+import pytest
 from blagent import _blas
 
 VENDOR, FLAGS = _blas.cpu()
@@ -24,16 +23,22 @@ def loaded_in_fresh_process(**env: str) -> dict[str, object]:
         "import json, os, blagent; "
         f"print(json.dumps({{'status': blagent.blas_status(), 'env': os.environ.get({_blas.ENV!r})}}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 
-@pytest.mark.skipif(not HAS_AVX2, reason="the CPU has no AVX2: every OpenBLAS core is as fast as it gets")
+@pytest.mark.skipif(
+    not HAS_AVX2, reason="the CPU has no AVX2: every OpenBLAS core is as fast as it gets"
+)
 def test_kernels_are_not_a_generic_fallback_on_an_avx2_cpu() -> None:
     loaded = loaded_in_fresh_process()
     status = loaded["status"]
     assert isinstance(status, dict)
-    assert not status["fallback"], f"OpenBLAS runs {status['core']} kernels on a CPU with {status['flags']}"
+    assert not status["fallback"], (
+        f"OpenBLAS runs {status['core']} kernels on a CPU with {status['flags']}"
+    )
     assert loaded["env"] is None, "the variable set for loading must not stay in the environment"
 
 
@@ -67,13 +72,17 @@ def test_rules() -> None:
     assert _blas.core_for("HygonGenuine", avx2) == "Haswell"
     assert _blas.core_for("AuthenticAMD", avx2) is None
     assert _blas.core_for("GenuineIntel", frozenset({"sse4_2", "avx"})) is None
-    assert _blas.core_for("GenuineIntel", avx2 | {"avx512f"}) == "Haswell", "partial AVX-512 is not enough"
+    assert _blas.core_for("GenuineIntel", avx2 | {"avx512f"}) == "Haswell", (
+        "partial AVX-512 is not enough"
+    )
 
 
 def precision_in_fresh_process(**env: str) -> str:
     environ = {k: v for k, v in os.environ.items() if k != "BLAGENT_ENCODER_PRECISION"} | env
     code = "import blagent; print(blagent.blas_status()['encoder_precision'])"
-    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True
+    )
     return out.stdout.strip()
 
 

@@ -7,13 +7,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
 
 import pytest
 from test_localizer import ISSUE
 
 
-def run(*args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "blagent", *args],
         input=stdin,
@@ -43,7 +42,9 @@ def test_localize_reads_the_issue_from_a_file_or_stdin(repo: Path, tmp_path: Pat
 
 
 def test_text_format_lists_ranks_and_evidence(repo: Path) -> None:
-    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--format", "text", "--top-k", "1")
+    proc = run(
+        "localize", "--repo", str(repo), "--issue-text", ISSUE, "--format", "text", "--top-k", "1"
+    )
     assert proc.returncode == 0
     assert proc.stdout.startswith("  1. shop/pricing.py")
     assert "stack_frame" in proc.stdout
@@ -85,9 +86,24 @@ def _dataset(tmp_path: Path, repo: Path) -> Path:
     (trees / "shop-1").symlink_to(repo, target_is_directory=True)
     patch = "diff --git a/shop/inventory.py b/shop/inventory.py\n--- a/shop/inventory.py\n+++ b/shop/inventory.py\n"
     rows = [
-        {"instance_id": "shop-1", "repo": "acme/shop", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]},
-        {"instance_id": "shop-1b", "repo": "acme/shop", "problem_statement": "Inventory.reserve ignores stock", "patch": patch},
-        {"instance_id": "absent", "repo": "acme/shop", "problem_statement": ISSUE, "gold_files": ["x.py"]},
+        {
+            "instance_id": "shop-1",
+            "repo": "acme/shop",
+            "problem_statement": ISSUE,
+            "gold_files": ["shop/pricing.py"],
+        },
+        {
+            "instance_id": "shop-1b",
+            "repo": "acme/shop",
+            "problem_statement": "Inventory.reserve ignores stock",
+            "patch": patch,
+        },
+        {
+            "instance_id": "absent",
+            "repo": "acme/shop",
+            "problem_statement": ISSUE,
+            "gold_files": ["x.py"],
+        },
     ]
     (trees / "shop-1b").symlink_to(repo, target_is_directory=True)
     dataset = tmp_path / "data.jsonl"
@@ -98,7 +114,19 @@ def _dataset(tmp_path: Path, repo: Path) -> Path:
 def test_eval_prints_metrics_and_writes_predictions(repo: Path, tmp_path: Path) -> None:
     dataset = _dataset(tmp_path, repo)
     out = tmp_path / "preds.jsonl"
-    proc = run("eval", "--dataset", str(dataset), "--repos", str(tmp_path / "trees"), "--out", str(out), "--format", "json", "--top-k", "3")
+    proc = run(
+        "eval",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(tmp_path / "trees"),
+        "--out",
+        str(out),
+        "--format",
+        "json",
+        "--top-k",
+        "3",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["overall"]["instances"] == 2
@@ -118,7 +146,11 @@ def test_eval_at_function_level_scores_the_ranked_functions(repo: Path, tmp_path
 
     old = (repo / "shop/pricing.py").read_text()
     new = old.replace("return total - total * percent", "return total - total * percent / 100")
-    diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), "a/shop/pricing.py", "b/shop/pricing.py"))
+    diff = "".join(
+        difflib.unified_diff(
+            old.splitlines(True), new.splitlines(True), "a/shop/pricing.py", "b/shop/pricing.py"
+        )
+    )
     patch = "diff --git a/shop/pricing.py b/shop/pricing.py\n" + diff
     (tmp_path / "trees").mkdir()
     (tmp_path / "trees" / "shop-2").symlink_to(repo, target_is_directory=True)
@@ -144,7 +176,15 @@ def test_eval_selects_ids_and_prints_a_table(repo: Path, tmp_path: Path) -> None
     dataset = _dataset(tmp_path, repo)
     ids = tmp_path / "ids.txt"
     ids.write_text("shop-1b\n")
-    proc = run("eval", "--dataset", str(dataset), "--repos", str(tmp_path / "trees"), "--ids-file", str(ids))
+    proc = run(
+        "eval",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(tmp_path / "trees"),
+        "--ids-file",
+        str(ids),
+    )
     assert proc.returncode == 0, proc.stderr
     overall = next(line for line in proc.stdout.splitlines() if line.startswith("overall"))
     assert overall.split()[1] == "1"
@@ -156,7 +196,9 @@ def test_an_empty_selection_is_an_error_not_every_instance(repo: Path, tmp_path:
     ids = tmp_path / "ids.txt"
     ids.write_text("\n  \n")
     for selection in (["--ids-file", str(ids)], ["--ids", ","]):
-        proc = run("eval", "--dataset", str(dataset), "--repos", str(tmp_path / "trees"), *selection)
+        proc = run(
+            "eval", "--dataset", str(dataset), "--repos", str(tmp_path / "trees"), *selection
+        )
         assert proc.returncode == 1, proc.stdout
         assert "names no instance id" in proc.stderr
         assert "MRR" not in proc.stdout
@@ -213,19 +255,32 @@ def test_eval_reports_per_language(tmp_path: Path) -> None:
     }
     dataset.write_text(json.dumps(row) + "\n")
     assert repo.is_dir()
-    proc = run("eval", "--dataset", str(dataset), "--repos", str(tmp_path / "trees"), "--format", "json", "--quiet")
+    proc = run(
+        "eval",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(tmp_path / "trees"),
+        "--format",
+        "json",
+        "--quiet",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["per_language"]["java"]["instances"] == 1
     assert report["per_language"]["java"]["mrr"] == 1.0
 
 
-def test_each_error_kind_exits_with_the_core_s_code(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_error_kind_exits_with_the_core_s_code(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The CLI's exit codes are the core's (`ErrorKind::exit_code`, exported as EXIT_CODES):
     each error kind's exception class, and Ctrl-C, exit with their kind's code."""
     from blagent import _core, cli
 
-    raised: list[BaseException] = [cls("boom") for cls, _ in cli.EXIT_BY_ERROR] + [KeyboardInterrupt()]
+    raised: list[BaseException] = [cls("boom") for cls, _ in cli.EXIT_BY_ERROR] + [
+        KeyboardInterrupt()
+    ]
     kinds = [kind for _, kind in cli.EXIT_BY_ERROR] + ["interrupted"]
     assert sorted(kinds) == sorted(_core.EXIT_CODES), "every kind has its exception class"
     for error, kind in zip(raised, kinds):
@@ -235,5 +290,12 @@ def test_each_error_kind_exits_with_the_core_s_code(monkeypatch: pytest.MonkeyPa
 
         monkeypatch.setattr(cli, "cmd_llm_check", fail)
         assert cli.main(["llm-check"]) == _core.EXIT_CODES[kind], kind
-    assert _core.EXIT_CODES == {"input": 1, "io": 3, "model": 3, "llm": 3, "interrupted": 130, "internal": 3}
+    assert _core.EXIT_CODES == {
+        "input": 1,
+        "io": 3,
+        "model": 3,
+        "llm": 3,
+        "interrupted": 130,
+        "internal": 3,
+    }
     capsys.readouterr()

@@ -19,23 +19,46 @@ def write(path: Path, rows: list[dict[str, object]]) -> Path:
 def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     dataset = write(
         tmp_path / "d.jsonl",
-        [{"instance_id": i, "repo": "a/x" if n < 6 else "b/y", "problem_statement": "p", "gold_files": [f"{i}.py"]} for n, i in enumerate(IDS)],
+        [
+            {
+                "instance_id": i,
+                "repo": "a/x" if n < 6 else "b/y",
+                "problem_statement": "p",
+                "gold_files": [f"{i}.py"],
+            }
+            for n, i in enumerate(IDS)
+        ],
     )
     base = write(
         tmp_path / "base.jsonl",
-        [{"instance_id": i, "found_files": [f"{i}.py", "z.py"] if n % 2 else ["z.py", f"{i}.py"]} for n, i in enumerate(IDS)],
+        [
+            {"instance_id": i, "found_files": [f"{i}.py", "z.py"] if n % 2 else ["z.py", f"{i}.py"]}
+            for n, i in enumerate(IDS)
+        ],
     )
     # Better on 5 instances the baseline ranks second, worse on r1; no line for r11.
     other = []
     for n, i in enumerate(IDS[:-1]):
-        first = n % 2 == 1 and n != 1 or n in (0, 2, 4, 6, 8)
-        other.append({"instance_id": i, "found_files": [f"{i}.py", "z.py"] if first else ["z.py", f"{i}.py"]})
+        first = (n % 2 == 1 and n != 1) or n in (0, 2, 4, 6, 8)
+        other.append(
+            {"instance_id": i, "found_files": [f"{i}.py", "z.py"] if first else ["z.py", f"{i}.py"]}
+        )
     return dataset, base, write(tmp_path / "other.jsonl", other)
 
 
 def test_compare_prints_metrics_and_paired_tests(tmp_path: Path) -> None:
     dataset, base, other = setup(tmp_path)
-    proc = run("compare", str(base), str(other), "--dataset", str(dataset), "--format", "json", "--resamples", "500")
+    proc = run(
+        "compare",
+        str(base),
+        str(other),
+        "--dataset",
+        str(dataset),
+        "--format",
+        "json",
+        "--resamples",
+        "500",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["baseline"] == "base.jsonl" and report["instances"] == 12
@@ -57,12 +80,25 @@ def test_peers_are_runs_and_bad_input_is_an_error(tmp_path: Path) -> None:
     dataset, base, _ = setup(tmp_path)
     peers = tmp_path / "peers.json"
     peers.write_text(json.dumps({"perfect": {i: [f"{i}.py"] for i in IDS}, "empty": {}}))
-    proc = run("compare", str(base), "--peers", str(peers), "--peer", "perfect", "--dataset", str(dataset), "--format", "json")
+    proc = run(
+        "compare",
+        str(base),
+        "--peers",
+        str(peers),
+        "--peer",
+        "perfect",
+        "--dataset",
+        str(dataset),
+        "--format",
+        "json",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert [r["name"] for r in report["runs"]] == ["base.jsonl", "perfect"]
     assert report["runs"][1]["overall"]["mrr"] == 1.0
-    unknown = run("compare", str(base), "--peers", str(peers), "--peer", "nobody", "--dataset", str(dataset))
+    unknown = run(
+        "compare", str(base), "--peers", str(peers), "--peer", "nobody", "--dataset", str(dataset)
+    )
     assert unknown.returncode == 1 and "no peer run" in unknown.stderr
     alone = run("compare", str(base), "--dataset", str(dataset))
     assert alone.returncode == 1 and "at least two runs" in alone.stderr

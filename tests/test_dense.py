@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from blagent import InputError, Localizer
 
 ISSUE = (
@@ -39,7 +38,9 @@ def test_dense_signals_fire_and_point_at_chunks(repo: Path, tmp_path: Path) -> N
     assert not DENSE_SIGNALS & set(lexical["files"][0]["signals"])
 
 
-def test_a_sound_stored_index_is_reused_and_a_corrupt_one_rebuilt(repo: Path, tmp_path: Path) -> None:
+def test_a_sound_stored_index_is_reused_and_a_corrupt_one_rebuilt(
+    repo: Path, tmp_path: Path
+) -> None:
     cache = tmp_path / "cache"
     first = localize(repo, cache)
     (manifest,) = manifests(cache)
@@ -89,8 +90,20 @@ def test_texts_are_truncated_at_128_tokens_unless_asked(repo: Path, tmp_path: Pa
 
 def test_cli_dense_flag(repo: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "blagent", "localize", "--repo", str(repo), "--issue-text", ISSUE,
-         "--dense", "--cache-dir", str(tmp_path / "cache"), "--quiet"],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "blagent",
+            "localize",
+            "--repo",
+            str(repo),
+            "--issue-text",
+            ISSUE,
+            "--dense",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--quiet",
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -106,14 +119,47 @@ def test_eval_with_given_rewrites_reports_the_pool(repo: Path, tmp_path: Path) -
     trees.mkdir()
     (trees / "shop-1").symlink_to(repo)
     dataset = tmp_path / "data.jsonl"
-    dataset.write_text(json.dumps({"instance_id": "shop-1", "repo": "o/shop", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]}) + "\n")
-    queries = tmp_path / "queries.jsonl"
-    queries.write_text(
-        json.dumps({"instance_id": "shop-1", "structural_t0": "apply_discount DiscountError shop/pricing.py", "behavioral_t1": "a discount above 100 percent gives a negative total"})
+    dataset.write_text(
+        json.dumps(
+            {
+                "instance_id": "shop-1",
+                "repo": "o/shop",
+                "problem_statement": ISSUE,
+                "gold_files": ["shop/pricing.py"],
+            }
+        )
         + "\n"
     )
-    base = [sys.executable, "-m", "blagent", "eval", "--dataset", str(dataset), "--repos", str(trees), "--format", "json", "--quiet"]
-    proc = subprocess.run([*base, "--dense", "--cache-dir", str(tmp_path / "cache"), "--queries", str(queries)], capture_output=True, text=True, check=False)
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(
+        json.dumps(
+            {
+                "instance_id": "shop-1",
+                "structural_t0": "apply_discount DiscountError shop/pricing.py",
+                "behavioral_t1": "a discount above 100 percent gives a negative total",
+            }
+        )
+        + "\n"
+    )
+    base = [
+        sys.executable,
+        "-m",
+        "blagent",
+        "eval",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--format",
+        "json",
+        "--quiet",
+    ]
+    proc = subprocess.run(
+        [*base, "--dense", "--cache-dir", str(tmp_path / "cache"), "--queries", str(queries)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     rewrites = report["rewrites"]
@@ -122,5 +168,7 @@ def test_eval_with_given_rewrites_reports_the_pool(repo: Path, tmp_path: Path) -
     assert 1 <= rewrites["pool_mean_size"] <= 15
     assert rewrites["dense_structural"]["instances"] == 1
     assert report["dense"]["embedded"] > 0
-    without_dense = subprocess.run([*base, "--queries", str(queries)], capture_output=True, text=True, check=False)
+    without_dense = subprocess.run(
+        [*base, "--queries", str(queries)], capture_output=True, text=True, check=False
+    )
     assert without_dense.returncode == 1 and "needs --dense" in without_dense.stderr

@@ -9,7 +9,6 @@ import math
 from pathlib import Path
 
 import pytest
-
 from blagent import _core
 from blagent.models import default_model_dir
 
@@ -26,7 +25,10 @@ AMX = _core.encoder_precision() == "bf16-amx"
 
 @pytest.fixture(
     scope="module",
-    params=["f32", pytest.param("bf16-amx", marks=pytest.mark.skipif(not AMX, reason="no AMX on this CPU"))],
+    params=[
+        "f32",
+        pytest.param("bf16-amx", marks=pytest.mark.skipif(not AMX, reason="no AMX on this CPU")),
+    ],
 )
 def encoder(request: pytest.FixtureRequest) -> _core.Encoder:
     """Every test runs in each precision this CPU has: f32 and, with AMX, bf16 on tiles."""
@@ -80,7 +82,9 @@ def test_bad_folders_and_kinds_are_clear_errors(tmp_path: Path, encoder: _core.E
         encoder.embed(["x"], "sideways")
 
 
-def test_cache_serves_repeats_and_recovers_from_corruption(encoder: _core.Encoder, tmp_path: Path) -> None:
+def test_cache_serves_repeats_and_recovers_from_corruption(
+    encoder: _core.Encoder, tmp_path: Path
+) -> None:
     texts = REFERENCE["texts"][:4]
     first, stats = encoder.embed_cached(texts, tmp_path)
     assert stats == {"hits": 0, "misses": 4, "discarded": 0}

@@ -11,14 +11,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from blagent import Hints, InputError, Localizer, LocalizeRequest
 from test_cli import run
 from test_localizer import ISSUE
-
-from blagent import Hints, InputError, LocalizeRequest, Localizer
 
 
 def assert_clean_failure(proc: subprocess.CompletedProcess[str], code: int = 1) -> None:
@@ -50,7 +49,9 @@ def hanging_url() -> Iterator[str]:
         conn.close()
 
 
-@pytest.mark.parametrize("name,git", [(".gitignore", False), (".gitignore", True), (".ignore", False)])
+@pytest.mark.parametrize(
+    "name,git", [(".gitignore", False), (".gitignore", True), (".ignore", False)]
+)
 def test_a_fifo_ignore_file_does_not_hang_the_walk(repo: Path, name: str, git: bool) -> None:
     if git:
         (repo / ".git").mkdir()
@@ -80,11 +81,19 @@ def test_an_ignore_file_linked_outside_is_not_honoured(repo: Path, tmp_path: Pat
 def _feed(args: tuple[str, ...], size: int) -> subprocess.CompletedProcess[str]:
     """Runs the CLI with `size` zero bytes written to its standard input (an endless stream, as
     far as a 16 MiB bound can tell), ignoring the pipe closing once the CLI stops reading."""
-    proc = subprocess.Popen([sys.executable, "-m", "blagent", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "blagent", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     outputs: dict[str, bytes] = {}
     readers = [
-        threading.Thread(target=lambda name=name, stream=stream: outputs.__setitem__(name, stream.read()), daemon=True)
+        threading.Thread(
+            target=lambda name=name, stream=stream: outputs.__setitem__(name, stream.read()),
+            daemon=True,
+        )
         for name, stream in (("out", proc.stdout), ("err", proc.stderr))
     ]
     for reader in readers:
@@ -98,7 +107,9 @@ def _feed(args: tuple[str, ...], size: int) -> subprocess.CompletedProcess[str]:
     proc.wait(timeout=60)
     for reader in readers:
         reader.join(timeout=10)
-    return subprocess.CompletedProcess(args, proc.returncode, outputs["out"].decode(), outputs["err"].decode())
+    return subprocess.CompletedProcess(
+        args, proc.returncode, outputs["out"].decode(), outputs["err"].decode()
+    )
 
 
 def test_special_files_and_endless_streams_are_refused(repo: Path, tmp_path: Path) -> None:
@@ -114,7 +125,17 @@ def test_special_files_and_endless_streams_are_refused(repo: Path, tmp_path: Pat
         ("batch", "--dataset", str(data), "--repos", str(trees), "--out", fifo),
         ("batch", "--dataset", fifo, "--repos", str(trees), "--out", str(tmp_path / "o.jsonl")),
         ("eval", "--dataset", fifo, "--repos", str(trees)),
-        ("batch", "--dataset", str(data), "--repos", str(trees), "--out", str(tmp_path / "o.jsonl"), "--ids-file", fifo),
+        (
+            "batch",
+            "--dataset",
+            str(data),
+            "--repos",
+            str(trees),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--ids-file",
+            fifo,
+        ),
         ("localize", "--repo", str(repo), "--issue", fifo),
         ("localize", "--request-json", fifo),
     ]
@@ -133,13 +154,15 @@ def test_a_deeply_nested_request_is_bad_input(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
     assert_clean_failure(run("localize", "--request-json", str(path)))
-    path.write_text('{"instance_id": "x", "repo_path": ".", "issue": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    path.write_text(
+        '{"instance_id": "x", "repo_path": ".", "issue": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    )
     assert_clean_failure(run("localize", "--request-json", str(path)))
 
 
 def test_a_lone_surrogate_in_a_request_says_so(repo: Path, tmp_path: Path) -> None:
     path = tmp_path / "req.json"
-    path.write_text('{"instance_id": "x", "repo_path": "%s", "issue": "bad \\ud800 text"}' % repo)
+    path.write_text(f'{{"instance_id": "x", "repo_path": "{repo}", "issue": "bad \\ud800 text"}}')
     proc = run("localize", "--request-json", str(path))
     assert_clean_failure(proc)
     assert "lone surrogate" in proc.stderr, proc.stderr
@@ -147,19 +170,43 @@ def test_a_lone_surrogate_in_a_request_says_so(repo: Path, tmp_path: Path) -> No
 
 @pytest.mark.parametrize("value", ["1e20", "nan", "-1", "inf", "0"])
 def test_an_impossible_llm_timeout_is_bad_input(repo: Path, value: str) -> None:
-    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m", "--llm-timeout", value)
+    proc = run(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        ISSUE,
+        "--llm-base-url",
+        "http://127.0.0.1:9",
+        "--llm-model",
+        "m",
+        "--llm-timeout",
+        value,
+    )
     assert_clean_failure(proc)
 
 
 def test_unknown_rrl_groups_are_refused_with_the_valid_ones(repo: Path) -> None:
-    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--pipeline", "rrl", "--llm-option", 'rrl_groups=["bogus"]')
+    proc = run(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        ISSUE,
+        "--pipeline",
+        "rrl",
+        "--llm-option",
+        'rrl_groups=["bogus"]',
+    )
     assert_clean_failure(proc)
     assert "bogus" in proc.stderr and "identifiers_snippets" in proc.stderr, proc.stderr
 
 
 def test_text_output_escapes_control_characters_in_file_names(repo: Path) -> None:
     (repo / "shop" / "evil\x1b[2J\x07.py").write_text("def apply_discount():\n    pass\n")
-    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--format", "text", "--quiet")
+    proc = run(
+        "localize", "--repo", str(repo), "--issue-text", ISSUE, "--format", "text", "--quiet"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
     assert "evil\\x1b[2J\\x07.py" in proc.stdout
@@ -173,7 +220,9 @@ def test_hint_files_must_be_a_list() -> None:
     assert Hints(files=["a.py"]).files == ["a.py"]
 
 
-def _interrupt(args: list[str], wait_s: float = 1.5) -> tuple[subprocess.CompletedProcess[str], float]:
+def _interrupt(
+    args: list[str], wait_s: float = 1.5
+) -> tuple[subprocess.CompletedProcess[str], float]:
     """Runs the CLI, sends SIGINT after `wait_s`, and returns the process and how long it took
     to end after the signal."""
     # Started under nohup or in the background, this process ignores SIGINT and so would the
@@ -194,23 +243,41 @@ def _interrupt(args: list[str], wait_s: float = 1.5) -> tuple[subprocess.Complet
 
 
 def _llm_flags(url: str) -> list[str]:
-    return ["--pipeline", "blagent", "--llm-base-url", url, "--llm-model", "m", "--llm-timeout", "120", "--quiet"]
+    return [
+        "--pipeline",
+        "blagent",
+        "--llm-base-url",
+        url,
+        "--llm-model",
+        "m",
+        "--llm-timeout",
+        "120",
+        "--quiet",
+    ]
 
 
 def test_ctrl_c_stops_localize_with_exit_130(repo: Path, hanging_url: str) -> None:
-    proc, took = _interrupt(["localize", "--repo", str(repo), "--issue-text", ISSUE, *_llm_flags(hanging_url)])
+    proc, took = _interrupt(
+        ["localize", "--repo", str(repo), "--issue-text", ISSUE, *_llm_flags(hanging_url)]
+    )
     assert proc.returncode == 130, proc.stderr
     assert took < 3, took
     assert "Traceback" not in proc.stderr and "interrupted" in proc.stderr, proc.stderr
 
 
-def test_ctrl_c_stops_batch_and_eval_and_the_output_resumes(repo: Path, tmp_path: Path, hanging_url: str) -> None:
+def test_ctrl_c_stops_batch_and_eval_and_the_output_resumes(
+    repo: Path, tmp_path: Path, hanging_url: str
+) -> None:
     trees = tmp_path / "trees"
     trees.mkdir()
     rows = []
     for iid in ("shop-1", "shop-2"):
         (trees / iid).symlink_to(repo, target_is_directory=True)
-        rows.append(json.dumps({"instance_id": iid, "repo": "acme/shop", "problem_statement": ISSUE, "patch": ""}))
+        rows.append(
+            json.dumps(
+                {"instance_id": iid, "repo": "acme/shop", "problem_statement": ISSUE, "patch": ""}
+            )
+        )
     data = tmp_path / "data.jsonl"
     data.write_text("\n".join(rows) + "\n")
     out = tmp_path / "loc.jsonl"
@@ -222,10 +289,15 @@ def test_ctrl_c_stops_batch_and_eval_and_the_output_resumes(repo: Path, tmp_path
     assert took < 3, took
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = out.read_text().splitlines()
-    assert [json.loads(line)["instance_id"] for line in lines] == ["shop-1"], "intact, nothing half-written"
+    assert [json.loads(line)["instance_id"] for line in lines] == ["shop-1"], (
+        "intact, nothing half-written"
+    )
     resumed = run("batch", *common, "--out", str(out), "--quiet")
     assert resumed.returncode == 0, resumed.stderr
-    assert [json.loads(line)["instance_id"] for line in out.read_text().splitlines()] == ["shop-1", "shop-2"]
+    assert [json.loads(line)["instance_id"] for line in out.read_text().splitlines()] == [
+        "shop-1",
+        "shop-2",
+    ]
 
     proc, took = _interrupt(["eval", *common, *_llm_flags(hanging_url)])
     assert proc.returncode == 130, proc.stderr
@@ -234,10 +306,25 @@ def test_ctrl_c_stops_batch_and_eval_and_the_output_resumes(repo: Path, tmp_path
 
 
 def test_a_password_in_the_base_url_is_redacted(repo: Path) -> None:
-    proc = run("llm-check", "--llm-base-url", "http://alice:hunter2@127.0.0.1:9", "--llm-model", "m", "--llm-max-retries", "0")
+    proc = run(
+        "llm-check",
+        "--llm-base-url",
+        "http://alice:hunter2@127.0.0.1:9",
+        "--llm-model",
+        "m",
+        "--llm-max-retries",
+        "0",
+    )
     assert proc.returncode == 3
     assert "hunter2" not in proc.stderr and "<redacted>" in proc.stderr, proc.stderr
-    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, *_llm_flags("http://alice:hunter2@127.0.0.1:9"))
+    proc = run(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        ISSUE,
+        *_llm_flags("http://alice:hunter2@127.0.0.1:9"),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "hunter2" not in proc.stdout + proc.stderr
 
@@ -258,14 +345,30 @@ def test_analyze_failures_does_not_read_trees_outside_repos(tmp_path: Path) -> N
     (tmp_path / "trees").mkdir()
     iid = "../outside"
     gold = patch(DISCOUNT_FIX)
-    dataset = write_jsonl(tmp_path / "data.jsonl", [{"instance_id": iid, "repo": "acme/shop", "patch": gold}])
-    locs = write_jsonl(tmp_path / "locs.jsonl", [{"instance_id": iid, "found_files": ["shop/pricing.py"]}])
-    preds = write_jsonl(tmp_path / "preds.jsonl", [{"instance_id": iid, "model_patch": gold.replace("clamped", "capped")}])
+    dataset = write_jsonl(
+        tmp_path / "data.jsonl", [{"instance_id": iid, "repo": "acme/shop", "patch": gold}]
+    )
+    locs = write_jsonl(
+        tmp_path / "locs.jsonl", [{"instance_id": iid, "found_files": ["shop/pricing.py"]}]
+    )
+    preds = write_jsonl(
+        tmp_path / "preds.jsonl",
+        [{"instance_id": iid, "model_patch": gold.replace("clamped", "capped")}],
+    )
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"resolved": [], "unresolved": [iid]}))
     proc = run(
-        "analyze-failures", "--dataset", str(dataset), "--locs", str(locs), "--predictions", str(preds),
-        "--report", str(report), "--repos", str(tmp_path / "trees"),
+        "analyze-failures",
+        "--dataset",
+        str(dataset),
+        "--locs",
+        str(locs),
+        "--predictions",
+        str(preds),
+        "--report",
+        str(report),
+        "--repos",
+        str(tmp_path / "trees"),
     )
     assert proc.returncode == 0, proc.stderr
     warnings = json.loads(proc.stdout)["warnings"]
@@ -276,24 +379,39 @@ def test_analyze_failures_does_not_read_trees_outside_repos(tmp_path: Path) -> N
 
 NESTED = {
     "gen.py": "x = " + "(" * 20_000 + "1" + ")" * 20_000 + "\n\ndef after_the_data():\n    pass\n",
-    "Gen.java": "class Gen { void f() { " + "{" * 20_000 + "g();" + "}" * 20_000 + " }\n void afterTheData() {} }\n",
+    "Gen.java": "class Gen { void f() { "
+    + "{" * 20_000
+    + "g();"
+    + "}" * 20_000
+    + " }\n void afterTheData() {} }\n",
     "Gen.kt": "fun f() = " + "(" * 20_000 + "1" + ")" * 20_000 + "\nfun afterTheData() {}\n",
     "deep.py": "".join("    " * i + f"class C{i}:\n" for i in range(150)) + "    " * 150 + "pass\n",
 }
 
 
-def test_deeply_nested_code_is_indexed_by_the_cli_batch_and_python_api(repo: Path, tmp_path: Path) -> None:
+def test_deeply_nested_code_is_indexed_by_the_cli_batch_and_python_api(
+    repo: Path, tmp_path: Path
+) -> None:
     """Each file once killed the process (SIGSEGV, nothing on stderr); the deep part of
     `deep.py` is listed, the rest of every file indexed."""
     for name, text in NESTED.items():
         (repo / "shop" / name).write_text(text)
-    proc = run("localize", "--repo", str(repo), "--issue-text", "after_the_data afterTheData crashes", "--quiet")
+    proc = run(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        "after_the_data afterTheData crashes",
+        "--quiet",
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     deep = [s for s in result["skipped"] if s["reason"] == "nested_too_deep"]
     # Classes past 100 levels, and blocks past 100 levels that are kept whole as one chunk.
     assert {s["path"] for s in deep} == {"shop/deep.py", "shop/Gen.java"}, result["skipped"]
-    assert [(s["start_line"], s["end_line"]) for s in deep if s["path"] == "shop/deep.py"] == [(100, 151)], deep
+    assert [(s["start_line"], s["end_line"]) for s in deep if s["path"] == "shop/deep.py"] == [
+        (100, 151)
+    ], deep
     paths = [f["path"] for f in result["files"]]
     assert "shop/gen.py" in paths and "shop/Gen.kt" in paths, paths
 
@@ -302,7 +420,9 @@ def test_deeply_nested_code_is_indexed_by_the_cli_batch_and_python_api(repo: Pat
         "r = Localizer(progress=False).localize(sys.argv[1], 'afterTheData is wrong')\n"
         "print(len(r.files))\n"
     )
-    api = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True, text=True, timeout=120)
+    api = subprocess.run(
+        [sys.executable, "-c", code, str(repo)], capture_output=True, text=True, timeout=120
+    )
     assert api.returncode == 0 and int(api.stdout) > 0, api.stderr
 
     trees = tmp_path / "trees"
@@ -311,12 +431,16 @@ def test_deeply_nested_code_is_indexed_by_the_cli_batch_and_python_api(repo: Pat
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps({"instance_id": "a", "problem_statement": "afterTheData"}) + "\n")
     out = tmp_path / "loc.jsonl"
-    batch = run("batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--quiet")
+    batch = run(
+        "batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--quiet"
+    )
     assert batch.returncode == 0, batch.stderr
     assert json.loads(out.read_text())["instance_id"] == "a"
 
 
-def test_a_megabyte_of_dotted_text_is_localized_within_the_bound(repo: Path, tmp_path: Path) -> None:
+def test_a_megabyte_of_dotted_text_is_localized_within_the_bound(
+    repo: Path, tmp_path: Path
+) -> None:
     """`'a.' * 500_000` once took over 100 s (quadratic); 120 s is the hang guard here, the
     measured time is in bench/hostile_issue_bench.py."""
     issue = tmp_path / "issue.md"
@@ -336,18 +460,36 @@ def test_python_api_arguments_of_the_wrong_type_say_so(repo: Path) -> None:
         LocalizeRequest.from_dict([])  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("weights,message", [("[1]", "expected a map"), ('{"definition": -1}', "at least 0"), ('{"nope": 1}', "unknown field `nope`")])
-def test_fusion_weights_are_an_object_of_non_negative_numbers(repo: Path, tmp_path: Path, weights: str, message: str) -> None:
+@pytest.mark.parametrize(
+    "weights,message",
+    [
+        ("[1]", "expected a map"),
+        ('{"definition": -1}', "at least 0"),
+        ('{"nope": 1}', "unknown field `nope`"),
+    ],
+)
+def test_fusion_weights_are_an_object_of_non_negative_numbers(
+    repo: Path, tmp_path: Path, weights: str, message: str
+) -> None:
     data = tmp_path / "data.jsonl"
-    data.write_text(json.dumps({"instance_id": "a", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]}) + "\n")
-    proc = run("eval", "--dataset", str(data), "--repos", str(tmp_path), "--weights", weights, "--quiet")
+    data.write_text(
+        json.dumps(
+            {"instance_id": "a", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]}
+        )
+        + "\n"
+    )
+    proc = run(
+        "eval", "--dataset", str(data), "--repos", str(tmp_path), "--weights", weights, "--quiet"
+    )
     assert_clean_failure(proc)
     assert message in proc.stderr, proc.stderr
 
 
 def test_compare_bounds_its_resamples(tmp_path: Path) -> None:
     data = tmp_path / "data.jsonl"
-    data.write_text(json.dumps({"instance_id": "a", "problem_statement": ISSUE, "gold_files": ["a.py"]}) + "\n")
+    data.write_text(
+        json.dumps({"instance_id": "a", "problem_statement": ISSUE, "gold_files": ["a.py"]}) + "\n"
+    )
     runs = []
     for name in ("x", "y"):
         path = tmp_path / f"{name}.jsonl"
@@ -362,7 +504,15 @@ def test_a_missing_input_file_is_bad_input(repo: Path, tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.jsonl")
     for args in (
         ("eval", "--dataset", missing, "--repos", str(tmp_path)),
-        ("batch", "--dataset", missing, "--repos", str(tmp_path), "--out", str(tmp_path / "o.jsonl")),
+        (
+            "batch",
+            "--dataset",
+            missing,
+            "--repos",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+        ),
         ("compare", missing, missing, "--dataset", missing),
     ):
         proc = run(*args)

@@ -6,25 +6,28 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import shutil
+import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import pytest
-
-from agentless_adapter.scripted_server import ScriptedServer, start_scripted
 from blagent import InputError, LlmClient, LlmError
 from blagent.cli import build_parser, llm_config
 
+from agentless_adapter.scripted_server import ScriptedServer, start_scripted
+
 KEY = "sk-python-test-secret-42"
-MESSAGES = json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Which file?"}])
+MESSAGES = json.dumps(
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Which file?"}]
+)
 
 
 @pytest.fixture
@@ -45,7 +48,9 @@ def client(**config: Any) -> LlmClient:
     return LlmClient(json.dumps(config))
 
 
-def test_chat_returns_content_and_usage_and_sends_the_key(scripted: tuple[ScriptedServer, str]) -> None:
+def test_chat_returns_content_and_usage_and_sends_the_key(
+    scripted: tuple[ScriptedServer, str],
+) -> None:
     server, url = scripted
     llm = client(base_url=url, model="coder", api_key=KEY, seed=3)
     assert llm.enabled and llm.name == "http:coder"
@@ -71,7 +76,9 @@ def test_base_url_without_v1_and_no_key_header(scripted: tuple[ScriptedServer, s
     assert server.requests[-1]["authorization"] is None
 
 
-def test_environment_supplies_endpoint_and_key(scripted: tuple[ScriptedServer, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_supplies_endpoint_and_key(
+    scripted: tuple[ScriptedServer, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     server, url = scripted
     monkeypatch.setenv("BLAGENT_LLM_BASE_URL", url)
     monkeypatch.setenv("BLAGENT_LLM_MODEL", "from-env")
@@ -89,7 +96,9 @@ def test_errors_are_llm_errors_within_bounded_time(scripted: tuple[ScriptedServe
         client(base_url=url, model="error-400").chat(MESSAGES, "t0")
     started = time.monotonic()
     with pytest.raises(LlmError, match=r"gave up after 2 attempt\(s\).*500"):
-        client(base_url=url, model="error-500", max_retries=1, backoff_base_ms=10).chat(MESSAGES, "t0")
+        client(base_url=url, model="error-500", max_retries=1, backoff_base_ms=10).chat(
+            MESSAGES, "t0"
+        )
     assert time.monotonic() - started < 5
 
     with socket.socket() as sock:
@@ -118,7 +127,9 @@ def test_llm_free_and_invalid_configurations() -> None:
         llm.chat("[{}]", "t0")
 
 
-def test_recorded_exchanges_replay_identically(scripted: tuple[ScriptedServer, str], tmp_path: Path) -> None:
+def test_recorded_exchanges_replay_identically(
+    scripted: tuple[ScriptedServer, str], tmp_path: Path
+) -> None:
     server, url = scripted
     cassette = tmp_path / "cassette.jsonl"
     recording = client(base_url=url, model="coder", record=str(cassette))
@@ -133,7 +144,9 @@ def test_recorded_exchanges_replay_identically(scripted: tuple[ScriptedServer, s
         replaying.chat(json.dumps([{"role": "user", "content": "new"}]), "t1")
 
 
-def test_replay_with_an_endpoint_asks_only_what_is_not_recorded(scripted: tuple[ScriptedServer, str], tmp_path: Path) -> None:
+def test_replay_with_an_endpoint_asks_only_what_is_not_recorded(
+    scripted: tuple[ScriptedServer, str], tmp_path: Path
+) -> None:
     server, url = scripted
     old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
     recorded = client(base_url=url, model="coder", record=str(old)).chat(MESSAGES, "t0")
@@ -174,7 +187,7 @@ def test_cli_flags_become_a_config() -> None:
     assert llm_config(build_parser().parse_args(["localize", "--repo", "x"])) == {}
 
 
-def run_cli(*args: str, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("BLAGENT_LLM_")}
     return subprocess.run(
         [sys.executable, "-m", "blagent", *args],
@@ -187,14 +200,21 @@ def run_cli(*args: str, env: Optional[dict[str, str]] = None) -> subprocess.Comp
 
 def test_llm_check_never_prints_the_key(scripted: tuple[ScriptedServer, str]) -> None:
     server, url = scripted
-    by_flag = run_cli("llm-check", "--llm-base-url", url, "--llm-model", "coder", "--llm-api-key", KEY)
+    by_flag = run_cli(
+        "llm-check", "--llm-base-url", url, "--llm-model", "coder", "--llm-api-key", KEY
+    )
     assert by_flag.returncode == 0, by_flag.stderr
     report = json.loads(by_flag.stdout)
     assert report["model"] == "http:coder" and report["reply"] == "```\n```"
     assert report["usage"]["calls"] == 1
-    by_env = run_cli("llm-check", env={"BLAGENT_LLM_BASE_URL": url, "BLAGENT_LLM_MODEL": "coder", "BLAGENT_LLM_API_KEY": KEY})
+    by_env = run_cli(
+        "llm-check",
+        env={"BLAGENT_LLM_BASE_URL": url, "BLAGENT_LLM_MODEL": "coder", "BLAGENT_LLM_API_KEY": KEY},
+    )
     assert by_env.returncode == 0, by_env.stderr
-    failing = run_cli("llm-check", "--llm-base-url", url, "--llm-model", "error-401", "--llm-api-key", KEY)
+    failing = run_cli(
+        "llm-check", "--llm-base-url", url, "--llm-model", "error-401", "--llm-api-key", KEY
+    )
     assert failing.returncode == 3 and "401" in failing.stderr
     for proc in (by_flag, by_env, failing):
         assert KEY not in proc.stdout + proc.stderr
@@ -206,13 +226,24 @@ def test_llm_check_without_an_llm_is_bad_input() -> None:
     assert proc.returncode == 1 and "no LLM configured" in proc.stderr
 
 
-def test_localize_sends_llm_pipelines_to_the_endpoint(repo: Path, scripted: tuple[ScriptedServer, str]) -> None:
+def test_localize_sends_llm_pipelines_to_the_endpoint(
+    repo: Path, scripted: tuple[ScriptedServer, str]
+) -> None:
     server, url = scripted
     flags = ["--llm-base-url", url, "--llm-model", "coder", "--llm-api-key", KEY]
     fused = run_cli("localize", "--repo", str(repo), "--issue-text", "apply_discount fails", *flags)
     assert fused.returncode == 0, fused.stderr
     assert json.loads(fused.stdout)["files"] and server.requests == []
-    proc = run_cli("localize", "--repo", str(repo), "--issue-text", "apply_discount fails", "--pipeline", "blagent", *flags)
+    proc = run_cli(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        "apply_discount fails",
+        "--pipeline",
+        "blagent",
+        *flags,
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["files"] and result["llm"]["calls"] > 0
@@ -222,7 +253,9 @@ def test_localize_sends_llm_pipelines_to_the_endpoint(repo: Path, scripted: tupl
     assert bad.returncode == 1 and "base URL" in bad.stderr
 
 
-def test_calibrate_writes_a_profile_that_eval_loads_for_its_model_only(repo: Path, scripted: tuple[ScriptedServer, str], tmp_path: Path) -> None:
+def test_calibrate_writes_a_profile_that_eval_loads_for_its_model_only(
+    repo: Path, scripted: tuple[ScriptedServer, str], tmp_path: Path
+) -> None:
     """`blagent calibrate` over the loopback endpoint (whose answers name no file, so every
     stage falls back): the fit is reported with its cross-validated score, the profile reads
     back in `eval --llm-profile`, and another model's run refuses it."""
@@ -231,31 +264,77 @@ def test_calibrate_writes_a_profile_that_eval_loads_for_its_model_only(repo: Pat
     rows = []
     for i in range(3):
         shutil.copytree(repo, trees / f"shop-{i}")
-        rows.append({"instance_id": f"shop-{i}", "repo": "o/shop", "problem_statement": f"apply_discount is wrong ({i})", "gold_files": ["shop/pricing.py"]})
+        rows.append(
+            {
+                "instance_id": f"shop-{i}",
+                "repo": "o/shop",
+                "problem_statement": f"apply_discount is wrong ({i})",
+                "gold_files": ["shop/pricing.py"],
+            }
+        )
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     profile = tmp_path / "profile.json"
     common = ["--dataset", str(data), "--repos", str(trees), "--llm-base-url", url, "--quiet"]
-    proc = run_cli("calibrate", *common, "--llm-model", "coder", "--out", str(profile), "--folds", "3", "--format", "json")
+    proc = run_cli(
+        "calibrate",
+        *common,
+        "--llm-model",
+        "coder",
+        "--out",
+        str(profile),
+        "--folds",
+        "3",
+        "--format",
+        "json",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     written = json.loads(profile.read_text())
     assert written == report["profile"]
-    assert written["model"] == "coder" and written["pipeline"] == "blagent" and written["schema_version"] == "1"
+    assert (
+        written["model"] == "coder"
+        and written["pipeline"] == "blagent"
+        and written["schema_version"] == "1"
+    )
     fit = written["fit"]
     assert fit["instances"] == 3 and fit["folds"] == 3 and len(fit["scales"]) > 2
-    assert written["weight_scale"] == fit["chosen"]["scale"] == 0.0, "the model ranked nothing: the smallest scale wins ties"
+    assert written["weight_scale"] == fit["chosen"]["scale"] == 0.0, (
+        "the model ranked nothing: the smallest scale wins ties"
+    )
     assert fit["cross_validated"]["mrr"] == fit["retrieval_only"]["mrr"] > 0
     assert report["llm"]["total"]["calls"] > 0 and server.requests
     text = run_cli("calibrate", *common, "--llm-model", "coder", "--out", str(tmp_path / "p2.json"))
     assert text.returncode == 0 and "cross-validated" in text.stdout and "<- chosen" in text.stdout
 
-    used = run_cli("eval", *common, "--llm-model", "coder", "--pipeline", "blagent", "--llm-profile", str(profile), "--format", "json")
+    used = run_cli(
+        "eval",
+        *common,
+        "--llm-model",
+        "coder",
+        "--pipeline",
+        "blagent",
+        "--llm-profile",
+        str(profile),
+        "--format",
+        "json",
+    )
     assert used.returncode == 0, used.stderr
     assert json.loads(used.stdout)["overall"]["instances"] == 3
-    other = run_cli("eval", *common, "--llm-model", "other", "--pipeline", "blagent", "--llm-profile", str(profile))
+    other = run_cli(
+        "eval",
+        *common,
+        "--llm-model",
+        "other",
+        "--pipeline",
+        "blagent",
+        "--llm-profile",
+        str(profile),
+    )
     assert other.returncode == 1 and "fitted for model" in other.stderr
-    fused = run_cli("calibrate", *common, "--llm-model", "coder", "--out", str(profile), "--pipeline", "fused")
+    fused = run_cli(
+        "calibrate", *common, "--llm-model", "coder", "--out", str(profile), "--pipeline", "fused"
+    )
     assert fused.returncode == 1 and "LLM pipeline" in fused.stderr
 
 
@@ -278,12 +357,30 @@ class _Hostile(BaseHTTPRequestHandler):
         decoded = base64.b64decode(credentials).decode() if scheme == "Basic" else credentials
         echoed = f"you sent {auth} ({decoded})"
         if model == "dribble":
-            body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "x" * 200}, "finish_reason": "stop"}]}).encode()
+            body = json.dumps(
+                {
+                    "choices": [
+                        {
+                            "message": {"role": "assistant", "content": "x" * 200},
+                            "finish_reason": "stop",
+                        }
+                    ]
+                }
+            ).encode()
             code = 200
         elif model.startswith("echo-"):
             code = int(model[5:])
             if code == 200:
-                body = json.dumps({"choices": [{"message": {"role": "assistant", "content": echoed}, "finish_reason": "stop"}]}).encode()
+                body = json.dumps(
+                    {
+                        "choices": [
+                            {
+                                "message": {"role": "assistant", "content": echoed},
+                                "finish_reason": "stop",
+                            }
+                        ]
+                    }
+                ).encode()
             else:
                 body = json.dumps({"error": {"message": echoed, "type": "hostile"}}).encode()
         else:
@@ -317,7 +414,9 @@ def hostile() -> Iterator[str]:
 
 def test_a_dribbled_body_is_bounded_by_the_llm_timeout(hostile: str) -> None:
     started = time.monotonic()
-    proc = run_cli("llm-check", "--llm-base-url", hostile, "--llm-model", "dribble", "--llm-timeout", "2")
+    proc = run_cli(
+        "llm-check", "--llm-base-url", hostile, "--llm-model", "dribble", "--llm-timeout", "2"
+    )
     took = time.monotonic() - started
     assert proc.returncode == 3, proc.stderr
     assert "request timeout of 2 s" in proc.stderr and "not retried" in proc.stderr, proc.stderr
@@ -328,19 +427,46 @@ def _forms(secret: str) -> list[str]:
     """The secret as written, URL-encoded and in every base64 alphabet, padded or not."""
     raw = secret.encode()
     encoded = [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
-    return [secret, urllib.parse.quote(secret, safe=""), *encoded, *(e.rstrip("=") for e in encoded)]
+    return [
+        secret,
+        urllib.parse.quote(secret, safe=""),
+        *encoded,
+        *(e.rstrip("=") for e in encoded),
+    ]
 
 
 def test_echoed_secrets_never_show_in_any_form(hostile: str, tmp_path: Path) -> None:
     password = "hunter2/x y"
-    with_password = hostile.replace("http://", f"http://alice:{urllib.parse.quote(password, safe='')}@")
+    with_password = hostile.replace(
+        "http://", f"http://alice:{urllib.parse.quote(password, safe='')}@"
+    )
     secrets = [*_forms(password), *_forms(f"alice:{password}"), *_forms(KEY)]
     cassette = tmp_path / "c.jsonl"
     runs = [
         run_cli("llm-check", "--llm-base-url", with_password, "--llm-model", "echo-401"),
-        run_cli("llm-check", "--llm-base-url", with_password, "--llm-model", "echo-200", "--llm-record", str(cassette)),
-        run_cli("llm-check", "--llm-base-url", hostile, "--llm-model", "echo-200", "--llm-api-key", KEY),
-        run_cli("llm-check", "--llm-base-url", hostile, "--llm-model", "echo-500", "--llm-api-key", KEY, "--llm-max-retries", "0"),
+        run_cli(
+            "llm-check",
+            "--llm-base-url",
+            with_password,
+            "--llm-model",
+            "echo-200",
+            "--llm-record",
+            str(cassette),
+        ),
+        run_cli(
+            "llm-check", "--llm-base-url", hostile, "--llm-model", "echo-200", "--llm-api-key", KEY
+        ),
+        run_cli(
+            "llm-check",
+            "--llm-base-url",
+            hostile,
+            "--llm-model",
+            "echo-500",
+            "--llm-api-key",
+            KEY,
+            "--llm-max-retries",
+            "0",
+        ),
     ]
     assert [proc.returncode for proc in runs] == [3, 0, 0, 3], [proc.stderr for proc in runs]
     assert "401" in runs[0].stderr and "<redacted>" in runs[0].stderr, runs[0].stderr
@@ -354,8 +480,20 @@ def test_echoed_secrets_never_show_in_any_form(hostile: str, tmp_path: Path) -> 
 
 
 def test_llm_options_are_checked_by_range(repo: Path) -> None:
-    base = ["localize", "--repo", str(repo), "--issue-text", "apply_discount fails", "--pipeline", "blagent"]
-    for option, name in [("model_weight=-1", "model_weight"), ("model_weight=1e39", "model_weight"), ("max_steps=0", "max_steps")]:
+    base = [
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        "apply_discount fails",
+        "--pipeline",
+        "blagent",
+    ]
+    for option, name in [
+        ("model_weight=-1", "model_weight"),
+        ("model_weight=1e39", "model_weight"),
+        ("max_steps=0", "max_steps"),
+    ]:
         proc = run_cli(*base, "--llm-option", option)
         assert proc.returncode == 1 and name in proc.stderr, (option, proc.stderr)
 
@@ -364,10 +502,17 @@ def test_calibrate_without_an_llm_is_bad_input(repo: Path, tmp_path: Path) -> No
     trees = tmp_path / "trees"
     shutil.copytree(repo, trees / "shop-1")
     data = tmp_path / "data.jsonl"
-    row = {"instance_id": "shop-1", "repo": "o/shop", "problem_statement": "apply_discount", "gold_files": ["shop/pricing.py"]}
+    row = {
+        "instance_id": "shop-1",
+        "repo": "o/shop",
+        "problem_statement": "apply_discount",
+        "gold_files": ["shop/pricing.py"],
+    }
     data.write_text(json.dumps(row) + "\n")
     profile = tmp_path / "profile.json"
-    proc = run_cli("calibrate", "--dataset", str(data), "--repos", str(trees), "--out", str(profile), "--quiet")
+    proc = run_cli(
+        "calibrate", "--dataset", str(data), "--repos", str(trees), "--out", str(profile), "--quiet"
+    )
     assert proc.returncode == 1 and "calibrate needs a model" in proc.stderr, proc.stderr
     assert not profile.exists()
 
@@ -375,5 +520,15 @@ def test_calibrate_without_an_llm_is_bad_input(repo: Path, tmp_path: Path) -> No
 def test_missing_llm_inputs_are_bad_input(repo: Path, tmp_path: Path) -> None:
     proc = run_cli("llm-check", "--llm-replay", str(tmp_path / "absent.jsonl"))
     assert proc.returncode == 1 and "does not exist" in proc.stderr, proc.stderr
-    proc = run_cli("localize", "--repo", str(repo), "--issue-text", "x", "--pipeline", "blagent", "--prompts-dir", str(tmp_path / "none"))
+    proc = run_cli(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        "x",
+        "--pipeline",
+        "blagent",
+        "--prompts-dir",
+        str(tmp_path / "none"),
+    )
     assert proc.returncode == 1 and "prompts folder" in proc.stderr, proc.stderr

@@ -6,9 +6,8 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 import blagent
+import pytest
 from blagent import InputError, Localizer
 from conftest import schema_validator
 
@@ -123,7 +122,7 @@ def test_invalid_options_are_input_errors(repo: Path) -> None:
 
 
 def test_hostile_issue_text_still_ranks(repo: Path) -> None:
-    hostile = "`" * 5000 + "(" * 5000 + "\x00\u202e" + "File \"" * 1000 + "a" * 100_000
+    hostile = "`" * 5000 + "(" * 5000 + "\x00\u202e" + 'File "' * 1000 + "a" * 100_000
     result = Localizer().localize(repo, hostile)
     indexed = Localizer().index(repo).num_files
     assert len(set(result.paths)) == len(result.files) == indexed, "completed with every file"

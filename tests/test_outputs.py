@@ -24,7 +24,14 @@ def run_inputs(repo: Path, tmp_path: Path) -> tuple[Path, Path]:
     rows = []
     for iid in ("shop-1", "shop-2"):
         (trees / iid).symlink_to(repo, target_is_directory=True)
-        rows.append({"instance_id": iid, "repo": "acme/shop", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]})
+        rows.append(
+            {
+                "instance_id": iid,
+                "repo": "acme/shop",
+                "problem_statement": ISSUE,
+                "gold_files": ["shop/pricing.py"],
+            }
+        )
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return data, trees
@@ -39,7 +46,16 @@ def test_no_command_writes_over_its_dataset(run_inputs: tuple[Path, Path]) -> No
         ("eval", *common, "--signals-out", str(data)),
         ("batch", *common, "--out", str(data)),
         ("batch", *common, "--out", str(data.parent / "o.jsonl"), "--failures-out", str(data)),
-        ("calibrate", *common, "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m", "--out", str(data)),
+        (
+            "calibrate",
+            *common,
+            "--llm-base-url",
+            "http://127.0.0.1:9",
+            "--llm-model",
+            "m",
+            "--out",
+            str(data),
+        ),
     ]
     for args in cases:
         proc = run(*args)
@@ -51,30 +67,58 @@ def test_no_command_writes_over_its_dataset(run_inputs: tuple[Path, Path]) -> No
 def test_outputs_inside_the_trees_folder_are_refused(run_inputs: tuple[Path, Path]) -> None:
     data, trees = run_inputs
     inside = trees / "shop-1" / "shop" / "preds.jsonl"
-    proc = run("eval", "--dataset", str(data), "--repos", str(trees), "--out", str(inside), "--quiet")
+    proc = run(
+        "eval", "--dataset", str(data), "--repos", str(trees), "--out", str(inside), "--quiet"
+    )
     assert_clean_failure(proc)
     assert "which this run reads" in proc.stderr, proc.stderr
     assert not inside.exists()
 
 
-def test_the_failures_file_is_never_deleted_and_a_foreign_one_is_refused(run_inputs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_the_failures_file_is_never_deleted_and_a_foreign_one_is_refused(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
     data, trees = run_inputs
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
     out = tmp_path / "loc.jsonl"
-    proc = run("batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--failures-out", str(notes), "--quiet")
+    proc = run(
+        "batch",
+        "--dataset",
+        str(data),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--failures-out",
+        str(notes),
+        "--quiet",
+    )
     assert_clean_failure(proc)
     assert "refusing to overwrite" in proc.stderr, proc.stderr
     assert notes.read_text() == "my notes\n"
     # The last run's own failures file is replaced by this run's (empty: nothing failed).
     failures = tmp_path / "failures.jsonl"
     failures.write_text(json.dumps({"instance_id": "old", "kind": "io", "error": "x"}) + "\n")
-    proc = run("batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--failures-out", str(failures), "--quiet")
+    proc = run(
+        "batch",
+        "--dataset",
+        str(data),
+        "--repos",
+        str(trees),
+        "--out",
+        str(out),
+        "--failures-out",
+        str(failures),
+        "--quiet",
+    )
     assert proc.returncode == 0, proc.stderr
     assert failures.read_text() == ""
 
 
-def test_special_files_are_refused_as_outputs(run_inputs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_special_files_are_refused_as_outputs(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
     """A FIFO stands for every special file (a device, `/dev/null`, `/dev/stderr`): refused
     before anything blocks on it or replaces it."""
     data, trees = run_inputs
@@ -85,16 +129,33 @@ def test_special_files_are_refused_as_outputs(run_inputs: tuple[Path, Path], tmp
         ("batch", *common, "--out", str(fifo)),
         ("batch", *common, "--out", str(tmp_path / "o.jsonl"), "--failures-out", str(fifo)),
         ("eval", *common, "--out", str(fifo)),
-        ("localize", "--repo", str(trees / "shop-1"), "--issue-text", ISSUE, "--pipeline", "blagent",
-         "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m", "--llm-record", str(fifo)),
+        (
+            "localize",
+            "--repo",
+            str(trees / "shop-1"),
+            "--issue-text",
+            ISSUE,
+            "--pipeline",
+            "blagent",
+            "--llm-base-url",
+            "http://127.0.0.1:9",
+            "--llm-model",
+            "m",
+            "--llm-record",
+            str(fifo),
+        ),
     ):
-        proc = subprocess.run([sys.executable, "-m", "blagent", *args], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "blagent", *args], capture_output=True, text=True, timeout=60
+        )
         assert_clean_failure(proc)
         assert "FIFO" in proc.stderr, proc.stderr
         assert fifo.exists() and not fifo.is_file()
 
 
-def test_a_second_batch_on_the_same_output_is_refused(run_inputs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_a_second_batch_on_the_same_output_is_refused(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
     data, trees = run_inputs
     out = tmp_path / "loc.jsonl"
     lock_code = (
@@ -104,10 +165,14 @@ def test_a_second_batch_on_the_same_output_is_refused(run_inputs: tuple[Path, Pa
         "print('locked', flush=True)\n"
         "time.sleep(60)\n"
     )
-    holder = subprocess.Popen([sys.executable, "-c", lock_code, str(out)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", lock_code, str(out)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        proc = run("batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--quiet")
+        proc = run(
+            "batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--quiet"
+        )
         assert_clean_failure(proc)
         assert "another blagent run is writing it" in proc.stderr, proc.stderr
     finally:
@@ -115,7 +180,10 @@ def test_a_second_batch_on_the_same_output_is_refused(run_inputs: tuple[Path, Pa
         holder.wait()
     proc = run("batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--quiet")
     assert proc.returncode == 0, proc.stderr
-    assert [json.loads(line)["instance_id"] for line in out.read_text().splitlines()] == ["shop-1", "shop-2"]
+    assert [json.loads(line)["instance_id"] for line in out.read_text().splitlines()] == [
+        "shop-1",
+        "shop-2",
+    ]
 
 
 def _limit_file_size() -> None:
@@ -123,11 +191,25 @@ def _limit_file_size() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
 
 
-def test_a_failed_write_is_an_io_error_with_exit_3(run_inputs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_a_failed_write_is_an_io_error_with_exit_3(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
     data, trees = run_inputs
     out = tmp_path / "preds.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "blagent", "eval", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "blagent",
+            "eval",
+            "--dataset",
+            str(data),
+            "--repos",
+            str(trees),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

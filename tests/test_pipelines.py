@@ -8,22 +8,42 @@ import json
 from pathlib import Path
 
 import pytest
+from blagent import InputError, Localizer
 from test_cli import run
 from test_localizer import ISSUE
 
-from blagent import InputError, Localizer
-
 
 @pytest.mark.parametrize("pipeline", ["blagent", "rrl"])
-def test_cli_pipeline_without_llm_falls_back_to_the_fused_ranking(repo: Path, pipeline: str) -> None:
-    fused = json.loads(run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--top-k", "3").stdout)
-    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--top-k", "3", "--pipeline", pipeline)
+def test_cli_pipeline_without_llm_falls_back_to_the_fused_ranking(
+    repo: Path, pipeline: str
+) -> None:
+    fused = json.loads(
+        run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--top-k", "3").stdout
+    )
+    proc = run(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        ISSUE,
+        "--top-k",
+        "3",
+        "--pipeline",
+        pipeline,
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert [f["path"] for f in result["files"]][: len(fused["files"])] == [f["path"] for f in fused["files"]]
+    assert [f["path"] for f in result["files"]][: len(fused["files"])] == [
+        f["path"] for f in fused["files"]
+    ]
     assert len(result["files"]) == 3
     llm = result["llm"]
-    assert (llm["pipeline"], llm["model"], llm["llm_ranked"], llm["calls"]) == (pipeline, "none", False, 0)
+    assert (llm["pipeline"], llm["model"], llm["llm_ranked"], llm["calls"]) == (
+        pipeline,
+        "none",
+        False,
+        0,
+    )
     assert "no LLM configured" in llm["fallbacks"][0]
     assert "fell back to retrieval" in proc.stderr
 
@@ -43,9 +63,24 @@ def test_bad_pipeline_inputs_are_refused(repo: Path, tmp_path: Path) -> None:
     bad = tmp_path / "prompts"
     bad.mkdir()
     (bad / "t0_structural.md").write_text("no placeholder")
-    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--pipeline", "blagent", "--prompts-dir", str(bad))
+    proc = run(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        ISSUE,
+        "--pipeline",
+        "blagent",
+        "--prompts-dir",
+        str(bad),
+    )
     assert proc.returncode == 1 and "needs" in proc.stderr
-    assert run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--pipeline", "bogus").returncode == 2
+    assert (
+        run(
+            "localize", "--repo", str(repo), "--issue-text", ISSUE, "--pipeline", "bogus"
+        ).returncode
+        == 2
+    )
 
 
 def test_llm_options_are_passed_through_and_checked(repo: Path) -> None:
@@ -65,11 +100,29 @@ def test_eval_reports_llm_totals(repo: Path, tmp_path: Path) -> None:
     trees.mkdir()
     (trees / "shop-1").symlink_to(repo, target_is_directory=True)
     dataset = tmp_path / "data.jsonl"
-    row = {"instance_id": "shop-1", "repo": "o/shop", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]}
+    row = {
+        "instance_id": "shop-1",
+        "repo": "o/shop",
+        "problem_statement": ISSUE,
+        "gold_files": ["shop/pricing.py"],
+    }
     dataset.write_text(json.dumps(row) + "\n")
-    proc = run("eval", "--dataset", str(dataset), "--repos", str(trees), "--pipeline", "blagent", "--format", "json", "--quiet")
+    proc = run(
+        "eval",
+        "--dataset",
+        str(dataset),
+        "--repos",
+        str(trees),
+        "--pipeline",
+        "blagent",
+        "--format",
+        "json",
+        "--quiet",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["llm"]["instances"] == 1 and report["llm"]["total"]["calls"] == 0
-    table = run("eval", "--dataset", str(dataset), "--repos", str(trees), "--pipeline", "rrl", "--quiet")
+    table = run(
+        "eval", "--dataset", str(dataset), "--repos", str(trees), "--pipeline", "rrl", "--quiet"
+    )
     assert "llm (rrl, none): 0/1 ranked by the model" in table.stdout

@@ -264,7 +264,9 @@ class _Results:
     def __init__(self, results: dict[str, Any]) -> None:
         self.results = results
 
-    def wait(self, refs: list[str], num_returns: int, timeout: float) -> tuple[list[str], list[str]]:
+    def wait(
+        self, refs: list[str], num_returns: int, timeout: float
+    ) -> tuple[list[str], list[str]]:
         done = [r for r in refs if r in self.results][:num_returns]
         return done, [r for r in refs if r not in done]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
 
 import blagent
 
@@ -19,10 +18,17 @@ def test_stub_ships_with_py_typed() -> None:
     assert STUB.with_name("py.typed").is_file()
 
 
-def stubtest(cwd: Path, env: Optional[dict[str, str]] = None) -> subprocess.CompletedProcess[str]:
+def stubtest(cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """mypy's stubtest on `blagent._core`, with no mypy configuration but an empty one."""
     return subprocess.run(
-        [sys.executable, "-m", "mypy.stubtest", "blagent._core", "--mypy-config-file", str(cwd / "none.ini")],
+        [
+            sys.executable,
+            "-m",
+            "mypy.stubtest",
+            "blagent._core",
+            "--mypy-config-file",
+            str(cwd / "none.ini"),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -44,11 +50,15 @@ def test_stubtest_would_catch_a_stub_that_drifted(tmp_path: Path) -> None:
     for path in Path(blagent.__file__).parent.iterdir():
         if path.is_file():
             (package / path.name).symlink_to(path)
-    libs = Path(blagent.__file__).parent.with_name("blagent.libs")  # the libraries the wheel bundles
+    libs = Path(blagent.__file__).parent.with_name(
+        "blagent.libs"
+    )  # the libraries the wheel bundles
     if libs.is_dir():
         (tmp_path / libs.name).symlink_to(libs)
     (package / "_core.pyi").unlink()
-    (package / "_core.pyi").write_text(STUB.read_text().replace("def calibrate(", "def calibrate_gone("))
+    (package / "_core.pyi").write_text(
+        STUB.read_text().replace("def calibrate(", "def calibrate_gone(")
+    )
     proc = stubtest(tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": ""})
     assert proc.returncode != 0
     assert "calibrate" in proc.stdout

@@ -1,8 +1,8 @@
 """blagent: file-level bug localization for automated program repair.
 
-    >>> from blagent import Localizer
-    >>> result = Localizer(top_k=5).localize("path/to/repo", "TypeError in QuerySet.filter ...")
-    >>> result.paths
+>>> from blagent import Localizer
+>>> result = Localizer(top_k=5).localize("path/to/repo", "TypeError in QuerySet.filter ...")
+>>> result.paths
 """
 
 from . import _blas
@@ -31,8 +31,8 @@ from .results import (
     Evidence,
     FileHit,
     LocalizationResult,
-    LocalizerInfo,
     LocalizeResult,
+    LocalizerInfo,
     RankedFile,
     Skipped,
     TokenUsage,
@@ -59,14 +59,14 @@ __all__ = [
     "Hints",
     "InputError",
     "InternalError",
+    "LlmClient",
+    "LlmError",
     "LocalizationResult",
     "LocalizeRequest",
     "LocalizeResult",
-    "LlmClient",
-    "LlmError",
-    "ModelError",
     "Localizer",
     "LocalizerInfo",
+    "ModelError",
     "RankedFile",
     "RepoIndex",
     "Skipped",

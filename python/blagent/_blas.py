@@ -85,7 +85,11 @@ def status(loaded_core: str) -> dict[str, object]:
     """What a benchmark or a bug report needs to say about the BLAS: the core in use, the CPU's
     relevant flags, and whether the core is slower than the CPU allows."""
     vendor, flags = cpu()
-    relevant = sorted(f for f in flags if f in AVX512 | AVX2 | {"avx", "sse4_2", "avx512_bf16", "amx_tile", "amx_bf16"})
+    relevant = sorted(
+        f
+        for f in flags
+        if f in AVX512 | AVX2 | {"avx", "sse4_2", "avx512_bf16", "amx_tile", "amx_bf16"}
+    )
     expected = AVX512_CORES if AVX512 <= flags else AVX2_CORES if AVX2 <= flags else None
     return {
         "core": loaded_core,

@@ -1,42 +1,42 @@
 """Type stubs of the native module (rust/blagent-py). Results cross as JSON text."""
 
 from os import PathLike
-from typing import Optional, final
+from typing import final
 
 from typing_extensions import Self
 
 __all__ = [
-    "BlagentError",
-    "InputError",
-    "BlagentIOError",
-    "InternalError",
-    "ModelError",
-    "LlmError",
-    "SCHEMA_VERSION",
-    "PIPELINES",
-    "LANGUAGES",
-    "DEFAULT_TOP_K",
     "DEFAULT_ANALYSIS_TOP_K",
-    "LLM_CONFIG_FLAGS",
+    "DEFAULT_TOP_K",
     "EXIT_CODES",
-    "__version__",
-    "Localizer",
-    "RepoIndex",
-    "Encoder",
-    "LlmClient",
-    "BatchWorker",
+    "LANGUAGES",
+    "LLM_CONFIG_FLAGS",
+    "PIPELINES",
+    "SCHEMA_VERSION",
     "BatchSink",
-    "EvalWorker",
+    "BatchWorker",
+    "BlagentError",
+    "BlagentIOError",
+    "Encoder",
     "EvalSink",
-    "evaluate",
-    "batch",
-    "calibrate",
+    "EvalWorker",
+    "InputError",
+    "InternalError",
+    "LlmClient",
+    "LlmError",
+    "Localizer",
+    "ModelError",
+    "RepoIndex",
+    "__version__",
     "analyze_failures",
-    "compare",
-    "reformulate",
-    "parse_source",
+    "batch",
     "blas_core",
+    "calibrate",
+    "compare",
     "encoder_precision",
+    "evaluate",
+    "parse_source",
+    "reformulate",
 ]
 
 __version__: str
@@ -60,7 +60,7 @@ class ModelError(BlagentError): ...
 
 @final
 class Encoder:
-    def __new__(cls, model_dir: "str | PathLike[str]", precision: str = "auto") -> Self: ...
+    def __new__(cls, model_dir: str | PathLike[str], precision: str = "auto") -> Self: ...
     @property
     def dimension(self) -> int: ...
     @property
@@ -69,7 +69,7 @@ class Encoder:
     def precision(self) -> str: ...
     def embed(self, texts: list[str], kind: str = "document") -> list[list[float]]: ...
     def embed_cached(
-        self, texts: list[str], cache_dir: "str | PathLike[str]", kind: str = "document"
+        self, texts: list[str], cache_dir: str | PathLike[str], kind: str = "document"
     ) -> tuple[list[list[float]], dict[str, int]]: ...
 
 @final
@@ -96,12 +96,12 @@ class RepoIndex:
 class Localizer:
     def __new__(
         cls,
-        options_json: Optional[str] = None,
-        llm_options_json: Optional[str] = None,
-        llm_config_json: Optional[str] = None,
+        options_json: str | None = None,
+        llm_options_json: str | None = None,
+        llm_config_json: str | None = None,
     ) -> Self: ...
     def options_json(self) -> str: ...
-    def index(self, repo: "str | PathLike[str]") -> RepoIndex: ...
+    def index(self, repo: str | PathLike[str]) -> RepoIndex: ...
     def localize(self, request_json: str) -> str: ...
     def localize_in(self, index: RepoIndex, request_json: str) -> str: ...
 
@@ -110,8 +110,8 @@ class BatchWorker:
     def __new__(
         cls,
         config_json: str,
-        llm_options_json: Optional[str] = None,
-        llm_config_json: Optional[str] = None,
+        llm_options_json: str | None = None,
+        llm_config_json: str | None = None,
     ) -> Self: ...
     def localize(self, instance_json: str) -> str: ...
 
@@ -130,8 +130,8 @@ class EvalWorker:
     def __new__(
         cls,
         config_json: str,
-        llm_options_json: Optional[str] = None,
-        llm_config_json: Optional[str] = None,
+        llm_options_json: str | None = None,
+        llm_config_json: str | None = None,
     ) -> Self: ...
     def evaluate(self, item_json: str) -> str: ...
 
@@ -147,18 +147,18 @@ class EvalSink:
 
 def evaluate(
     config_json: str,
-    llm_options_json: Optional[str] = None,
-    llm_config_json: Optional[str] = None,
+    llm_options_json: str | None = None,
+    llm_config_json: str | None = None,
 ) -> str: ...
 def batch(
     config_json: str,
-    llm_options_json: Optional[str] = None,
-    llm_config_json: Optional[str] = None,
+    llm_options_json: str | None = None,
+    llm_config_json: str | None = None,
 ) -> str: ...
 def calibrate(
     config_json: str,
-    llm_options_json: Optional[str] = None,
-    llm_config_json: Optional[str] = None,
+    llm_options_json: str | None = None,
+    llm_config_json: str | None = None,
 ) -> str: ...
 def analyze_failures(config_json: str) -> str: ...
 def compare(config_json: str) -> str: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import BinaryIO, Optional
+from typing import BinaryIO
 
 from . import _core
 
@@ -19,7 +19,13 @@ MAX_ISSUE_BYTES = 16 << 20
 #: The most bytes read from an ids file.
 MAX_IDS_BYTES = 64 << 20
 
-_KINDS = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "device"), (stat.S_ISBLK, "device"), (stat.S_ISDIR, "directory"))
+_KINDS = (
+    (stat.S_ISFIFO, "FIFO"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "device"),
+    (stat.S_ISBLK, "device"),
+    (stat.S_ISDIR, "directory"),
+)
 
 
 def _kind(mode: int) -> str:
@@ -38,7 +44,9 @@ def read_file(path: str, limit: int, what: str) -> bytes:
     """
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            raise _core.InputError(f"{what} {path} is a {_kind(os.stat(path).st_mode)}, not a regular file")
+            raise _core.InputError(
+                f"{what} {path} is a {_kind(os.stat(path).st_mode)}, not a regular file"
+            )
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
         raise _core.InputError(f"cannot read {what} {path}: {err.strerror}") from err
@@ -51,7 +59,7 @@ def read_file(path: str, limit: int, what: str) -> bytes:
 
 def read_stdin(limit: int, what: str) -> bytes:
     """Standard input, at most `limit` bytes (a directory is refused)."""
-    stream: Optional[BinaryIO] = getattr(sys.stdin, "buffer", None)
+    stream: BinaryIO | None = getattr(sys.stdin, "buffer", None)
     if stream is None:
         raise _core.InputError(f"no {what} on standard input")
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from . import _core
 
@@ -27,13 +27,20 @@ def add_llm_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("LLM endpoint", LLM_HELP)
     for f in CONFIG_FLAGS:
         group.add_argument(
-            f"--llm-{f['flag']}", dest=f"llm_{f['key']}", type=_KINDS[f["kind"]], default=None, help=f["help"], metavar=f["metavar"]
+            f"--llm-{f['flag']}",
+            dest=f"llm_{f['key']}",
+            type=_KINDS[f["kind"]],
+            default=None,
+            help=f["help"],
+            metavar=f["metavar"],
         )
 
 
 def add_pipeline_flags(group: argparse._ArgumentGroup) -> None:
     """Adds the LLM pipeline option flags to a command's group."""
-    group.add_argument("--prompts-dir", help="folder of prompt overrides (<name>.md) for the LLM pipelines")
+    group.add_argument(
+        "--prompts-dir", help="folder of prompt overrides (<name>.md) for the LLM pipelines"
+    )
     group.add_argument(
         "--llm-profile",
         metavar="FILE",
@@ -84,7 +91,7 @@ def llm_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def llm_options_json(args: argparse.Namespace) -> Optional[str]:
+def llm_options_json(args: argparse.Namespace) -> str | None:
     """`llm_options` as JSON, or None when no option was given."""
     options = llm_options(args)
     return json.dumps(options) if options else None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 HEADER = f"{'':<28} {'n':>4}  {'MRR':<5}  {'Acc@1 @3    @5    @10':<23}  {'any@1 @3    @5    @10':<23}  MAP@1 @5    @10"
 READINGS = (
     "Acc@k: every gold item in the top k (LocAgent's reading); any@k: some gold item in the top k "
@@ -34,13 +33,19 @@ def _llm_line(llm: dict[str, Any]) -> str:
 def format_report(report: dict[str, Any]) -> str:
     """The evaluation report as a table (MRR, Acc@1/3/5/10, MAP@1/5/10)."""
     lines = [HEADER, _metrics_row("overall", report["overall"])]
-    lines += [_metrics_row(f"language {lang}", m) for lang, m in report.get("per_language", {}).items()]
+    lines += [
+        _metrics_row(f"language {lang}", m) for lang, m in report.get("per_language", {}).items()
+    ]
     lines += [_metrics_row(repo or "(no repo)", m) for repo, m in report["per_repo"].items()]
     functions = report.get("functions")
     if functions:
-        lines.append(f"function level ({len(functions['no_gold_functions'])} instances without a gold function left out):")
+        lines.append(
+            f"function level ({len(functions['no_gold_functions'])} instances without a gold function left out):"
+        )
         lines.append(_metrics_row("  overall", functions["overall"]))
-        lines += [_metrics_row(f"  {repo or '(no repo)'}", m) for repo, m in functions["per_repo"].items()]
+        lines += [
+            _metrics_row(f"  {repo or '(no repo)'}", m) for repo, m in functions["per_repo"].items()
+        ]
     lines.append(READINGS)
     if report["missing_trees"]:
         lines.append(f"instances without a tree: {len(report['missing_trees'])}")
@@ -83,7 +88,9 @@ def format_comparison(report: dict[str, Any]) -> str:
     repos = sorted(report["runs"][0]["per_repo"])
     for repo in repos:
         lines.append(f"{repo}:")
-        lines += [_metrics_row(f"  {run['name'][:26]}", run["per_repo"][repo]) for run in report["runs"]]
+        lines += [
+            _metrics_row(f"  {run['name'][:26]}", run["per_repo"][repo]) for run in report["runs"]
+        ]
     lines.append(READINGS)
     lines.append(
         f"against the baseline: Δ with a paired bootstrap 95% interval ({report['resamples']} resamples, seed "
@@ -116,14 +123,18 @@ def format_calibration(report: dict[str, Any]) -> str:
         mark = "  <- chosen" if s["scale"] == fit["chosen"]["scale"] else ""
         lines.append(f"{s['scale']:>12g}  {s['mrr']:.3f}  {s['acc1']:.3f}{mark}")
     cv, free, default = fit["cross_validated"], fit["retrieval_only"], fit["default"]
-    lines.append(f"cross-validated (each fold at the scale chosen without it): MRR {cv['mrr']:.3f}, Acc@1 {cv['acc1']:.3f}")
+    lines.append(
+        f"cross-validated (each fold at the scale chosen without it): MRR {cv['mrr']:.3f}, Acc@1 {cv['acc1']:.3f}"
+    )
     lines.append(f"retrieval alone (scale 0): MRR {free['mrr']:.3f}, Acc@1 {free['acc1']:.3f}")
     lines.append(f"default (scale 1): MRR {default['mrr']:.3f}, Acc@1 {default['acc1']:.3f}")
     lines.append(f"weight_scale {profile['weight_scale']:g} written to {report['out']}")
     if report["missing_trees"]:
         lines.append(f"instances without a tree: {len(report['missing_trees'])}")
     if report["no_gold"]:
-        lines.append(f"instances without a gold file in the index (left out): {len(report['no_gold'])}")
+        lines.append(
+            f"instances without a gold file in the index (left out): {len(report['no_gold'])}"
+        )
     for iid, err in report["failures"]:
         lines.append(f"failed: {iid}: {err}")
     lines.append(_llm_line(report["llm"]))

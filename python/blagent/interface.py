@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, Union, runtime_checkable
 
 from ._core import DEFAULT_TOP_K, SCHEMA_VERSION, InputError
 from .results import LocalizationResult
@@ -42,7 +42,7 @@ class Hints:
     """
 
     files: list[str] = field(default_factory=list)
-    language: Optional[str] = None
+    language: str | None = None
 
     def __post_init__(self) -> None:
         _check_paths(self.files)
@@ -85,13 +85,24 @@ class LocalizeRequest:
     def __post_init__(self) -> None:
         """Refuses fields of the wrong type with a `TypeError` naming the field."""
         if not isinstance(self.hints, Hints):
-            raise TypeError(f"LocalizeRequest.hints must be a Hints, not {type(self.hints).__name__}: {self.hints!r}")
-        for name in ("instance_id", "repo_path", "issue", "granularity", "pipeline", "schema_version"):
+            raise TypeError(
+                f"LocalizeRequest.hints must be a Hints, not {type(self.hints).__name__}: {self.hints!r}"
+            )
+        for name in (
+            "instance_id",
+            "repo_path",
+            "issue",
+            "granularity",
+            "pipeline",
+            "schema_version",
+        ):
             value = getattr(self, name)
             if not isinstance(value, str):
                 raise TypeError(f"LocalizeRequest.{name} must be a str, not {type(value).__name__}")
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool):
-            raise TypeError(f"LocalizeRequest.top_k must be an int, not {type(self.top_k).__name__}")
+            raise TypeError(
+                f"LocalizeRequest.top_k must be an int, not {type(self.top_k).__name__}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """The request as JSON data (`schemas/localize-request.schema.json`)."""

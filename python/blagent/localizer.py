@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 from . import _core, _io
 from .interface import Hints, LocalizeRequest
@@ -57,26 +57,31 @@ class Localizer:
         *,
         top_k: int = _core.DEFAULT_TOP_K,
         include_tests: bool = False,
-        languages: Optional[list[str]] = None,
-        max_file_bytes: Optional[int] = None,
-        chunk_max_bytes: Optional[int] = None,
-        weights: Optional[dict[str, float]] = None,
+        languages: list[str] | None = None,
+        max_file_bytes: int | None = None,
+        chunk_max_bytes: int | None = None,
+        weights: dict[str, float] | None = None,
         dense: bool = False,
-        model_dir: Optional[PathLike] = None,
-        cache_dir: Optional[PathLike] = None,
+        model_dir: PathLike | None = None,
+        cache_dir: PathLike | None = None,
         index_kind: str = "exact",
         progress: bool = False,
-        dense_max_tokens: Optional[int] = None,
-        llm_options: Optional[dict[str, Any]] = None,
-        llm_config_json: Optional[str] = None,
+        dense_max_tokens: int | None = None,
+        llm_options: dict[str, Any] | None = None,
+        llm_config_json: str | None = None,
     ) -> None:
         walk: dict[str, Any] = {"include_tests": include_tests, "languages": list(languages or [])}
         if max_file_bytes is not None:
             walk["max_file_bytes"] = max_file_bytes
         chunk: dict[str, Any] = {} if chunk_max_bytes is None else {"max_bytes": chunk_max_bytes}
-        options: dict[str, Any] = {"index": {"walk": walk, "chunk": chunk}, "weights": weights or {}}
+        options: dict[str, Any] = {
+            "index": {"walk": walk, "chunk": chunk},
+            "weights": weights or {},
+        }
         if dense:
-            options["dense"] = dense_options(model_dir, cache_dir, index_kind, progress, dense_max_tokens)
+            options["dense"] = dense_options(
+                model_dir, cache_dir, index_kind, progress, dense_max_tokens
+            )
         self.top_k = top_k
         self._inner = _core.Localizer(
             json.dumps(options),
@@ -95,12 +100,12 @@ class Localizer:
 
     def localize(
         self,
-        repo: Union[PathLike, _core.RepoIndex],
+        repo: PathLike | _core.RepoIndex,
         issue: str,
         *,
         pipeline: str = "fused",
         granularity: str = "file",
-        hints: Optional[Hints] = None,
+        hints: Hints | None = None,
         instance_id: str = "",
     ) -> LocalizationResult:
         """Rank the files of `repo` (a path, or a prebuilt index of it) for the bug report `issue`.
@@ -133,8 +138,8 @@ class Localizer:
 
     def localize_request(
         self,
-        request: Union[LocalizeRequest, dict[str, Any]],
-        index: Optional[_core.RepoIndex] = None,
+        request: LocalizeRequest | dict[str, Any],
+        index: _core.RepoIndex | None = None,
     ) -> LocalizationResult:
         """Answer a standardized request (the `FileLocalizer` protocol).
 
@@ -156,11 +161,11 @@ class Localizer:
 
 
 def dense_options(
-    model_dir: Optional[PathLike] = None,
-    cache_dir: Optional[PathLike] = None,
+    model_dir: PathLike | None = None,
+    cache_dir: PathLike | None = None,
     index_kind: str = "exact",
     progress: bool = False,
-    max_tokens: Optional[int] = None,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
     """The core's dense retrieval options for these settings (the core fills the rest).
 

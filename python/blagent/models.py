@@ -21,7 +21,9 @@ def default_model_dir() -> Path:
     """
     spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
     if spec is None or spec.origin is None:
-        raise InputError(f"the default embedding model is not installed; install it with: {INSTALL_HINT}")
+        raise InputError(
+            f"the default embedding model is not installed; install it with: {INSTALL_HINT}"
+        )
     folder = Path(spec.origin).parent / "model"
     if not (folder / "model.safetensors").is_file():
         raise InputError(f"{folder} holds no model.safetensors; reinstall it with: {INSTALL_HINT}")

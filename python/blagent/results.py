@@ -5,7 +5,7 @@ pipeline ranked the files (and whichever localizer: other localizers build these
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from ._core import SCHEMA_VERSION
 
@@ -17,13 +17,15 @@ class Evidence:
     signal: str
     score: float
     detail: str
-    lines: Optional[tuple[int, int]] = None
-    symbol: Optional[str] = None
+    lines: tuple[int, int] | None = None
+    symbol: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Evidence:
         lines = d.get("lines")
-        return cls(d["signal"], d["score"], d["detail"], tuple(lines) if lines else None, d.get("symbol"))
+        return cls(
+            d["signal"], d["score"], d["detail"], tuple(lines) if lines else None, d.get("symbol")
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"signal": self.signal, "score": self.score, "detail": self.detail}
@@ -48,7 +50,14 @@ class FileHit:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FileHit:
         evidence = [Evidence.from_dict(e) for e in d.get("evidence", [])]
-        return cls(d["rank"], d["path"], d["score"], dict(d.get("signals", {})), evidence, d.get("hinted", False))
+        return cls(
+            d["rank"],
+            d["path"],
+            d["score"],
+            dict(d.get("signals", {})),
+            evidence,
+            d.get("hinted", False),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,14 +140,14 @@ class LocalizationResult:
     files: list[FileHit]
     pipeline: str = "fused"
     granularity: str = "file"
-    entities: Optional[list[Entity]] = None
+    entities: list[Entity] | None = None
     query: dict[str, Any] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, Any] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
     warnings: list[str] = field(default_factory=list)
-    llm: Optional[dict[str, Any]] = None
+    llm: dict[str, Any] | None = None
     schema_version: str = SCHEMA_VERSION
 
     @classmethod
