@@ -8,8 +8,14 @@
 //!   ranks for ties, the normal approximation with tie and continuity corrections (scipy's
 //!   `wilcoxon(..., correction=True, method="approx")`).
 //!
-//! Acc@k is every gold file within the top k (LocAgent's reading; the same as "any" for a
-//! single gold file). A run that has no line for an instance ranks nothing there.
+//! Both Acc@k readings are compared: every gold item within the top k (LocAgent's reading)
+//! and some gold item within it (SWE-bench papers'); they agree for a single gold item. A run
+//! that has no line for an instance ranks nothing there.
+//!
+//! At file level the items are files (`found_files` against the gold files). At function level
+//! they are `path::Class.method` ids (`found_functions`, as `eval --granularity function --out`
+//! writes them) against the gold functions, which need the instances' base trees; instances
+//! whose gold patch touches no function are left out.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -18,10 +24,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{all_within, reciprocal_rank, Metrics, MetricsAccumulator};
+use super::functions::gold_functions;
+use super::metrics::{all_within, any_within, reciprocal_rank, Metrics, MetricsAccumulator};
 use crate::analysis::load_localizations;
-use crate::dataset::{load_dataset, Instance};
+use crate::dataset::{instance_tree, load_dataset, read_records, Instance};
 use crate::error::{Error, Result};
+use crate::interface::Granularity;
 
 /// The k of the compared Acc@k.
 pub const COMPARE_KS: [usize; 3] = [1, 5, 10];
@@ -51,6 +59,12 @@ pub struct CompareConfig {
     /// The bootstrap generator's seed.
     #[serde(default)]
     pub seed: u64,
+    /// Files, or functions (`found_functions` against the gold functions; needs `repos`).
+    #[serde(default)]
+    pub granularity: Granularity,
+    /// The base trees at `repos/<instance_id>`, where the gold functions are found.
+    #[serde(default)]
+    pub repos: Option<PathBuf>,
 }
 
 fn default_resamples() -> usize {
@@ -120,10 +134,14 @@ pub struct Difference {
     pub instances: usize,
     /// ΔMRR.
     pub mrr: Interval,
-    /// ΔAcc@1, @5, @10.
+    /// ΔAcc@1, @5, @10, every gold item within the top k.
     pub acc: [Interval; 3],
-    /// McNemar on Acc@1.
+    /// ΔAcc@1, @5, @10, some gold item within the top k.
+    pub acc_any: [Interval; 3],
+    /// McNemar on Acc@1 (every gold item first: a single gold item).
     pub mcnemar_acc1: McNemar,
+    /// McNemar on Acc@1, some gold item first.
+    pub mcnemar_acc1_any: McNemar,
     /// Wilcoxon on the reciprocal ranks.
     pub wilcoxon_rr: Wilcoxon,
 }
@@ -133,6 +151,8 @@ pub struct Difference {
 pub struct CompareReport {
     /// The baseline's name.
     pub baseline: String,
+    /// What was compared: files or functions.
+    pub granularity: Granularity,
     /// Compared instances.
     pub instances: usize,
     /// Each run, baseline first.
@@ -151,8 +171,9 @@ pub struct CompareReport {
 type Run = (String, HashMap<String, Vec<String>>);
 
 /// Per-instance outcomes of one run, in instance order: the reciprocal rank, then 1 or 0 for
-/// Acc@k at each of [`COMPARE_KS`].
-type Scores = [Vec<f64>; 4];
+/// Acc@k at each of [`COMPARE_KS`] in the "every gold item" reading, then in the "some gold
+/// item" reading.
+type Scores = [Vec<f64>; 7];
 
 fn scores(instances: &[Instance], rankings: &HashMap<String, Vec<String>>) -> Scores {
     let empty = Vec::new();
@@ -161,28 +182,61 @@ fn scores(instances: &[Instance], rankings: &HashMap<String, Vec<String>>) -> Sc
         let ranked = rankings.get(&instance.instance_id).unwrap_or(&empty);
         let gold = &instance.gold_files;
         out[0].push(reciprocal_rank(ranked, gold));
-        for (hits, &k) in out[1..].iter_mut().zip(&COMPARE_KS) {
-            hits.push(f64::from(u8::from(all_within(ranked, gold, k))));
+        for (i, &k) in COMPARE_KS.iter().enumerate() {
+            out[1 + i].push(f64::from(u8::from(all_within(ranked, gold, k))));
+            out[4 + i].push(f64::from(u8::from(any_within(ranked, gold, k))));
         }
     }
     out
+}
+
+/// The ranked items of each line of a run: `found_files`, or at function level
+/// `found_functions`.
+fn run_rankings(
+    path: &std::path::Path,
+    granularity: Granularity,
+    warnings: &mut Vec<String>,
+) -> Result<HashMap<String, Vec<String>>> {
+    if granularity == Granularity::File {
+        return Ok(load_localizations(path, warnings)?
+            .into_iter()
+            .map(|(id, l)| (id, l.found_files))
+            .collect());
+    }
+    let mut out = HashMap::new();
+    for (id, map) in read_records(path, warnings)? {
+        let functions = match map.get("found_functions") {
+            Some(serde_json::Value::Array(items))
+                if items.iter().all(serde_json::Value::is_string) =>
+            {
+                items
+                    .iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            }
+            Some(serde_json::Value::Null) | None => Vec::new(),
+            Some(_) => {
+                return Err(Error::InvalidInput(format!(
+                    "{}: {id}: `found_functions` is not a list of `path::Class.method` ids",
+                    path.display()
+                )))
+            }
+        };
+        out.insert(id, functions);
+    }
+    Ok(out)
 }
 
 /// Reads the runs: each JSONL file, then the selected peers.
 fn load_runs(config: &CompareConfig, warnings: &mut Vec<String>) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     for path in &config.runs {
-        let locs = load_localizations(path, warnings)?;
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        runs.push((
-            name,
-            locs.into_iter()
-                .map(|(id, l)| (id, l.found_files))
-                .collect(),
-        ));
+        runs.push((name, run_rankings(path, config.granularity, warnings)?));
     }
     if let Some(path) = &config.peers {
         let text = crate::repo::read::read_user_text(
@@ -239,10 +293,17 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
         instances.retain(|i| ids.contains(&i.instance_id));
     }
     crate::dataset::first_of_each_id(&mut instances, |i| &i.instance_id);
+    if config.granularity == Granularity::Function {
+        with_gold_functions(&mut instances, config.repos.as_deref(), &mut warnings)?;
+    }
     if instances.is_empty() {
-        return Err(Error::InvalidInput(
-            "no selected instance of the dataset has gold files".into(),
-        ));
+        return Err(Error::InvalidInput(format!(
+            "no selected instance of the dataset has gold {}",
+            match config.granularity {
+                Granularity::File => "files",
+                Granularity::Function => "functions",
+            }
+        )));
     }
     let mut by_repo: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, instance) in instances.iter().enumerate() {
@@ -252,6 +313,7 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
     let scored: Vec<Scores> = runs.iter().map(|(_, r)| scores(&instances, r)).collect();
     let mut report = CompareReport {
         baseline: runs[0].0.clone(),
+        granularity: config.granularity,
         instances: instances.len(),
         runs: Vec::new(),
         differences: Vec::new(),
@@ -295,6 +357,51 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
     Ok(report)
 }
 
+/// Replaces each instance's gold files by its gold functions, found in its base tree under
+/// `repos`; instances without a tree or without gold functions are left out (a warning counts
+/// them).
+fn with_gold_functions(
+    instances: &mut Vec<Instance>,
+    repos: Option<&std::path::Path>,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let repos = repos.ok_or_else(|| {
+        Error::InvalidInput(
+            "comparing functions needs the base trees (`repos`): the gold functions are \
+             the base commit's functions that the gold patch touches"
+                .into(),
+        )
+    })?;
+    let (mut no_tree, mut no_gold) = (0usize, 0usize);
+    let mut kept = Vec::with_capacity(instances.len());
+    for mut instance in instances.drain(..) {
+        let tree = instance_tree(repos, &instance.instance_id)?;
+        if !tree.is_dir() {
+            no_tree += 1;
+            continue;
+        }
+        instance.gold_files = gold_functions(&instance.patch, &tree);
+        if instance.gold_files.is_empty() {
+            no_gold += 1;
+        } else {
+            kept.push(instance);
+        }
+    }
+    if no_tree > 0 {
+        warnings.push(format!(
+            "{no_tree} instance(s) left out: no tree under {}",
+            repos.display()
+        ));
+    }
+    if no_gold > 0 {
+        warnings.push(format!(
+            "{no_gold} instance(s) left out: the gold patch touches no function or method"
+        ));
+    }
+    *instances = kept;
+    Ok(())
+}
+
 fn difference(
     run: &str,
     scope: &str,
@@ -304,7 +411,7 @@ fn difference(
     config: &CompareConfig,
 ) -> Difference {
     let pick = |v: &[f64]| subset.iter().map(|&i| v[i]).collect::<Vec<f64>>();
-    // (baseline, run) per series: reciprocal ranks, then Acc@1, @5, @10.
+    // (baseline, run) per series: reciprocal ranks, then Acc@1, @5, @10 in both readings.
     let pairs: Vec<(Vec<f64>, Vec<f64>)> = base
         .iter()
         .zip(other)
@@ -318,7 +425,9 @@ fn difference(
         instances: subset.len(),
         mrr: intervals[0],
         acc: [intervals[1], intervals[2], intervals[3]],
+        acc_any: [intervals[4], intervals[5], intervals[6]],
         mcnemar_acc1: mcnemar(&pairs[1].0, &pairs[1].1),
+        mcnemar_acc1_any: mcnemar(&pairs[4].0, &pairs[4].1),
         wilcoxon_rr: wilcoxon(&pairs[0].0, &pairs[0].1),
     }
 }

@@ -35,13 +35,20 @@ pub enum Feature {
     NameOverlap,
     /// Its length, `ln(lines) / ln(1000)` capped at 1: longer functions are patched more.
     Length,
+    /// [`Feature::ChunkIssue`] over the best of its own file's functions: which function of a
+    /// file the issue's words point at, whatever the file's standing.
+    ChunkInFile,
+    /// The issue names one of its parameters (the strongest such mention's weight).
+    Parameter,
+    /// It is not in a test file (tests are rarely where a fix goes).
+    NotTest,
     /// Dense: cosine of its nearest chunk to the issue, min-max over the retrieved chunks
     /// (0 without a dense index).
     Dense,
 }
 
 /// The number of features.
-pub const NUM_FEATURES: usize = 15;
+pub const NUM_FEATURES: usize = 18;
 
 impl Feature {
     /// Every feature, in the order of [`Features`].
@@ -60,6 +67,9 @@ impl Feature {
         Feature::Callee,
         Feature::NameOverlap,
         Feature::Length,
+        Feature::ChunkInFile,
+        Feature::Parameter,
+        Feature::NotTest,
         Feature::Dense,
     ];
 
@@ -85,6 +95,9 @@ impl Feature {
             Feature::Callee => "callee",
             Feature::NameOverlap => "name_overlap",
             Feature::Length => "length",
+            Feature::ChunkInFile => "chunk_in_file",
+            Feature::Parameter => "parameter",
+            Feature::NotTest => "not_test",
             Feature::Dense => "dense",
         }
     }

@@ -7,6 +7,7 @@ use super::candidates::CandidateSet;
 use super::features::Feature;
 use crate::index::{identifier_parts, tokenize};
 use crate::query::Reformulation;
+use crate::repo::is_test_path;
 
 /// Lines at which [`Feature::Length`] reaches 1.
 const LENGTH_SATURATION_LINES: f32 = 1000.0;
@@ -58,9 +59,21 @@ pub(super) fn chunk_features(set: &mut CandidateSet<'_>, query: &Reformulation) 
             }
         }
     }
+    let mut best_in_file: HashMap<usize, f32> = HashMap::new();
+    for item in &set.items {
+        let best = best_in_file.entry(item.file).or_default();
+        *best = best.max(item.get(Feature::ChunkIssue));
+    }
+    for item in &mut set.items {
+        let best = best_in_file[&item.file];
+        if best > 0.0 {
+            let value = item.get(Feature::ChunkIssue) / best;
+            item.raise(Feature::ChunkInFile, value);
+        }
+    }
 }
 
-/// [`Feature::NameOverlap`] and [`Feature::Length`].
+/// [`Feature::NameOverlap`], [`Feature::Length`] and [`Feature::NotTest`].
 pub(super) fn name_features(set: &mut CandidateSet<'_>, query: &Reformulation) {
     let words: HashSet<String> = tokenize(&query.explanation).into_iter().collect();
     for item in 0..set.items.len() {
@@ -79,8 +92,10 @@ pub(super) fn name_features(set: &mut CandidateSet<'_>, query: &Reformulation) {
             .saturating_sub(symbol.start_line)
             .max(1) as f32;
         let length = (lines.ln() / LENGTH_SATURATION_LINES.ln()).min(1.0);
+        let test = is_test_path(set.index.files[set.items[item].file].path());
         let candidate = &mut set.items[item];
         candidate.raise(Feature::NameOverlap, overlap);
         candidate.raise(Feature::Length, length);
+        candidate.raise(Feature::NotTest, if test { 0.0 } else { 1.0 });
     }
 }

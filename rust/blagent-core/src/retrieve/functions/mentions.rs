@@ -110,6 +110,24 @@ pub(super) fn name_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) {
     }
 }
 
+/// Parameter names that say nothing about a function.
+const RECEIVERS: [&str; 3] = ["self", "cls", "this"];
+
+/// [`Feature::Parameter`]: the strongest mention of one of a function's parameters (a word of
+/// its signature other than its own name, at least [`MIN_USED_NAME_CHARS`] long).
+pub(super) fn parameter_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) {
+    for item in 0..set.items.len() {
+        let symbol = set.symbol(item);
+        let value = words(&symbol.signature)
+            .iter()
+            .filter(|w| w.text != symbol.name && w.text.len() >= MIN_USED_NAME_CHARS)
+            .filter(|w| !RECEIVERS.contains(&w.text))
+            .map(|w| mentions.name(w.text))
+            .fold(0.0, f32::max);
+        set.items[item].raise(Feature::Parameter, value);
+    }
+}
+
 /// An identifier-like word of a source text: its line, its text, whether a call follows it.
 struct Word<'t> {
     line: usize,

@@ -6,8 +6,9 @@
 //! 0–1 scale: its file's fused score and rank, BM25 of its best chunk against the issue and the
 //! title, whether the issue names it (bare, `Class.method`, `module.function`) or its class,
 //! whether its body uses what the issue names or a named function calls it, traceback frames
-//! and quoted error messages inside it, how much of its name the issue's words cover, its
-//! length and, with a dense index, its nearest chunk's cosine. Its score is the weighted sum
+//! and quoted error messages inside it, how much of its name the issue's words cover, whether
+//! the issue names one of its parameters, its chunk BM25 against its own file's best, whether
+//! it is outside the tests, its length and, with a dense index, its nearest chunk's cosine. Its score is the weighted sum
 //! ([`FunctionWeights`], fitted on the development set); candidates are ranked by score across
 //! files, at most [`MAX_FUNCTIONS`].
 
@@ -50,6 +51,7 @@ pub fn function_candidates(
     let mentions = Mentions::of(query);
     mentions::name_mentions(&mut set, &mentions);
     mentions::body_mentions(&mut set, &mentions);
+    mentions::parameter_mentions(&mut set, &mentions);
     mentions::frames(&mut set, query);
     mentions::errors(&mut set, query);
     if let Some(dense) = &index.dense {

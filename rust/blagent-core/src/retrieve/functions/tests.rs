@@ -161,3 +161,23 @@ fn a_module_function_named_with_its_module_and_the_methods_of_a_named_class() {
     assert!(get("shop/report.py::render", Feature::FileRank) > 0.0);
     assert!(get("shop/cart.py::_apply_tax", Feature::Length) > 0.0);
 }
+
+#[test]
+fn parameters_own_file_standing_and_tests_are_features() {
+    let (_dir, index) = index();
+    let issue = "Paying with a `wallet` whose balance is short: checkout raises, render is fine";
+    let (_, _, candidates) = candidates_for(&index, issue);
+    let get = |id: &str, feature| feature_of(&index, &candidates, id, feature);
+    assert!(get("shop/cart.py::Cart.checkout", Feature::Parameter) > 0.0);
+    assert_eq!(get("shop/cart.py::Cart.total", Feature::Parameter), 0.0);
+    // Each file's best chunk match is 1 in its own file, whatever the file's rank.
+    for file in ["shop/cart.py", "shop/report.py"] {
+        let best = candidates
+            .iter()
+            .filter(|c| index.repo.files[c.file].path() == file)
+            .map(|c| c.get(Feature::ChunkInFile))
+            .fold(0.0f32, f32::max);
+        assert!((best - 1.0).abs() < 1e-6, "{file}: {best}");
+    }
+    assert_eq!(get("shop/cart.py::Cart.checkout", Feature::NotTest), 1.0);
+}
