@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 
@@ -102,3 +103,67 @@ def test_peers_are_runs_and_bad_input_is_an_error(tmp_path: Path) -> None:
     assert unknown.returncode == 1 and "no peer run" in unknown.stderr
     alone = run("compare", str(base), "--dataset", str(dataset))
     assert alone.returncode == 1 and "at least two runs" in alone.stderr
+
+
+def _diff(repo: Path, rel: str, old: str, new: str) -> str:
+    before = (repo / rel).read_text()
+    after = before.replace(old, new)
+    assert after != before
+    body = "".join(
+        difflib.unified_diff(
+            before.splitlines(True), after.splitlines(True), f"a/{rel}", f"b/{rel}"
+        )
+    )
+    return f"diff --git a/{rel} b/{rel}\n{body}"
+
+
+def test_compare_at_function_level_reads_found_functions_in_both_readings(
+    repo: Path, tmp_path: Path
+) -> None:
+    # Gold: apply_discount and Cart.total (two gold functions); "doc" touches no function.
+    patch = _diff(repo, "shop/pricing.py", "total * percent\n", "total * percent / 100\n")
+    patch += _diff(repo, "shop/cart.py", "sum(self.items)", "sum(self.items or [])")
+    docs = _diff(repo, "shop/pricing.py", '"""Prices and discounts."""', '"""Prices."""')
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    for name in ("two", "doc"):
+        (trees / name).symlink_to(repo, target_is_directory=True)
+    rows = [
+        {"instance_id": "two", "repo": "acme/shop", "problem_statement": "p", "patch": patch},
+        {"instance_id": "doc", "repo": "acme/shop", "problem_statement": "p", "patch": docs},
+        {"instance_id": "gone", "repo": "acme/shop", "problem_statement": "p", "patch": patch},
+    ]
+    dataset = write(tmp_path / "fn.jsonl", rows)
+    reserve, apply, total = (
+        "shop/inventory.py::Inventory.reserve",
+        "shop/pricing.py::apply_discount",
+        "shop/cart.py::Cart.total",
+    )
+    base = write(
+        tmp_path / "base.jsonl",
+        [{"instance_id": "two", "found_functions": [apply, reserve, total]}],
+    )
+    other = write(
+        tmp_path / "other.jsonl",
+        [{"instance_id": "two", "found_functions": [reserve, total, apply]}],
+    )
+    args = [str(base), str(other), "--dataset", str(dataset), "--granularity", "function"]
+    proc = run("compare", *args, "--repos", str(trees), "--format", "json", "--resamples", "50")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["granularity"] == "function" and report["instances"] == 1
+    runs = {r["name"]: r["overall"] for r in report["runs"]}
+    # base: a gold function first (any@1) but not both in the top 1 (Acc@1); both in the top 5.
+    assert runs["base.jsonl"]["mrr"] == 1.0 and runs["other.jsonl"]["mrr"] == 0.5
+    assert runs["base.jsonl"]["acc_any"][0] == 1.0 and runs["base.jsonl"]["acc"][0] == 0.0
+    assert runs["base.jsonl"]["acc"][2] == 1.0
+    overall = next(d for d in report["differences"] if d["scope"] == "overall")
+    assert overall["acc_any"][0]["delta"] == -1.0 and overall["acc"][0]["delta"] == 0.0
+    assert overall["mcnemar_acc1_any"]["baseline_only"] == 1
+    assert overall["mcnemar_acc1"]["baseline_only"] == 0
+    assert any("no tree" in w for w in report["warnings"])
+    assert any("touches no function" in w for w in report["warnings"])
+    text = run("compare", *args, "--repos", str(trees), "--resamples", "50").stdout
+    assert "functions; baseline" in text and "McNemar any b=1 c=0" in text
+    no_trees = run("compare", *args)
+    assert no_trees.returncode == 1 and "base trees" in no_trees.stderr

@@ -81,7 +81,8 @@ def _interval(i: dict[str, float]) -> str:
 def format_comparison(report: dict[str, Any]) -> str:
     """`blagent compare`: each run's metrics (overall, then per repository), then each run
     against the baseline with its paired tests."""
-    lines = [f"{report['instances']} instances; baseline: {report['baseline']}", HEADER]
+    items = "functions" if report.get("granularity") == "function" else "files"
+    lines = [f"{report['instances']} instances, {items}; baseline: {report['baseline']}", HEADER]
     for run in report["runs"]:
         missing = f" ({run['missing']} without a line)" if run["missing"] else ""
         lines.append(_metrics_row(run["name"][:28], run["overall"]) + missing)
@@ -93,16 +94,21 @@ def format_comparison(report: dict[str, Any]) -> str:
         ]
     lines.append(READINGS)
     lines.append(
-        f"against the baseline: Δ with a paired bootstrap 95% interval ({report['resamples']} resamples, seed "
-        f"{report['seed']}); McNemar's exact test on Acc@1 (b: only the baseline right, c: only the run); "
-        "Wilcoxon's signed-rank test on reciprocal ranks (normal approximation)"
+        f"against the baseline: Δ with a paired bootstrap 95% interval ({report['resamples']} "
+        f"resamples, seed {report['seed']}), in both readings; McNemar's exact test on Acc@1 and "
+        "any@1 (b: only the baseline right, c: only the run); Wilcoxon's signed-rank test on "
+        "reciprocal ranks (normal approximation)"
     )
     for d in report["differences"]:
-        m, w = d["mcnemar_acc1"], d["wilcoxon_rr"]
+        m, m_any, w = d["mcnemar_acc1"], d["mcnemar_acc1_any"], d["wilcoxon_rr"]
+        acc = "  ".join(f"ΔAcc@{k} {_interval(i)}" for k, i in zip((1, 5, 10), d["acc"]))
+        any_ = "  ".join(f"Δany@{k} {_interval(i)}" for k, i in zip((1, 5, 10), d["acc_any"]))
         lines.append(
-            f"{d['run'][:28]:<28} {d['scope']:<22} n={d['instances']:<4} ΔMRR {_interval(d['mrr'])}  "
-            f"ΔAcc@1 {_interval(d['acc'][0])}  ΔAcc@5 {_interval(d['acc'][1])}  ΔAcc@10 {_interval(d['acc'][2])}  "
-            f"McNemar b={m['baseline_only']} c={m['run_only']} p={m['p']:.3g}  Wilcoxon p={w['p']:.3g}"
+            f"{d['run'][:28]:<28} {d['scope']:<22} n={d['instances']:<4} "
+            f"ΔMRR {_interval(d['mrr'])}  {acc}  {any_}  "
+            f"McNemar b={m['baseline_only']} c={m['run_only']} p={m['p']:.3g}  "
+            f"McNemar any b={m_any['baseline_only']} c={m_any['run_only']} p={m_any['p']:.3g}  "
+            f"Wilcoxon p={w['p']:.3g}"
         )
     for warning in report["warnings"]:
         lines.append(f"warning: {warning}")

@@ -417,6 +417,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "ids": _ids(args),
         "resamples": args.resamples,
         "seed": args.seed,
+        "granularity": args.granularity,
+        "repos": args.repos,
     }
     report = json.loads(
         _core.compare(json.dumps({k: v for k, v in config.items() if v is not None}))
@@ -625,9 +627,10 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         help="compare localization runs side by side, with paired significance of each difference",
         description="Each run's MRR, Acc@k (both readings) and MAP@k on the same instances, overall and per "
-        "repository; then each run against the first (the baseline): ΔMRR and ΔAcc@1/5/10 with a paired "
-        "bootstrap 95%% interval, McNemar's exact test on Acc@1 and Wilcoxon's signed-rank test on the "
-        "reciprocal ranks. A run without a line for an instance ranks nothing there.",
+        "repository, of files or (--granularity function) of functions; then each run against the "
+        "first (the baseline): ΔMRR and ΔAcc@1/5/10 in both readings with a paired bootstrap 95%% "
+        "interval, McNemar's exact test on Acc@1 in both readings and Wilcoxon's signed-rank test on "
+        "the reciprocal ranks. A run without a line for an instance ranks nothing there.",
     )
     co.add_argument(
         "runs",
@@ -641,6 +644,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     co.add_argument("--peer", action="append", help="only this peer run (repeatable; default all)")
     _add_id_flags(co)
+    co.add_argument(
+        "--granularity",
+        choices=["file", "function"],
+        default="file",
+        help="function: compare found_functions (eval --granularity function --out) against the "
+        "gold functions, which --repos gives",
+    )
+    co.add_argument(
+        "--repos",
+        help="base trees at DIR/<instance_id>, where the gold functions are found "
+        "(needed with --granularity function)",
+    )
     co.add_argument("--resamples", type=_positive_int, help="bootstrap resamples (default 10000)")
     co.add_argument("--seed", type=int, help="bootstrap seed (default 0)")
     co.add_argument("--format", choices=["json", "text"], default="text")
