@@ -1,14 +1,17 @@
 """Type stubs of the native module (rust/blagent-py). Results cross as JSON text."""
 
 from os import PathLike
-from typing import final
+from typing import Any, final
 
 from typing_extensions import Self
 
 __all__ = [
+    "DEFAULTS",
     "DEFAULT_ANALYSIS_TOP_K",
     "DEFAULT_TOP_K",
     "EXIT_CODES",
+    "GRANULARITIES",
+    "INDEX_KINDS",
     "LANGUAGES",
     "LLM_CONFIG_FLAGS",
     "PIPELINES",
@@ -42,6 +45,13 @@ __all__ = [
 __version__: str
 SCHEMA_VERSION: str
 PIPELINES: list[str]
+#: What a result ranks: file, function.
+GRANULARITIES: list[str]
+#: The dense vector index kinds: exact, hnsw.
+INDEX_KINDS: list[str]
+#: The core's default of each setting: pipeline, granularity, top_k, index_kind,
+#: dense_max_tokens, folds, resamples, max_issue_bytes.
+DEFAULTS: dict[str, Any]
 #: The languages blagent indexes, by name: python, java, kotlin.
 LANGUAGES: list[str]
 DEFAULT_TOP_K: int

@@ -14,8 +14,8 @@ from typing import BinaryIO
 
 from . import _core
 
-#: The most bytes read from an issue or a request (as the core's `MAX_ISSUE_BYTES`).
-MAX_ISSUE_BYTES = 16 << 20
+#: The most bytes read from an issue or a request (the core's `MAX_ISSUE_BYTES`).
+MAX_ISSUE_BYTES: int = _core.DEFAULTS["max_issue_bytes"]
 #: The most bytes read from an ids file.
 MAX_IDS_BYTES = 64 << 20
 

@@ -117,20 +117,22 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--index-kind",
-        choices=["exact", "hnsw"],
-        default="exact",
-        help="vector index (default exact)",
+        choices=list(_core.INDEX_KINDS),
+        default=_core.DEFAULTS["index_kind"],
+        help=f"vector index (default {_core.DEFAULTS['index_kind']})",
     )
     group.add_argument(
         "--dense-max-tokens",
         type=_non_negative_int,
-        help="truncate texts at N tokens before embedding (default 128, the length the default model was trained on; 0: the model's own limit)",
+        help=f"truncate texts at N tokens before embedding (default "
+        f"{_core.DEFAULTS['dense_max_tokens']}, the length the default model was trained on; 0: "
+        "the model's own limit)",
     )
     llm = parser.add_argument_group("LLM pipelines")
     llm.add_argument(
         "--pipeline",
         choices=list(_core.PIPELINES),
-        default="fused",
+        default=_core.DEFAULTS["pipeline"],
         help="fused: LLM-free ranking (default); blagent / rrl: the LLM pipelines (without an LLM "
         "configuration every LLM stage falls back to retrieval)",
     )
@@ -195,7 +197,7 @@ def cmd_localize(args: argparse.Namespace) -> int:
     localizer = _localizer(args)
     if args.request_json is not None:
         request = _read_request(args.request_json)
-        if args.pipeline != "fused":
+        if args.pipeline != _core.DEFAULTS["pipeline"]:
             request.setdefault("pipeline", args.pipeline)
         result = localizer.localize_request(request).to_dict()
     else:
@@ -542,8 +544,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ba.add_argument(
         "--granularity",
-        choices=["file", "function"],
-        default="file",
+        choices=list(_core.GRANULARITIES),
+        default=_core.DEFAULTS["granularity"],
         help="function: entities too, under the blagent key",
     )
     ba.add_argument(
@@ -578,8 +580,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--granularity",
-        choices=["file", "function"],
-        default="file",
+        choices=list(_core.GRANULARITIES),
+        default=_core.DEFAULTS["granularity"],
         help="function: also score the ranked functions against the gold functions (the base commit's "
         "functions and methods the gold patch touches)",
     )
@@ -601,7 +603,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dataset_flags(ca, LABELLED_DATASET)
     ca.add_argument("--out", required=True, help="the profile to write (JSON)")
     ca.add_argument(
-        "--folds", type=_positive_int, default=5, help="cross-validation folds (default 5)"
+        "--folds",
+        type=_positive_int,
+        default=_core.DEFAULTS["folds"],
+        help=f"cross-validation folds (default {_core.DEFAULTS['folds']})",
     )
     ca.add_argument("--format", choices=["json", "text"], default="text")
     ca.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -646,8 +651,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_id_flags(co)
     co.add_argument(
         "--granularity",
-        choices=["file", "function"],
-        default="file",
+        choices=list(_core.GRANULARITIES),
+        default=_core.DEFAULTS["granularity"],
         help="function: compare found_functions (eval --granularity function --out) against the "
         "gold functions, which --repos gives",
     )
@@ -656,7 +661,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="base trees at DIR/<instance_id>, where the gold functions are found "
         "(needed with --granularity function)",
     )
-    co.add_argument("--resamples", type=_positive_int, help="bootstrap resamples (default 10000)")
+    co.add_argument(
+        "--resamples",
+        type=_positive_int,
+        help=f"bootstrap resamples (default {_core.DEFAULTS['resamples']})",
+    )
     co.add_argument("--seed", type=int, help="bootstrap seed (default 0)")
     co.add_argument("--format", choices=["json", "text"], default="text")
     co.set_defaults(func=cmd_compare)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Union, runtime_checkable
 
 from ._core import DEFAULT_TOP_K, SCHEMA_VERSION, InputError
+from ._core import DEFAULTS as _DEFAULTS
 from .results import LocalizationResult
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -78,8 +79,8 @@ class LocalizeRequest:
     issue: str
     hints: Hints = field(default_factory=Hints)
     top_k: int = DEFAULT_TOP_K
-    granularity: str = "file"
-    pipeline: str = "fused"
+    granularity: str = _DEFAULTS["granularity"]
+    pipeline: str = _DEFAULTS["pipeline"]
     schema_version: str = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -142,8 +143,8 @@ class LocalizeRequest:
             issue=d["issue"],
             hints=Hints.from_dict(hints),
             top_k=d.get("top_k", DEFAULT_TOP_K),
-            granularity=d.get("granularity", "file"),
-            pipeline=d.get("pipeline", "fused"),
+            granularity=d.get("granularity", _DEFAULTS["granularity"]),
+            pipeline=d.get("pipeline", _DEFAULTS["pipeline"]),
             schema_version=d.get("schema_version", SCHEMA_VERSION),
         )
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from . import _core, _io
+from ._core import DEFAULTS as _DEFAULTS
 from .interface import Hints, LocalizeRequest
 from .models import default_model_dir
 from .results import LocalizationResult
@@ -64,7 +65,7 @@ class Localizer:
         dense: bool = False,
         model_dir: PathLike | None = None,
         cache_dir: PathLike | None = None,
-        index_kind: str = "exact",
+        index_kind: str = _DEFAULTS["index_kind"],
         progress: bool = False,
         dense_max_tokens: int | None = None,
         llm_options: dict[str, Any] | None = None,
@@ -103,8 +104,8 @@ class Localizer:
         repo: PathLike | _core.RepoIndex,
         issue: str,
         *,
-        pipeline: str = "fused",
-        granularity: str = "file",
+        pipeline: str = _DEFAULTS["pipeline"],
+        granularity: str = _DEFAULTS["granularity"],
         hints: Hints | None = None,
         instance_id: str = "",
     ) -> LocalizationResult:
@@ -163,7 +164,7 @@ class Localizer:
 def dense_options(
     model_dir: PathLike | None = None,
     cache_dir: PathLike | None = None,
-    index_kind: str = "exact",
+    index_kind: str = _DEFAULTS["index_kind"],
     progress: bool = False,
     max_tokens: int | None = None,
 ) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ._core import DEFAULTS as _DEFAULTS
 from ._core import SCHEMA_VERSION
 
 
@@ -138,8 +139,8 @@ class LocalizationResult:
     instance_id: str
     localizer: LocalizerInfo
     files: list[FileHit]
-    pipeline: str = "fused"
-    granularity: str = "file"
+    pipeline: str = _DEFAULTS["pipeline"]
+    granularity: str = _DEFAULTS["granularity"]
     entities: list[Entity] | None = None
     query: dict[str, Any] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
@@ -156,8 +157,8 @@ class LocalizationResult:
         return cls(
             instance_id=d["instance_id"],
             localizer=LocalizerInfo(**d["localizer"]),
-            pipeline=d.get("pipeline", "fused"),
-            granularity=d.get("granularity", "file"),
+            pipeline=d.get("pipeline", _DEFAULTS["pipeline"]),
+            granularity=d.get("granularity", _DEFAULTS["granularity"]),
             files=[FileHit.from_dict(f) for f in d["files"]],
             entities=None if entities is None else [Entity.from_dict(e) for e in entities],
             query=d.get("query", {}),

@@ -568,6 +568,21 @@ fn encoder_precision() -> &'static str {
     blagent_core::embed::Precision::auto().name()
 }
 
+/// The core's default for each setting the Python API and the CLI offer.
+fn defaults(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    use blagent_core::{dense, eval, interface, repo, Pipeline};
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("pipeline", Pipeline::default().name())?;
+    d.set_item("granularity", interface::Granularity::default().name())?;
+    d.set_item("top_k", interface::DEFAULT_TOP_K)?;
+    d.set_item("index_kind", dense::VectorIndexKind::default().name())?;
+    d.set_item("dense_max_tokens", dense::DEFAULT_MAX_TOKENS)?;
+    d.set_item("folds", eval::DEFAULT_FOLDS)?;
+    d.set_item("resamples", eval::DEFAULT_RESAMPLES)?;
+    d.set_item("max_issue_bytes", repo::read::MAX_ISSUE_BYTES)?;
+    Ok(d)
+}
+
 /// The native core of blagent.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -584,6 +599,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         blagent_core::Pipeline::ALL.map(blagent_core::Pipeline::name),
     )?;
     m.add("DEFAULT_TOP_K", blagent_core::interface::DEFAULT_TOP_K)?;
+    m.add(
+        "GRANULARITIES",
+        blagent_core::interface::Granularity::ALL.map(blagent_core::interface::Granularity::name),
+    )?;
+    m.add("INDEX_KINDS", blagent_core::dense::VectorIndexKind::NAMES)?;
+    m.add("DEFAULTS", defaults(py)?)?;
     m.add(
         "LANGUAGES",
         blagent_core::repo::LANGUAGES

@@ -36,6 +36,17 @@ fn default_hnsw_m() -> u32 {
 }
 
 impl VectorIndexKind {
+    /// The kinds' names (`kind` in the JSON), default first.
+    pub const NAMES: [&'static str; 2] = ["exact", "hnsw"];
+
+    /// The kind's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            VectorIndexKind::Exact => Self::NAMES[0],
+            VectorIndexKind::Hnsw { .. } => Self::NAMES[1],
+        }
+    }
+
     /// The Faiss factory string.
     fn description(self) -> String {
         match self {

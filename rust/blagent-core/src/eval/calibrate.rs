@@ -49,8 +49,11 @@ pub struct CalibrateConfig {
     pub llm: Option<LlmRun>,
 }
 
+/// Cross-validation folds when the config names none.
+pub const DEFAULT_FOLDS: usize = 5;
+
 fn default_folds() -> usize {
-    5
+    DEFAULT_FOLDS
 }
 
 /// What a calibration did.

@@ -67,8 +67,11 @@ pub struct CompareConfig {
     pub repos: Option<PathBuf>,
 }
 
+/// Bootstrap resamples when the config names none.
+pub const DEFAULT_RESAMPLES: usize = 10_000;
+
 fn default_resamples() -> usize {
-    10_000
+    DEFAULT_RESAMPLES
 }
 
 /// The most bootstrap resamples a comparison draws: the interval's ends stop moving long before

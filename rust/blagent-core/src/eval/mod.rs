@@ -12,10 +12,10 @@ mod signals;
 mod sink;
 mod worker;
 
-pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport};
+pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport, DEFAULT_FOLDS};
 pub use self::compare::{
     compare_runs, CompareConfig, CompareReport, Difference, Interval, McNemar, RunMetrics,
-    Wilcoxon, COMPARE_KS, MAX_RESAMPLES,
+    Wilcoxon, COMPARE_KS, DEFAULT_RESAMPLES, MAX_RESAMPLES,
 };
 pub use self::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
 pub use self::llm::{LlmInstanceStats, LlmMeans, LlmTotals};

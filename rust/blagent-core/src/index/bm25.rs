@@ -184,11 +184,65 @@ impl Bm25 {
     pub fn doc_length(&self, doc: usize) -> u32 {
         self.doc_lengths[doc]
     }
+
+    /// BM25 score for weighted term ids of a text that is not one of the documents (made of
+    /// `pieces`, as if joined), with the collection's term statistics and average length: how
+    /// a part of a document (one method of a class kept as one chunk) would score on its own.
+    pub fn score_text<'t>(
+        &self,
+        weights: &HashMap<u32, f32>,
+        pieces: impl IntoIterator<Item = &'t str>,
+    ) -> f32 {
+        let Bm25Params { k1, b } = self.params;
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        let mut length = 0u32;
+        for piece in pieces {
+            tokenize_into(piece, &mut |token| {
+                length += 1;
+                if let Some(id) = self.term_id(token).filter(|id| weights.contains_key(id)) {
+                    *counts.entry(id).or_insert(0) += 1;
+                }
+            });
+        }
+        let avg = self.average_length.max(1.0);
+        let norm = k1 * (1.0 - b + b * length as f32 / avg);
+        let mut terms: Vec<(u32, u32)> = counts.into_iter().collect();
+        terms.sort_unstable_by_key(|&(term, _)| term);
+        terms
+            .into_iter()
+            .map(|(term, tf)| {
+                let tf = tf as f32;
+                self.idf(term) * weights[&term] * tf * (k1 + 1.0) / (tf + norm)
+            })
+            .sum()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_scores_as_the_same_document_would() {
+        let docs = [
+            "alpha beta beta gamma",
+            "beta delta",
+            "gamma gamma epsilon zeta",
+        ];
+        let index = Bm25::build(docs, Bm25Params::default());
+        let terms = index.query_terms("beta gamma");
+        let scores = index.score_terms(&terms);
+        for (doc, text) in docs.iter().enumerate() {
+            let pieces = text.split_inclusive(' ');
+            let own = index.score_text(&terms, pieces);
+            assert!(
+                (own - scores[doc]).abs() < 1e-5,
+                "{doc}: {own} vs {}",
+                scores[doc]
+            );
+        }
+        assert_eq!(index.score_text(&terms, ["nothing here"]), 0.0);
+    }
 
     #[test]
     fn scores_do_not_depend_on_the_order_of_the_query_map() {

@@ -23,6 +23,19 @@ pub enum Granularity {
     Function,
 }
 
+impl Granularity {
+    /// Every granularity, in the order of the CLI's choices.
+    pub const ALL: [Granularity; 2] = [Granularity::File, Granularity::Function];
+
+    /// The name in requests, results and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Granularity::File => "file",
+            Granularity::Function => "function",
+        }
+    }
+}
+
 /// What the caller already suspects.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -77,6 +77,15 @@ impl<'a> CandidateSet<'a> {
         &self.symbols(c.file)[c.symbol]
     }
 
+    /// The source lines of candidate `item`.
+    pub fn lines_of(&self, item: usize) -> impl Iterator<Item = &'a str> {
+        let symbol = self.symbol(item);
+        let text: &'a str = &self.index.files[self.items[item].file].text;
+        text.lines()
+            .skip(symbol.start_line.saturating_sub(1))
+            .take((symbol.end_line + 1).saturating_sub(symbol.start_line))
+    }
+
     /// The candidate holding `lines` of `file` (the function or method they lie in), if any.
     pub fn at(&self, file: usize, lines: (usize, usize)) -> Option<usize> {
         let owner = self.owners.get(&file)?;

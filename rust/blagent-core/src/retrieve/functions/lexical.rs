@@ -31,7 +31,9 @@ pub(super) fn file_features(set: &mut CandidateSet<'_>, fused: &HashMap<usize, f
 }
 
 /// [`Feature::ChunkIssue`] and [`Feature::ChunkTitle`]: each function's best chunk against the
-/// issue (and the title), over the best chunk of the candidate files.
+/// issue (and the title), over the best chunk of the candidate files. A chunk that holds
+/// several functions (a small class kept whole) credits each with its own text's BM25 rather
+/// than the whole chunk's, so that one matching method does not lift its siblings.
 pub(super) fn chunk_features(set: &mut CandidateSet<'_>, query: &Reformulation) {
     for (text, feature) in [
         (&query.explanation, Feature::ChunkIssue),
@@ -54,8 +56,14 @@ pub(super) fn chunk_features(set: &mut CandidateSet<'_>, query: &Reformulation) 
         }
         let best = hits.iter().fold(0.0f32, |a, h| a.max(h.2));
         for (file, lines, score) in hits {
-            for item in set.covering(file, lines) {
+            let items = set.covering(file, lines);
+            if let [item] = items[..] {
                 set.items[item].raise(feature, score / best);
+                continue;
+            }
+            for item in items {
+                let own = bm25.score_text(&terms, set.lines_of(item));
+                set.items[item].raise(feature, (own / best).min(1.0));
             }
         }
     }
