@@ -81,7 +81,7 @@ def main() -> int:
         blas = blagent.blas_status()
         print(f"CPU: {blas['vendor']} {' '.join(blas['flags'])}  OpenBLAS core: {blas['core']}")
     print(
-        "index (median of %d): " % args.runs
+        f"index (median of {args.runs}): "
         + "  ".join(f"{k} {statistics.median(v):.0f}" for k, v in stages.items())
     )
     print(

@@ -16,6 +16,7 @@ from blagent import (
     Localizer,
     LocalizeRequest,
     LocalizerInfo,
+    Rewrites,
 )
 from conftest import schema_validator
 from test_cli import run
@@ -44,6 +45,23 @@ def test_request_round_trips_and_validates_against_the_schema(repo: Path) -> Non
     minimal = {"instance_id": "a", "repo_path": "/r", "issue": "boom"}
     schema_validator("localize-request").validate(minimal)
     assert LocalizeRequest.from_dict(minimal).top_k == 10
+
+
+def test_a_request_carries_rewrites_through_json(repo: Path) -> None:
+    request = request_for(repo, rewrites=Rewrites("Cart.total in shop/cart.py", "totals are wrong"))
+    data = request.to_dict()
+    schema_validator("localize-request").validate(data)
+    assert data["rewrites"] == {
+        "structural": "Cart.total in shop/cart.py",
+        "behavioral": "totals are wrong",
+    }
+    assert LocalizeRequest.from_dict(data) == request
+    assert "rewrites" not in request_for(repo).to_dict()
+    assert Localizer().localize_request(request).files
+    with pytest.raises(InputError, match="rewrites is missing behavioral"):
+        LocalizeRequest.from_dict({**data, "rewrites": {"structural": "x"}})
+    with pytest.raises(TypeError, match="must be a Rewrites"):
+        request_for(repo, rewrites={"structural": "x", "behavioral": "y"})
 
 
 def test_file_granularity_result_is_schema_valid_and_llm_free(repo: Path) -> None:

@@ -24,7 +24,7 @@ from ._core import (
     RepoIndex,
     __version__,
 )
-from .interface import FileLocalizer, Hints, LocalizeRequest
+from .interface import FileLocalizer, Hints, LocalizeRequest, Rewrites
 from .localizer import Localizer, default_options, default_weights
 from .results import (
     Entity,
@@ -69,6 +69,7 @@ __all__ = [
     "ModelError",
     "RankedFile",
     "RepoIndex",
+    "Rewrites",
     "Skipped",
     "TokenUsage",
     "__version__",

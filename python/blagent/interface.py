@@ -61,6 +61,33 @@ class Hints:
 
 
 @dataclass(frozen=True)
+class Rewrites:
+    """Structural (T0) and behavioral (T1) rewrites of the issue, written elsewhere (by an LLM,
+    or recorded), for the fused pipeline's dense views."""
+
+    structural: str
+    behavioral: str
+
+    def __post_init__(self) -> None:
+        for name in ("structural", "behavioral"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"Rewrites.{name} must be a str, not {type(value).__name__}")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"structural": self.structural, "behavioral": self.behavioral}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Rewrites:
+        if not isinstance(d, dict):
+            raise TypeError(f"LocalizeRequest.rewrites must be an object, not {type(d).__name__}")
+        missing = [k for k in ("structural", "behavioral") if k not in d]
+        if missing:
+            raise TypeError(f"LocalizeRequest.rewrites is missing {', '.join(missing)}")
+        return cls(d["structural"], d["behavioral"])
+
+
+@dataclass(frozen=True)
 class LocalizeRequest:
     """One localization request.
 
@@ -72,6 +99,7 @@ class LocalizeRequest:
         top_k: how many files to return.
         granularity: "file", or "function" for `path::Class.method` entities too.
         pipeline: "fused" (LLM-free), or an LLM pipeline, "blagent" or "rrl" (`blagent.PIPELINES`).
+        rewrites: T0/T1 rewrites of the issue written elsewhere (dense views of the fused pipeline).
     """
 
     instance_id: str
@@ -82,9 +110,14 @@ class LocalizeRequest:
     granularity: str = _DEFAULTS["granularity"]
     pipeline: str = _DEFAULTS["pipeline"]
     schema_version: str = SCHEMA_VERSION
+    rewrites: Rewrites | None = None
 
     def __post_init__(self) -> None:
         """Refuses fields of the wrong type with a `TypeError` naming the field."""
+        if self.rewrites is not None and not isinstance(self.rewrites, Rewrites):
+            raise TypeError(
+                f"LocalizeRequest.rewrites must be a Rewrites, not {type(self.rewrites).__name__}"
+            )
         if not isinstance(self.hints, Hints):
             raise TypeError(
                 f"LocalizeRequest.hints must be a Hints, not {type(self.hints).__name__}: {self.hints!r}"
@@ -107,7 +140,7 @@ class LocalizeRequest:
 
     def to_dict(self) -> dict[str, Any]:
         """The request as JSON data (`schemas/localize-request.schema.json`)."""
-        return {
+        out: dict[str, Any] = {
             "schema_version": self.schema_version,
             "instance_id": self.instance_id,
             "repo_path": os.fspath(self.repo_path),
@@ -117,6 +150,9 @@ class LocalizeRequest:
             "granularity": self.granularity,
             "pipeline": self.pipeline,
         }
+        if self.rewrites is not None:
+            out["rewrites"] = self.rewrites.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LocalizeRequest:
@@ -146,6 +182,7 @@ class LocalizeRequest:
             granularity=d.get("granularity", _DEFAULTS["granularity"]),
             pipeline=d.get("pipeline", _DEFAULTS["pipeline"]),
             schema_version=d.get("schema_version", SCHEMA_VERSION),
+            rewrites=None if d.get("rewrites") is None else Rewrites.from_dict(d["rewrites"]),
         )
 
 
