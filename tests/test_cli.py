@@ -299,3 +299,23 @@ def test_each_error_kind_exits_with_the_core_s_code(
         "internal": 3,
     }
     capsys.readouterr()
+
+
+def test_a_run_config_loads_no_model_and_keeps_the_localizer_options(tmp_path: Path) -> None:
+    from blagent import _core, cli
+    from blagent.localizer import Localizer
+
+    missing = tmp_path / "no-model"
+    run_args = ["eval", "--dataset", "d.jsonl", "--repos", "trees"]
+    args = cli.build_parser().parse_args([*run_args, "--dense", "--model-dir", str(missing)])
+    # A Localizer would load the encoder and fail on the missing folder; the run's config
+    # only names it (the run loads the model once).
+    with pytest.raises(_core.BlagentError):
+        cli._localizer(args)
+    config = json.loads(cli._run_config(args, top_k=3))
+    assert config["options"]["dense"]["model_dir"] == str(missing)
+    # The options are those a Localizer of the same flags is made with.
+    plain = cli.build_parser().parse_args([*run_args, "--include-tests"])
+    options = json.loads(cli._run_config(plain))["options"]
+    in_force = json.loads(_core.Localizer(json.dumps(options)).options_json())
+    assert in_force == Localizer(include_tests=True).options

@@ -1,5 +1,5 @@
 """The two halves of a batch and an evaluation as the Ray driver uses them from Python
-(`_core.BatchWorker` / `BatchSink`, `EvalWorker` / `EvalSink`): outcomes recorded out of order
+(`_core.JobWorker` / `JobSink`, one pair for both jobs): outcomes recorded out of order
 write what `batch` and `evaluate` write, a lost instance is a failure, and what a sink cannot
 take is an `InputError`. No Ray needed."""
 
@@ -47,17 +47,18 @@ def test_batch_halves_write_the_batch_lines_and_a_lost_instance(
     assert json.loads(_core.batch(_batch_config(run_dir, local)))["written"] == 3
     out = tmp_path / "split.jsonl"
     config = _batch_config(run_dir, out)
-    worker, sink = _core.BatchWorker(config), _core.BatchSink(config)
+    worker, sink = _core.JobWorker("batch", config), _core.JobSink("batch", config)
     todo = json.loads(sink.todo_json())
-    assert [row["instance_id"] for row in todo] == ["shop-0", "shop-1", "shop-2"]
-    outcomes = [worker.localize(json.dumps(row)) for row in todo[:2]]
+    assert [entry["instance"]["instance_id"] for entry in todo] == ["shop-0", "shop-1", "shop-2"]
+    assert all(entry["item"] == entry["instance"] for entry in todo)
+    outcomes = [worker.run(json.dumps(entry["item"])) for entry in todo[:2]]
     for outcome in reversed(outcomes):
         sink.record(outcome)
     with pytest.raises(InputError, match="not pending"):
         sink.record(outcomes[0])
     with pytest.raises(InputError, match="invalid batch outcome"):
         sink.record("{}")
-    sink.record_failure("shop-2", "worker_lost", "its Ray worker died 3 times")
+    sink.record_failure(json.dumps(todo[2]["item"]), "worker_lost", "its Ray worker died 3 times")
     report = json.loads(sink.finish())
     assert (report["written"], [f["kind"] for f in report["failures"]]) == (2, ["worker_lost"])
     expected = _without_timings(local)
@@ -73,11 +74,11 @@ def test_eval_halves_add_up_in_order_whatever_order_outcomes_come(
     config = {"dataset": str(dataset), "repos": str(trees), "top_k": 3}
     local = json.loads(_core.evaluate(json.dumps({**config, "out": str(tmp_path / "local.jsonl")})))
     split = json.dumps({**config, "out": str(tmp_path / "split.jsonl")})
-    worker, sink = _core.EvalWorker(split), _core.EvalSink(split)
-    items = json.loads(sink.todo_json())
+    worker, sink = _core.JobWorker("eval", split), _core.JobSink("eval", split)
+    items = [entry["item"] for entry in json.loads(sink.todo_json())]
     assert [item["position"] for item in items] == [0, 1, 2]
     for item in reversed(items):
-        sink.record(worker.evaluate(json.dumps(item)))
+        sink.record(worker.run(json.dumps(item)))
     report = json.loads(sink.finish())
     assert report["overall"] == local["overall"] and report["overall"]["instances"] == 3
     ids = [
@@ -86,9 +87,18 @@ def test_eval_halves_add_up_in_order_whatever_order_outcomes_come(
     ]
     assert ids == ["shop-0", "shop-1", "shop-2"]
 
-    lost = _core.EvalSink(split)
-    lost.record_failure(1, "shop-1", "its Ray worker died 3 times")
-    with pytest.raises(InputError, match="is not shop-0"):
-        lost.record_failure(0, "shop-0x", "wrong id")
+    lost = _core.JobSink("eval", split)
+    lost.record_failure(json.dumps(items[1]), "worker_lost", "its Ray worker died 3 times")
+    wrong = {**items[0], "instance": {**items[0]["instance"], "instance_id": "shop-0x"}}
+    with pytest.raises(InputError, match="is not shop-0x"):
+        lost.record_failure(json.dumps(wrong), "worker_lost", "wrong id")
     with pytest.raises(InputError, match="have no outcome"):
         lost.finish()
+
+
+def test_an_unknown_job_kind_is_an_input_error(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+    assert _core.JOB_KINDS == ["batch", "eval"]
+    config = _batch_config(run_dir, tmp_path / "out.jsonl")
+    for make in (lambda: _core.JobWorker("calibrate", config), lambda: _core.JobSink("x", config)):
+        with pytest.raises(InputError, match="unknown job"):
+            make()

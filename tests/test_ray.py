@@ -302,8 +302,8 @@ def test_a_worker_that_dies_after_finishing_an_instance_is_charged_for_the_next(
     from blagent._ray.schedule import Item, Scheduler
     from blagent._ray.slots import Job, Slot, Stats
 
-    done = Item("small-1", "small-1", "small", "{}")
-    dying = Item("big-1", "big-1", "big", "{}")
+    done = Item("small-1", "small", "{}")
+    dying = Item("big-1", "big", "{}")
     ray = _Results({"ref-small": '{"instance_id": "small-1"}', "ref-big": _RayError("actor died")})
     driver = Driver.__new__(Driver)
     driver.ray, driver.permits, driver.stats = ray, None, Stats(workers=1)

@@ -72,7 +72,7 @@ def test_ray_needs_ray_installed_and_says_how(tmp_path: Path) -> None:
 
 
 def _items(spec: list[tuple[str, int]]) -> list[Item]:
-    return [Item(f"{repo}-{i}", f"{repo}-{i}", repo, "{}") for repo, n in spec for i in range(n)]
+    return [Item(f"{repo}-{i}", repo, "{}") for repo, n in spec for i in range(n)]
 
 
 def test_scheduler_keeps_a_repository_on_one_worker_largest_first_and_shares_the_tail() -> None:
@@ -84,7 +84,7 @@ def test_scheduler_keeps_a_repository_on_one_worker_largest_first_and_shares_the
     assert take(1).repository == "small"  # type: ignore[union-attr]
     # Nothing pending: worker 1 takes the back half of worker 0's group (big-2..big-5).
     assert [take(1).instance_id for _ in range(2)] == ["big-4", "big-5"]  # type: ignore[union-attr]
-    scheduler.give_back(1, [Item("big-5", "big-5", "big", "{}")])
+    scheduler.give_back(1, [Item("big-5", "big", "{}")])
     assert [take(2).instance_id for _ in range(1)] == ["big-5"]  # type: ignore[union-attr]
     assert [take(0).instance_id for _ in range(2)] == ["big-2", "big-3"]  # type: ignore[union-attr]
     assert take(0) is None and take(1) is None and scheduler.remaining() == 0

@@ -12,19 +12,18 @@ __all__ = [
     "EXIT_CODES",
     "GRANULARITIES",
     "INDEX_KINDS",
+    "JOB_KINDS",
     "LANGUAGES",
     "LLM_CONFIG_FLAGS",
     "PIPELINES",
     "SCHEMA_VERSION",
-    "BatchSink",
-    "BatchWorker",
     "BlagentError",
     "BlagentIOError",
     "Encoder",
-    "EvalSink",
-    "EvalWorker",
     "InputError",
     "InternalError",
+    "JobSink",
+    "JobWorker",
     "LlmClient",
     "LlmError",
     "Localizer",
@@ -49,6 +48,8 @@ PIPELINES: list[str]
 GRANULARITIES: list[str]
 #: The dense vector index kinds: exact, hnsw.
 INDEX_KINDS: list[str]
+#: The jobs a `JobWorker` / `JobSink` runs: batch, eval.
+JOB_KINDS: list[str]
 #: The core's default of each setting: pipeline, granularity, top_k, index_kind,
 #: dense_max_tokens, folds, resamples, max_issue_bytes.
 DEFAULTS: dict[str, Any]
@@ -116,43 +117,24 @@ class Localizer:
     def localize_in(self, index: RepoIndex, request_json: str) -> str: ...
 
 @final
-class BatchWorker:
+class JobWorker:
     def __new__(
         cls,
+        kind: str,
         config_json: str,
         llm_options_json: str | None = None,
         llm_config_json: str | None = None,
     ) -> Self: ...
-    def localize(self, instance_json: str) -> str: ...
+    def run(self, item_json: str) -> str: ...
 
 @final
-class BatchSink:
-    def __new__(cls, config_json: str) -> Self: ...
+class JobSink:
+    def __new__(cls, kind: str, config_json: str) -> Self: ...
     def todo_json(self) -> str: ...
     def started(self, instance_id: str) -> None: ...
     def note(self, message: str) -> None: ...
     def record(self, outcome_json: str) -> None: ...
-    def record_failure(self, instance_id: str, kind: str, error: str) -> None: ...
-    def finish(self) -> str: ...
-
-@final
-class EvalWorker:
-    def __new__(
-        cls,
-        config_json: str,
-        llm_options_json: str | None = None,
-        llm_config_json: str | None = None,
-    ) -> Self: ...
-    def evaluate(self, item_json: str) -> str: ...
-
-@final
-class EvalSink:
-    def __new__(cls, config_json: str) -> Self: ...
-    def todo_json(self) -> str: ...
-    def started(self, instance_id: str) -> None: ...
-    def note(self, message: str) -> None: ...
-    def record(self, outcome_json: str) -> None: ...
-    def record_failure(self, position: int, instance_id: str, error: str) -> None: ...
+    def record_failure(self, item_json: str, kind: str, error: str) -> None: ...
     def finish(self) -> str: ...
 
 def evaluate(

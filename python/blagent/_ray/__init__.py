@@ -1,6 +1,6 @@
 """`blagent batch --ray` and `blagent eval --ray`: the instances of a run localized by workers on
 a Ray cluster, their outcomes written here by the same core code as a local run (the core's
-`BatchSink` / `EvalSink`, fed by `BatchWorker` / `EvalWorker` on the workers), so the output
+`JobSink`, fed by `JobWorker`s on the workers), so the output
 is the local run's. Ray is an optional extra: `pip install 'blagent[ray]'`.
 
 Every machine of the cluster needs this version of blagent installed and the run's trees (and

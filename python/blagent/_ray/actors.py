@@ -1,5 +1,5 @@
 """The Ray actors of a distributed run: a long-lived worker per slot, holding the core's
-per-instance half (`_core.BatchWorker` or `_core.EvalWorker`, so its localizer and embedding
+per-item half (`_core.JobWorker`, so its localizer and embedding
 model load once), and one semaphore of LLM permits for the whole cluster. Imported only once
 Ray is (see `cluster.import_ray`)."""
 
@@ -20,7 +20,7 @@ class Worker:
     while it works (its own concurrency group).
 
     Args:
-        kind: "batch" or "eval".
+        kind: the job, one of `_core.JOB_KINDS`.
         config_json: the run's config, as for `_core.batch` / `_core.evaluate`.
         llm_options_json: LLM pipeline options as JSON, or None.
         llm_config_json: the LLM endpoint configuration as JSON, or None.
@@ -49,14 +49,7 @@ class Worker:
         self._error: tuple[str, str] | None = None
         self._run: Any = None
         try:
-            if kind == "batch":
-                self._run = _core.BatchWorker(
-                    config_json, llm_options_json, llm_config_json
-                ).localize
-            else:
-                self._run = _core.EvalWorker(
-                    config_json, llm_options_json, llm_config_json
-                ).evaluate
+            self._run = _core.JobWorker(kind, config_json, llm_options_json, llm_config_json).run
         except _core.BlagentError as err:
             self._error = (type(err).__name__, str(err))
 

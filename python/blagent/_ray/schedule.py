@@ -29,11 +29,9 @@ def repository_of(instance: dict[str, object]) -> str:
 
 @dataclass
 class Item:
-    """One instance to do: its payload (JSON for the worker), where its outcome goes (`key`:
-    the instance id for a batch, the position for an evaluation), and how often a worker
-    died on it."""
+    """One instance to do: its payload (the job's item as JSON, for the worker and for a
+    failure recorded in its place), and how often a worker died on it."""
 
-    key: object
     instance_id: str
     repository: str
     payload: str

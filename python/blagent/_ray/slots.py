@@ -1,5 +1,5 @@
-"""The driver's bookkeeping: the job it runs (a batch or an evaluation), its worker slots and
-what the cluster did."""
+"""The driver's bookkeeping: the job it runs (a batch or an evaluation, one of
+`_core.JOB_KINDS`), its worker slots and what the cluster did."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from .schedule import Item, repository_of
 
 @dataclasses.dataclass
 class Job:
-    """A batch or an evaluation, as the driver runs it: the core's configuration as JSON, and
-    how its sink, items and lost instances are handled for each kind."""
+    """A batch or an evaluation, as the driver runs it: the core's job kind and configuration
+    as JSON; its sink, items and lost instances are the same for each kind."""
 
     kind: str
     config_json: str
@@ -24,36 +24,24 @@ class Job:
     permits: int
 
     def open_sink(self) -> Any:
-        """The core's sink of the run (`_core.BatchSink` or `_core.EvalSink`)."""
-        if self.kind == "batch":
-            return _core.BatchSink(self.config_json)
-        return _core.EvalSink(self.config_json)
+        """The core's sink of the run (`_core.JobSink`)."""
+        return _core.JobSink(self.kind, self.config_json)
 
     def items(self, sink: Any) -> list[Item]:
-        """The sink's instances to do, as items."""
-        rows = json.loads(sink.todo_json())
-        if self.kind == "batch":
-            return [
-                Item(row["instance_id"], row["instance_id"], repository_of(row), json.dumps(row))
-                for row in rows
-            ]
+        """The sink's items to do."""
         return [
             Item(
-                row["position"],
-                row["instance"]["instance_id"],
-                repository_of(row["instance"]),
-                json.dumps(row),
+                entry["instance"]["instance_id"],
+                repository_of(entry["instance"]),
+                json.dumps(entry["item"]),
             )
-            for row in rows
+            for entry in json.loads(sink.todo_json())
         ]
 
     def failed(self, sink: Any, item: Item, kind: str, message: str) -> None:
         """Records that `item` has no outcome from a worker (`kind`: `worker_lost` or
         `internal`)."""
-        if self.kind == "batch":
-            sink.record_failure(item.instance_id, kind, message)
-        else:
-            sink.record_failure(item.key, item.instance_id, message)
+        sink.record_failure(item.payload, kind, message)
 
 
 @dataclasses.dataclass

@@ -137,8 +137,8 @@ impl ErrorKind {
     }
 }
 
-/// The message of a caught panic (its `&str` or `String` payload).
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+/// The message of a caught panic (its `&str` or `String` payload; `unknown panic` otherwise).
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())

@@ -28,13 +28,9 @@ pub mod llm;
 pub mod query;
 pub mod repo;
 pub mod retrieve;
+mod timing;
 
-pub use crate::error::{Error, ErrorKind, Result};
-
-/// Milliseconds since `start`, as every timing in the results reports them.
-pub(crate) fn elapsed_ms(start: std::time::Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1000.0
-}
+pub use crate::error::{panic_message, Error, ErrorKind, Result};
 pub use crate::index::RepoIndex;
 pub use crate::interface::{
     LocalizationResult, LocalizeOptions, LocalizeRequest, Localizer, Pipeline, SearchIndex,

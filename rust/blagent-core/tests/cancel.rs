@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
-use blagent_core::interface::{run_batch, BatchConfig};
+use blagent_core::interface::{run_batch, BatchConfig, DatasetConfig};
 use blagent_core::llm::{model_from_config, ChatModel, LlmConfig, Message};
 use blagent_core::{cancel, Error};
 use support::scripted_server::{Action, ScriptedServer};
@@ -63,13 +63,19 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
     let row = serde_json::json!({"instance_id": "a", "problem_statement": "total is wrong"});
     std::fs::write(dir.path().join("data.jsonl"), format!("{row}\n")).unwrap();
     let batch = BatchConfig {
-        top_k: 3,
-        pipeline: Pipeline::Blagent,
-        llm: Some(LlmRun {
-            model,
-            options: LlmOptions::default(),
-            model_name: String::new(),
-        }),
+        run: DatasetConfig {
+            top_k: 3,
+            pipeline: Pipeline::Blagent,
+            llm: Some(LlmRun {
+                model,
+                options: LlmOptions::default(),
+                model_name: String::new(),
+            }),
+            ..DatasetConfig::new(
+                dir.path().join("data.jsonl").clone(),
+                dir.path().join("trees").clone(),
+            )
+        },
         ..BatchConfig::new(
             dir.path().join("data.jsonl"),
             dir.path().join("trees"),

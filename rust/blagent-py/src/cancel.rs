@@ -81,12 +81,10 @@ pub(crate) fn run_short<T: Send>(
 }
 
 fn panic_error(panic: &(dyn Any + Send)) -> PyErr {
-    let detail = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned());
-    crate::InternalError::new_err(format!("internal error (panic): {detail}"))
+    crate::InternalError::new_err(format!(
+        "internal error (panic): {}",
+        blagent_core::panic_message(panic)
+    ))
 }
 
 /// Worker threads kept between calls: a job goes to an idle worker, or to a new one when all

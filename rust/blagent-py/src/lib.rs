@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use blagent_core::agent::{LlmOptions, LlmRun};
 use blagent_core::analysis::{analyze_failures as run_analysis, AnalysisConfig};
-use blagent_core::eval::{run_calibration, run_eval, CalibrateConfig, EvalConfig};
-use blagent_core::interface::{run_batch, BatchConfig, LocalizeRequest};
+use blagent_core::eval::{run_calibration, run_eval, CalibrateConfig, EvalJob};
+use blagent_core::interface::{parse_config, run_batch, BatchJob, LocalizeRequest};
 use blagent_core::llm::{LlmClient, LlmConfig, Message};
 use blagent_core::{Error, ErrorKind, LocalizeOptions, Localizer, SearchIndex};
 use pyo3::exceptions::PyException;
@@ -101,14 +101,15 @@ fn parse<T: DeserializeOwned + Default>(what: &str, json: Option<&str>) -> PyRes
         || Ok(T::default()),
         |text| {
             serde_json::from_str(text)
-                .map_err(|e| InputError::new_err(format!("invalid {what}: {e}")))
+                .map_err(|e| to_py(Error::InvalidInput(format!("invalid {what}: {e}"))))
         },
     )
 }
 
 /// `T` from JSON text (`what` names it in the error).
 fn parse_required<T: DeserializeOwned>(what: &str, json: &str) -> PyResult<T> {
-    serde_json::from_str(json).map_err(|e| InputError::new_err(format!("invalid {what}: {e}")))
+    serde_json::from_str(json)
+        .map_err(|e| to_py(Error::InvalidInput(format!("invalid {what}: {e}"))))
 }
 
 /// The LLM run for the pipelines, when an LLM configuration or LLM options are given.
@@ -120,7 +121,6 @@ fn llm_run(
         return Ok(None);
     }
     let options: LlmOptions = parse("LLM options", llm_options_json)?;
-    blagent_core::agent::validate_rrl_groups(&options.rrl_groups).map_err(to_py)?;
     let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
     LlmRun::from_config(options, &config)
         .map(Some)
@@ -233,8 +233,7 @@ impl PyLocalizer {
         request_json: &str,
     ) -> PyResult<String> {
         let request = LocalizeRequest::from_json(request_json).map_err(to_py)?;
-        if request.pipeline == blagent_core::Pipeline::Fused {
-            // LLM-free: milliseconds in a built index, answered on this thread.
+        if request.is_quick() {
             return cancel::run_short(
                 py,
                 || to_json(&self.inner.localize_in(&index.inner, &request)?),
@@ -253,13 +252,7 @@ impl PyLocalizer {
 type CacheCounts = std::collections::HashMap<&'static str, usize>;
 
 fn text_kind(kind: &str) -> PyResult<blagent_core::embed::TextKind> {
-    match kind {
-        "document" => Ok(blagent_core::embed::TextKind::Document),
-        "query" => Ok(blagent_core::embed::TextKind::Query),
-        other => Err(InputError::new_err(format!(
-            "kind must be 'document' or 'query', not {other:?}"
-        ))),
-    }
+    blagent_core::embed::TextKind::from_name(kind).map_err(to_py)
 }
 
 /// A sentence encoder loaded from a model folder.
@@ -445,8 +438,8 @@ fn evaluate(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let mut config: EvalConfig = parse_required("evaluation config", config_json)?;
-    config.llm = llm_run(llm_options_json, llm_config_json)?;
+    let llm = llm_run(llm_options_json, llm_config_json)?;
+    let config = parse_config::<EvalJob>(config_json, llm).map_err(to_py)?;
     run(py, move || to_json(&run_eval(&config)?))
 }
 
@@ -454,8 +447,8 @@ fn evaluate(
 /// report as JSON (`profile`, `out`, `missing_trees`, `failures`, `no_gold`, `llm`, `seconds`).
 ///
 /// Args:
-///     config_json: `CalibrateConfig` as JSON (dataset, repos, ids, options, pipeline, folds,
-///         out, progress).
+///     config_json: `CalibrateConfig` as JSON (dataset, repos, ids, options, top_k, pipeline,
+///         folds, out, progress).
 ///     llm_options_json: `LlmOptions` as JSON.
 ///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON): an endpoint or a
 ///         cassette.
@@ -468,7 +461,7 @@ fn calibrate(
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
     let mut config: CalibrateConfig = parse_required("calibration config", config_json)?;
-    config.llm = llm_run(llm_options_json, llm_config_json)?;
+    config.run.llm = llm_run(llm_options_json, llm_config_json)?;
     run(py, move || to_json(&run_calibration(&config)?))
 }
 
@@ -490,8 +483,8 @@ fn batch(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let mut config: BatchConfig = parse_required("batch config", config_json)?;
-    config.llm = llm_run(llm_options_json, llm_config_json)?;
+    let llm = llm_run(llm_options_json, llm_config_json)?;
+    let config = parse_config::<BatchJob>(config_json, llm).map_err(to_py)?;
     run(py, move || to_json(&run_batch(&config)?))
 }
 
@@ -604,6 +597,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         blagent_core::interface::Granularity::ALL.map(blagent_core::interface::Granularity::name),
     )?;
     m.add("INDEX_KINDS", blagent_core::dense::VectorIndexKind::NAMES)?;
+    m.add("JOB_KINDS", blagent_core::eval::JOB_KINDS)?;
     m.add("DEFAULTS", defaults(py)?)?;
     m.add(
         "LANGUAGES",
@@ -632,10 +626,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRepoIndex>()?;
     m.add_class::<PyEncoder>()?;
     m.add_class::<PyLlmClient>()?;
-    m.add_class::<distributed::PyBatchWorker>()?;
-    m.add_class::<distributed::PyBatchSink>()?;
-    m.add_class::<distributed::PyEvalWorker>()?;
-    m.add_class::<distributed::PyEvalSink>()?;
+    m.add_class::<distributed::PyJobWorker>()?;
+    m.add_class::<distributed::PyJobSink>()?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use super::store::{expected_manifest, fingerprint, IndexStore, StoreMiss};
 use super::vectors::{FaissIndex, VectorIndex, VectorIndexKind};
-use crate::elapsed_ms;
 use crate::embed::{EmbeddingCache, Encoder, TextKind};
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
+use crate::timing::elapsed_ms;
 
 /// Nearest chunks looked at per query, by default.
 pub const DEFAULT_CHUNKS_PER_QUERY: usize = 200;

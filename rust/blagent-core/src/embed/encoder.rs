@@ -31,6 +31,19 @@ pub enum TextKind {
     Document,
 }
 
+impl TextKind {
+    /// The kind named `document` or `query`; another name is an input error.
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name {
+            "document" => Ok(TextKind::Document),
+            "query" => Ok(TextKind::Query),
+            other => Err(Error::InvalidInput(format!(
+                "kind must be 'document' or 'query', not {other:?}"
+            ))),
+        }
+    }
+}
+
 enum Model {
     Bert(Bert),
     NomicBert(nomic_bert::NomicBertModel),
@@ -241,4 +254,21 @@ fn l2_normalize(x: &Tensor) -> candle_core::Result<Tensor> {
         .sqrt()?
         .clamp(1e-12, f64::MAX)?;
     x.broadcast_div(&norm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_kinds_are_read_by_name() {
+        assert_eq!(TextKind::from_name("query").ok(), Some(TextKind::Query));
+        assert_eq!(
+            TextKind::from_name("document").ok(),
+            Some(TextKind::Document)
+        );
+        let err = TextKind::from_name("chunk").expect_err("not a kind");
+        assert_eq!(err.kind(), crate::ErrorKind::Input);
+        assert!(err.to_string().contains("\"chunk\""), "{err}");
+    }
 }

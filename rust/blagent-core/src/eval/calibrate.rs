@@ -9,44 +9,27 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::llm::{LlmInstanceStats, LlmTotals};
-use super::run::{progress_bar, select};
-use crate::agent::{
-    fit, LlmOptions, LlmProfile, LlmRun, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION,
-};
+use super::select::{progress_bar, select};
+use crate::agent::{fit, LlmOptions, LlmProfile, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION};
 use crate::error::{Error, Result};
-use crate::interface::{run_inputs, LocalizeOptions, Localizer};
+use crate::interface::{DatasetConfig, Localizer};
 use crate::repo::{is_json_object, open_output, OutputMode};
-
-/// Ranks each calibration run asks for (the metrics' cut).
-const CALIBRATION_TOP_K: usize = 10;
 
 /// What to calibrate on.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CalibrateConfig {
-    /// The labelled dataset (JSONL with gold files or patches).
-    pub dataset: PathBuf,
-    /// Directory holding one tree per instance, `<repos>/<instance_id>`.
-    pub repos: PathBuf,
-    /// Only these instances (all when `None`).
-    #[serde(default)]
-    pub ids: Option<Vec<String>>,
-    /// Localizer options (walk, chunking, weights, dense retrieval), as the runs will use.
-    #[serde(default)]
-    pub options: LocalizeOptions,
-    /// The LLM pipeline to calibrate.
-    pub pipeline: Pipeline,
+    /// The labelled dataset (JSONL with gold files or patches), its trees, the selection,
+    /// the localizer options as the runs will use them, the ranks each run asks for
+    /// (`top_k`), the LLM pipeline to calibrate (`blagent` or `rrl`), progress and the model
+    /// (an endpoint or a cassette).
+    #[serde(flatten)]
+    pub run: DatasetConfig,
     /// Cross-validation folds.
     #[serde(default = "default_folds")]
     pub folds: usize,
     /// Where to write the profile.
     pub out: PathBuf,
-    /// Show a progress bar on stderr (hidden anyway when stderr is not a terminal).
-    #[serde(default)]
-    pub progress: bool,
-    /// The model and options (an endpoint or a cassette).
-    #[serde(skip)]
-    pub llm: Option<LlmRun>,
 }
 
 /// Cross-validation folds when the config names none.
@@ -78,7 +61,8 @@ pub struct CalibrationReport {
 /// Runs the calibration `config` describes and writes its profile.
 pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
     let start = Instant::now();
-    let run = config.llm.as_ref().filter(|run| run.model.is_enabled());
+    let settings = &config.run;
+    let run = settings.llm.as_ref().filter(|run| run.model.is_enabled());
     let run = run.ok_or_else(|| {
         Error::InvalidInput(
             "calibrate needs a model: an endpoint (--llm-base-url, --llm-model) or a cassette \
@@ -86,7 +70,7 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
                 .to_owned(),
         )
     })?;
-    if config.pipeline == Pipeline::Fused {
+    if settings.pipeline == Pipeline::Fused {
         return Err(Error::InvalidInput(
             "calibrate fits an LLM pipeline: use --pipeline blagent or rrl".to_owned(),
         ));
@@ -97,8 +81,8 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         ));
     }
     let options = LlmOptions {
-        pipeline: config.pipeline,
-        top_k: CALIBRATION_TOP_K,
+        pipeline: settings.pipeline,
+        top_k: settings.top_k,
         ..run.options.clone()
     };
     // Checked and locked now, replaced only once the fit is done: an interrupted run leaves
@@ -110,20 +94,20 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
             holds: "a profile (a JSON object)",
             is_ours: is_json_object,
         },
-        &run_inputs(&config.dataset, &config.repos, Some(run)),
+        &settings.inputs(),
         "--out",
     )?;
-    let selection = select(&config.dataset, &config.repos, config.ids.as_deref())?;
+    let selection = select(&settings.dataset, &settings.repos, settings.ids.as_deref())?;
     let mut failures = selection.refused;
     let mut no_gold = Vec::new();
     let mut totals = LlmTotals {
-        pipeline: config.pipeline.name().to_owned(),
+        pipeline: settings.pipeline.name().to_owned(),
         model: run.model.name(),
         ..LlmTotals::default()
     };
-    let localizer = Localizer::new(config.options.clone())?;
-    let weights = &config.options.weights;
-    let bar = progress_bar(selection.present.len(), config.progress)?;
+    let localizer = Localizer::new(settings.options.clone())?;
+    let weights = &settings.options.weights;
+    let bar = progress_bar(selection.present.len(), settings.progress)?;
     let mut samples = Vec::new();
     for (instance, tree) in &selection.present {
         crate::cancel::check()?;
@@ -168,7 +152,7 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
     let profile = LlmProfile {
         schema_version: PROFILE_SCHEMA_VERSION.to_owned(),
         model: run.model_name.clone(),
-        pipeline: config.pipeline,
+        pipeline: settings.pipeline,
         weight_scale: fit.chosen.scale,
         fit,
     };

@@ -8,8 +8,10 @@ mod llm;
 mod metrics;
 mod rewrites;
 mod run;
+mod select;
 mod signals;
 mod sink;
+mod types;
 mod worker;
 
 pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport, DEFAULT_FOLDS};
@@ -24,6 +26,9 @@ pub use self::metrics::{
     MetricsAccumulator, ACC_KS, MAP_KS,
 };
 pub use self::rewrites::{load_rewrites, RewriteReport, RewriteSample, POOL_CAP, POOL_PER_QUERY};
-pub use self::run::{run_eval, DenseTotals, EvalConfig, EvalReport, Prediction};
+pub use self::run::{job_sink, job_worker, run_eval, EvalJob, JOB_KINDS};
 pub use self::sink::EvalSink;
-pub use self::worker::{EvalItem, EvalOutcome, EvalWorker, Evaluated};
+pub use self::types::{
+    DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Evaluated, Prediction,
+};
+pub use self::worker::EvalWorker;

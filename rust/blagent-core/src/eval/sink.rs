@@ -13,8 +13,8 @@ use super::functions::FunctionAccumulator;
 use super::llm::LlmTotals;
 use super::metrics::{first_hit_rank, MetricsAccumulator};
 use super::rewrites::{load_rewrites, RewriteAccumulator};
-use super::run::{progress_bar, select, DenseTotals, EvalConfig, EvalReport, Prediction};
-use super::worker::{EvalItem, EvalOutcome};
+use super::select::{progress_bar, select};
+use super::types::{DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Prediction};
 use crate::dataset::JsonlWriter;
 use crate::error::{Error, Result};
 use crate::retrieve::Rewrites;
@@ -44,12 +44,10 @@ impl EvalSink {
     /// and creates its output files.
     pub fn open(config: &EvalConfig) -> Result<Self> {
         let start = Instant::now();
-        let selection = select(&config.dataset, &config.repos, config.ids.as_deref())?;
+        let run = &config.run;
+        let selection = select(&run.dataset, &run.repos, run.ids.as_deref())?;
         let trees = selection.present.iter().map(|(_, tree)| tree);
-        let inputs =
-            crate::interface::run_inputs(&config.dataset, &config.repos, config.llm.as_ref())
-                .file(config.queries.as_ref())
-                .folders(trees);
+        let inputs = run.inputs().file(config.queries.as_ref()).folders(trees);
         let open = |path: &std::path::Path, what: &str| JsonlWriter::replace(path, &inputs, what);
         let out = config
             .out
@@ -77,11 +75,11 @@ impl EvalSink {
                 instance,
             })
             .collect();
-        let bar = progress_bar(todo.len(), config.progress)?;
+        let bar = progress_bar(todo.len(), run.progress)?;
         Ok(EvalSink {
             held: BTreeMap::new(),
             next: 0,
-            written_k: config.top_k,
+            written_k: run.top_k,
             out,
             signals_out,
             bar,
@@ -96,7 +94,7 @@ impl EvalSink {
             functions: (config.granularity == crate::interface::Granularity::Function)
                 .then(FunctionAccumulator::default),
             rewrites: config.queries.is_some().then(RewriteAccumulator::default),
-            dense: config.options.dense.is_some().then(DenseTotals::default),
+            dense: run.options.dense.is_some().then(DenseTotals::default),
             todo,
             start,
         })

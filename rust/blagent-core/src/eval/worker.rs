@@ -2,83 +2,21 @@
 //! report needs, as plain data ([`EvalOutcome`]) that an [`super::EvalSink`] adds up. The same
 //! whether [`super::run_eval`] calls it in a loop or a distributed worker does.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-
-use serde::{Deserialize, Serialize};
 
 use super::functions::{gold_functions, ranked_functions};
 use super::llm::LlmInstanceStats;
 use super::rewrites::RewriteSample;
-use super::run::EvalConfig;
 use super::signals::{function_dump, signal_dump};
+use super::types::{EvalConfig, EvalItem, EvalOutcome, Evaluated};
 use crate::agent::Pipeline;
-use crate::dataset::{instance_tree, Instance};
-use crate::dense::DenseStats;
-use crate::error::{panic_message, Error, Result};
+use crate::dataset::instance_tree;
+use crate::error::{Error, Result};
 use crate::interface::{Granularity, LocalizeRequest, Localizer};
-use crate::retrieve::{complete, function_candidates, Rewrites};
+use crate::retrieve::{complete, function_candidates};
 
 /// Metrics need at least this many ranked files (Acc@10, MAP@10).
 const MIN_RANKED_FOR_METRICS: usize = 10;
-
-/// One instance to evaluate, with its place in the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvalItem {
-    /// Its place among the run's instances (the report adds them up in this order).
-    pub position: usize,
-    /// The instance.
-    pub instance: Instance,
-    /// Its pre-written rewrites (`--queries`), if any.
-    #[serde(default)]
-    pub rewrites: Option<Rewrites>,
-}
-
-/// What one instance gave; [`super::EvalSink::record`] adds it to the report.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvalOutcome {
-    /// The item's position.
-    pub position: usize,
-    /// The instance.
-    pub instance_id: String,
-    /// What dense indexing cost (dense retrieval only).
-    #[serde(default)]
-    pub dense: Option<DenseStats>,
-    /// Retrieval under the given rewrites (with rewrites and dense retrieval).
-    #[serde(default)]
-    pub rewrite: Option<RewriteSample>,
-    /// The signal dump line (with `signals_out`).
-    #[serde(default)]
-    pub signals: Option<serde_json::Value>,
-    /// The localization, when it worked.
-    #[serde(default)]
-    pub evaluated: Option<Evaluated>,
-    /// Why it failed, when it did.
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
-/// A localized instance, as the metrics and the prediction line read it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Evaluated {
-    /// Ranked files, best first (at least the metrics' 10 when the repository has them).
-    pub ranked: Vec<String>,
-    /// The fused scores of the first `top_k` files.
-    pub scores: Vec<f32>,
-    /// Milliseconds to index the tree (walk, parse, index, dense).
-    pub index_ms: f64,
-    /// Milliseconds to answer the query.
-    pub query_ms: f64,
-    /// What the LLM pipeline cost, with its pipeline and model names (LLM mode only).
-    #[serde(default)]
-    pub llm: Option<(LlmInstanceStats, String, String)>,
-    /// Ranked and gold functions (function granularity only).
-    #[serde(default)]
-    pub functions: Option<(Vec<String>, Vec<String>)>,
-}
 
 /// Evaluates instances one at a time with the run's localizer and settings.
 #[derive(Debug)]
@@ -95,31 +33,32 @@ pub struct EvalWorker {
 impl EvalWorker {
     /// A worker for `config`'s run (its outputs and selection are not used here).
     pub fn new(config: &EvalConfig) -> Result<Self> {
-        if config.top_k == 0 {
+        if config.run.top_k == 0 {
             return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
         }
-        if config.queries.is_some() && config.options.dense.is_none() {
+        if config.queries.is_some() && config.run.options.dense.is_none() {
             return Err(Error::InvalidInput(
                 "--queries needs --dense (the rewrites are dense queries)".to_owned(),
             ));
         }
-        let mut localizer = Localizer::new(config.options.clone())?;
-        if let Some(run) = &config.llm {
+        let mut localizer = Localizer::new(config.run.options.clone())?;
+        if let Some(run) = &config.run.llm {
             localizer = localizer.with_llm(run.clone());
         }
         Ok(EvalWorker {
             localizer,
-            repos: config.repos.clone(),
-            ranked_k: config.top_k.max(MIN_RANKED_FOR_METRICS),
-            written_k: config.top_k,
-            pipeline: config.pipeline,
+            repos: config.run.repos.clone(),
+            ranked_k: config.run.top_k.max(MIN_RANKED_FOR_METRICS),
+            written_k: config.run.top_k,
+            pipeline: config.run.pipeline,
             granularity: config.granularity,
             dump_signals: config.signals_out.is_some(),
         })
     }
 
-    /// Evaluates `item` (its tree is `<repos>/<instance_id>`). A failure of the instance, a
-    /// panic included, is in the outcome; the `Err` is only [`Error::Cancelled`].
+    /// Evaluates `item` (its tree is `<repos>/<instance_id>`). A failure of the instance is
+    /// in the outcome (a panic is made one by [`crate::interface::run_one`]); the `Err` is
+    /// only [`Error::Cancelled`].
     pub fn evaluate(&self, item: &EvalItem) -> Result<EvalOutcome> {
         let instance = &item.instance;
         let mut outcome = EvalOutcome {
@@ -127,17 +66,10 @@ impl EvalWorker {
             instance_id: instance.instance_id.clone(),
             ..EvalOutcome::default()
         };
-        let done = catch_unwind(AssertUnwindSafe(|| self.localize(item, &mut outcome)));
-        match done {
-            Ok(Ok(evaluated)) => outcome.evaluated = Some(evaluated),
-            Ok(Err(Error::Cancelled)) => return Err(Error::Cancelled),
-            Ok(Err(err)) => outcome.error = Some(err.to_string()),
-            Err(panic) => {
-                outcome.error = Some(format!(
-                    "internal error (panic): {}",
-                    panic_message(&*panic)
-                ));
-            }
+        match self.localize(item, &mut outcome) {
+            Ok(evaluated) => outcome.evaluated = Some(evaluated),
+            Err(Error::Cancelled) => return Err(Error::Cancelled),
+            Err(err) => outcome.error = Some(err.to_string()),
         }
         crate::cancel::check()?;
         Ok(outcome)

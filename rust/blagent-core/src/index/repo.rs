@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use super::bm25::{Bm25, Bm25Params};
 use super::paths::{Declared, PathResolver};
 use crate::chunk::{parse_file, ChunkOptions, ParsedFile};
-use crate::elapsed_ms;
 use crate::error::Result;
 use crate::repo::{walk, SkipReason, Skipped, WalkOptions};
+use crate::timing::elapsed_ms;
 
 /// Options for indexing a repository.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -5,8 +5,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use super::batch::{BatchConfig, BatchFailure, BatchReport};
-use super::batch_worker::BatchOutcome;
+use super::batch_types::{BatchConfig, BatchFailure, BatchOutcome, BatchReport};
 use super::progress::Progress;
 use super::resume::existing_ids;
 use super::SCHEMA_VERSION;
@@ -29,8 +28,8 @@ pub struct BatchSink {
 /// The selected instances of `config`, in dataset order, each id once; unknown `ids` are an
 /// input error.
 fn selected(config: &BatchConfig) -> Result<Vec<Instance>> {
-    let mut instances = load_dataset(&config.dataset)?;
-    if let Some(ids) = &config.ids {
+    let mut instances = load_dataset(&config.run.dataset)?;
+    if let Some(ids) = &config.run.ids {
         let known: HashSet<&str> = instances.iter().map(|i| i.instance_id.as_str()).collect();
         let unknown: Vec<&str> = ids
             .iter()
@@ -41,7 +40,7 @@ fn selected(config: &BatchConfig) -> Result<Vec<Instance>> {
             return Err(Error::InvalidInput(format!(
                 "{} selected id(s) not in {}: {}",
                 unknown.len(),
-                config.dataset.display(),
+                config.run.dataset.display(),
                 unknown
                     .iter()
                     .take(5)
@@ -67,7 +66,7 @@ impl BatchSink {
         // The trees of ids that name one (an id leaving the trees folder fails on its own).
         let trees = instances
             .iter()
-            .filter_map(|i| instance_tree(&config.repos, &i.instance_id).ok());
+            .filter_map(|i| instance_tree(&config.run.repos, &i.instance_id).ok());
         let inputs = config.inputs().folders(trees);
         let out = JsonlWriter::open(
             &config.out,
@@ -102,7 +101,7 @@ impl BatchSink {
             resumed: selected - todo.len(),
             ..BatchReport::default()
         };
-        let progress = Progress::new(config.progress, todo.len() as u64);
+        let progress = Progress::new(config.run.progress, todo.len() as u64);
         if truncated {
             progress.note(&format!(
                 "{}: dropped an incomplete last line (an interrupted write)",

@@ -1,6 +1,6 @@
 //! The localizer as its users call it: one [`Localizer`], a [`LocalizeRequest`] in (naming the
 //! pipeline: fused, blagent or rrl), one [`LocalizationResult`] out (JSON Schemas in
-//! `schemas/`), many at once with [`run_batch`] (or a [`BatchWorker`] per machine feeding one
+//! `schemas/`), many at once with [`run_batch`] (a [`Job`]: a [`BatchWorker`] per machine can feed one
 //! [`BatchSink`]) into an Agentless `loc_outputs.jsonl`
 //! ([`AgentlessLine`]).
 //!
@@ -12,8 +12,11 @@
 mod agentless;
 mod batch;
 mod batch_sink;
+mod batch_types;
 mod batch_worker;
+mod dataset_config;
 mod hints;
+mod job;
 mod localizer;
 mod progress;
 mod request;
@@ -25,11 +28,16 @@ pub use self::agentless::{
     AgentlessLine, EXTRA_KEY, RELATED_MORE_FILES, RELATED_MORE_KEY, RELATED_PER_FILE,
     RELATED_TOP_FILES,
 };
-pub(crate) use self::batch::run_inputs;
-pub use self::batch::{run_batch, BatchConfig, BatchFailure, BatchReport};
+pub use self::batch::{run_batch, BatchJob};
 pub use self::batch_sink::BatchSink;
-pub use self::batch_worker::{BatchOutcome, BatchWorker};
+pub use self::batch_types::{BatchConfig, BatchFailure, BatchOutcome, BatchReport};
+pub use self::batch_worker::BatchWorker;
+pub use self::dataset_config::DatasetConfig;
 pub use self::hints::HINT_SIGNAL;
+pub use self::job::{
+    drive, json_sink, json_worker, parse_config, run_job, run_one, AnySink, AnyWorker, Job,
+    JobSink, JobWorker, JsonSink, JsonWorker,
+};
 pub use self::localizer::{LocalizeOptions, Localizer};
 pub use self::request::{Granularity, Hints, LocalizeRequest, DEFAULT_TOP_K};
 pub use self::result::{

@@ -122,6 +122,13 @@ impl LocalizeRequest {
         Ok(request)
     }
 
+    /// Whether the request is answered in milliseconds once its repository is indexed (the
+    /// LLM-free pipeline): a caller may answer it on its own thread, where a request of an LLM
+    /// pipeline waits on a model and is worth running where it can be interrupted.
+    pub fn is_quick(&self) -> bool {
+        self.pipeline == Pipeline::Fused
+    }
+
     /// Checks what serde cannot: a compatible version, a non-empty issue, `top_k ≥ 1`.
     pub fn validate(&self) -> Result<()> {
         if major(&self.schema_version) != major(SCHEMA_VERSION) {
@@ -143,6 +150,16 @@ impl LocalizeRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_llm_free_pipeline_is_quick() {
+        let mut request = LocalizeRequest::new("i".into(), "repo".into(), "bug".into());
+        assert!(request.is_quick());
+        for pipeline in [Pipeline::Blagent, Pipeline::Rrl] {
+            request.pipeline = pipeline;
+            assert!(!request.is_quick(), "{pipeline:?}");
+        }
+    }
 
     #[test]
     fn defaults_fill_the_optional_fields() {

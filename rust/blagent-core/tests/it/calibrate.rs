@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use blagent_core::agent::{LlmOptions, LlmProfile, LlmRun, Pipeline};
 use blagent_core::eval::{run_calibration, run_eval, CalibrateConfig, EvalConfig};
+use blagent_core::interface::DatasetConfig;
 use blagent_core::llm::{LlmConfig, ScriptedModel};
-use blagent_core::LocalizeOptions;
 
 /// Files of every tree: the issue names `parse_header` (in `net/headers.py`), the fix is in
 /// `net/codec.py`.
@@ -94,8 +94,11 @@ fn run(model: Arc<ScriptedModel>, options: LlmOptions) -> LlmRun {
 
 fn eval(dir: &Path, data: &Path, run: LlmRun) -> f64 {
     let config = EvalConfig {
-        pipeline: Pipeline::Blagent,
-        llm: Some(run),
+        run: DatasetConfig {
+            pipeline: Pipeline::Blagent,
+            llm: Some(run),
+            ..DatasetConfig::new(data.to_owned(), dir.join("trees").clone())
+        },
         ..EvalConfig::new(data.to_owned(), dir.join("trees"))
     };
     run_eval(&config).expect("eval runs").overall.mrr
@@ -107,15 +110,13 @@ fn a_model_right_where_retrieval_is_wrong_is_calibrated_to_lead() {
     let data = dataset(dir.path(), 4);
     let out = dir.path().join("profile.json");
     let config = CalibrateConfig {
-        dataset: data.clone(),
-        repos: dir.path().join("trees"),
-        ids: None,
-        options: LocalizeOptions::default(),
-        pipeline: Pipeline::Blagent,
+        run: DatasetConfig {
+            pipeline: Pipeline::Blagent,
+            llm: Some(run(knowing_model(), LlmOptions::default())),
+            ..DatasetConfig::new(data.clone(), dir.path().join("trees"))
+        },
         folds: 2,
         out: out.clone(),
-        progress: false,
-        llm: Some(run(knowing_model(), LlmOptions::default())),
     };
     let report = run_calibration(&config).expect("calibrates");
     let fit = &report.profile.fit;
@@ -168,24 +169,22 @@ fn calibration_needs_a_model_and_an_llm_pipeline() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dataset(dir.path(), 2);
     let mut config = CalibrateConfig {
-        dataset: data,
-        repos: dir.path().join("trees"),
-        ids: None,
-        options: LocalizeOptions::default(),
-        pipeline: Pipeline::Fused,
+        run: DatasetConfig {
+            pipeline: Pipeline::Fused,
+            llm: Some(run(knowing_model(), LlmOptions::default())),
+            ..DatasetConfig::new(data, dir.path().join("trees"))
+        },
         folds: 2,
         out: dir.path().join("p.json"),
-        progress: false,
-        llm: Some(run(knowing_model(), LlmOptions::default())),
     };
     assert!(
         run_calibration(&config).is_err(),
         "fused is not an LLM pipeline"
     );
-    config.pipeline = Pipeline::Blagent;
-    config.llm = None;
+    config.run.pipeline = Pipeline::Blagent;
+    config.run.llm = None;
     assert!(run_calibration(&config).is_err(), "no model");
-    config.llm = Some(run(
+    config.run.llm = Some(run(
         knowing_model(),
         LlmOptions {
             model_weight: Some(2.0),

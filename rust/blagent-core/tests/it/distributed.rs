@@ -1,12 +1,14 @@
 //! A batch and an evaluation split as a distributed run splits them: workers localize
 //! instances, their outcomes reach one sink in another order than the dataset's, and the sink
-//! writes what a local run writes; an outcome it cannot take writes nothing.
+//! writes what a local run writes; an outcome it cannot take writes nothing. A panic in one
+//! instance is that instance's failure, the others done.
 
 use std::path::{Path, PathBuf};
 
-use blagent_core::eval::{run_eval, EvalConfig, EvalSink, EvalWorker};
+use blagent_core::eval::{run_eval, EvalConfig, EvalJob, EvalSink, EvalWorker};
 use blagent_core::interface::{
-    run_batch, BatchConfig, BatchFailure, BatchOutcome, BatchSink, BatchWorker,
+    drive, json_sink, json_worker, run_batch, BatchConfig, BatchFailure, BatchJob, BatchOutcome,
+    BatchSink, BatchWorker, DatasetConfig,
 };
 
 use crate::shop::write_shop;
@@ -37,7 +39,10 @@ fn setup(dir: &Path) -> (PathBuf, PathBuf) {
 
 fn batch_config(dataset: &Path, repos: &Path, out: PathBuf) -> BatchConfig {
     BatchConfig {
-        top_k: 3,
+        run: DatasetConfig {
+            top_k: 3,
+            ..DatasetConfig::new(dataset.to_path_buf().clone(), repos.to_path_buf().clone())
+        },
         ..BatchConfig::new(dataset.to_path_buf(), repos.to_path_buf(), out)
     }
 }
@@ -129,7 +134,10 @@ fn an_evaluation_fed_out_of_order_reports_what_a_local_one_does() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (dataset, repos) = setup(dir.path());
     let config = |out: &str| EvalConfig {
-        top_k: 3,
+        run: DatasetConfig {
+            top_k: 3,
+            ..DatasetConfig::new(dataset.clone(), repos.clone())
+        },
         out: Some(dir.path().join(out)),
         ..EvalConfig::new(dataset.clone(), repos.clone())
     };
@@ -161,4 +169,98 @@ fn an_evaluation_fed_out_of_order_reports_what_a_local_one_does() {
             .collect()
     };
     assert_eq!(ids("split.jsonl"), ids("local.jsonl"));
+}
+
+/// The panic injected into one instance, and the failure message it must become.
+const INJECTED: &str = "injected into shop-2";
+
+#[test]
+fn a_panic_in_one_instance_is_its_failure_in_a_batch_and_an_evaluation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (dataset, repos) = setup(dir.path());
+    let batch = batch_config(&dataset, &repos, dir.path().join("loc.jsonl"));
+    let worker = BatchWorker::new(&batch).expect("worker");
+    let sink = BatchSink::open(&batch).expect("sink");
+    let report = drive::<BatchJob>(sink, |instance| {
+        assert!(instance.instance_id != "shop-2", "{INJECTED}");
+        worker.localize(instance)
+    })
+    .expect("the batch runs on");
+    assert_eq!(report.written, 2);
+    let failed: Vec<(&str, &str)> = report
+        .failures
+        .iter()
+        .map(|f| (f.instance_id.as_str(), f.kind.as_str()))
+        .collect();
+    assert_eq!(failed, [("shop-2", "internal")]);
+    assert!(
+        report.failures[0].error.contains(INJECTED),
+        "{:?}",
+        report.failures[0]
+    );
+    let lines = std::fs::read_to_string(&batch.out).expect("read");
+    assert_eq!(lines.lines().count(), 2);
+    assert!(!lines.contains("shop-2"));
+
+    let eval = EvalConfig {
+        run: DatasetConfig {
+            top_k: 3,
+            ..DatasetConfig::new(dataset.clone(), repos.clone())
+        },
+        ..EvalConfig::new(dataset, repos)
+    };
+    let worker = EvalWorker::new(&eval).expect("worker");
+    let sink = EvalSink::open(&eval).expect("sink");
+    let report = drive::<EvalJob>(sink, |item| {
+        assert!(item.instance.instance_id != "shop-2", "{INJECTED}");
+        worker.evaluate(item)
+    })
+    .expect("the evaluation runs on");
+    assert_eq!(report.overall.instances, 2);
+    assert_eq!(report.failures.len(), 1);
+    assert_eq!(report.failures[0].0, "shop-2");
+    assert!(
+        report.failures[0].1.starts_with("internal error (panic)")
+            && report.failures[0].1.contains(INJECTED),
+        "{:?}",
+        report.failures
+    );
+}
+
+#[test]
+fn the_json_face_runs_either_job_and_records_a_lost_item() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (dataset, repos) = setup(dir.path());
+    let out = dir.path().join("loc.jsonl");
+    let config = serde_json::json!({
+        "dataset": dataset, "repos": repos, "out": out, "top_k": 3,
+    })
+    .to_string();
+    let worker = json_worker::<BatchJob>(&config, None).expect("worker");
+    let mut sink = json_sink::<BatchJob>(&config).expect("sink");
+    let todo: Vec<serde_json::Value> =
+        serde_json::from_str(&sink.todo_json().expect("todo")).expect("json");
+    assert_eq!(todo.len(), 3);
+    assert_eq!(todo[0]["instance"]["instance_id"], "shop-1");
+    let item = todo[0]["item"].to_string();
+    sink.record_json(&worker.run_json(&item).expect("outcome"))
+        .expect("recorded");
+    for entry in &todo[1..] {
+        let item = entry["item"].to_string();
+        sink.record_failure_json(&item, "worker_lost", "its worker died")
+            .expect("recorded");
+    }
+    let message = sink
+        .record_json("{}")
+        .expect_err("not an outcome")
+        .to_string();
+    assert!(message.contains("invalid batch outcome"), "{message}");
+    let report: serde_json::Value =
+        serde_json::from_str(&sink.finish_json().expect("report")).expect("json");
+    assert_eq!(report["written"], 1);
+    assert_eq!(report["failures"][1]["kind"], "worker_lost");
+
+    let unknown = json_sink::<EvalJob>(r#"{"dataset": "d", "repos": "r", "bogus": 1}"#);
+    let message = unknown.err().expect("refused").to_string();
+    assert!(message.contains("invalid evaluation config"), "{message}");
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::support::scripted_server::{Action, ScriptedServer};
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
 use blagent_core::eval::{run_eval, EvalConfig};
-use blagent_core::interface::{run_batch, BatchConfig};
+use blagent_core::interface::{run_batch, BatchConfig, DatasetConfig};
 use blagent_core::llm::{model_from_config, ChatModel, LlmConfig, Message};
 use blagent_core::{LocalizationResult, LocalizeOptions, LocalizeRequest, Localizer};
 
@@ -79,9 +79,12 @@ fn localize_with(repo: &Path, issue: &str, model: Arc<dyn ChatModel>) -> Localiz
 
 fn batch_config(dir: &Path, data: PathBuf, llm: Option<LlmRun>) -> BatchConfig {
     BatchConfig {
-        top_k: 3,
-        pipeline: Pipeline::Blagent,
-        llm,
+        run: DatasetConfig {
+            top_k: 3,
+            pipeline: Pipeline::Blagent,
+            llm,
+            ..DatasetConfig::new(data.clone(), dir.join("trees").clone())
+        },
         ..BatchConfig::new(data, dir.join("trees"), dir.join("out/loc.jsonl"))
     }
 }

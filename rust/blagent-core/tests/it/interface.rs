@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use blagent_core::interface::{
-    run_batch, AgentlessLine, BatchConfig, Granularity, LocalizeRequest, HINT_SIGNAL,
+    run_batch, AgentlessLine, BatchConfig, DatasetConfig, Granularity, LocalizeRequest, HINT_SIGNAL,
 };
 use blagent_core::{LocalizeOptions, Localizer};
 
@@ -129,7 +129,10 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
     std::fs::write(&dataset, text.join("\n") + "\n").expect("write");
     let out = dir.path().join("out/loc_outputs.jsonl");
     let config = BatchConfig {
-        top_k: 3,
+        run: DatasetConfig {
+            top_k: 3,
+            ..DatasetConfig::new(dataset.clone(), repos.clone())
+        },
         ..BatchConfig::new(dataset, repos, out.clone())
     };
     assert_eq!(
@@ -159,7 +162,7 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
         .iter()
         .all(|l| l.found_files.len() <= 3 && l.file_traj.is_empty()));
 
-    write_repo(&config.repos.join("shop-2"));
+    write_repo(&config.run.repos.join("shop-2"));
     let second = run_batch(&config).expect("runs");
     assert_eq!(
         (second.resumed, second.written, second.failures.len()),
@@ -176,7 +179,10 @@ fn batch_resumes_and_records_failures_without_losing_lines() {
     );
 
     let unknown = BatchConfig {
-        ids: Some(vec!["nope".to_owned()]),
+        run: DatasetConfig {
+            ids: Some(vec!["nope".to_owned()]),
+            ..config.run
+        },
         ..config
     };
     assert!(run_batch(&unknown)

@@ -1,8 +1,10 @@
 //! The pipeline flows one way: a module may use only modules of lower layers (and the crate
 //! root's error type and helpers). This test reads every `crate::…` path in the sources and
-//! fails on an arrow that points up or sideways, so a cycle cannot come back unnoticed.
+//! fails on an arrow that points up or sideways, so a cycle cannot come back unnoticed. Inside
+//! a folder the files may use each other, but never in a circle: the second test follows the
+//! `super::…` and `crate::…` paths between the files (and subfolders) of each folder.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The declared order, lowest first; modules on one line are one layer (and may not use each
@@ -23,14 +25,7 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// Items of the crate root that every module may use.
-const ROOT_ITEMS: &[&str] = &[
-    "error",
-    "Error",
-    "ErrorKind",
-    "Result",
-    "elapsed_ms",
-    "cancel",
-];
+const ROOT_ITEMS: &[&str] = &["error", "Error", "ErrorKind", "Result", "timing", "cancel"];
 
 fn layer(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
@@ -365,5 +360,256 @@ fn the_scanner_sees_every_form_of_path() {
         let found = crate_paths(text, path);
         let found: Vec<(&str, usize)> = found.iter().map(|(m, l)| (m.as_str(), *l)).collect();
         assert_eq!(found, *expected, "{text}");
+    }
+}
+
+/// Every path of the use tree at the start of `tail` (`a::{b, c::d}` gives `[a, b]` and
+/// `[a, c, d]`), identifiers only; `self` items name the prefix itself.
+fn use_tree(tail: &str) -> Vec<Vec<String>> {
+    fn tree(s: &[char], at: &mut usize, prefix: &[String], out: &mut Vec<Vec<String>>) {
+        let mut path = prefix.to_vec();
+        loop {
+            let start = *at;
+            while *at < s.len() && (s[*at].is_alphanumeric() || s[*at] == '_') {
+                *at += 1;
+            }
+            if *at > start {
+                let ident: String = s[start..*at].iter().collect();
+                if ident != "self" {
+                    path.push(ident);
+                }
+            } else if s.get(*at) == Some(&'{') {
+                *at += 1;
+                loop {
+                    while s.get(*at).is_some_and(|c| c.is_whitespace() || *c == ',') {
+                        *at += 1;
+                    }
+                    match s.get(*at) {
+                        None => return,
+                        Some('}') => {
+                            *at += 1;
+                            return;
+                        }
+                        Some(_) => {
+                            let before = *at;
+                            tree(s, at, &path, out);
+                            if *at == before {
+                                *at += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            if s.get(*at) == Some(&':') && s.get(*at + 1) == Some(&':') {
+                *at += 2;
+            } else {
+                if path.len() > prefix.len() {
+                    out.push(path);
+                }
+                return;
+            }
+        }
+    }
+    let chars: Vec<char> = tail.chars().collect();
+    let mut out = Vec::new();
+    tree(&chars, &mut 0, &[], &mut out);
+    out
+}
+
+/// The absolute module paths (`["interface", "job", "run_one"]`) that the non-test code of a
+/// file of module `module` (a folder's own module for its `mod.rs`) names through `crate::`
+/// and `super::`. Code from the first `#[cfg(test)]` on is left out: tests may use any file.
+fn absolute_paths(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    let code = code_only(text);
+    let code = &code[..code.find("#[cfg(test)]").unwrap_or(code.len())];
+    let starts_path = |at: usize| {
+        !code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+    };
+    let mut out = Vec::new();
+    for (start, _) in code.match_indices("crate::") {
+        if starts_path(start) {
+            out.extend(use_tree(&code[start + "crate::".len()..]));
+        }
+    }
+    for (start, _) in code.match_indices("super::") {
+        if !starts_path(start) {
+            continue;
+        }
+        let mut tail = &code[start..];
+        let mut climbs = 0;
+        while let Some(rest) = tail.strip_prefix("super::") {
+            climbs += 1;
+            tail = rest;
+        }
+        let Some(base) = module.len().checked_sub(climbs) else {
+            continue;
+        };
+        let base = &module[..base];
+        for path in use_tree(tail) {
+            out.push(base.iter().cloned().chain(path).collect());
+        }
+    }
+    out
+}
+
+/// The arrows between the files and subfolders of each folder: (folder, from, to).
+type Arrows = BTreeSet<(Vec<String>, String, String)>;
+
+/// The arrows of `files` (module path, text; a `mod.rs` has its folder's), inside every
+/// folder below the crate root (the layers test keeps the root's).
+fn sibling_arrows(files: &[(Vec<String>, String)]) -> Arrows {
+    let mut units: BTreeMap<Vec<String>, BTreeSet<String>> = BTreeMap::new();
+    for (module, _) in files {
+        for depth in 1..module.len() {
+            units
+                .entry(module[..depth].to_vec())
+                .or_default()
+                .insert(module[depth].clone());
+        }
+    }
+    let mut arrows = Arrows::new();
+    for (module, text) in files {
+        for path in absolute_paths(text, module) {
+            for depth in 1..module.len() {
+                let folder = &module[..depth];
+                let (from, to) = (&module[depth], path.get(depth));
+                let Some(to) = to.filter(|to| *to != from && path[..depth] == *folder) else {
+                    continue;
+                };
+                if units.get(folder).is_some_and(|u| u.contains(to)) {
+                    arrows.insert((folder.to_vec(), from.clone(), to.clone()));
+                }
+            }
+        }
+    }
+    arrows
+}
+
+/// Each circle among `arrows`, as `folder: a -> b -> a`.
+fn circles(arrows: &Arrows) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (folder, start, _) in arrows {
+        let next = |unit: &str| -> Vec<String> {
+            arrows
+                .iter()
+                .filter(|(f, from, _)| f == folder && from == unit)
+                .map(|(_, _, to)| to.clone())
+                .collect()
+        };
+        // Depth-first from `start`, looking for a way back to it.
+        let mut stack = vec![vec![start.clone()]];
+        while let Some(trail) = stack.pop() {
+            for to in next(trail.last().expect("not empty")) {
+                if to == *start {
+                    let mut ring = trail.clone();
+                    let least = ring.iter().min().expect("not empty").clone();
+                    let at = ring.iter().position(|u| *u == least).expect("in it");
+                    ring.rotate_left(at);
+                    if seen.insert((folder.clone(), ring.clone())) {
+                        ring.push(least);
+                        out.push(format!("{}: {}", folder.join("::"), ring.join(" -> ")));
+                    }
+                } else if !trail.contains(&to) {
+                    let mut longer = trail.clone();
+                    longer.push(to);
+                    stack.push(longer);
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn no_folder_has_a_circle_between_its_files() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    sources(&src, &mut paths);
+    let mut files = Vec::new();
+    for file in &paths {
+        let relative = file.strip_prefix(&src).expect("under src");
+        let mut module: Vec<String> = relative
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if module.iter().any(|c| c == "tests") || module == ["lib"] {
+            continue;
+        }
+        if module.last().is_some_and(|m| m == "mod") {
+            module.pop();
+        }
+        let text = std::fs::read_to_string(file).expect("reads a source");
+        files.push((module, text));
+    }
+    let arrows = sibling_arrows(&files);
+    assert!(arrows.len() > 50, "found the arrows: {arrows:?}");
+    let found = circles(&arrows);
+    assert!(
+        found.is_empty(),
+        "files of one folder using each other in a circle:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Files (module path, text), and the circles among them.
+type CircleCase = (
+    &'static [(&'static [&'static str], &'static str)],
+    &'static [&'static str],
+);
+
+/// The circle check sees a circle through `super::`, through `crate::` and through a use
+/// group, and from a subfolder; it passes arrows one way and test code.
+#[test]
+fn the_circle_check_sees_circles_between_files() {
+    let file = |module: &[&str], text: &str| {
+        let module: Vec<String> = module.iter().map(|m| (*m).to_owned()).collect();
+        (module, text.to_owned())
+    };
+    let cases: &[CircleCase] = &[
+        (
+            &[
+                (&["a", "x"], "use super::y::Y;"),
+                (&["a", "y"], "use crate::a::x::X;"),
+            ],
+            &["a: x -> y -> x"],
+        ),
+        (
+            &[
+                (&["a", "x"], "use super::{y::Y, z};"),
+                (&["a", "y"], "fn f() { crate::a::z::g(); }"),
+                (&["a", "z"], "use crate::{a::{x::X}};"),
+            ],
+            &["a: x -> y -> z -> x", "a: x -> z -> x"],
+        ),
+        (
+            &[
+                (&["a", "t"], "mod q;"),
+                (&["a", "t", "q"], "use super::super::x::X;"),
+                (&["a", "x"], "use super::t::Q;"),
+            ],
+            &["a: t -> x -> t"],
+        ),
+        (
+            &[
+                (&["a", "x"], "use super::y::Y;"),
+                (
+                    &["a", "y"],
+                    "#[cfg(test)]\nmod tests { use super::super::x; }",
+                ),
+                (&["a", "z"], "// crate::a::x\nuse crate::b::x;"),
+            ],
+            &[],
+        ),
+    ];
+    for (files, expected) in cases {
+        let files: Vec<_> = files.iter().map(|(m, t)| file(m, t)).collect();
+        let found = circles(&sibling_arrows(&files));
+        assert_eq!(found, *expected, "{files:?}");
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::support::scripted_server::{completion_json, Action, ScriptedServer};
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
 use blagent_core::eval::{run_calibration, CalibrateConfig};
+use blagent_core::interface::DatasetConfig;
 use blagent_core::llm::{
     model_from_config, ChatModel, LlmClient, LlmConfig, Message, NoModel, Secret,
 };
@@ -286,15 +287,13 @@ fn calibrating_without_a_model_is_refused() {
                                  "gold_files": ["a.py"]});
     std::fs::write(&data, format!("{row}\n")).unwrap();
     let config = CalibrateConfig {
-        dataset: data,
-        repos: dir.path().join("trees"),
-        ids: None,
-        options: LocalizeOptions::default(),
-        pipeline: Pipeline::Blagent,
+        run: DatasetConfig {
+            pipeline: Pipeline::Blagent,
+            llm: Some(LlmRun::from_config(LlmOptions::default(), &LlmConfig::default()).unwrap()),
+            ..DatasetConfig::new(data, dir.path().join("trees"))
+        },
         folds: 2,
         out: dir.path().join("profile.json"),
-        progress: false,
-        llm: Some(LlmRun::from_config(LlmOptions::default(), &LlmConfig::default()).unwrap()),
     };
     let message = input_error(run_calibration(&config));
     assert!(message.contains("calibrate needs a model"), "{message}");

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
 use blagent_core::eval::{run_eval, EvalConfig};
-use blagent_core::interface::{run_batch, BatchConfig, Granularity};
+use blagent_core::interface::{run_batch, BatchConfig, DatasetConfig, Granularity};
 use blagent_core::llm::{NoModel, ScriptedModel};
 
 use crate::shop::write_shop;
@@ -42,9 +42,12 @@ fn eval_reports_llm_cost_per_instance_and_in_total() {
     });
     let out = dir.path().join("preds.jsonl");
     let config = EvalConfig {
+        run: DatasetConfig {
+            pipeline: Pipeline::Blagent,
+            llm: Some(run(Arc::new(model))),
+            ..DatasetConfig::new(data.clone(), dir.path().join("trees").clone())
+        },
         out: Some(out.clone()),
-        pipeline: Pipeline::Blagent,
-        llm: Some(run(Arc::new(model))),
         ..EvalConfig::new(data, dir.path().join("trees"))
     };
     let report = run_eval(&config).expect("runs");
@@ -83,10 +86,13 @@ fn batch_runs_a_pipeline_without_a_model_by_falling_back() {
     let data = dataset(dir.path());
     let out = dir.path().join("out/loc_outputs.jsonl");
     let config = BatchConfig {
-        top_k: 3,
+        run: DatasetConfig {
+            top_k: 3,
+            pipeline: Pipeline::Blagent,
+            llm: Some(run(Arc::new(NoModel))),
+            ..DatasetConfig::new(data.clone(), dir.path().join("trees").clone())
+        },
         granularity: Granularity::Function,
-        pipeline: Pipeline::Blagent,
-        llm: Some(run(Arc::new(NoModel))),
         ..BatchConfig::new(data, dir.path().join("trees"), out.clone())
     };
     let report = run_batch(&config).expect("runs");

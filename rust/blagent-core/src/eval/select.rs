@@ -1,0 +1,65 @@
+//! The instances of an evaluation or a calibration, and the progress bar over them.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance};
+use crate::error::{Error, Result};
+
+/// The instances of a run: those selected whose tree exists, with it.
+pub(super) struct Selection {
+    /// Each instance with its tree.
+    pub present: Vec<(Instance, PathBuf)>,
+    /// Selected instances whose tree was not found.
+    pub missing: Vec<String>,
+    /// Instances whose id cannot name a tree, with the reason.
+    pub refused: Vec<(String, String)>,
+}
+
+/// The instances of `dataset` (only `ids` when given, each id once) and their trees under
+/// `repos`.
+pub(super) fn select(
+    dataset: &std::path::Path,
+    repos: &std::path::Path,
+    ids: Option<&[String]>,
+) -> Result<Selection> {
+    let mut instances = load_dataset(dataset)?;
+    if let Some(ids) = ids {
+        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        instances.retain(|i| wanted.contains(i.instance_id.as_str()));
+    }
+    first_of_each_id(&mut instances, |i| &i.instance_id);
+    let mut selection = Selection {
+        present: Vec::new(),
+        missing: Vec::new(),
+        refused: Vec::new(),
+    };
+    for instance in instances {
+        match instance_tree(repos, &instance.instance_id) {
+            Ok(tree) if tree.is_dir() => selection.present.push((instance, tree)),
+            Ok(_) => selection.missing.push(instance.instance_id),
+            Err(err) => selection
+                .refused
+                .push((instance.instance_id, err.to_string())),
+        }
+    }
+    Ok(selection)
+}
+
+/// A progress bar over `len` instances, drawn only when `shown`.
+pub(super) fn progress_bar(len: usize, shown: bool) -> Result<ProgressBar> {
+    let bar = ProgressBar::new(len as u64);
+    if shown {
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} [{elapsed_precise}<{eta_precise}] {msg}",
+            )
+            .map_err(|e| Error::Internal(e.to_string()))?,
+        );
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    Ok(bar)
+}

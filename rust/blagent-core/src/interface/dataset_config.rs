@@ -1,0 +1,72 @@
+//! The settings every run over a dataset's instances has (a batch, an evaluation, a
+//! calibration), written once and flattened into each run's configuration.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::localizer::LocalizeOptions;
+use super::request::DEFAULT_TOP_K;
+use crate::agent::{LlmRun, Pipeline};
+use crate::repo::Inputs;
+
+/// The dataset, its trees, the selection and how each instance is localized.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DatasetConfig {
+    /// The dataset (JSONL with `instance_id` and `problem_statement`).
+    pub dataset: PathBuf,
+    /// Directory holding one tree per instance, `<repos>/<instance_id>`.
+    pub repos: PathBuf,
+    /// Only these instances, in dataset order (all when `None`).
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
+    /// Localizer options (walk, chunking, weights, dense retrieval).
+    #[serde(default)]
+    pub options: LocalizeOptions,
+    /// Files per instance.
+    #[serde(default = "default_top_k")]
+    pub top_k: usize,
+    /// The pipeline that ranks each instance.
+    #[serde(default)]
+    pub pipeline: Pipeline,
+    /// Show progress on stderr (hidden anyway when stderr is not a terminal).
+    #[serde(default)]
+    pub progress: bool,
+    /// The model and options of the LLM pipelines (none: they fall back to retrieval).
+    #[serde(skip)]
+    pub llm: Option<LlmRun>,
+}
+
+fn default_top_k() -> usize {
+    DEFAULT_TOP_K
+}
+
+impl DatasetConfig {
+    /// Every instance of `dataset` whose tree is under `repos`, with the defaults a
+    /// configuration read from JSON gets: LLM-free, [`DEFAULT_TOP_K`] files, no progress.
+    pub fn new(dataset: PathBuf, repos: PathBuf) -> Self {
+        DatasetConfig {
+            dataset,
+            repos,
+            ids: None,
+            options: LocalizeOptions::default(),
+            top_k: DEFAULT_TOP_K,
+            pipeline: Pipeline::default(),
+            progress: false,
+            llm: None,
+        }
+    }
+
+    /// What the run reads, which no output may be or lie inside: the dataset, the trees, the
+    /// prompts.
+    pub fn inputs(&self) -> Inputs {
+        Inputs::new()
+            .file(Some(&self.dataset))
+            .folder(Some(&self.repos))
+            .folder(
+                self.llm
+                    .as_ref()
+                    .and_then(|l| l.options.prompts_dir.as_ref()),
+            )
+    }
+}

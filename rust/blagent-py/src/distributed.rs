@@ -1,0 +1,157 @@
+//! A job's two halves (a batch or an evaluation), for a driver that runs the per-item half
+//! elsewhere (`blagent batch --ray`, `blagent eval --ray`): a worker turns one item into an
+//! outcome, a sink writes outcomes as they come. Glue only: the work is
+//! `blagent_core::interface::{AnyWorker, AnySink}` (`blagent_core::eval::{job_worker,
+//! job_sink}`). Everything crosses as JSON text.
+
+use std::sync::{Arc, Mutex};
+
+use blagent_core::eval::{job_sink, job_worker};
+use blagent_core::interface::{AnySink, AnyWorker};
+use pyo3::prelude::*;
+
+use crate::{cancel, llm_run, run, to_py, InputError, InternalError};
+
+/// Turns items of a job into outcomes, one at a time, as `batch` or `evaluate` does for each.
+#[pyclass(name = "JobWorker", module = "blagent._core", frozen)]
+pub(crate) struct PyJobWorker {
+    inner: Arc<dyn AnyWorker>,
+}
+
+#[pymethods]
+impl PyJobWorker {
+    /// Args:
+    ///     kind: the job, "batch" or "eval" (`JOB_KINDS`).
+    ///     config_json: its configuration as JSON, as for `batch` or `evaluate`.
+    ///     llm_options_json: `LlmOptions` as JSON, for the LLM pipelines.
+    ///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON).
+    #[new]
+    #[pyo3(signature = (kind, config_json, llm_options_json=None, llm_config_json=None))]
+    fn new(
+        py: Python<'_>,
+        kind: &str,
+        config_json: &str,
+        llm_options_json: Option<&str>,
+        llm_config_json: Option<&str>,
+    ) -> PyResult<Self> {
+        let llm = llm_run(llm_options_json, llm_config_json)?;
+        let (kind, config) = (kind.to_owned(), config_json.to_owned());
+        let inner = run(py, move || job_worker(&kind, &config, llm))?;
+        Ok(PyJobWorker {
+            inner: Arc::from(inner),
+        })
+    }
+
+    /// Runs one item (a panic in it is the item's `internal` failure).
+    ///
+    /// Args:
+    ///     item_json: the `item` of one of `JobSink.todo_json()`'s entries.
+    ///
+    /// Returns:
+    ///     The outcome as JSON, for `JobSink.record`.
+    fn run(&self, py: Python<'_>, item_json: &str) -> PyResult<String> {
+        let item = item_json.to_owned();
+        let worker = Arc::clone(&self.inner);
+        run(py, move || worker.run_json(&item))
+    }
+}
+
+/// A job's output while its items are run elsewhere: the items to do, and each outcome
+/// taken as it comes (the same output and report as `batch` or `evaluate`).
+#[pyclass(name = "JobSink", module = "blagent._core", frozen)]
+pub(crate) struct PyJobSink {
+    inner: Mutex<Option<Box<dyn AnySink>>>,
+}
+
+#[pymethods]
+impl PyJobSink {
+    /// Plans the job (its selection, what an earlier batch wrote) and opens its outputs.
+    ///
+    /// Args:
+    ///     kind: the job, "batch" or "eval" (`JOB_KINDS`).
+    ///     config_json: its configuration as JSON, as for `batch` or `evaluate`.
+    #[new]
+    fn new(py: Python<'_>, kind: &str, config_json: &str) -> PyResult<Self> {
+        let (kind, config) = (kind.to_owned(), config_json.to_owned());
+        let sink = run(py, move || job_sink(&kind, &config))?;
+        Ok(PyJobSink {
+            inner: Mutex::new(Some(sink)),
+        })
+    }
+
+    /// The items still to do, in order, as a JSON list of {"instance" (the dataset row),
+    /// "item" (what `JobWorker.run` takes)}.
+    fn todo_json(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |sink| sink.todo_json())
+    }
+
+    /// Shows on the progress bar that an instance is being worked on.
+    fn started(&self, py: Python<'_>, instance_id: &str) -> PyResult<()> {
+        self.with(py, |sink| {
+            sink.started(instance_id);
+            Ok(())
+        })
+    }
+
+    /// Prints a note above the progress bar (a line on stderr when no bar is drawn).
+    fn note(&self, py: Python<'_>, message: &str) -> PyResult<()> {
+        self.with(py, |sink| {
+            sink.note(message);
+            Ok(())
+        })
+    }
+
+    /// Takes one outcome (from `JobWorker.run`).
+    ///
+    /// Raises:
+    ///     InputError: the outcome is malformed, or its item is not pending.
+    fn record(&self, py: Python<'_>, outcome_json: &str) -> PyResult<()> {
+        self.with(py, |sink| sink.record_json(outcome_json))
+    }
+
+    /// Records that an item failed where no worker could say so (e.g. `worker_lost`).
+    ///
+    /// Args:
+    ///     item_json: the item, as given to the worker.
+    ///     kind: the failure's kind (`worker_lost`, `internal`).
+    ///     error: what went wrong.
+    fn record_failure(
+        &self,
+        py: Python<'_>,
+        item_json: &str,
+        kind: &str,
+        error: &str,
+    ) -> PyResult<()> {
+        self.with(py, |sink| sink.record_failure_json(item_json, kind, error))
+    }
+
+    /// Ends the run once every item has its outcome; returns the report as JSON (as `batch`
+    /// or `evaluate` does).
+    fn finish(&self, py: Python<'_>) -> PyResult<String> {
+        let sink = self
+            .inner
+            .lock()
+            .map_err(|_| InternalError::new_err("the sink failed earlier"))?
+            .take()
+            .ok_or_else(|| InputError::new_err("the sink is finished"))?;
+        cancel::run_short(py, move || sink.finish_json(), to_py)
+    }
+}
+
+impl PyJobSink {
+    /// Runs `work` on the sink with the GIL released; an error once it is finished.
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut dyn AnySink) -> blagent_core::Result<T> + Send,
+    ) -> PyResult<T> {
+        let mut guard = self
+            .inner
+            .lock()
+            .map_err(|_| InternalError::new_err("the sink failed earlier"))?;
+        let sink = guard
+            .as_mut()
+            .ok_or_else(|| InputError::new_err("the sink is finished"))?;
+        cancel::run_short(py, || work(sink.as_mut()), to_py)
+    }
+}
