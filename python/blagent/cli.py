@@ -22,7 +22,7 @@ from ._llm_flags import (
     llm_options_json,
 )
 from ._report import format_calibration, format_comparison, format_report
-from .localizer import Localizer
+from .localizer import Localizer, localizer_options
 
 #: Success, and argparse's own status for a usage error; every other status is the core's
 #: (`ErrorKind::exit_code`): bad input, an I/O or LLM failure, Ctrl-C (128 + SIGINT).
@@ -151,21 +151,28 @@ def _language_list(text: str) -> list[str]:
     return names
 
 
+def _options_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The localizer settings of the command's flags."""
+    return {
+        "include_tests": args.include_tests,
+        "languages": args.languages,
+        "dense": args.dense,
+        "model_dir": args.model_dir,
+        "cache_dir": args.cache_dir,
+        "index_kind": args.index_kind,
+        "progress": not getattr(args, "quiet", False),
+        "dense_max_tokens": args.dense_max_tokens,
+        "weights": json.loads(args.weights) if getattr(args, "weights", None) else None,
+    }
+
+
 def _localizer(args: argparse.Namespace) -> Localizer:
     """The localizer of the command's flags, with the LLM of its `--llm-*` flags."""
     return Localizer(
         top_k=getattr(args, "top_k", _core.DEFAULT_TOP_K),
-        include_tests=args.include_tests,
-        languages=args.languages,
-        dense=args.dense,
-        model_dir=args.model_dir,
-        cache_dir=args.cache_dir,
-        index_kind=args.index_kind,
-        progress=not getattr(args, "quiet", False),
-        dense_max_tokens=args.dense_max_tokens,
-        weights=json.loads(args.weights) if getattr(args, "weights", None) else None,
         llm_options=llm_options(args) or None,
         llm_config_json=json.dumps(llm_config(args)),
+        **_options_flags(args),
     )
 
 
@@ -250,7 +257,8 @@ def _run_config(args: argparse.Namespace, **fields: Any) -> str:
         "dataset": args.dataset,
         "repos": args.repos,
         "ids": _ids(args),
-        "options": _localizer(args).options,
+        # The options alone: a whole Localizer here would load the encoder (--dense) once more.
+        "options": localizer_options(**_options_flags(args)),
         "pipeline": args.pipeline,
         "progress": not args.quiet,
         **fields,
