@@ -30,6 +30,7 @@ const ROOT_ITEMS: &[&str] = &[
     "Result",
     "elapsed_ms",
     "cancel",
+    "fault",
 ];
 
 fn layer(module: &str) -> Option<usize> {
