@@ -496,6 +496,15 @@ def _add_dataset_flags(parser: argparse.ArgumentParser, dataset_help: str) -> No
     _add_id_flags(parser)
 
 
+def _add_granularity_flag(parser: argparse.ArgumentParser, text: str) -> None:
+    parser.add_argument(
+        "--granularity",
+        choices=list(_core.GRANULARITIES),
+        default=_core.DEFAULTS["granularity"],
+        help=text,
+    )
+
+
 def _add_id_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ids", help="comma-separated instance ids")
     parser.add_argument("--ids-file", help="file with one instance id per line")
@@ -550,11 +559,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=_core.DEFAULT_TOP_K,
         help=f"files per instance (default {_core.DEFAULT_TOP_K})",
     )
-    ba.add_argument(
-        "--granularity",
-        choices=list(_core.GRANULARITIES),
-        default=_core.DEFAULTS["granularity"],
-        help="function: entities too, under the blagent key",
+    _add_granularity_flag(
+        ba,
+        "function: entities too, under the blagent key",
     )
     ba.add_argument(
         "--related-locs",
@@ -586,11 +593,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSONL of pre-written rewrites per instance (instance_id, structural_t0, behavioral_t1): "
         "used as the dense queries and measured alone (needs --dense)",
     )
-    ev.add_argument(
-        "--granularity",
-        choices=list(_core.GRANULARITIES),
-        default=_core.DEFAULTS["granularity"],
-        help="function: also score the ranked functions against the gold functions (the base commit's "
+    _add_granularity_flag(
+        ev,
+        "function: also score the ranked functions against the gold functions (the base commit's "
         "functions and methods the gold patch touches)",
     )
     ev.add_argument("--format", choices=["json", "text"], default="text")
@@ -657,11 +662,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     co.add_argument("--peer", action="append", help="only this peer run (repeatable; default all)")
     _add_id_flags(co)
-    co.add_argument(
-        "--granularity",
-        choices=list(_core.GRANULARITIES),
-        default=_core.DEFAULTS["granularity"],
-        help="function: compare found_functions (eval --granularity function --out) against the "
+    _add_granularity_flag(
+        co,
+        "function: compare found_functions (eval --granularity function --out) against the "
         "gold functions, which --repos gives",
     )
     co.add_argument(
