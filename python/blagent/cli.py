@@ -22,7 +22,7 @@ from ._llm_flags import (
     llm_options_json,
 )
 from ._report import format_calibration, format_comparison, format_report
-from .localizer import Localizer
+from .localizer import Localizer, localizer_options
 
 #: Success, and argparse's own status for a usage error; every other status is the core's
 #: (`ErrorKind::exit_code`): bad input, an I/O or LLM failure, Ctrl-C (128 + SIGINT).
@@ -151,21 +151,28 @@ def _language_list(text: str) -> list[str]:
     return names
 
 
+def _options_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The localizer settings of the command's flags."""
+    return {
+        "include_tests": args.include_tests,
+        "languages": args.languages,
+        "dense": args.dense,
+        "model_dir": args.model_dir,
+        "cache_dir": args.cache_dir,
+        "index_kind": args.index_kind,
+        "progress": not getattr(args, "quiet", False),
+        "dense_max_tokens": args.dense_max_tokens,
+        "weights": json.loads(args.weights) if getattr(args, "weights", None) else None,
+    }
+
+
 def _localizer(args: argparse.Namespace) -> Localizer:
     """The localizer of the command's flags, with the LLM of its `--llm-*` flags."""
     return Localizer(
         top_k=getattr(args, "top_k", _core.DEFAULT_TOP_K),
-        include_tests=args.include_tests,
-        languages=args.languages,
-        dense=args.dense,
-        model_dir=args.model_dir,
-        cache_dir=args.cache_dir,
-        index_kind=args.index_kind,
-        progress=not getattr(args, "quiet", False),
-        dense_max_tokens=args.dense_max_tokens,
-        weights=json.loads(args.weights) if getattr(args, "weights", None) else None,
         llm_options=llm_options(args) or None,
         llm_config_json=json.dumps(llm_config(args)),
+        **_options_flags(args),
     )
 
 
@@ -250,7 +257,8 @@ def _run_config(args: argparse.Namespace, **fields: Any) -> str:
         "dataset": args.dataset,
         "repos": args.repos,
         "ids": _ids(args),
-        "options": _localizer(args).options,
+        # The options alone: a whole Localizer here would load the encoder (--dense) once more.
+        "options": localizer_options(**_options_flags(args)),
         "pipeline": args.pipeline,
         "progress": not args.quiet,
         **fields,
@@ -488,6 +496,15 @@ def _add_dataset_flags(parser: argparse.ArgumentParser, dataset_help: str) -> No
     _add_id_flags(parser)
 
 
+def _add_granularity_flag(parser: argparse.ArgumentParser, text: str) -> None:
+    parser.add_argument(
+        "--granularity",
+        choices=list(_core.GRANULARITIES),
+        default=_core.DEFAULTS["granularity"],
+        help=text,
+    )
+
+
 def _add_id_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ids", help="comma-separated instance ids")
     parser.add_argument("--ids-file", help="file with one instance id per line")
@@ -542,11 +559,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=_core.DEFAULT_TOP_K,
         help=f"files per instance (default {_core.DEFAULT_TOP_K})",
     )
-    ba.add_argument(
-        "--granularity",
-        choices=list(_core.GRANULARITIES),
-        default=_core.DEFAULTS["granularity"],
-        help="function: entities too, under the blagent key",
+    _add_granularity_flag(
+        ba,
+        "function: entities too, under the blagent key",
     )
     ba.add_argument(
         "--related-locs",
@@ -578,11 +593,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSONL of pre-written rewrites per instance (instance_id, structural_t0, behavioral_t1): "
         "used as the dense queries and measured alone (needs --dense)",
     )
-    ev.add_argument(
-        "--granularity",
-        choices=list(_core.GRANULARITIES),
-        default=_core.DEFAULTS["granularity"],
-        help="function: also score the ranked functions against the gold functions (the base commit's "
+    _add_granularity_flag(
+        ev,
+        "function: also score the ranked functions against the gold functions (the base commit's "
         "functions and methods the gold patch touches)",
     )
     ev.add_argument("--format", choices=["json", "text"], default="text")
@@ -649,11 +662,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     co.add_argument("--peer", action="append", help="only this peer run (repeatable; default all)")
     _add_id_flags(co)
-    co.add_argument(
-        "--granularity",
-        choices=list(_core.GRANULARITIES),
-        default=_core.DEFAULTS["granularity"],
-        help="function: compare found_functions (eval --granularity function --out) against the "
+    _add_granularity_flag(
+        co,
+        "function: compare found_functions (eval --granularity function --out) against the "
         "gold functions, which --repos gives",
     )
     co.add_argument(

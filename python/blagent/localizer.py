@@ -71,18 +71,19 @@ class Localizer:
         llm_options: dict[str, Any] | None = None,
         llm_config_json: str | None = None,
     ) -> None:
-        walk: dict[str, Any] = {"include_tests": include_tests, "languages": list(languages or [])}
-        if max_file_bytes is not None:
-            walk["max_file_bytes"] = max_file_bytes
-        chunk: dict[str, Any] = {} if chunk_max_bytes is None else {"max_bytes": chunk_max_bytes}
-        options: dict[str, Any] = {
-            "index": {"walk": walk, "chunk": chunk},
-            "weights": weights or {},
-        }
-        if dense:
-            options["dense"] = dense_options(
-                model_dir, cache_dir, index_kind, progress, dense_max_tokens
-            )
+        options = localizer_options(
+            include_tests=include_tests,
+            languages=languages,
+            max_file_bytes=max_file_bytes,
+            chunk_max_bytes=chunk_max_bytes,
+            weights=weights,
+            dense=dense,
+            model_dir=model_dir,
+            cache_dir=cache_dir,
+            index_kind=index_kind,
+            progress=progress,
+            dense_max_tokens=dense_max_tokens,
+        )
         self.top_k = top_k
         self._inner = _core.Localizer(
             json.dumps(options),
@@ -159,6 +160,38 @@ class Localizer:
         text = json.dumps(data)
         raw = self._inner.localize(text) if index is None else self._inner.localize_in(index, text)
         return LocalizationResult.from_dict(json.loads(raw))
+
+
+def localizer_options(
+    *,
+    include_tests: bool = False,
+    languages: list[str] | None = None,
+    max_file_bytes: int | None = None,
+    chunk_max_bytes: int | None = None,
+    weights: dict[str, float] | None = None,
+    dense: bool = False,
+    model_dir: PathLike | None = None,
+    cache_dir: PathLike | None = None,
+    index_kind: str = _DEFAULTS["index_kind"],
+    progress: bool = False,
+    dense_max_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The core's localizer options for these settings (the core fills the rest), as
+    `Localizer` takes them and `eval` / `batch` / `calibrate` configs carry them; building them
+    loads nothing."""
+    walk: dict[str, Any] = {"include_tests": include_tests, "languages": list(languages or [])}
+    if max_file_bytes is not None:
+        walk["max_file_bytes"] = max_file_bytes
+    chunk: dict[str, Any] = {} if chunk_max_bytes is None else {"max_bytes": chunk_max_bytes}
+    options: dict[str, Any] = {
+        "index": {"walk": walk, "chunk": chunk},
+        "weights": weights or {},
+    }
+    if dense:
+        options["dense"] = dense_options(
+            model_dir, cache_dir, index_kind, progress, dense_max_tokens
+        )
+    return options
 
 
 def dense_options(

@@ -1,6 +1,6 @@
 """minishop: a tiny shop used to demonstrate blagent."""
 
 from .cart import Cart, LineItem
-from .pricing import Coupon, apply_coupon
+from .pricing import apply_coupon, Coupon
 
 __all__ = ["Cart", "Coupon", "LineItem", "apply_coupon"]

@@ -22,6 +22,7 @@ pub mod dataset;
 pub mod dense;
 pub mod embed;
 pub mod eval;
+mod fault;
 pub mod index;
 pub mod interface;
 pub mod llm;

@@ -74,6 +74,7 @@ impl Localizer {
     /// Indexes a repository (reusable across requests on the same tree), with its dense part
     /// when dense retrieval is on.
     pub fn index(&self, repo: &std::path::Path) -> Result<SearchIndex> {
+        crate::fault::check(repo);
         let lexical = RepoIndex::build(repo, &self.options.index)?;
         let dense = self.dense.as_ref().map(|m| m.index(&lexical)).transpose()?;
         Ok(SearchIndex {

@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn only_the_llm_free_pipeline_is_quick() {
-        let mut request = LocalizeRequest::new("i".into(), "repo".into(), "bug".into());
+        let mut request = LocalizeRequest::new("i", "repo", "bug");
         assert!(request.is_quick());
         for pipeline in [Pipeline::Blagent, Pipeline::Rrl] {
             request.pipeline = pipeline;

@@ -25,7 +25,15 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// Items of the crate root that every module may use.
-const ROOT_ITEMS: &[&str] = &["error", "Error", "ErrorKind", "Result", "timing", "cancel"];
+const ROOT_ITEMS: &[&str] = &[
+    "error",
+    "Error",
+    "ErrorKind",
+    "Result",
+    "timing",
+    "cancel",
+    "fault",
+];
 
 fn layer(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
