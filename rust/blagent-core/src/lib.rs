@@ -18,6 +18,7 @@ pub mod agent;
 pub mod analysis;
 pub mod cancel;
 pub mod chunk;
+mod clock;
 pub mod dataset;
 pub mod dense;
 pub mod embed;
@@ -32,10 +33,6 @@ pub mod retrieve;
 
 pub use crate::error::{Error, ErrorKind, Result};
 
-/// Milliseconds since `start`, as every timing in the results reports them.
-pub(crate) fn elapsed_ms(start: std::time::Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1000.0
-}
 pub use crate::index::RepoIndex;
 pub use crate::interface::{
     LocalizationResult, LocalizeOptions, LocalizeRequest, Localizer, Pipeline, SearchIndex,

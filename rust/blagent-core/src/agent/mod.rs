@@ -27,6 +27,7 @@ mod options;
 mod paths;
 mod phase1;
 mod phase2;
+mod pipeline;
 mod prompts;
 mod rank;
 mod result;
@@ -47,9 +48,10 @@ pub use self::functions::match_symbol;
 pub use self::json::{extract_json, parse_checked, Shape};
 pub use self::options::MAX_MODEL_WEIGHT;
 pub use self::paths::{resolve, resolve_all, Match};
+pub use self::pipeline::Pipeline;
 pub use self::prompts::{Prompts, PROMPTS};
 pub use self::rank::{fuse, reliability};
-pub use self::result::{LlmFileEvidence, LlmOptions, LlmRanking, LlmReport, LlmRun, Pipeline};
+pub use self::result::{LlmFileEvidence, LlmOptions, LlmRanking, LlmReport, LlmRun};
 pub use self::retrieval::{merge_candidates, retrieve_for_query, ChunkHit, FileHit};
 pub use self::rewrite::Rewrite;
 pub use self::rrl::{validate_rrl_groups, QUERY_GROUPS};
@@ -200,7 +202,7 @@ pub fn localize(
         model: outcome.order.clone(),
         base_weight,
     };
-    session.stats.wall_ms = crate::elapsed_ms(start);
+    session.stats.wall_ms = crate::clock::elapsed_ms(start);
     let (prompt_tokens, completion_tokens) = session.stats.total_tokens();
     Ok(LlmRanking {
         scored,

@@ -20,8 +20,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::pipeline::Pipeline;
 use super::rank::fuse;
-use super::result::Pipeline;
 use crate::error::{Error, Result};
 use crate::repo::read::{read_user_text, MAX_SMALL_FILE_BYTES};
 

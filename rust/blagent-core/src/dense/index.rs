@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::store::{expected_manifest, fingerprint, IndexStore, StoreMiss};
 use super::vectors::{FaissIndex, VectorIndex, VectorIndexKind};
-use crate::elapsed_ms;
+use crate::clock::elapsed_ms;
 use crate::embed::{EmbeddingCache, Encoder, TextKind};
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::config::{progress_bar, select};
 use super::llm::{LlmInstanceStats, LlmTotals};
-use super::run::{progress_bar, select};
 use crate::agent::{
     fit, LlmOptions, LlmProfile, LlmRun, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION,
 };

@@ -9,11 +9,12 @@ use std::time::Instant;
 
 use indicatif::ProgressBar;
 
+use super::config::{progress_bar, select, EvalConfig};
 use super::functions::FunctionAccumulator;
 use super::llm::LlmTotals;
 use super::metrics::{first_hit_rank, MetricsAccumulator};
+use super::report::{DenseTotals, EvalReport, Prediction};
 use super::rewrites::{load_rewrites, RewriteAccumulator};
-use super::run::{progress_bar, select, DenseTotals, EvalConfig, EvalReport, Prediction};
 use super::worker::{EvalItem, EvalOutcome};
 use crate::dataset::JsonlWriter;
 use crate::error::{Error, Result};

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::config::EvalConfig;
 use super::functions::{gold_functions, ranked_functions};
 use super::llm::LlmInstanceStats;
 use super::rewrites::RewriteSample;
-use super::run::EvalConfig;
 use super::signals::{function_dump, signal_dump};
 use crate::agent::Pipeline;
 use crate::dataset::{instance_tree, Instance};

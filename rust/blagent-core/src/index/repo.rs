@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::bm25::{Bm25, Bm25Params};
 use super::paths::{Declared, PathResolver};
 use crate::chunk::{parse_file, ChunkOptions, ParsedFile};
-use crate::elapsed_ms;
+use crate::clock::elapsed_ms;
 use crate::error::Result;
 use crate::repo::{walk, SkipReason, Skipped, WalkOptions};
 

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use super::batch::{BatchConfig, BatchFailure, BatchReport};
+use super::batch_config::{BatchConfig, BatchFailure, BatchReport};
 use super::batch_worker::BatchOutcome;
 use super::progress::Progress;
 use super::resume::existing_ids;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::agentless::AgentlessLine;
-use super::batch::{BatchConfig, BatchFailure};
+use super::batch_config::{BatchConfig, BatchFailure};
 use super::localizer::Localizer;
 use super::request::{Granularity, LocalizeRequest};
 use crate::agent::Pipeline;

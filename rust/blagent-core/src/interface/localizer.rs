@@ -90,7 +90,7 @@ impl Localizer {
         let index = self.index(&request.repo_path)?;
         let mut result = self.localize_in(&index, request)?;
         result.timings.index_reused = false;
-        result.timings.total_ms = crate::elapsed_ms(start);
+        result.timings.total_ms = crate::clock::elapsed_ms(start);
         Ok(result)
     }
 
@@ -102,7 +102,7 @@ impl Localizer {
         request: &LocalizeRequest,
     ) -> Result<LocalizationResult> {
         request.validate()?;
-        super::run::answer(self, index, request)
+        super::run::answer(&self.options.weights, self.llm.as_ref(), index, request)
     }
 
     /// The LLM-free scoring of `issue`: every file's signals and the fused ranking before any

@@ -11,6 +11,7 @@
 
 mod agentless;
 mod batch;
+mod batch_config;
 mod batch_sink;
 mod batch_worker;
 mod hints;
@@ -25,8 +26,9 @@ pub use self::agentless::{
     AgentlessLine, EXTRA_KEY, RELATED_MORE_FILES, RELATED_MORE_KEY, RELATED_PER_FILE,
     RELATED_TOP_FILES,
 };
-pub(crate) use self::batch::run_inputs;
-pub use self::batch::{run_batch, BatchConfig, BatchFailure, BatchReport};
+pub use self::batch::run_batch;
+pub(crate) use self::batch_config::run_inputs;
+pub use self::batch_config::{BatchConfig, BatchFailure, BatchReport};
 pub use self::batch_sink::BatchSink;
 pub use self::batch_worker::{BatchOutcome, BatchWorker};
 pub use self::hints::HINT_SIGNAL;

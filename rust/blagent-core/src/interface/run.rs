@@ -5,20 +5,20 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
 use super::hints::{apply_hints, AppliedHints};
-use super::localizer::Localizer;
 use super::request::{Granularity, LocalizeRequest};
 use super::result::{
     EvidenceItem, FileHit, IndexStats, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,
 };
 use super::SCHEMA_VERSION;
-use crate::agent::{LlmOptions, LlmReport, Pipeline};
-use crate::elapsed_ms;
+use crate::agent::{LlmOptions, LlmReport, LlmRun, Pipeline};
+use crate::clock::elapsed_ms;
 use crate::error::Result;
 use crate::index::RepoIndex;
 use crate::llm::NoModel;
 use crate::repo::LANGUAGES;
 use crate::retrieve::{
-    complete, rank_functions, score, Entity, FunctionWeights, Scored, SearchIndex, Signal,
+    complete, rank_functions, score, Entity, FunctionWeights, FusionWeights, Scored, SearchIndex,
+    Signal,
 };
 
 /// A pipeline's ranking, before it becomes a result.
@@ -32,23 +32,28 @@ struct Ranking {
     warnings: Vec<String>,
 }
 
-/// Answers `request` in `index` (already validated).
+/// Answers `request` in `index` (already validated) with the localizer's fusion `weights` and,
+/// for the LLM pipelines, its model and options (`llm`).
 pub(super) fn answer(
-    localizer: &Localizer,
+    weights: &FusionWeights,
+    llm: Option<&LlmRun>,
     index: &SearchIndex,
     request: &LocalizeRequest,
 ) -> Result<LocalizationResult> {
     let start = Instant::now();
     let ranking = match request.pipeline {
-        Pipeline::Fused => fused(localizer, index, request)?,
-        Pipeline::Blagent | Pipeline::Rrl => with_llm(localizer, index, request)?,
+        Pipeline::Fused => fused(weights, index, request)?,
+        Pipeline::Blagent | Pipeline::Rrl => with_llm(weights, llm, index, request)?,
     };
     Ok(build(index, request, ranking, elapsed_ms(start)))
 }
 
 /// The LLM-free ranking, with the request's hints applied, completed to `top_k` files.
-fn fused(localizer: &Localizer, index: &SearchIndex, request: &LocalizeRequest) -> Result<Ranking> {
-    let weights = &localizer.options().weights;
+fn fused(
+    weights: &FusionWeights,
+    index: &SearchIndex,
+    request: &LocalizeRequest,
+) -> Result<Ranking> {
     let mut scored = score(index, &request.issue, weights, request.rewrites.as_ref())?;
     let hints = apply_hints(
         &index.repo,
@@ -87,12 +92,13 @@ fn fused(localizer: &Localizer, index: &SearchIndex, request: &LocalizeRequest) 
 
 /// The ranking of the LLM pipeline the request names, with the localizer's model (or none).
 fn with_llm(
-    localizer: &Localizer,
+    weights: &FusionWeights,
+    llm: Option<&LlmRun>,
     index: &SearchIndex,
     request: &LocalizeRequest,
 ) -> Result<Ranking> {
     let defaults = LlmOptions::default();
-    let (model, options) = match localizer.llm() {
+    let (model, options) = match llm {
         Some(run) => (run.model.as_ref(), &run.options),
         None => (&NoModel as &dyn crate::llm::ChatModel, &defaults),
     };
@@ -102,13 +108,7 @@ fn with_llm(
         functions: request.granularity == Granularity::Function,
         ..options.clone()
     };
-    let ranking = crate::agent::localize(
-        index,
-        &request.issue,
-        model,
-        &options,
-        &localizer.options().weights,
-    )?;
+    let ranking = crate::agent::localize(index, &request.issue, model, &options, weights)?;
     let mut warnings: Vec<String> = ranking
         .llm
         .stats

@@ -2,13 +2,12 @@
 //! CLI flags (as JSON) and the `BLAGENT_LLM_*` environment variables; the API key is a
 //! [`Secret`] that never prints.
 
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
-use super::redact::{redact_url_passwords, url_secrets, Redactor};
+use super::redact::{redact_url_passwords, url_secrets, Redactor, Secret};
 use super::{ChatRequest, Message};
 use crate::error::{Error, Result};
 
@@ -19,53 +18,8 @@ pub const ENV_MODEL: &str = "BLAGENT_LLM_MODEL";
 /// Environment variable holding the API key (preferred over the `--llm-api-key` flag).
 pub const ENV_API_KEY: &str = "BLAGENT_LLM_API_KEY";
 
-/// What a [`Secret`] shows in `Debug` output and serialized configurations.
-pub const REDACTED: &str = "<redacted>";
-
 /// The longest connect or request timeout accepted, in seconds (a day).
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
-
-/// A string that never appears in `Debug` output, `Display` or serialized JSON: those show
-/// [`REDACTED`]. Deserializes from a plain string; [`Secret::expose`] is the one way to read it.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-
-    /// The secret itself, for the `Authorization` header and nothing else.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// Replaces the secret in `text`, in every form a [`Redactor`] knows (as written,
-    /// percent-encoded, JSON-escaped, base64), with [`REDACTED`] (for text a server sent, which
-    /// might echo it).
-    pub fn scrub(&self, text: &str) -> String {
-        Redactor::new([self]).redact(text)
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Secret({REDACTED})")
-    }
-}
-
-impl Serialize for Secret {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        serializer.serialize_str(REDACTED)
-    }
-}
-
-impl<'de> Deserialize<'de> for Secret {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        String::deserialize(deserializer).map(Secret)
-    }
-}
 
 /// How to reach and drive the chat model. Every field has a default, so `{}` is a valid
 /// (LLM-free) configuration; JSON keys are the field names.
@@ -75,7 +29,7 @@ pub struct LlmConfig {
     /// Endpoint base URL (`http://localhost:11434` or `…/v1`; `/v1` is added when the URL has
     /// no path). None: no endpoint (LLM-free unless replaying). A password in it
     /// (`http://user:secret@host`) is sent as basic authentication and serialized as
-    /// [`REDACTED`], like the key.
+    /// [`super::REDACTED`], like the key.
     #[serde(serialize_with = "serialize_redacted_url")]
     pub base_url: Option<String>,
     /// Model name sent with each request, part of every replay key.
@@ -280,6 +234,7 @@ fn serialize_redacted_url<S: Serializer>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::REDACTED;
 
     #[test]
     fn base_urls_are_normalized() {

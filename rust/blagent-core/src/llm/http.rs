@@ -17,9 +17,10 @@ use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
 
 use super::backoff::{parse_retry_after, Backoff};
-use super::config::{LlmConfig, Secret};
+use super::config::LlmConfig;
 use super::limit::ConcurrencyLimit;
 use super::redact::Redactor;
+use super::redact::Secret;
 use super::usage::TokenCounter;
 use super::{ChatModel, ChatRequest, ChatResponse, Message, Usage};
 use crate::error::{Error, Result};

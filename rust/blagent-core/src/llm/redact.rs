@@ -8,7 +8,52 @@
 use std::fmt;
 use std::fmt::Write as _;
 
-use super::config::{Secret, REDACTED};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// What a [`Secret`] shows in `Debug` output and serialized configurations.
+pub const REDACTED: &str = "<redacted>";
+
+/// A string that never appears in `Debug` output, `Display` or serialized JSON: those show
+/// [`REDACTED`]. Deserializes from a plain string; [`Secret::expose`] is the one way to read it.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the `Authorization` header and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Replaces the secret in `text`, in every form a [`Redactor`] knows (as written,
+    /// percent-encoded, JSON-escaped, base64), with [`REDACTED`] (for text a server sent, which
+    /// might echo it).
+    pub fn scrub(&self, text: &str) -> String {
+        Redactor::new([self]).redact(text)
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret({REDACTED})")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(REDACTED)
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Secret)
+    }
+}
 
 /// The standard base64 alphabet.
 const BASE64_STANDARD: &[u8; 64] =

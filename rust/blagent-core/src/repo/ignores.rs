@@ -17,7 +17,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
 
 use super::read::{read_bounded, ReadFailure, MAX_SMALL_FILE_BYTES};
-use super::walk::{SkipReason, Skipped};
+use super::skipped::{SkipReason, Skipped};
 
 /// Ignore file names read in every directory, the stronger first.
 const PER_DIRECTORY: [&str; 2] = [".ignore", ".gitignore"];

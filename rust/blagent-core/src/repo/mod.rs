@@ -4,6 +4,7 @@ mod ignores;
 mod lang;
 mod output;
 pub mod read;
+mod skipped;
 mod walk;
 
 pub use self::lang::{
@@ -14,6 +15,5 @@ pub use self::output::{
     any_content, is_instance_jsonl, is_json_object, json_lines_with, open_output, Inputs,
     OutputMode,
 };
-pub use self::walk::{
-    is_test_path, walk, SkipReason, Skipped, SourceFile, WalkOptions, WalkOutput,
-};
+pub use self::skipped::{SkipReason, Skipped};
+pub use self::walk::{is_test_path, walk, SourceFile, WalkOptions, WalkOutput};

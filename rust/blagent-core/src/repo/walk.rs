@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::ignores::Ignores;
 use super::lang::{is_test_entry, language_for_path, language_named, Language, LANGUAGES};
 use super::read::{read_bounded, ReadFailure};
+use super::skipped::{SkipReason, Skipped};
 use crate::error::{Error, Result};
 
 /// How many leading bytes are checked for NUL to call a file binary (git uses the same idea).
@@ -52,55 +53,6 @@ pub struct SourceFile {
     pub text: String,
     /// Whether the file was not valid UTF-8 and was decoded lossily.
     pub lossy: bool,
-}
-
-/// Why a file or directory was left out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "reason", rename_all = "snake_case")]
-pub enum SkipReason {
-    /// A test directory or file (Agentless's rule), when tests are excluded.
-    Test,
-    /// Larger than [`WalkOptions::max_file_bytes`].
-    TooLarge {
-        /// The file's size.
-        bytes: u64,
-    },
-    /// Contains NUL bytes.
-    Binary,
-    /// A symlink whose target lies outside the repository.
-    SymlinkOutside,
-    /// A symlink to a file inside the repository: the target is indexed under its own path.
-    SymlinkInside,
-    /// A symlink whose target does not exist.
-    BrokenSymlink,
-    /// Not a regular file (a FIFO, socket or device), which reading could block on.
-    NotRegularFile,
-    /// The path is not valid UTF-8, so it could not be reported faithfully.
-    NonUtf8Path,
-    /// Part of an indexed file nests too deeply to follow (generated code, data literals): the
-    /// definitions inside these lines are not in the symbol table, and the lines are not split
-    /// into smaller chunks. The rest of the file is indexed as usual.
-    NestedTooDeep {
-        /// First line of the region, 1-based.
-        start_line: usize,
-        /// Last line, inclusive.
-        end_line: usize,
-    },
-    /// Reading failed.
-    Unreadable {
-        /// The operating system's message.
-        message: String,
-    },
-}
-
-/// A file or directory the walk left out, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skipped {
-    /// Repository-relative path.
-    pub path: String,
-    /// Why it was skipped.
-    #[serde(flatten)]
-    pub reason: SkipReason,
 }
 
 /// What [`walk`] found.

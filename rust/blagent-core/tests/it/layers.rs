@@ -2,7 +2,7 @@
 //! root's error type and helpers). This test reads every `crate::…` path in the sources and
 //! fails on an arrow that points up or sideways, so a cycle cannot come back unnoticed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The declared order, lowest first; modules on one line are one layer (and may not use each
@@ -28,7 +28,7 @@ const ROOT_ITEMS: &[&str] = &[
     "Error",
     "ErrorKind",
     "Result",
-    "elapsed_ms",
+    "clock",
     "cancel",
     "fault",
 ];
@@ -367,4 +367,165 @@ fn the_scanner_sees_every_form_of_path() {
         let found: Vec<(&str, usize)> = found.iter().map(|(m, l)| (m.as_str(), *l)).collect();
         assert_eq!(found, *expected, "{text}");
     }
+}
+
+/// The sibling files of its folder that `text`, the code of file `path` (`["eval", "run"]`),
+/// names: `super::sibling`, `super::{a::X, b}` and `crate::folder::sibling`. An inline
+/// `mod tests` that climbs to its own file names no file, so it adds nothing.
+fn sibling_paths(text: &str, path: &[&str], siblings: &BTreeSet<String>) -> BTreeSet<String> {
+    let code = code_only(text);
+    let mut out = BTreeSet::new();
+    if path.len() != 2 {
+        return out;
+    }
+    let own_folder = format!("crate::{}::", path[0]);
+    for prefix in ["super::", own_folder.as_str()] {
+        for (start, _) in code.match_indices(prefix) {
+            let before = code[..start].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let tail = &code[start + prefix.len()..];
+            if tail.starts_with("super::") {
+                continue;
+            }
+            out.extend(
+                named_modules(tail)
+                    .into_iter()
+                    .filter(|m| siblings.contains(m) && m != path[1]),
+            );
+        }
+    }
+    out
+}
+
+/// A circle in `edges` (file → the files it names), as the files along it, if there is one.
+fn find_circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = stack.iter().position(|n| n == node) {
+            let mut circle = stack[at..].to_vec();
+            circle.push(node.to_owned());
+            return Some(circle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        stack.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(circle) = visit(next, edges, stack, done) {
+                return Some(circle);
+            }
+        }
+        stack.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|node| visit(node, edges, &mut Vec::new(), &mut done))
+}
+
+/// The files of one folder import each other one way only: no circle through `super::`, so
+/// each file can be read after the ones it names.
+#[test]
+fn no_files_of_one_folder_import_each_other_in_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut folders: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for file in &files {
+        let relative = file.strip_prefix(&src).expect("under src");
+        let parts: Vec<String> = relative
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if parts.len() == 2 && parts[1] != "mod" {
+            let text = std::fs::read_to_string(file).expect("reads a source");
+            folders
+                .entry(parts[0].clone())
+                .or_default()
+                .insert(parts[1].clone(), text);
+        }
+    }
+    assert!(
+        folders.len() >= 10,
+        "found the folders: {:?}",
+        folders.keys()
+    );
+    let mut circles = Vec::new();
+    for (folder, texts) in &folders {
+        let siblings: BTreeSet<String> = texts.keys().cloned().collect();
+        let edges: BTreeMap<String, BTreeSet<String>> = texts
+            .iter()
+            .map(|(name, text)| {
+                let path = [folder.as_str(), name.as_str()];
+                (name.clone(), sibling_paths(text, &path, &siblings))
+            })
+            .collect();
+        if let Some(circle) = find_circle(&edges) {
+            circles.push(format!("{folder}: {}", circle.join(" → ")));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn the_circle_finder_sees_sibling_paths_and_circles() {
+    let siblings: BTreeSet<String> = ["run", "sink", "worker"].map(String::from).into();
+    let names = |text: &str, file: &str| -> Vec<String> {
+        sibling_paths(text, &["eval", file], &siblings)
+            .into_iter()
+            .collect()
+    };
+    assert_eq!(
+        names("use super::{sink::S, worker};\n// super::run\n", "run"),
+        ["sink", "worker"]
+    );
+    assert_eq!(names("use crate::eval::run::X;", "sink"), ["run"]);
+    assert_eq!(
+        names("use crate :: eval :: { run, sink };", "worker"),
+        ["run", "sink"]
+    );
+    assert!(names("mod tests { use super::*; use super::super::run; }", "sink").is_empty());
+    let edges = |pairs: &[(&str, &str)]| {
+        let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, to) in pairs {
+            out.entry((*from).to_owned())
+                .or_default()
+                .insert((*to).to_owned());
+        }
+        out
+    };
+    assert_eq!(
+        find_circle(&edges(&[
+            ("run", "sink"),
+            ("sink", "worker"),
+            ("worker", "run")
+        ])),
+        Some(
+            vec!["run", "sink", "worker", "run"]
+                .into_iter()
+                .map(String::from)
+                .collect()
+        )
+    );
+    assert_eq!(
+        find_circle(&edges(&[
+            ("run", "sink"),
+            ("run", "worker"),
+            ("sink", "worker")
+        ])),
+        None
+    );
 }
