@@ -18,6 +18,7 @@ pub mod agent;
 pub mod analysis;
 pub mod cancel;
 pub mod chunk;
+mod clock;
 pub mod dataset;
 pub mod dense;
 pub mod embed;

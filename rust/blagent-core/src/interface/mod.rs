@@ -11,6 +11,7 @@
 
 mod agentless;
 mod batch;
+mod batch_config;
 mod batch_sink;
 mod batch_types;
 mod batch_worker;

@@ -235,6 +235,7 @@ fn serialize_redacted_url<S: Serializer>(
 mod tests {
     use super::super::redact::REDACTED;
     use super::*;
+    use crate::llm::REDACTED;
 
     #[test]
     fn base_urls_are_normalized() {
