@@ -18,7 +18,6 @@ pub mod agent;
 pub mod analysis;
 pub mod cancel;
 pub mod chunk;
-mod clock;
 pub mod dataset;
 pub mod dense;
 pub mod embed;

@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::config::{progress_bar, select};
 use super::llm::{LlmInstanceStats, LlmTotals};
 use super::select::{progress_bar, select};
 use crate::agent::{fit, LlmOptions, LlmProfile, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION};

@@ -3,11 +3,9 @@
 
 mod calibrate;
 mod compare;
-mod config;
 mod functions;
 mod llm;
 mod metrics;
-mod report;
 mod rewrites;
 mod run;
 mod select;
@@ -21,14 +19,12 @@ pub use self::compare::{
     compare_runs, CompareConfig, CompareReport, Difference, Interval, McNemar, RunMetrics,
     Wilcoxon, COMPARE_KS, DEFAULT_RESAMPLES, MAX_RESAMPLES,
 };
-pub use self::config::EvalConfig;
 pub use self::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
 pub use self::llm::{LlmInstanceStats, LlmMeans, LlmTotals};
 pub use self::metrics::{
     all_within, any_within, average_precision_at, first_hit_rank, reciprocal_rank, Metrics,
     MetricsAccumulator, ACC_KS, MAP_KS,
 };
-pub use self::report::{DenseTotals, EvalReport, Prediction};
 pub use self::rewrites::{load_rewrites, RewriteReport, RewriteSample, POOL_CAP, POOL_PER_QUERY};
 pub use self::run::{job_sink, job_worker, run_eval, EvalJob, JOB_KINDS};
 pub use self::sink::EvalSink;

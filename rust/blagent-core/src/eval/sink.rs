@@ -9,11 +9,9 @@ use std::time::Instant;
 
 use indicatif::ProgressBar;
 
-use super::config::{progress_bar, select, EvalConfig};
 use super::functions::FunctionAccumulator;
 use super::llm::LlmTotals;
 use super::metrics::{first_hit_rank, MetricsAccumulator};
-use super::report::{DenseTotals, EvalReport, Prediction};
 use super::rewrites::{load_rewrites, RewriteAccumulator};
 use super::select::{progress_bar, select};
 use super::types::{DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Prediction};

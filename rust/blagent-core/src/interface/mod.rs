@@ -11,7 +11,6 @@
 
 mod agentless;
 mod batch;
-mod batch_config;
 mod batch_sink;
 mod batch_types;
 mod batch_worker;

@@ -235,7 +235,6 @@ fn serialize_redacted_url<S: Serializer>(
 mod tests {
     use super::super::redact::REDACTED;
     use super::*;
-    use crate::llm::REDACTED;
 
     #[test]
     fn base_urls_are_normalized() {
