@@ -301,11 +301,8 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
     }
     if instances.is_empty() {
         return Err(Error::InvalidInput(format!(
-            "no selected instance of the dataset has gold {}",
-            match config.granularity {
-                Granularity::File => "files",
-                Granularity::Function => "functions",
-            }
+            "no selected instance of the dataset has gold {}s",
+            config.granularity.name()
         )));
     }
     let mut by_repo: BTreeMap<String, Vec<usize>> = BTreeMap::new();

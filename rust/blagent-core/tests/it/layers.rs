@@ -185,6 +185,14 @@ fn named_modules(tail: &str) -> Vec<String> {
     names
 }
 
+/// Whether a path starts at byte `at` of `code`: no identifier or `::` runs into it.
+fn starts_path(code: &str, at: usize) -> bool {
+    !code[..at]
+        .chars()
+        .next_back()
+        .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+}
+
 /// `(module it names, line)` of every path to another top-level module in `text`, the code of
 /// module `path` (`["eval", "run"]` for `src/eval/run.rs`): `crate::x`, `crate::{x::…, y}`,
 /// and `super::` chains that climb out of the top-level module. Comments and strings are
@@ -192,12 +200,7 @@ fn named_modules(tail: &str) -> Vec<String> {
 fn crate_paths(text: &str, path: &[&str]) -> Vec<(String, usize)> {
     let code = code_only(text);
     let line_of = |at: usize| code[..at].matches('\n').count() + 1;
-    let starts_path = |at: usize| {
-        !code[..at]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
-    };
+    let starts_path = |at: usize| starts_path(&code, at);
     let mut out = Vec::new();
     for (start, _) in code.match_indices("crate::") {
         if starts_path(start) {
@@ -430,12 +433,7 @@ fn use_tree(tail: &str) -> Vec<Vec<String>> {
 fn absolute_paths(text: &str, module: &[String]) -> Vec<Vec<String>> {
     let code = code_only(text);
     let code = &code[..code.find("#[cfg(test)]").unwrap_or(code.len())];
-    let starts_path = |at: usize| {
-        !code[..at]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
-    };
+    let starts_path = |at: usize| starts_path(code, at);
     let mut out = Vec::new();
     for (start, _) in code.match_indices("crate::") {
         if starts_path(start) {
