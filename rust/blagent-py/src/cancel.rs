@@ -12,12 +12,13 @@
 //! per call). So a call's inputs are owned (`'static`): the bindings hold the core's objects
 //! in `Arc`s.
 
-use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use blagent_core::{cancel, Error};
+
+use crate::errors::panic_error;
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
@@ -78,13 +79,6 @@ pub(crate) fn run_short<T: Send>(
         Ok(Err(err)) => Err(to_py(err)),
         Err(panic) => Err(panic_error(&*panic)),
     }
-}
-
-fn panic_error(panic: &(dyn Any + Send)) -> PyErr {
-    crate::InternalError::new_err(format!(
-        "internal error (panic): {}",
-        blagent_core::panic_message(panic)
-    ))
 }
 
 /// Worker threads kept between calls: a job goes to an idle worker, or to a new one when all

@@ -10,7 +10,9 @@ use blagent_core::eval::{job_sink, job_worker};
 use blagent_core::interface::{AnySink, AnyWorker};
 use pyo3::prelude::*;
 
-use crate::{cancel, llm_run, run, to_py, InputError, InternalError};
+use crate::cancel;
+use crate::convert::{llm_run, run};
+use crate::errors::{to_py, InputError, InternalError};
 
 /// Turns items of a job into outcomes, one at a time, as `batch` or `evaluate` does for each.
 #[pyclass(name = "JobWorker", module = "blagent._core", frozen)]

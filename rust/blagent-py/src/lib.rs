@@ -13,119 +13,28 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use blagent_core::agent::{LlmOptions, LlmRun};
 use blagent_core::analysis::{analyze_failures as run_analysis, AnalysisConfig};
 use blagent_core::eval::{run_calibration, run_eval, CalibrateConfig, EvalJob};
 use blagent_core::interface::{parse_config, run_batch, BatchJob, LocalizeRequest};
-use blagent_core::llm::{LlmClient, LlmConfig, Message};
-use blagent_core::{Error, ErrorKind, LocalizeOptions, Localizer, SearchIndex};
-use pyo3::exceptions::PyException;
+use blagent_core::llm::{LlmClient, Message};
+use blagent_core::{Error, LocalizeOptions, Localizer, SearchIndex};
 use pyo3::prelude::*;
-use serde::de::DeserializeOwned;
 
 mod cancel;
+mod convert;
 mod distributed;
+mod errors;
+
+use convert::{llm_run, parse, parse_required, run, to_json};
+use errors::{
+    to_py, BlagentError, BlagentIOError, InputError, InternalError, LlmError, ModelError,
+};
 
 /// The encoder allocates and frees large tensors at a high rate; mimalloc keeps those pages
 /// mapped instead of returning them to the kernel after each batch (measured in
 /// `bench/encoder_bench.py`).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-pyo3::create_exception!(
-    _core,
-    BlagentError,
-    PyException,
-    "Base class of every blagent error."
-);
-pyo3::create_exception!(
-    _core,
-    InputError,
-    BlagentError,
-    "Bad input: missing repository, empty issue, malformed file."
-);
-pyo3::create_exception!(
-    _core,
-    BlagentIOError,
-    BlagentError,
-    "Reading or writing failed."
-);
-pyo3::create_exception!(
-    _core,
-    ModelError,
-    BlagentError,
-    "An embedding model folder is missing or malformed, or the model failed."
-);
-pyo3::create_exception!(
-    _core,
-    LlmError,
-    BlagentError,
-    "The LLM endpoint failed after retries, or no LLM is configured."
-);
-pyo3::create_exception!(
-    _core,
-    InternalError,
-    BlagentError,
-    "A bug in blagent (an invariant failed or a panic was caught)."
-);
-
-/// The one conversion point from core errors to Python exceptions: [`Error::kind`] decides.
-fn to_py(err: Error) -> PyErr {
-    let message = err.to_string();
-    match err.kind() {
-        ErrorKind::Input => InputError::new_err(message),
-        ErrorKind::Io => BlagentIOError::new_err(message),
-        ErrorKind::Model => ModelError::new_err(message),
-        ErrorKind::Llm => LlmError::new_err(message),
-        ErrorKind::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(message),
-        ErrorKind::Internal => InternalError::new_err(message),
-    }
-}
-
-/// Runs `work` with the GIL released, turning errors and panics into Python exceptions; Ctrl-C
-/// stops it (see `cancel`).
-fn run<T: Send + 'static>(
-    py: Python<'_>,
-    work: impl FnOnce() -> blagent_core::Result<T> + Send + 'static,
-) -> PyResult<T> {
-    cancel::run_cancellable(py, work, to_py)
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> blagent_core::Result<String> {
-    Ok(serde_json::to_string(value)?)
-}
-
-/// `T` from JSON text (`what` names it in the error), its default when `None`.
-fn parse<T: DeserializeOwned + Default>(what: &str, json: Option<&str>) -> PyResult<T> {
-    json.map_or_else(
-        || Ok(T::default()),
-        |text| {
-            serde_json::from_str(text)
-                .map_err(|e| to_py(Error::InvalidInput(format!("invalid {what}: {e}"))))
-        },
-    )
-}
-
-/// `T` from JSON text (`what` names it in the error).
-fn parse_required<T: DeserializeOwned>(what: &str, json: &str) -> PyResult<T> {
-    serde_json::from_str(json)
-        .map_err(|e| to_py(Error::InvalidInput(format!("invalid {what}: {e}"))))
-}
-
-/// The LLM run for the pipelines, when an LLM configuration or LLM options are given.
-fn llm_run(
-    llm_options_json: Option<&str>,
-    llm_config_json: Option<&str>,
-) -> PyResult<Option<LlmRun>> {
-    if llm_options_json.is_none() && llm_config_json.is_none() {
-        return Ok(None);
-    }
-    let options: LlmOptions = parse("LLM options", llm_options_json)?;
-    let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
-    LlmRun::from_config(options, &config)
-        .map(Some)
-        .map_err(to_py)
-}
 
 /// A repository's index, reusable across requests.
 #[pyclass(name = "RepoIndex", module = "blagent._core", frozen)]
@@ -270,8 +179,8 @@ impl PyEncoder {
     #[new]
     #[pyo3(signature = (model_dir, precision="auto"))]
     fn new(py: Python<'_>, model_dir: PathBuf, precision: &str) -> PyResult<Self> {
-        let precision =
-            blagent_core::embed::Precision::parse(precision).map_err(InputError::new_err)?;
+        let precision = blagent_core::embed::Precision::parse(precision)
+            .map_err(|e| to_py(Error::InvalidInput(e)))?;
         let inner = run(py, move || {
             blagent_core::embed::Encoder::load_with(&model_dir, None, precision)
         })?;
@@ -411,7 +320,7 @@ impl PyLlmClient {
     ///     LlmError: no answer after the retries (or no LLM configured).
     fn chat(&self, py: Python<'_>, messages_json: &str, stage: &str) -> PyResult<String> {
         let messages: Vec<Message> = serde_json::from_str(messages_json)
-            .map_err(|e| InputError::new_err(format!("invalid messages: {e}")))?;
+            .map_err(|e| to_py(Error::InvalidInput(format!("invalid messages: {e}"))))?;
         let client = Arc::clone(&self.inner);
         let stage = stage.to_owned();
         run(py, move || to_json(&client.chat(&stage, messages)?))

@@ -90,7 +90,14 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
             )
         })
         .collect();
-    let reranked = phase2::rerank(session, "phase2", ctx.index, &ctx.issue, &shown, options)?;
+    let reranked = phase2::rerank(
+        session,
+        "phase2",
+        ctx.index,
+        &ctx.issue,
+        &shown,
+        ctx.ask.functions(),
+    )?;
     let (reranked, agreement) = if options.permutation_check && shown.len() > 1 {
         let again = phase2::rerank(
             session,
@@ -98,7 +105,7 @@ pub(crate) fn run(session: &mut Session<'_>, ctx: &Context<'_>) -> crate::Result
             ctx.index,
             &ctx.issue,
             &consistency::second_order(&shown),
-            options,
+            ctx.ask.functions(),
         )?;
         let files: Vec<usize> = shown.iter().map(|s| s.0).collect();
         let (merged, agreement) = consistent(reranked, again, &files);

@@ -71,9 +71,7 @@ use crate::error::{Error, Result};
 use crate::index::RepoIndex;
 use crate::llm::ChatModel;
 use crate::query::Reformulation;
-use crate::retrieve::{
-    complete, rank_functions, score, FunctionWeights, FusionWeights, SearchIndex,
-};
+use crate::retrieve::{complete, cut, score, Ask, FusionWeights, SearchIndex};
 
 /// What a pipeline works from.
 pub(crate) struct Context<'a> {
@@ -90,6 +88,8 @@ pub(crate) struct Context<'a> {
     pub retrieval: Vec<usize>,
     pub options: &'a LlmOptions,
     pub weights: &'a FusionWeights,
+    /// What the caller asked: how many files, and whether functions.
+    pub ask: Ask,
 }
 
 /// What a pipeline produced.
@@ -105,21 +105,20 @@ pub(crate) struct Outcome {
     pub agreement: Option<consistency::Agreement>,
 }
 
-/// Localizes `issue` in `index` with the LLM pipeline `options.pipeline`, `model` answering,
-/// `weights` fusing retrieval's signals. With a model that fails or answers nothing usable,
-/// every stage falls back and the ranking is the LLM-free one (completed to `top_k` files);
-/// the report says so.
+/// Localizes `issue` in `index` with the LLM `pipeline`, `model` answering as `options` say,
+/// `weights` fusing retrieval's signals, cut to what `ask` asks by the one ranking step below
+/// every pipeline ([`crate::retrieve::cut`]). With a model that fails or answers nothing
+/// usable, every stage falls back and the ranking is the LLM-free one; the report says so.
 pub fn localize(
     index: &SearchIndex,
     issue: &str,
+    pipeline: Pipeline,
+    ask: Ask,
     model: &dyn ChatModel,
     options: &LlmOptions,
     weights: &FusionWeights,
 ) -> Result<LlmRanking> {
     let start = Instant::now();
-    if options.top_k == 0 {
-        return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
-    }
     options.validate()?;
     let prompts = Prompts::load(options.prompts_dir.as_deref())?;
     let scored = score(index, issue, weights, None)?;
@@ -134,6 +133,7 @@ pub fn localize(
         raw,
         options,
         weights,
+        ask,
     };
     let settings = CallSettings {
         temperature: options.temperature,
@@ -144,7 +144,7 @@ pub fn localize(
         max_prompt_tokens: options.max_prompt_tokens.map(|t| t as u64),
     };
     let mut session = Session::new(model, &prompts, settings);
-    let outcome = match options.pipeline {
+    let outcome = match pipeline {
         Pipeline::Blagent => blagent::run(&mut session, &ctx)?,
         Pipeline::Rrl => rrl::run(&mut session, &ctx)?,
         Pipeline::Fused => {
@@ -157,25 +157,19 @@ pub fn localize(
         * outcome
             .agreement
             .map_or(1.0, consistency::Agreement::weight);
-    let weight_scale = LlmProfile::scale_for(options.trust.as_ref(), options.pipeline);
+    let weight_scale = LlmProfile::scale_for(options.trust.as_ref(), pipeline);
     let model_weight = options.model_weight.unwrap_or(weight_scale * base_weight);
-    let order = fuse(&outcome.order, &ctx.retrieval, model_weight, options.top_k);
-    let fused: HashMap<usize, f32> = scored.ranked.iter().copied().collect();
-    let ranked: Vec<(usize, f32)> = order
-        .iter()
-        .map(|&f| (f, fused.get(&f).copied().unwrap_or(0.0)))
-        .collect();
-    let entities = if options.functions {
-        let ranked = rank_functions(index, &scored, &order, &FunctionWeights::default())?;
-        Some(functions::with_named(
-            repo,
-            &order,
-            &outcome.functions,
-            ranked,
-        ))
-    } else {
-        None
-    };
+    let order = fuse(
+        &outcome.order,
+        &ctx.retrieval,
+        model_weight,
+        ctx.retrieval.len(),
+    );
+    let cut = cut(index, &scored, order, ask)?;
+    let order: Vec<usize> = cut.ranked.iter().map(|&(f, _)| f).collect();
+    let entities = cut
+        .entities
+        .map(|ranked| functions::with_named(repo, &order, &outcome.functions, ranked));
     let path = |f: usize| repo.files[f].path().to_owned();
     let files = outcome
         .order
@@ -206,9 +200,9 @@ pub fn localize(
     let (prompt_tokens, completion_tokens) = session.stats.total_tokens();
     Ok(LlmRanking {
         scored,
-        ranked,
+        ranked: cut.ranked,
         llm: LlmReport {
-            pipeline: options.pipeline,
+            pipeline,
             model: model.name(),
             llm_ranked: !outcome.order.is_empty() && model_weight > 0.0,
             model_weight,

@@ -10,7 +10,6 @@ use serde_json::Value;
 use super::context::pruned_context;
 use super::paths::resolve;
 use super::session::Session;
-use super::LlmOptions;
 use crate::index::RepoIndex;
 use crate::llm::Message;
 
@@ -98,10 +97,10 @@ pub(crate) fn rerank(
     index: &RepoIndex,
     issue: &str,
     files: &[(usize, String)],
-    options: &LlmOptions,
+    functions: bool,
 ) -> crate::Result<Option<Vec<Reranked>>> {
     let contexts: Vec<&str> = files.iter().map(|(_, context)| context.as_str()).collect();
-    let (prompt, shape) = if options.functions {
+    let (prompt, shape) = if functions {
         ("phase2_rerank_functions", SHAPE_FUNCTIONS)
     } else {
         ("phase2_rerank", SHAPE)

@@ -13,17 +13,11 @@ use super::session::LlmStats;
 use super::trust::{FusionInputs, LlmProfile};
 use crate::retrieve::{Entity, Scored};
 
-/// Options of [`super::localize`]. Every budget is in approximate tokens. The pipeline, `top_k`
-/// and `functions` come from the request (`LocalizeRequest`), never from these options' JSON.
+/// Options of [`super::localize`]: how the model is asked, not what the caller asks (the
+/// pipeline, `top_k` and granularity are the request's). Every budget is in approximate tokens.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmOptions {
-    /// The pipeline (the request's).
-    #[serde(skip)]
-    pub pipeline: Pipeline,
-    /// Files to return (the request's `top_k`).
-    #[serde(skip)]
-    pub top_k: usize,
     /// Agent turns (phase 1 of BLAgent, the RRL agent loop), the final answer included.
     pub max_steps: usize,
     /// Repair requests after an invalid reply, per stage.
@@ -72,9 +66,6 @@ pub struct LlmOptions {
     /// Ask the endpoint for JSON objects (every stage answers in JSON); turn off for endpoints
     /// that refuse `response_format`.
     pub json_mode: bool,
-    /// Also return `path::Class.method` entities of the top files (the request's granularity).
-    #[serde(skip)]
-    pub functions: bool,
     /// RRL's BM25 query groups the agent may use (all when empty).
     pub rrl_groups: Vec<String>,
     /// A folder of prompt overrides (`<name>.md`).
@@ -84,8 +75,6 @@ pub struct LlmOptions {
 impl Default for LlmOptions {
     fn default() -> Self {
         LlmOptions {
-            pipeline: Pipeline::Blagent,
-            top_k: 10,
             max_steps: 6,
             max_retries: 3,
             candidates: 15,
@@ -105,7 +94,6 @@ impl Default for LlmOptions {
             seed: Some(0),
             max_completion_tokens: Some(512),
             json_mode: true,
-            functions: false,
             rrl_groups: Vec::new(),
             prompts_dir: None,
         }

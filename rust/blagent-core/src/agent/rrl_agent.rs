@@ -116,7 +116,7 @@ pub(crate) fn run(
         &[
             ("issue", &ctx.issue),
             ("groups", &listing.join("\n")),
-            ("top_k", &options.top_k.to_string()),
+            ("top_k", &ctx.ask.top_k().to_string()),
             ("max_steps", &options.max_steps.to_string()),
         ],
     )?;

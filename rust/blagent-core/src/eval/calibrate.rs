@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use super::llm::{LlmInstanceStats, LlmTotals};
 use super::select::{progress_bar, select};
-use crate::agent::{fit, LlmOptions, LlmProfile, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION};
+use crate::agent::{fit, LlmProfile, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use crate::interface::{DatasetConfig, Localizer};
 use crate::repo::{is_json_object, open_output, OutputMode};
+use crate::retrieve::{Ask, Granularity};
 
 /// What to calibrate on.
 #[derive(Debug, Clone, Deserialize)]
@@ -80,11 +81,7 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
             "calibrate fits the model's weight: leave out model_weight and the profile".to_owned(),
         ));
     }
-    let options = LlmOptions {
-        pipeline: settings.pipeline,
-        top_k: settings.top_k,
-        ..run.options.clone()
-    };
+    let ask = Ask::new(settings.top_k, Granularity::File)?;
     // Checked and locked now, replaced only once the fit is done: an interrupted run leaves
     // the last profile as it was.
     let mut out = open_output(
@@ -116,8 +113,10 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
             let ranking = crate::agent::localize(
                 &index,
                 &instance.problem_statement,
+                settings.pipeline,
+                ask,
                 run.model.as_ref(),
-                &options,
+                &run.options,
                 weights,
             )?;
             let gold: Vec<usize> = index

@@ -12,8 +12,9 @@ use super::types::{EvalConfig, EvalItem, EvalOutcome, Evaluated};
 use crate::agent::Pipeline;
 use crate::dataset::instance_tree;
 use crate::error::{Error, Result};
-use crate::interface::{Granularity, LocalizeRequest, Localizer};
+use crate::interface::{LocalizeRequest, Localizer};
 use crate::retrieve::{complete, function_candidates};
+use crate::retrieve::{Ask, Granularity};
 
 /// Metrics need at least this many ranked files (Acc@10, MAP@10).
 const MIN_RANKED_FOR_METRICS: usize = 10;
@@ -33,9 +34,7 @@ pub struct EvalWorker {
 impl EvalWorker {
     /// A worker for `config`'s run (its outputs and selection are not used here).
     pub fn new(config: &EvalConfig) -> Result<Self> {
-        if config.run.top_k == 0 {
-            return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
-        }
+        let ask = Ask::new(config.run.top_k, config.granularity)?;
         if config.queries.is_some() && config.run.options.dense.is_none() {
             return Err(Error::InvalidInput(
                 "--queries needs --dense (the rewrites are dense queries)".to_owned(),
@@ -48,8 +47,8 @@ impl EvalWorker {
         Ok(EvalWorker {
             localizer,
             repos: config.run.repos.clone(),
-            ranked_k: config.run.top_k.max(MIN_RANKED_FOR_METRICS),
-            written_k: config.run.top_k,
+            ranked_k: ask.top_k().max(MIN_RANKED_FOR_METRICS),
+            written_k: ask.top_k(),
             pipeline: config.run.pipeline,
             granularity: config.granularity,
             dump_signals: config.signals_out.is_some(),

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::dataset_config::DatasetConfig;
-use super::request::Granularity;
 use crate::repo::Inputs;
+use crate::retrieve::Granularity;
 
 /// What to localize and where to write it.
 #[derive(Debug, Clone, Deserialize)]

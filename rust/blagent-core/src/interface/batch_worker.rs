@@ -8,18 +8,18 @@ use std::time::Instant;
 use super::agentless::AgentlessLine;
 use super::batch_types::{failure, BatchConfig, BatchOutcome};
 use super::localizer::Localizer;
-use super::request::{Granularity, LocalizeRequest};
+use super::request::LocalizeRequest;
 use crate::agent::Pipeline;
 use crate::dataset::{instance_tree, Instance};
 use crate::error::{Error, Result};
+use crate::retrieve::{Ask, Granularity};
 
 /// Localizes instances of a batch, one at a time, with the batch's localizer and settings.
 #[derive(Debug)]
 pub struct BatchWorker {
     localizer: Localizer,
     repos: PathBuf,
-    top_k: usize,
-    granularity: Granularity,
+    ask: Ask,
     related_locs: bool,
     pipeline: Pipeline,
 }
@@ -34,12 +34,14 @@ impl BatchWorker {
         Ok(BatchWorker {
             localizer,
             repos: config.run.repos.clone(),
-            top_k: config.run.top_k,
-            granularity: if config.related_locs {
-                Granularity::Function
-            } else {
-                config.granularity
-            },
+            ask: Ask::new(
+                config.run.top_k,
+                if config.related_locs {
+                    Granularity::Function
+                } else {
+                    config.granularity
+                },
+            )?,
             related_locs: config.related_locs,
             pipeline: config.run.pipeline,
         })
@@ -63,8 +65,8 @@ impl BatchWorker {
             Ok(tree) => {
                 let mut request =
                     LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
-                request.top_k = self.top_k;
-                request.granularity = self.granularity;
+                request.top_k = self.ask.top_k();
+                request.granularity = self.ask.granularity();
                 request.pipeline = self.pipeline;
                 match self.localizer.localize(&request) {
                     Ok(result) => Ok(result),

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::localizer::LocalizeOptions;
-use super::request::DEFAULT_TOP_K;
 use crate::agent::{LlmRun, Pipeline};
 use crate::repo::Inputs;
+use crate::retrieve::DEFAULT_TOP_K;
 
 /// The dataset, its trees, the selection and how each instance is localized.
 #[derive(Debug, Clone, Deserialize)]

@@ -39,11 +39,12 @@ pub use self::job::{
     JobSink, JobWorker, JsonSink, JsonWorker,
 };
 pub use self::localizer::{LocalizeOptions, Localizer};
-pub use self::request::{Granularity, Hints, LocalizeRequest, DEFAULT_TOP_K};
+pub use self::request::{Hints, LocalizeRequest};
 pub use self::result::{
     EvidenceItem, FileHit, IndexStats, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,
 };
 pub use crate::agent::Pipeline;
+pub use crate::retrieve::{Ask, Granularity, DEFAULT_TOP_K};
 pub use crate::retrieve::{Entity, SearchIndex, MAX_FUNCTIONS};
 
 /// Version of the request and result formats, `major.minor`: a request of another major version

@@ -7,34 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::SCHEMA_VERSION;
 use crate::agent::Pipeline;
 use crate::error::{Error, Result};
-use crate::retrieve::Rewrites;
-
-/// Default number of files a request asks for.
-pub const DEFAULT_TOP_K: usize = 10;
-
-/// What a result ranks: files alone, or files and the functions, methods and classes in them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Granularity {
-    /// Ranked files only.
-    #[default]
-    File,
-    /// Ranked files plus `path::Class.method` entities of those files.
-    Function,
-}
-
-impl Granularity {
-    /// Every granularity, in the order of the CLI's choices.
-    pub const ALL: [Granularity; 2] = [Granularity::File, Granularity::Function];
-
-    /// The name in requests, results and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Granularity::File => "file",
-            Granularity::Function => "function",
-        }
-    }
-}
+use crate::retrieve::{Ask, Granularity, Rewrites, DEFAULT_TOP_K};
 
 /// What the caller already suspects.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,6 +102,11 @@ impl LocalizeRequest {
         self.pipeline == Pipeline::Fused
     }
 
+    /// What the request asks of the ranking: `top_k` files at its granularity.
+    pub fn ask(&self) -> Result<Ask> {
+        Ask::new(self.top_k, self.granularity)
+    }
+
     /// Checks what serde cannot: a compatible version, a non-empty issue, `top_k ≥ 1`.
     pub fn validate(&self) -> Result<()> {
         if major(&self.schema_version) != major(SCHEMA_VERSION) {
@@ -137,9 +115,7 @@ impl LocalizeRequest {
                 self.schema_version
             )));
         }
-        if self.top_k == 0 {
-            return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
-        }
+        self.ask()?;
         if self.issue.trim().is_empty() {
             return Err(Error::InvalidInput("the issue text is empty".to_owned()));
         }

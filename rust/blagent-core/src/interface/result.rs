@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::request::Granularity;
 use crate::agent::{LlmReport, Pipeline};
 use crate::index::RepoIndex;
 use crate::query::Reformulation;
 use crate::repo::Skipped;
+use crate::retrieve::Granularity;
 use crate::retrieve::{Entity, Evidence};
 
 /// Who produced a result.

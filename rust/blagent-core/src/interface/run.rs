@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
 use super::hints::{apply_hints, AppliedHints};
-use super::request::{Granularity, LocalizeRequest};
+use super::request::LocalizeRequest;
 use super::result::{
     EvidenceItem, FileHit, IndexStats, LocalizationResult, LocalizerInfo, StageTimings, TokenUsage,
 };
@@ -15,10 +15,7 @@ use crate::error::Result;
 use crate::index::RepoIndex;
 use crate::llm::NoModel;
 use crate::repo::LANGUAGES;
-use crate::retrieve::{
-    complete, rank_functions, score, Entity, FunctionWeights, FusionWeights, Scored, SearchIndex,
-    Signal,
-};
+use crate::retrieve::{cut, score, Ask, Entity, FusionWeights, Scored, SearchIndex, Signal};
 use crate::timing::elapsed_ms;
 
 /// A pipeline's ranking, before it becomes a result.
@@ -41,18 +38,20 @@ pub(super) fn answer(
     request: &LocalizeRequest,
 ) -> Result<LocalizationResult> {
     let start = Instant::now();
+    let ask = request.ask()?;
     let ranking = match request.pipeline {
-        Pipeline::Fused => fused(weights, index, request)?,
-        Pipeline::Blagent | Pipeline::Rrl => with_llm(weights, llm, index, request)?,
+        Pipeline::Fused => fused(weights, index, request, ask)?,
+        Pipeline::Blagent | Pipeline::Rrl => with_llm(weights, llm, index, request, ask)?,
     };
     Ok(build(index, request, ranking, elapsed_ms(start)))
 }
 
-/// The LLM-free ranking, with the request's hints applied, completed to `top_k` files.
+/// The LLM-free ranking, with the request's hints applied, cut to what the request asks.
 fn fused(
     weights: &FusionWeights,
     index: &SearchIndex,
     request: &LocalizeRequest,
+    ask: Ask,
 ) -> Result<Ranking> {
     let mut scored = score(index, &request.issue, weights, request.rewrites.as_ref())?;
     let hints = apply_hints(
@@ -62,29 +61,13 @@ fn fused(
         &request.hints.files,
         &request.repo_path,
     );
-    let fused: std::collections::HashMap<usize, f32> = scored.ranked.iter().copied().collect();
-    let ranked: Vec<(usize, f32)> = complete(&index.repo, scored.ranked.iter().map(|&(f, _)| f))
-        .into_iter()
-        .take(request.top_k)
-        .map(|f| (f, fused.get(&f).copied().unwrap_or(0.0)))
-        .collect();
-    let entities = if request.granularity == Granularity::Function {
-        let files: Vec<usize> = ranked.iter().map(|&(file, _)| file).collect();
-        Some(rank_functions(
-            index,
-            &scored,
-            &files,
-            &FunctionWeights::default(),
-        )?)
-    } else {
-        None
-    };
+    let cut = cut(index, &scored, scored.ranked.iter().map(|&(f, _)| f), ask)?;
     let warnings = hints.warnings.clone();
     Ok(Ranking {
         scored,
-        ranked,
+        ranked: cut.ranked,
         hints,
-        entities,
+        entities: cut.entities,
         llm: None,
         warnings,
     })
@@ -96,19 +79,22 @@ fn with_llm(
     llm: Option<&LlmRun>,
     index: &SearchIndex,
     request: &LocalizeRequest,
+    ask: Ask,
 ) -> Result<Ranking> {
     let defaults = LlmOptions::default();
     let (model, options) = match llm {
         Some(run) => (run.model.as_ref(), &run.options),
         None => (&NoModel as &dyn crate::llm::ChatModel, &defaults),
     };
-    let options = LlmOptions {
-        pipeline: request.pipeline,
-        top_k: request.top_k,
-        functions: request.granularity == Granularity::Function,
-        ..options.clone()
-    };
-    let ranking = crate::agent::localize(index, &request.issue, model, &options, weights)?;
+    let ranking = crate::agent::localize(
+        index,
+        &request.issue,
+        request.pipeline,
+        ask,
+        model,
+        options,
+        weights,
+    )?;
     let mut warnings: Vec<String> = ranking
         .llm
         .stats
@@ -123,9 +109,7 @@ fn with_llm(
         scored: ranking.scored,
         ranked: ranking.ranked,
         hints: AppliedHints::default(),
-        entities: ranking
-            .entities
-            .or_else(|| options.functions.then(Vec::new)),
+        entities: ranking.entities,
         llm: Some(ranking.llm),
         warnings,
     })

@@ -6,6 +6,7 @@ mod dense;
 mod entities;
 mod functions;
 mod fuse;
+mod rank;
 mod score;
 mod signals;
 
@@ -18,6 +19,7 @@ pub use self::functions::{
     FUNCTION_FILES, MAX_FUNCTIONS, NUM_FEATURES,
 };
 pub use self::fuse::{fuse, FusionWeights, Normalizer};
+pub use self::rank::{cut, Ask, Cut, Granularity, DEFAULT_TOP_K};
 pub use self::score::{complete, score, Scored, SearchIndex};
 pub use self::signals::compute_signals;
 

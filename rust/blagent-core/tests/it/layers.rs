@@ -619,3 +619,62 @@ fn the_circle_check_sees_circles_between_files() {
         assert_eq!(found, *expected, "{files:?}");
     }
 }
+
+/// The arrows between the files of a crate with one flat folder (the bindings), and each use
+/// of an item of the crate root (`lib.rs`, which declares the files: such a use runs back up).
+fn flat_arrows(files: &[(String, String)]) -> (Arrows, Vec<String>) {
+    let stems: BTreeSet<&str> = files.iter().map(|(stem, _)| stem.as_str()).collect();
+    let mut arrows = Arrows::new();
+    let mut up = Vec::new();
+    for (stem, text) in files.iter().filter(|(stem, _)| stem != "lib") {
+        for path in absolute_paths(text, std::slice::from_ref(stem)) {
+            match path.first() {
+                Some(to) if stems.contains(to.as_str()) => {
+                    if to != stem {
+                        arrows.insert((Vec::new(), stem.clone(), to.clone()));
+                    }
+                }
+                Some(item) => up.push(format!("{stem} uses crate::{item} of lib.rs")),
+                None => {}
+            }
+        }
+    }
+    (arrows, up)
+}
+
+/// The bindings' files use each other one way only and nothing of `lib.rs`.
+#[test]
+fn the_bindings_have_no_circle_and_no_arrow_up() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../blagent-py/src");
+    let mut paths = Vec::new();
+    sources(&src, &mut paths);
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .map(|path| {
+            let stem = path.file_stem().expect("a file name");
+            let text = std::fs::read_to_string(path).expect("reads a source");
+            (stem.to_string_lossy().into_owned(), text)
+        })
+        .collect();
+    let (arrows, up) = flat_arrows(&files);
+    assert!(arrows.len() >= 3, "found the arrows: {arrows:?}");
+    assert!(up.is_empty(), "{}", up.join("\n"));
+    let found = circles(&arrows);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The bindings check sees a use of the root's items and a circle between two files.
+#[test]
+fn the_bindings_check_sees_arrows_up_and_circles() {
+    let file = |stem: &str, text: &str| (stem.to_owned(), text.to_owned());
+    let files = [
+        file("lib", "mod a; mod b; pub fn helper() {}"),
+        file("a", "use crate::b::f; use crate::helper;"),
+        file("b", "use super::a::g;"),
+        file("c", "use crate::{a, b::h};"),
+    ];
+    let (arrows, up) = flat_arrows(&files);
+    assert_eq!(up, ["a uses crate::helper of lib.rs"]);
+    assert_eq!(circles(&arrows), [": a -> b -> a"]);
+    assert_eq!(arrows.len(), 4);
+}

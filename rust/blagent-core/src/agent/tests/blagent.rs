@@ -3,7 +3,7 @@ use std::fmt::Write as _;
 use super::*;
 use crate::agent::retrieve_for_query;
 use crate::llm::NoModel;
-use crate::retrieve::FusionWeights;
+use crate::retrieve::{Ask, FusionWeights, Granularity};
 
 const T0: &str = r#"{"query": "Coupon percent apply_coupon Cart.total"}"#;
 const T1: &str = "```json\n{\"query\": \"percentage coupon discount applied as a fraction gives negative total\"}\n```";
@@ -27,7 +27,7 @@ fn a_clean_run_ranks_the_models_files_first_within_budget() {
     let index = minishop();
     let model = clean();
     let mut options = options(Pipeline::Blagent, 5);
-    options.functions = true;
+    options.ask = Ask::new(5, Granularity::Function).unwrap();
     let result = run(&index, &issue(), &model, &options);
     let llm = &result.llm;
     assert!(
@@ -197,10 +197,8 @@ fn a_model_that_never_answers_validly_falls_back_to_retrieval() {
         let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         format!("I think the bug is in pricing ({n}).")
     });
-    let unlimited = LlmOptions {
-        max_prompt_tokens: None,
-        ..options(Pipeline::Blagent, 5)
-    };
+    let mut unlimited = options(Pipeline::Blagent, 5);
+    unlimited.max_prompt_tokens = None;
     let result = run(&index, &issue(), &model, &unlimited);
     let llm = &result.llm;
     assert!(!llm.llm_ranked);
@@ -405,7 +403,7 @@ fn prompt_tokens_stay_under_12k_on_large_files_and_a_long_issue() {
     );
     let model = ScriptedModel::from_fn(greedy_reader);
     let mut options = options(Pipeline::Blagent, 10);
-    options.functions = true;
+    options.ask = Ask::new(10, Granularity::Function).unwrap();
     let result = run(&index, &issue, &model, &options);
     let llm = &result.llm;
     // Its phase 2 echoes the order shown, so the model gives an order but gets no weight.

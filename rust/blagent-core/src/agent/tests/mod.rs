@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::{LlmOptions, LlmRanking, Pipeline};
 use crate::index::{IndexOptions, RepoIndex};
 use crate::llm::{ChatModel, ChatRequest, ScriptedModel};
-use crate::retrieve::{complete, score, FusionWeights, SearchIndex};
+use crate::retrieve::{complete, score, Ask, FusionWeights, Granularity, SearchIndex};
 
 pub(super) fn example() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
@@ -24,11 +24,34 @@ pub(super) fn issue() -> String {
     std::fs::read_to_string(example().join("minishop_issue.md")).unwrap()
 }
 
-pub(super) fn options(pipeline: Pipeline, top_k: usize) -> LlmOptions {
-    LlmOptions {
+/// What one run of a test takes: the pipeline, what is asked, and the LLM options (reached
+/// through `Deref`, so a test sets `setup.max_steps` directly).
+#[derive(Clone)]
+pub(super) struct Setup {
+    pub pipeline: Pipeline,
+    pub ask: Ask,
+    pub options: LlmOptions,
+}
+
+impl std::ops::Deref for Setup {
+    type Target = LlmOptions;
+    fn deref(&self) -> &LlmOptions {
+        &self.options
+    }
+}
+
+impl std::ops::DerefMut for Setup {
+    fn deref_mut(&mut self) -> &mut LlmOptions {
+        &mut self.options
+    }
+}
+
+/// `pipeline` with the default options, asked for `top_k` files.
+pub(super) fn options(pipeline: Pipeline, top_k: usize) -> Setup {
+    Setup {
         pipeline,
-        top_k,
-        ..LlmOptions::default()
+        ask: Ask::new(top_k, Granularity::File).unwrap(),
+        options: LlmOptions::default(),
     }
 }
 
@@ -36,9 +59,18 @@ pub(super) fn run(
     index: &SearchIndex,
     issue: &str,
     model: &dyn ChatModel,
-    options: &LlmOptions,
+    setup: &Setup,
 ) -> Ranked {
-    let ranking = super::localize(index, issue, model, options, &FusionWeights::default()).unwrap();
+    let ranking = super::localize(
+        index,
+        issue,
+        setup.pipeline,
+        setup.ask,
+        model,
+        &setup.options,
+        &FusionWeights::default(),
+    )
+    .unwrap();
     let paths = ranking
         .ranked
         .iter()

@@ -1,0 +1,56 @@
+//! Calls and their arguments: a core call run with the GIL released and Ctrl-C polled, JSON
+//! text to the core's types and back, and the LLM run the options and configuration describe.
+
+use blagent_core::agent::{LlmOptions, LlmRun};
+use blagent_core::llm::LlmConfig;
+use blagent_core::Error;
+use pyo3::prelude::*;
+use serde::de::DeserializeOwned;
+
+use crate::cancel;
+use crate::errors::to_py;
+
+/// Runs `work` with the GIL released, turning errors and panics into Python exceptions; Ctrl-C
+/// stops it (see `cancel`).
+pub(crate) fn run<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce() -> blagent_core::Result<T> + Send + 'static,
+) -> PyResult<T> {
+    cancel::run_cancellable(py, work, to_py)
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> blagent_core::Result<String> {
+    Ok(serde_json::to_string(value)?)
+}
+
+/// `T` from JSON text (`what` names it in the error), its default when `None`.
+pub(crate) fn parse<T: DeserializeOwned + Default>(what: &str, json: Option<&str>) -> PyResult<T> {
+    json.map_or_else(
+        || Ok(T::default()),
+        |text| {
+            serde_json::from_str(text)
+                .map_err(|e| to_py(Error::InvalidInput(format!("invalid {what}: {e}"))))
+        },
+    )
+}
+
+/// `T` from JSON text (`what` names it in the error).
+pub(crate) fn parse_required<T: DeserializeOwned>(what: &str, json: &str) -> PyResult<T> {
+    serde_json::from_str(json)
+        .map_err(|e| to_py(Error::InvalidInput(format!("invalid {what}: {e}"))))
+}
+
+/// The LLM run for the pipelines, when an LLM configuration or LLM options are given.
+pub(crate) fn llm_run(
+    llm_options_json: Option<&str>,
+    llm_config_json: Option<&str>,
+) -> PyResult<Option<LlmRun>> {
+    if llm_options_json.is_none() && llm_config_json.is_none() {
+        return Ok(None);
+    }
+    let options: LlmOptions = parse("LLM options", llm_options_json)?;
+    let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
+    LlmRun::from_config(options, &config)
+        .map(Some)
+        .map_err(to_py)
+}
