@@ -4,7 +4,9 @@
     python bench/index_bench.py TREE [--dataset ../shared/data/swebench_lite.jsonl] [--runs 3]
 
 Prints walk / parse / index milliseconds (median of --runs fresh indexings), the process's peak
-resident memory, and the median and p90 latency of queries answered from the built index. The
+resident memory, and the median and p90 latency of queries answered from the built index, at
+file level and at function level side by side (each issue asked at both, alternating), with the
+ratio of the medians. The
 queries are the dataset's issue texts for the tree's repository when --dataset is given (the
 repository is guessed from the tree's top-level package), else a fixed set of made-up reports.
 """
@@ -64,12 +66,12 @@ def main() -> int:
             stages[key].append(timings[key])
         stages["total_ms"].append(total)
     assert index is not None
-    latencies = []
+    latencies: dict[str, list[float]] = {"file": [], "function": []}
     for issue in issues_for(args.tree, args.dataset, args.queries):
-        start = time.perf_counter()
-        localizer.localize(index, issue)
-        latencies.append((time.perf_counter() - start) * 1000)
-    latencies.sort()
+        for granularity, times in latencies.items():
+            start = time.perf_counter()
+            localizer.localize(index, issue, granularity=granularity)
+            times.append((time.perf_counter() - start) * 1000)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"tree: {args.tree}")
     print(
@@ -84,9 +86,14 @@ def main() -> int:
         f"index (median of {args.runs}): "
         + "  ".join(f"{k} {statistics.median(v):.0f}" for k, v in stages.items())
     )
-    print(
-        f"queries: {len(latencies)}  median {statistics.median(latencies):.1f} ms  p90 {latencies[int(0.9 * (len(latencies) - 1))]:.1f} ms"
-    )
+    for granularity, times in latencies.items():
+        times.sort()
+        p90 = times[int(0.9 * (len(times) - 1))]
+        print(
+            f"queries ({granularity}): {len(times)}  median {statistics.median(times):.1f} ms  p90 {p90:.1f} ms"
+        )
+    ratio = statistics.median(latencies["function"]) / statistics.median(latencies["file"])
+    print(f"function / file query median: {ratio:.2f}x")
     print(f"peak RSS: {peak_mib:.0f} MiB")
     return 0
 

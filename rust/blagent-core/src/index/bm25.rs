@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::tokenize::tokenize_into;
+use super::tokenize::{dotted_words, tokenize_into};
 
 /// Pyserini's default term-frequency saturation.
 pub const DEFAULT_K1: f32 = 0.9;
@@ -75,6 +75,66 @@ impl Statistics for Bm25 {
     }
 }
 
+/// The term counts of a text outside the collection ([`Bm25::text_counts`]).
+#[derive(Debug, Clone, Default)]
+pub struct TextCounts {
+    /// `(term id, count)`, in id order.
+    terms: Vec<(u32, u32)>,
+    /// Tokens in the text.
+    length: u32,
+}
+
+/// Counts the terms of texts outside the collection ([`Bm25::text_counts`]), remembering the
+/// tokens of each word it has read: source code repeats its words, and tokenizing (splitting,
+/// stemming) is most of the work.
+pub struct TextCounter<'b, 't> {
+    bm25: &'b Bm25,
+    /// A word ([`dotted_words`]) → its number of tokens and the ids of those in the vocabulary.
+    words: HashMap<&'t str, (u32, Vec<u32>)>,
+}
+
+impl<'b, 't> TextCounter<'b, 't> {
+    /// A counter with the vocabulary of `bm25`.
+    pub fn new(bm25: &'b Bm25) -> Self {
+        TextCounter {
+            bm25,
+            words: HashMap::new(),
+        }
+    }
+
+    /// The counts of the terms `wanted` keeps in the text made of `pieces` (as if joined),
+    /// and its length: the tokens [`tokenize_into`] gives it.
+    pub fn count(
+        &mut self,
+        pieces: impl IntoIterator<Item = &'t str>,
+        wanted: impl Fn(u32) -> bool,
+    ) -> TextCounts {
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        let mut length = 0u32;
+        for piece in pieces {
+            for word in dotted_words(piece) {
+                let bm25 = self.bm25;
+                let (tokens, ids) = self.words.entry(word).or_insert_with(|| {
+                    let mut tokens = 0u32;
+                    let mut ids = Vec::new();
+                    tokenize_into(word, &mut |token| {
+                        tokens += 1;
+                        ids.extend(bm25.term_id(token));
+                    });
+                    (tokens, ids)
+                });
+                length += *tokens;
+                for &id in ids.iter().filter(|&&id| wanted(id)) {
+                    *counts.entry(id).or_insert(0) += 1;
+                }
+            }
+        }
+        let mut terms: Vec<(u32, u32)> = counts.into_iter().collect();
+        terms.sort_unstable_by_key(|&(term, _)| term);
+        TextCounts { terms, length }
+    }
+}
+
 impl Bm25 {
     /// Indexes `docs` (document `i` is the `i`-th item).
     pub fn build<'a>(docs: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {
@@ -137,20 +197,7 @@ impl Bm25 {
     /// the map's (which differs between maps and processes), so a document's score is the
     /// same float wherever it is computed and equal scores rank the same way.
     pub fn score_terms(&self, weights: &HashMap<u32, f32>) -> Vec<f32> {
-        let Bm25Params { k1, b } = self.params;
-        let mut scores = vec![0.0f32; self.num_docs()];
-        let avg = self.average_length.max(1.0);
-        let mut terms: Vec<(u32, f32)> = weights.iter().map(|(&t, &w)| (t, w)).collect();
-        terms.sort_unstable_by_key(|&(term, _)| term);
-        for (term, weight) in terms {
-            let idf = self.idf(term) * weight;
-            for &(doc, tf) in &self.postings[term as usize] {
-                let tf = tf as f32;
-                let norm = k1 * (1.0 - b + b * self.doc_lengths[doc as usize] as f32 / avg);
-                scores[doc as usize] += idf * tf * (k1 + 1.0) / (tf + norm);
-            }
-        }
-        scores
+        self.score_range(weights, 0..self.num_docs() as u32)
     }
 
     /// BM25 score of the documents `docs` (a range of ids) for weighted term ids: entry `i` is
@@ -158,9 +205,7 @@ impl Bm25 {
     /// list is entered by binary search, so scoring a few files' chunks costs little however
     /// large the collection.
     pub fn score_range(&self, weights: &HashMap<u32, f32>, docs: Range<u32>) -> Vec<f32> {
-        let Bm25Params { k1, b } = self.params;
         let mut scores = vec![0.0f32; docs.len()];
-        let avg = self.average_length.max(1.0);
         let mut terms: Vec<(u32, f32)> = weights.iter().map(|(&t, &w)| (t, w)).collect();
         terms.sort_unstable_by_key(|&(term, _)| term);
         for (term, weight) in terms {
@@ -172,12 +217,27 @@ impl Bm25 {
             }
             let idf = self.idf(term) * weight;
             for &(doc, tf) in &postings[lo..hi] {
-                let tf = tf as f32;
-                let norm = k1 * (1.0 - b + b * self.doc_lengths[doc as usize] as f32 / avg);
-                scores[(doc - docs.start) as usize] += idf * tf * (k1 + 1.0) / (tf + norm);
+                let norm = self.length_norm(self.doc_lengths[doc as usize]);
+                scores[(doc - docs.start) as usize] += self.term_score(idf, tf, norm);
             }
         }
         scores
+    }
+
+    /// The length normalizer of a document of `length` tokens: `k1 (1 - b + b length / avg)`.
+    #[inline]
+    fn length_norm(&self, length: u32) -> f32 {
+        let Bm25Params { k1, b } = self.params;
+        k1 * (1.0 - b + b * length as f32 / self.average_length.max(1.0))
+    }
+
+    /// One term's share of a document's score: `idf` (times the query's weight of the term),
+    /// its count `tf` in the document, the document's [`Bm25::length_norm`]. The one place the
+    /// BM25 formula is written.
+    #[inline]
+    fn term_score(&self, idf: f32, tf: u32, norm: f32) -> f32 {
+        let tf = tf as f32;
+        idf * tf * (self.params.k1 + 1.0) / (tf + norm)
     }
 
     /// Number of tokens of document `doc`.
@@ -193,26 +253,32 @@ impl Bm25 {
         weights: &HashMap<u32, f32>,
         pieces: impl IntoIterator<Item = &'t str>,
     ) -> f32 {
-        let Bm25Params { k1, b } = self.params;
-        let mut counts: HashMap<u32, u32> = HashMap::new();
-        let mut length = 0u32;
-        for piece in pieces {
-            tokenize_into(piece, &mut |token| {
-                length += 1;
-                if let Some(id) = self.term_id(token).filter(|id| weights.contains_key(id)) {
-                    *counts.entry(id).or_insert(0) += 1;
-                }
-            });
-        }
-        let avg = self.average_length.max(1.0);
-        let norm = k1 * (1.0 - b + b * length as f32 / avg);
-        let mut terms: Vec<(u32, u32)> = counts.into_iter().collect();
-        terms.sort_unstable_by_key(|&(term, _)| term);
-        terms
-            .into_iter()
-            .map(|(term, tf)| {
-                let tf = tf as f32;
-                self.idf(term) * weights[&term] * tf * (k1 + 1.0) / (tf + norm)
+        self.score_counts(
+            weights,
+            &self.text_counts(pieces, |id| weights.contains_key(&id)),
+        )
+    }
+
+    /// The counts of the terms of a text that is not one of the documents (made of `pieces`,
+    /// as if joined), for the term ids `wanted` keeps, and its length: what
+    /// [`Bm25::score_counts`] scores, for texts scored against several queries.
+    pub fn text_counts<'t>(
+        &self,
+        pieces: impl IntoIterator<Item = &'t str>,
+        wanted: impl Fn(u32) -> bool,
+    ) -> TextCounts {
+        TextCounter::new(self).count(pieces, wanted)
+    }
+
+    /// The BM25 score of counted text for weighted term ids (terms the counts lack add 0).
+    pub fn score_counts(&self, weights: &HashMap<u32, f32>, counts: &TextCounts) -> f32 {
+        let norm = self.length_norm(counts.length);
+        counts
+            .terms
+            .iter()
+            .filter_map(|&(term, tf)| {
+                let weight = weights.get(&term)?;
+                Some(self.term_score(self.idf(term) * weight, tf, norm))
             })
             .sum()
     }
@@ -242,6 +308,17 @@ mod tests {
             );
         }
         assert!(index.score_text(&terms, ["nothing here"]).abs() < f32::EPSILON);
+        // A counter that has read other texts counts the same as a fresh one, to the bit.
+        let mut counter = TextCounter::new(&index);
+        for text in docs.iter().chain(&["Beta.gamma_beta betaGamma"]) {
+            let shared = counter.count([*text], |_| true);
+            let fresh = index.text_counts([*text], |_| true);
+            assert_eq!((&shared.terms, shared.length), (&fresh.terms, fresh.length));
+            assert_eq!(
+                index.score_counts(&terms, &shared).to_bits(),
+                index.score_text(&terms, [*text]).to_bits()
+            );
+        }
     }
 
     #[test]

@@ -25,8 +25,29 @@ const STOP_WORDS: &[&str] = &[
     "why", "will", "with", "would", "you", "your", "yours",
 ];
 
+/// For each first byte, a bit for each length (below 32) that a stop word starting with it
+/// has: most tokens are told apart from every stop word by these two alone.
+const STOP_WORD_SHAPES: [u32; 256] = {
+    let mut shapes = [0u32; 256];
+    let mut i = 0;
+    while i < STOP_WORDS.len() {
+        let word = STOP_WORDS[i].as_bytes();
+        assert!(!word.is_empty() && word.len() < 32);
+        shapes[word[0] as usize] |= 1 << word.len();
+        i += 1;
+    }
+    shapes
+};
+
 fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
+    let bytes = word.as_bytes();
+    let shape = bytes
+        .first()
+        .filter(|_| bytes.len() < 32)
+        .map_or(0, |&first| {
+            STOP_WORD_SHAPES[first as usize] & (1 << bytes.len())
+        });
+    shape != 0 && STOP_WORDS.binary_search(&word).is_ok()
 }
 
 fn is_ident_char(c: char) -> bool {
@@ -58,8 +79,9 @@ pub fn tokenize_into(text: &str, sink: &mut dyn FnMut(&str)) {
     }
 }
 
-/// Maximal runs of identifier characters and inner dots (`a.b_c.D`), trimmed of dots.
-fn dotted_words(text: &str) -> impl Iterator<Item = &str> {
+/// Maximal runs of identifier characters and inner dots (`a.b_c.D`), trimmed of dots: the
+/// tokens of a text are those of each of these words in turn.
+pub fn dotted_words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !is_ident_char(c) && c != '.')
         .map(|w| w.trim_matches('.'))
         .filter(|w| !w.is_empty())
@@ -134,6 +156,21 @@ mod tests {
     #[test]
     fn stop_words_are_sorted_for_binary_search() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn the_shape_filter_keeps_every_stop_word_and_only_them() {
+        assert!(STOP_WORDS.iter().all(|w| is_stop_word(w)));
+        for word in [
+            "",
+            "th",
+            "thee",
+            "bother",
+            "queryset",
+            "a_very_long_identifier_of_40_bytes",
+        ] {
+            assert!(!is_stop_word(word), "{word}");
+        }
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub(super) struct CandidateSet<'a> {
     /// Per candidate file, the candidate holding each line (index 0 is line 1). Candidates
     /// never nest (a function nested in one is part of it), so each line has at most one.
     owners: HashMap<usize, Vec<Option<u32>>>,
+    /// Per candidate file, the byte offset where each line starts (index 0 is line 1).
+    line_starts: HashMap<usize, Vec<usize>>,
 }
 
 /// Whether `symbol` is a candidate: a function or method not nested in a function.
@@ -34,8 +36,15 @@ impl<'a> CandidateSet<'a> {
         let mut items = Vec::new();
         let mut slots = HashMap::new();
         let mut owners = HashMap::new();
+        let mut line_starts = HashMap::new();
         for (rank, &file) in files.iter().enumerate() {
-            let lines = index.files[file].text.lines().count() + 1;
+            let text = &index.files[file].text;
+            let starts = line_starts.entry(file).or_insert_with(|| {
+                std::iter::once(0)
+                    .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|at| at + 1))
+                    .collect::<Vec<usize>>()
+            });
+            let lines = starts.len();
             let owner = owners.entry(file).or_insert_with(|| vec![None; lines]);
             for (s, symbol) in index.files[file].parsed.symbols.iter().enumerate() {
                 if is_candidate(symbol) {
@@ -63,6 +72,7 @@ impl<'a> CandidateSet<'a> {
             items,
             slots,
             owners,
+            line_starts,
         }
     }
 
@@ -78,12 +88,47 @@ impl<'a> CandidateSet<'a> {
     }
 
     /// The source lines of candidate `item`.
-    pub fn lines_of(&self, item: usize) -> impl Iterator<Item = &'a str> {
+    pub fn lines_of(&self, item: usize) -> std::str::Lines<'a> {
+        self.text_of(item).lines()
+    }
+
+    /// The source of candidate `item`: its lines, each with its line break.
+    pub fn text_of(&self, item: usize) -> &'a str {
         let symbol = self.symbol(item);
-        let text: &'a str = &self.index.files[self.items[item].file].text;
-        text.lines()
-            .skip(symbol.start_line.saturating_sub(1))
-            .take((symbol.end_line + 1).saturating_sub(symbol.start_line))
+        let file = self.items[item].file;
+        let text: &'a str = &self.index.files[file].text;
+        let starts = &self.line_starts[&file];
+        let offset = |line: usize| starts.get(line).copied().unwrap_or(text.len());
+        let from = offset(symbol.start_line.saturating_sub(1));
+        let to = offset(symbol.end_line).max(from);
+        &text[from..to]
+    }
+
+    /// The lines of candidate `item` that it holds, each with its line break: all of them
+    /// unless a candidate lies inside it (where the parser lets one, as in a Kotlin object
+    /// expression), whose lines are that one's.
+    pub fn held_lines(&self, item: usize) -> impl Iterator<Item = &'a str> + '_ {
+        let symbol = self.symbol(item);
+        let file = self.items[item].file;
+        let text: &'a str = &self.index.files[file].text;
+        let starts = &self.line_starts[&file];
+        let owner = &self.owners[&file];
+        (symbol.start_line.max(1)..=symbol.end_line)
+            .filter(move |&line| owner.get(line - 1) == Some(&Some(item as u32)))
+            .map(move |line| {
+                let to = starts.get(line).copied().unwrap_or(text.len());
+                &text[starts[line - 1].min(to)..to]
+            })
+    }
+
+    /// The line (1-based) of byte `at` of candidate file `file`.
+    pub fn line_at(&self, file: usize, at: usize) -> usize {
+        self.line_starts[&file].partition_point(|&start| start <= at)
+    }
+
+    /// The candidate holding each line of candidate file `file` (index 0 is line 1).
+    pub fn owners(&self, file: usize) -> &[Option<u32>] {
+        self.owners.get(&file).map_or(&[], Vec::as_slice)
     }
 
     /// The candidate holding `lines` of `file` (the function or method they lie in), if any.

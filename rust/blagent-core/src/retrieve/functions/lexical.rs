@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::candidates::CandidateSet;
 use super::features::Feature;
-use crate::index::{identifier_parts, tokenize};
+use crate::index::{identifier_parts, tokenize, TextCounter, TextCounts};
 use crate::query::Reformulation;
 use crate::repo::is_test_path;
 
@@ -35,19 +35,24 @@ pub(super) fn file_features(set: &mut CandidateSet<'_>, fused: &HashMap<usize, f
 /// several functions (a small class kept whole) credits each with its own text's BM25 rather
 /// than the whole chunk's, so that one matching method does not lift its siblings.
 pub(super) fn chunk_features(set: &mut CandidateSet<'_>, query: &Reformulation) {
-    for (text, feature) in [
+    let bm25 = &set.index.chunk_bm25;
+    let queries: Vec<(HashMap<u32, f32>, Feature)> = [
         (&query.explanation, Feature::ChunkIssue),
         (&query.title, Feature::ChunkTitle),
-    ] {
-        if text.trim().is_empty() {
-            continue;
-        }
-        let bm25 = &set.index.chunk_bm25;
-        let terms = bm25.query_terms(text);
+    ]
+    .into_iter()
+    .filter(|(text, _)| !text.trim().is_empty())
+    .map(|(text, feature)| (bm25.query_terms(text), feature))
+    .collect();
+    // A method's own text is counted once, for the terms of both queries.
+    let mut own_counts: HashMap<usize, TextCounts> = HashMap::new();
+    let mut counter = TextCounter::new(bm25);
+    for (terms, feature) in &queries {
+        let (terms, feature) = (terms, *feature);
         let mut hits: Vec<(usize, (usize, usize), f32)> = Vec::new();
         for &file in &set.files {
             let docs = set.index.chunk_docs(file);
-            let scores = bm25.score_range(&terms, docs.clone());
+            let scores = bm25.score_range(terms, docs.clone());
             for (doc, score) in docs.zip(scores).filter(|&(_, s)| s > 0.0) {
                 let (_, chunk) = set.index.chunk_refs[doc as usize];
                 let chunk = &set.index.files[file].parsed.chunks[chunk as usize];
@@ -62,7 +67,12 @@ pub(super) fn chunk_features(set: &mut CandidateSet<'_>, query: &Reformulation) 
                 continue;
             }
             for item in items {
-                let own = bm25.score_text(&terms, set.lines_of(item));
+                let counts = own_counts.entry(item).or_insert_with(|| {
+                    counter.count(set.lines_of(item), |id| {
+                        queries.iter().any(|(terms, _)| terms.contains_key(&id))
+                    })
+                });
+                let own = bm25.score_counts(terms, counts);
                 set.items[item].raise(feature, (own / best).min(1.0));
             }
         }

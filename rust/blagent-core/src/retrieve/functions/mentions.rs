@@ -4,8 +4,11 @@
 
 use std::collections::{HashMap, HashSet};
 
+use regex::{Regex, RegexBuilder};
+
 use super::candidates::CandidateSet;
 use super::features::Feature;
+use crate::error::{Error, Result};
 use crate::query::{IdentifierSource, Reformulation};
 use crate::retrieve::signals::{message_fragments, source_weight};
 
@@ -17,6 +20,9 @@ const MIN_USED_NAME_CHARS: usize = 3;
 pub(super) struct Mentions {
     /// Bare name (a dotted name's last part) → strongest source weight.
     names: HashMap<String, f32>,
+    /// The lengths of the bare names, a bit each (63: 63 bytes or more), so that most words of
+    /// a source file are told apart from every name without hashing them.
+    lengths: u64,
     /// Dotted names, split at their dots, with their weights.
     dotted: Vec<(Vec<String>, f32)>,
 }
@@ -31,6 +37,7 @@ impl Mentions {
             if let Some(bare) = parts.last() {
                 let slot = out.names.entry(bare.clone()).or_default();
                 *slot = slot.max(weight);
+                out.lengths |= length_bit(bare);
             }
             if parts.len() > 1 {
                 out.dotted.push((parts, weight));
@@ -48,7 +55,45 @@ impl Mentions {
 
     /// The weight of a mention of the bare name `name` (0 when not mentioned).
     fn name(&self, name: &str) -> f32 {
+        if self.lengths & length_bit(name) == 0 {
+            return 0.0;
+        }
         self.names.get(name).copied().unwrap_or(0.0)
+    }
+
+    /// Searches that find every mentioned bare name a function body can use (an ASCII
+    /// identifier of [`MIN_USED_NAME_CHARS`] or more), longest first where names share a start,
+    /// so that a name standing alone is never hidden by a longer one that does not. The names
+    /// are split into searches of at most [`SEARCH_BYTES`] of pattern each.
+    fn searches(&self) -> Result<Vec<Regex>> {
+        let mut names: Vec<&str> = self
+            .names
+            .iter()
+            .filter(|&(name, &weight)| weight > 0.0 && is_usable_name(name))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        names.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        let mut groups: Vec<Vec<&str>> = Vec::new();
+        let mut bytes = 0;
+        for name in names {
+            match groups.last_mut() {
+                Some(group) if bytes + name.len() <= SEARCH_BYTES => group.push(name),
+                _ => {
+                    bytes = 0;
+                    groups.push(vec![name]);
+                }
+            }
+            bytes += name.len();
+        }
+        groups
+            .into_iter()
+            .map(|group| {
+                RegexBuilder::new(&group.join("|"))
+                    .size_limit(SEARCH_SIZE_LIMIT)
+                    .build()
+                    .map_err(|e| Error::Internal(format!("searching the mentioned names: {e}")))
+            })
+            .collect()
     }
 
     /// The weight of a mention of the class `name`: bare, or as a part of a dotted name
@@ -84,15 +129,40 @@ impl Mentions {
     }
 }
 
+/// Bytes of names one search of [`Mentions::searches`] holds.
+const SEARCH_BYTES: usize = 64 << 10;
+/// The compiled size a search may take (names are plain identifiers: no pattern comes near).
+const SEARCH_SIZE_LIMIT: usize = 256 << 20;
+
+/// Whether a mentioned name can be a word of a body: an ASCII identifier of at least
+/// [`MIN_USED_NAME_CHARS`] bytes.
+fn is_usable_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.len() >= MIN_USED_NAME_CHARS
+        && (bytes[0].is_ascii_alphabetic() || bytes[0] == b'_')
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The bit of [`Mentions::lengths`] for `name`.
+fn length_bit(name: &str) -> u64 {
+    1 << name.len().min(63)
+}
+
 /// [`Feature::Name`], [`Feature::NameSpecific`], [`Feature::Qualified`] and [`Feature::Class`].
 pub(super) fn name_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) {
     for item in 0..set.items.len() {
         let file = set.items[item].file;
         let symbol = set.symbol(item);
         let name = mentions.name(&symbol.name);
-        let defining = set.index.definitions.get(&symbol.name).map_or(1, |defs| {
-            defs.iter().map(|&(f, _)| f).collect::<HashSet<_>>().len()
-        });
+        let defining = if name > 0.0 {
+            set.index.definitions.get(&symbol.name).map_or(1, |defs| {
+                defs.iter().map(|&(f, _)| f).collect::<HashSet<_>>().len()
+            })
+        } else {
+            1
+        };
         let path = set.index.files[file].path();
         let base = path.rsplit('/').next().unwrap_or(path);
         let stem = base.split('.').next().unwrap_or(base);
@@ -119,7 +189,6 @@ pub(super) fn parameter_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions
     for item in 0..set.items.len() {
         let symbol = set.symbol(item);
         let value = words(&symbol.signature)
-            .iter()
             .filter(|w| w.text != symbol.name && w.text.len() >= MIN_USED_NAME_CHARS)
             .filter(|w| !RECEIVERS.contains(&w.text))
             .map(|w| mentions.name(w.text))
@@ -128,78 +197,100 @@ pub(super) fn parameter_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions
     }
 }
 
-/// An identifier-like word of a source text: its line, its text, whether a call follows it.
+/// An identifier-like word of a source text: its text, whether a call follows it.
 struct Word<'t> {
-    line: usize,
     text: &'t str,
     call: bool,
 }
 
-/// The ASCII identifiers of `text` with their lines.
-fn words(text: &str) -> Vec<Word<'_>> {
+/// The ASCII identifiers of `text`, as they are read (a whole file's words are never held at
+/// once).
+fn words(text: &str) -> impl Iterator<Item = Word<'_>> {
     let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let (mut i, mut line) = (0, 1);
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'\n' {
-            line += 1;
-            i += 1;
-        } else if b.is_ascii_alphabetic() || b == b'_' {
-            let start = i;
-            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b.is_ascii_alphabetic() || b == b'_' {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                let mut j = i;
+                while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
+                    j += 1;
+                }
+                return Some(Word {
+                    text: &text[start..i],
+                    call: bytes.get(j) == Some(&b'('),
+                });
+            } else if b.is_ascii_digit() || !b.is_ascii() {
+                // Skip the rest of a number or of a non-ASCII word, so `x2` parts are not words.
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || !bytes[i].is_ascii())
+                {
+                    i += 1;
+                }
+            } else {
                 i += 1;
             }
-            let mut j = i;
-            while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
-                j += 1;
-            }
-            let call = bytes.get(j) == Some(&b'(');
-            out.push(Word {
-                line,
-                text: &text[start..i],
-                call,
-            });
-        } else if b.is_ascii_digit() || !b.is_ascii() {
-            // Skip the rest of a number or of a non-ASCII word, so `x2` parts are not words.
-            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || !bytes[i].is_ascii()) {
-                i += 1;
-            }
-        } else {
-            i += 1;
         }
-    }
-    out
+        None
+    })
 }
 
 /// [`Feature::Uses`] (a function's body refers to mentioned names other than its own) and
 /// [`Feature::Callee`] (a function the issue names, by [`Feature::Name`] or
 /// [`Feature::Qualified`], calls it). Run after [`name_mentions`].
-pub(super) fn body_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) {
+///
+/// A use is a mentioned name standing as a whole word (as [`words`] reads them) on a line of
+/// the function: the names are found with one search per file, not by reading every word.
+/// Calls are read word by word, on the lines the named functions hold only.
+pub(super) fn body_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) -> Result<()> {
     let mut uses: HashMap<usize, HashMap<&str, f32>> = HashMap::new();
-    let mut callees: HashMap<String, f32> = HashMap::new();
+    let searches = mentions.searches()?;
     for file in set.files.clone() {
-        let text = &set.index.files[file].text;
-        for word in words(text) {
-            let Some(item) = set.at(file, (word.line, word.line)) else {
-                continue;
-            };
-            let own = &set.symbol(item).name;
-            let weight = mentions.name(word.text);
-            if weight > 0.0 && word.text.len() >= MIN_USED_NAME_CHARS && word.text != own {
-                let slot = uses.entry(item).or_default().entry(word.text).or_default();
-                *slot = slot.max(weight);
+        let text: &str = &set.index.files[file].text;
+        let owners = set.owners(file);
+        for search in &searches {
+            for found in search.find_iter(text) {
+                let (start, end) = (found.start(), found.end());
+                if !stands_alone(text.as_bytes(), start, end) {
+                    continue;
+                }
+                let line = set.line_at(file, start);
+                let Some(item) = owners.get(line - 1).copied().flatten() else {
+                    continue;
+                };
+                let item = item as usize;
+                let name = found.as_str();
+                if name != set.symbol(item).name {
+                    let slot = uses.entry(item).or_default().entry(name).or_default();
+                    *slot = slot.max(mentions.name(name));
+                }
             }
-            let caller = &set.items[item];
-            let named = caller
-                .get(Feature::Name)
-                .max(caller.get(Feature::Qualified));
-            if word.call && named > 0.0 && word.text != own {
-                let slot = callees.entry(word.text.to_owned()).or_default();
+        }
+    }
+    let mut callees: HashMap<&str, f32> = HashMap::new();
+    for item in 0..set.items.len() {
+        let caller = &set.items[item];
+        let named = caller
+            .get(Feature::Name)
+            .max(caller.get(Feature::Qualified));
+        if named <= 0.0 {
+            continue;
+        }
+        let own = &set.symbol(item).name;
+        for word in set.held_lines(item).flat_map(words) {
+            if word.call && word.text != own {
+                let slot = callees.entry(word.text).or_default();
                 *slot = slot.max(named);
             }
         }
     }
+    let callees: HashMap<String, f32> = callees
+        .into_iter()
+        .map(|(name, weight)| (name.to_owned(), weight))
+        .collect();
     for (item, names) in uses {
         let total: f32 = names.values().sum();
         set.items[item].raise(Feature::Uses, total.min(1.0));
@@ -209,6 +300,21 @@ pub(super) fn body_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) {
             set.items[item].raise(Feature::Callee, weight);
         }
     }
+    Ok(())
+}
+
+/// Whether `text[start..end]` is a whole word as [`words`] reads it: no identifier byte (or,
+/// as `words` skips a number's or a non-ASCII word's tail, non-ASCII byte) before it, and no
+/// identifier byte after it.
+fn stands_alone(text: &[u8], start: usize, end: usize) -> bool {
+    let before = start
+        .checked_sub(1)
+        .map(|i| text[i])
+        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || !b.is_ascii());
+    let after = text
+        .get(end)
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_');
+    !before && !after
 }
 
 /// [`Feature::Frame`]: the function holding each resolved traceback frame (innermost first),
@@ -250,7 +356,7 @@ pub(super) fn errors(set: &mut CandidateSet<'_>, query: &Reformulation) {
             let text = &set.index.files[file].text;
             let hits: Vec<usize> = text.match_indices(&fragment).map(|(at, _)| at).collect();
             for at in hits {
-                let line = text[..at].matches('\n').count() + 1;
+                let line = set.line_at(file, at);
                 set.raise_at(file, (line, line), Feature::Error, 1.0);
             }
         }
@@ -262,22 +368,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn words_know_their_lines_and_calls() {
-        let found: Vec<(usize, &str, bool)> = words("def f(x):\n    return g (x2) + 3e5\n")
-            .into_iter()
-            .map(|w| (w.line, w.text, w.call))
+    fn words_know_their_calls() {
+        let found: Vec<(&str, bool)> = words("def f(x):\n    return g (x2) + 3e5\n")
+            .map(|w| (w.text, w.call))
             .collect();
         assert_eq!(
             found,
             [
-                (1, "def", false),
-                (1, "f", true),
-                (1, "x", false),
-                (2, "return", false),
-                (2, "g", true),
-                (2, "x2", false),
+                ("def", false),
+                ("f", true),
+                ("x", false),
+                ("return", false),
+                ("g", true),
+                ("x2", false),
             ]
         );
+    }
+
+    /// The searches find a name exactly where [`words`] reads it as a whole word.
+    #[test]
+    fn searches_find_names_where_words_read_them() {
+        let text =
+            "foo foox xfoo _foo 2foo 3e5foo éfoo foo_ foo() foo.bar(foo)\nfoobar fo\tfoo\r\nfooé\n";
+        let query =
+            crate::query::reformulate("Calling `foo` and `foobar` fails; `fo` too, and `é`.");
+        let mentions = Mentions::of(&query);
+        let searches = mentions.searches().unwrap();
+        let found: Vec<(usize, &str)> = searches
+            .iter()
+            .flat_map(|s| s.find_iter(text))
+            .filter(|m| stands_alone(text.as_bytes(), m.start(), m.end()))
+            .map(|m| (m.start(), m.as_str()))
+            .collect();
+        let read: Vec<(usize, &str)> = words(text)
+            .filter(|w| ["foo", "foobar"].contains(&w.text))
+            .map(|w| (w.text.as_ptr() as usize - text.as_ptr() as usize, w.text))
+            .collect();
+        assert_eq!(found, read);
+        assert_eq!(found.len(), 7, "{found:?}");
     }
 
     #[test]

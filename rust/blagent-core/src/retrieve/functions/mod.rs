@@ -50,7 +50,7 @@ pub fn function_candidates(
     lexical::name_features(&mut set, query);
     let mentions = Mentions::of(query);
     mentions::name_mentions(&mut set, &mentions);
-    mentions::body_mentions(&mut set, &mentions);
+    mentions::body_mentions(&mut set, &mentions)?;
     mentions::parameter_mentions(&mut set, &mentions);
     mentions::frames(&mut set, query);
     mentions::errors(&mut set, query);
