@@ -629,10 +629,9 @@ fn flat_arrows(files: &[(String, String)]) -> (Arrows, Vec<String>) {
     for (stem, text) in files.iter().filter(|(stem, _)| stem != "lib") {
         for path in absolute_paths(text, std::slice::from_ref(stem)) {
             match path.first() {
+                Some(to) if to == stem => {}
                 Some(to) if stems.contains(to.as_str()) => {
-                    if to != stem {
-                        arrows.insert((Vec::new(), stem.clone(), to.clone()));
-                    }
+                    arrows.insert((Vec::new(), stem.clone(), to.clone()));
                 }
                 Some(item) => up.push(format!("{stem} uses crate::{item} of lib.rs")),
                 None => {}
