@@ -140,8 +140,14 @@ def test_an_interrupted_ray_batch_resumes_without_duplicates_or_losses(
 ) -> None:
     out = tmp_path / "loc_outputs.jsonl"
     args = batch_args(dataset, out, "--ray", address(cluster), "--ray-workers", "1")
+    # Started under nohup or in the background, this process ignores SIGINT and so would the
+    # driver: it gets the default back, as a terminal would give it.
     proc = subprocess.Popen(
-        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*CLI, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while (
