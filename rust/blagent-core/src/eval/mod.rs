@@ -6,6 +6,7 @@ mod compare;
 mod functions;
 mod llm;
 mod metrics;
+mod paired;
 mod rewrites;
 mod run;
 mod select;
@@ -16,8 +17,8 @@ mod worker;
 
 pub use self::calibrate::{run_calibration, CalibrateConfig, CalibrationReport, DEFAULT_FOLDS};
 pub use self::compare::{
-    compare_runs, CompareConfig, CompareReport, Difference, Interval, McNemar, RunMetrics,
-    Wilcoxon, COMPARE_KS, DEFAULT_RESAMPLES, MAX_RESAMPLES,
+    compare_runs, CompareConfig, CompareReport, Difference, RunMetrics, COMPARE_KS,
+    DEFAULT_RESAMPLES, MAX_RESAMPLES,
 };
 pub use self::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
 pub use self::llm::{LlmInstanceStats, LlmMeans, LlmTotals};
@@ -25,6 +26,7 @@ pub use self::metrics::{
     all_within, any_within, average_precision_at, first_hit_rank, reciprocal_rank, Metrics,
     MetricsAccumulator, ACC_KS, MAP_KS,
 };
+pub use self::paired::{Interval, McNemar, Wilcoxon};
 pub use self::rewrites::{load_rewrites, RewriteReport, RewriteSample, POOL_CAP, POOL_PER_QUERY};
 pub use self::run::{job_sink, job_worker, run_eval, EvalJob, JOB_KINDS};
 pub use self::sink::EvalSink;
