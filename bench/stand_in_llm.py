@@ -6,6 +6,13 @@ unchanged. Python standard library only; not part of the wheel.
 
     python bench/stand_in_llm.py --peer gpt-oss [--port 0] [--log FILE]  # prints the base URL
     python bench/stand_in_llm.py --peer gpt-oss --peer-mrr IDS_FILE      # the peer's own MRR
+    python bench/stand_in_llm.py --peer gpt-oss --peer-functions FILE    # functions from a run
+
+`--peer-functions` names a published function-level run in BLAgent's format (a list of
+`{"problem_statement", "final_reranked_files": [{path: ["Class::method", ...]}]}`, e.g.
+`results/rq1-6/blagent_function_level_loc_gpt-oss.json` in afifaniks/BLAgent, fetched by you and
+kept outside this repository): the function-level rerank then names, for each file shown, the
+functions that run named for it (none when it named none), instead of guessing them.
 
 It finds the instance from the issue text in the prompt and the prompt kind from a sentence
 only that template (prompts/) has, and answers each kind as bench/README.md describes; an
@@ -225,6 +232,24 @@ def block_functions(block: str, issue_words: set[str], most: int = 3) -> list[st
     return list(dict.fromkeys(chosen))[:most]
 
 
+def function_run(path: Path, by_text: dict[str, str], index: InstanceIndex) -> dict:
+    """A published function-level run: instance → path → `Class.method` names, in its order.
+    Records are matched to instances by their problem statement (exactly, else by shingles)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for record in json.loads(path.read_text()):
+        text = record.get("problem_statement", "")
+        iid = by_text.get(text) or index.find(text)
+        if iid is None:
+            continue
+        files: dict[str, list[str]] = {}
+        for entry in record.get("final_reranked_files") or []:
+            for file, names in entry.items():
+                names = [n.replace("::", ".") for n in names if isinstance(n, str)]
+                files.setdefault(clean(file), names)
+        out[iid] = files
+    return out
+
+
 def first_sentence(text: str) -> str:
     return re.split(r"(?<=[.!?])\s+", text.strip(), maxsplit=1)[0]
 
@@ -261,7 +286,7 @@ def extraction(issue: str, queries: dict) -> dict:
 class StandIn:
     """Answers one chat request: finds the prompt kind and the instance, then the reply."""
 
-    def __init__(self, data: Path, peer: str, log):
+    def __init__(self, data: Path, peer: str, log, peer_functions: Path | None = None):
         rows = read_jsonl(data / "swebench_lite.jsonl")
         peers = json.loads((data / "peers_swebench_lite.json").read_text())
         self.run = peer_run(peers, peer)
@@ -269,6 +294,10 @@ class StandIn:
         queries = read_jsonl(data / "blagent_queries_swebench_lite.jsonl")
         self.queries = {q["instance_id"]: q for q in queries}
         self.index = InstanceIndex({r["instance_id"]: r["problem_statement"] for r in rows})
+        self.functions: dict[str, dict[str, list[str]]] | None = None
+        if peer_functions is not None:
+            by_text = {r["problem_statement"]: r["instance_id"] for r in rows}
+            self.functions = function_run(peer_functions, by_text, self.index)
         self.log = log
         self.lock = threading.Lock()
         self.kinds: collections.Counter = collections.Counter()
@@ -321,7 +350,9 @@ class StandIn:
         ranking = []
         for path in peer_first(peer, shown):
             item: dict = {"path": path}
-            if kind == "phase2_functions":
+            if kind == "phase2_functions" and self.functions is not None:
+                item["functions"] = self.functions.get(iid, {}).get(clean(path), [])
+            elif kind == "phase2_functions":
                 item["functions"] = block_functions(blocks[path], issue_words)
             place = rank.get(clean(path))
             item["reason"] = f"rank {place} in the reference" if place else "not in the reference"
@@ -462,12 +493,18 @@ def main() -> int:
     ap.add_argument(
         "--peer-mrr", type=Path, metavar="IDS_FILE", help="print the peer's own figures and exit"
     )
+    ap.add_argument(
+        "--peer-functions",
+        type=Path,
+        metavar="FILE",
+        help="name functions from this published function-level run (BLAgent's format)",
+    )
     args = ap.parse_args()
     if args.peer_mrr:
         peer_mrr(args.data, args.peer, args.peer_mrr)
         return 0
     log = args.log.open("a") if args.log else sys.stderr
-    stand_in = StandIn(args.data, args.peer, log)
+    stand_in = StandIn(args.data, args.peer, log, args.peer_functions)
     server = Server(("127.0.0.1", args.port), handler_for(stand_in))
     print(f"http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
     signal.signal(signal.SIGTERM, stop)

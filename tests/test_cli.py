@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import blagent
 import pytest
 from test_localizer import ISSUE
 
@@ -29,6 +30,11 @@ def test_localize_prints_json_with_evidence(repo: Path) -> None:
     assert [f["rank"] for f in result["files"]] == [1, 2]
     assert result["files"][0]["path"] == "shop/pricing.py"
     assert result["files"][0]["evidence"]
+    for f in result["files"]:
+        assert f["contributions"], f
+        assert set(f["contributions"]) <= set(f["signals"])
+        assert sum(f["contributions"].values()) == pytest.approx(f["score"], abs=1e-5)
+        assert blagent.FileHit.from_dict(f).to_dict() == f
 
 
 def test_localize_reads_the_issue_from_a_file_or_stdin(repo: Path, tmp_path: Path) -> None:
@@ -48,6 +54,12 @@ def test_text_format_lists_ranks_and_evidence(repo: Path) -> None:
     assert proc.returncode == 0
     assert proc.stdout.startswith("  1. shop/pricing.py")
     assert "stack_frame" in proc.stdout
+    # The bracket says what each signal added to the score, largest first.
+    parts = proc.stdout.split("[", 1)[1].split("]", 1)[0].split(", ")
+    added = [float(p.rsplit(" +", 1)[1]) for p in parts]
+    assert added == sorted(added, reverse=True)
+    score = float(proc.stdout.split("score=", 1)[1].split()[0])
+    assert sum(added) == pytest.approx(score, abs=0.01 * len(added))
 
 
 def test_bad_input_exits_1_with_a_message(repo: Path, tmp_path: Path) -> None:

@@ -134,6 +134,15 @@ def format_calibration(report: dict[str, Any]) -> str:
     )
     lines.append(f"retrieval alone (scale 0): MRR {free['mrr']:.3f}, Acc@1 {free['acc1']:.3f}")
     lines.append(f"default (scale 1): MRR {default['mrr']:.3f}, Acc@1 {default['acc1']:.3f}")
+    gain, chosen = report["gain_over_default"], fit["chosen"]["scale"]
+    lines.append(
+        f"gain of scale {chosen:g} over the default: MRR {gain['delta']:+.3f} "
+        f"[{gain['low']:+.3f}, {gain['high']:+.3f}] (paired bootstrap 95%)"
+    )
+    if profile["weight_scale"] != chosen:
+        lines.append(
+            "  not significant on these instances: the default scale is written, not a raised one"
+        )
     lines.append(f"weight_scale {profile['weight_scale']:g} written to {report['out']}")
     if report["missing_trees"]:
         lines.append(f"instances without a tree: {len(report['missing_trees'])}")

@@ -58,8 +58,12 @@ def _read_issue(args: argparse.Namespace) -> str:
 def _print_ranking(result: dict[str, Any]) -> None:
     p = _io.printable  # file names and evidence come from the repository: no raw control characters
     for f in result["files"]:
-        signals = ", ".join(f"{k}={v:.2f}" for k, v in f["signals"].items())
-        print(f"{f['rank']:>3}. {p(f['path'])}  score={f['score']:.3f}  [{signals}]")
+        # What each signal added to the score, largest first; raw scores for older results.
+        added = sorted(f.get("contributions", {}).items(), key=lambda kv: -kv[1])
+        parts = [f"{k} +{v:.2f}" for k, v in added] or [
+            f"{k}={v:.2f}" for k, v in f["signals"].items()
+        ]
+        print(f"{f['rank']:>3}. {p(f['path'])}  score={f['score']:.3f}  [{', '.join(parts)}]")
         best = {}
         for e in f["evidence"]:
             best.setdefault(e["signal"], e)

@@ -39,7 +39,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class FileHit:
-    """A ranked file: rank, path, fused score, raw signal scores, evidence, whether hinted."""
+    """A ranked file: rank, path, fused score, raw signal scores, evidence, whether hinted, and
+    what each signal added to its LLM-free fused score (they sum to it)."""
 
     rank: int
     path: str
@@ -47,6 +48,7 @@ class FileHit:
     signals: dict[str, float] = field(default_factory=dict)
     evidence: list[Evidence] = field(default_factory=list)
     hinted: bool = False
+    contributions: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FileHit:
@@ -58,6 +60,7 @@ class FileHit:
             dict(d.get("signals", {})),
             evidence,
             d.get("hinted", False),
+            dict(d.get("contributions", {})),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -66,6 +69,7 @@ class FileHit:
             "path": self.path,
             "score": self.score,
             "signals": dict(self.signals),
+            "contributions": dict(self.contributions),
             "evidence": [e.to_dict() for e in self.evidence],
             "hinted": self.hinted,
         }

@@ -61,8 +61,8 @@ pub use self::tools::{
     approx_tokens, bm25_topk, read_skeleton, truncate_lines, view_file, view_readme,
 };
 pub use self::trust::{
-    fit, FusionInputs, LlmProfile, TrustFit, TrustSample, TrustScore, PROFILE_SCHEMA_VERSION,
-    SCALES,
+    fit, reciprocal_ranks, FusionInputs, LlmProfile, TrustFit, TrustSample, TrustScore,
+    DEFAULT_SCALE, PROFILE_SCHEMA_VERSION, SCALES,
 };
 
 use self::session::{CallSettings, Session};
@@ -167,9 +167,9 @@ pub fn localize(
     );
     let cut = cut(index, &scored, order, ask)?;
     let order: Vec<usize> = cut.ranked.iter().map(|&(f, _)| f).collect();
-    let entities = cut
-        .entities
-        .map(|ranked| functions::with_named(repo, &order, &outcome.functions, ranked));
+    let entities = cut.entities.map(|ranked| {
+        functions::with_named(repo, &order, &outcome.functions, ranked, model_weight)
+    });
     let path = |f: usize| repo.files[f].path().to_owned();
     let files = outcome
         .order

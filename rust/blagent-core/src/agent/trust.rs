@@ -32,6 +32,9 @@ pub const PROFILE_SCHEMA_VERSION: &str = "1";
 /// order lead (its ranks outweigh any retrieval rank once `base` is above 0.01).
 pub const SCALES: [f32; 9] = [0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 1000.0];
 
+/// The scale without a profile.
+pub const DEFAULT_SCALE: f32 = 1.0;
+
 /// Ranks a fit scores (the `Acc@10`/MRR cut of `blagent eval`).
 const SCORED_RANKS: usize = 10;
 
@@ -78,7 +81,7 @@ impl LlmProfile {
     pub fn scale_for(profile: Option<&LlmProfile>, pipeline: Pipeline) -> f32 {
         profile
             .filter(|p| p.pipeline == pipeline)
-            .map_or(1.0, |p| p.weight_scale)
+            .map_or(DEFAULT_SCALE, |p| p.weight_scale)
     }
 }
 
@@ -135,6 +138,38 @@ pub struct TrustFit {
     pub default: TrustScore,
 }
 
+/// `sample`'s files ranked at `scale`, the top [`SCORED_RANKS`].
+fn ranked_at(sample: &TrustSample, scale: f32) -> Vec<usize> {
+    let inputs = &sample.fusion;
+    fuse(
+        &inputs.model,
+        &inputs.retrieval,
+        scale * inputs.base_weight,
+        SCORED_RANKS,
+    )
+}
+
+/// The reciprocal rank of the first gold file in `ranked` (0 when none is there).
+fn reciprocal_rank(sample: &TrustSample, ranked: &[usize]) -> f64 {
+    ranked
+        .iter()
+        .position(|f| sample.gold.contains(f))
+        .map_or(0.0, |rank| {
+            #[allow(clippy::cast_precision_loss)]
+            let reciprocal = 1.0 / (rank + 1) as f64;
+            reciprocal
+        })
+}
+
+/// Each sample's reciprocal rank of its first gold file at `scale` (0 outside the top
+/// [`SCORED_RANKS`]): the per-instance terms of a fit's MRR, for paired statistics.
+pub fn reciprocal_ranks(samples: &[TrustSample], scale: f32) -> Vec<f64> {
+    samples
+        .iter()
+        .map(|s| reciprocal_rank(s, &ranked_at(s, scale)))
+        .collect()
+}
+
 /// Scores `samples` ranked at `scale`.
 fn score(samples: &[&TrustSample], scale: f32) -> TrustScore {
     let mut out = TrustScore {
@@ -145,18 +180,8 @@ fn score(samples: &[&TrustSample], scale: f32) -> TrustScore {
         return out;
     }
     for sample in samples {
-        let inputs = &sample.fusion;
-        let ranked = fuse(
-            &inputs.model,
-            &inputs.retrieval,
-            scale * inputs.base_weight,
-            SCORED_RANKS,
-        );
-        if let Some(rank) = ranked.iter().position(|f| sample.gold.contains(f)) {
-            #[allow(clippy::cast_precision_loss)]
-            let reciprocal = 1.0 / (rank + 1) as f64;
-            out.mrr += reciprocal;
-        }
+        let ranked = ranked_at(sample, scale);
+        out.mrr += reciprocal_rank(sample, &ranked);
         if !sample.gold.is_empty() && sample.gold.iter().all(|g| ranked.first() == Some(g)) {
             out.acc1 += 1.0;
         }
@@ -228,7 +253,7 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
         chosen,
         cross_validated: held_out,
         retrieval_only: score(&all, 0.0),
-        default: score(&all, 1.0),
+        default: score(&all, DEFAULT_SCALE),
     })
 }
 

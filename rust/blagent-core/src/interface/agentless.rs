@@ -235,6 +235,7 @@ mod tests {
             path: path.to_owned(),
             score: 0.0,
             signals: std::collections::BTreeMap::new(),
+            contributions: std::collections::BTreeMap::new(),
             evidence: Vec::new(),
             hinted: false,
         };

@@ -51,4 +51,4 @@ pub use crate::retrieve::{Entity, SearchIndex, MAX_FUNCTIONS};
 /// is refused; minor versions only add optional fields (1.1: one result for every pipeline,
 /// with `pipeline`, `query`, `skipped`, `stats`, `llm`, and `dense_ms` / `index_reused` in
 /// `timings`).
-pub const SCHEMA_VERSION: &str = "1.1";
+pub const SCHEMA_VERSION: &str = "1.2";

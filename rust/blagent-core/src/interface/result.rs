@@ -77,6 +77,11 @@ pub struct FileHit {
     pub score: f32,
     /// Raw score per signal that fired.
     pub signals: BTreeMap<String, f32>,
+    /// What each signal added to the file's LLM-free fused score: its weight times its value
+    /// on the 0–1 scale (`hint`: a hinted file's boost). They sum to that score, which is
+    /// `score` in the fused pipeline.
+    #[serde(default)]
+    pub contributions: BTreeMap<String, f32>,
     /// Why the file is here, strongest first within each signal.
     pub evidence: Vec<EvidenceItem>,
     /// Whether the request's hints named this file.

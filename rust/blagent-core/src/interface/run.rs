@@ -200,10 +200,16 @@ fn file_hit(
         .filter(|&&s| signals.get(s) > 0.0)
         .map(|&s| (s.name().to_owned(), signals.get(s)))
         .collect();
+    let mut contributions: BTreeMap<String, f32> = scored
+        .contributions(file)
+        .into_iter()
+        .map(|(s, added)| (s.name().to_owned(), added))
+        .collect();
     let mut evidence: Vec<EvidenceItem> = Vec::new();
     let boost = hints.boost(file);
     if let Some(boost) = boost {
         fired.insert(super::hints::HINT_SIGNAL.to_owned(), boost);
+        contributions.insert(super::hints::HINT_SIGNAL.to_owned(), boost);
         evidence.push(AppliedHints::evidence(boost));
     }
     evidence.extend(signals.evidence.iter().map(EvidenceItem::from));
@@ -212,6 +218,7 @@ fn file_hit(
         path: index.files[file].path().to_owned(),
         score,
         signals: fired,
+        contributions,
         evidence,
         hinted: boost.is_some(),
     }

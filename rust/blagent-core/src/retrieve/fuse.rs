@@ -204,17 +204,37 @@ impl Normalizer {
     }
 }
 
+/// What each signal adds to `file`'s fused score: its weight times its value on the 0–1 scale,
+/// for the signals that add anything, in [`Signal::ALL`] order. The fused score is their sum.
+pub fn contributions<'a>(
+    normalizer: &'a Normalizer,
+    weights: &'a FusionWeights,
+    file: &'a FileSignals,
+) -> impl Iterator<Item = (Signal, f32)> + 'a {
+    Signal::ALL
+        .iter()
+        .map(move |&s| (s, weights.weight(s) * normalizer.normalize(s, file.get(s))))
+        .filter(|&(_, added)| added > 0.0)
+}
+
 /// Fused score of every file with any signal, best first (ties broken by file index, so the
 /// order is deterministic).
 pub fn fuse(signals: &[FileSignals], weights: &FusionWeights) -> Vec<(usize, f32)> {
-    let normalizer = Normalizer::new(signals);
+    fuse_with(&Normalizer::new(signals), signals, weights)
+}
+
+/// [`fuse`] with the query's normalizer already built.
+pub fn fuse_with(
+    normalizer: &Normalizer,
+    signals: &[FileSignals],
+    weights: &FusionWeights,
+) -> Vec<(usize, f32)> {
     let mut ranked: Vec<(usize, f32)> = signals
         .iter()
         .enumerate()
         .filter_map(|(i, file)| {
-            let score: f32 = Signal::ALL
-                .iter()
-                .map(|&s| weights.weight(s) * normalizer.normalize(s, file.get(s)))
+            let score: f32 = contributions(normalizer, weights, file)
+                .map(|(_, added)| added)
                 .sum();
             (score > 0.0).then_some((i, score))
         })
@@ -251,6 +271,31 @@ mod tests {
         // File 1: 0.5 + 1.0 (BM25 normalized) + 0.5 × min(3, 1) (definition capped).
         assert!((ranked[0].1 - 2.0).abs() < 1e-6);
         assert!((ranked[1].1 - 1.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn contributions_name_each_signal_and_sum_to_the_fused_score() {
+        let signals = [
+            with([10.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+            with([5.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.0]),
+        ];
+        let weights = FusionWeights::default();
+        let normalizer = Normalizer::new(&signals);
+        let added: Vec<(Signal, f32)> = contributions(&normalizer, &weights, &signals[1]).collect();
+        assert_eq!(
+            added,
+            [
+                (Signal::Bm25File, 0.5),
+                (Signal::Bm25Chunk, 1.0),
+                (Signal::Definition, 0.5)
+            ]
+        );
+        for (file, score) in fuse(&signals, &weights) {
+            let sum: f32 = contributions(&normalizer, &weights, &signals[file])
+                .map(|c| c.1)
+                .sum();
+            assert!((sum - score).abs() < 1e-6, "{sum} against {score}");
+        }
     }
 
     #[test]

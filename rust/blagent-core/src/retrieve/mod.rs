@@ -18,7 +18,7 @@ pub use self::functions::{
     function_candidates, rank_functions, Candidate, Feature, Features, FunctionWeights,
     FUNCTION_FILES, MAX_FUNCTIONS, NUM_FEATURES,
 };
-pub use self::fuse::{fuse, FusionWeights, Normalizer};
+pub use self::fuse::{contributions, fuse, FusionWeights, Normalizer};
 pub use self::rank::{cut, Ask, Cut, Granularity, DEFAULT_TOP_K};
 pub use self::score::{complete, score, Scored, SearchIndex};
 pub use self::signals::compute_signals;

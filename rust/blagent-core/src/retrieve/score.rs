@@ -6,7 +6,10 @@ use crate::error::{Error, Result};
 use crate::index::RepoIndex;
 use crate::query::{reformulate, Reformulation};
 
-use super::{compute_signals, dense_signals, fuse, FileSignals, FusionWeights, Rewrites};
+use super::fuse::{contributions, fuse_with};
+use super::{
+    compute_signals, dense_signals, FileSignals, FusionWeights, Normalizer, Rewrites, Signal,
+};
 
 /// A repository's lexical index and, when dense retrieval is on, its dense index: what the
 /// pipelines search.
@@ -33,6 +36,17 @@ pub struct Scored {
     pub signals: Vec<FileSignals>,
     /// `(file, fused score)` of every file with any signal, best first.
     pub ranked: Vec<(usize, f32)>,
+    /// This query's scale for each signal.
+    pub normalizer: Normalizer,
+    /// The weights the signals were fused with.
+    pub weights: FusionWeights,
+}
+
+impl Scored {
+    /// What each signal added to `file`'s fused score ([`contributions`]); they sum to it.
+    pub fn contributions(&self, file: usize) -> Vec<(Signal, f32)> {
+        contributions(&self.normalizer, &self.weights, &self.signals[file]).collect()
+    }
 }
 
 /// Scores `issue` in `index`. `rewrites` are the structural and behavioral rewrites for the
@@ -55,11 +69,14 @@ pub fn score(
             .unwrap_or_else(|| Rewrites::heuristic(&query));
         dense_signals(&index.repo, dense, &query, &rewrites, &mut signals)?;
     }
-    let ranked = fuse(&signals, weights);
+    let normalizer = Normalizer::new(&signals);
+    let ranked = fuse_with(&normalizer, &signals, weights);
     Ok(Scored {
         query,
         signals,
         ranked,
+        normalizer,
+        weights: *weights,
     })
 }
 

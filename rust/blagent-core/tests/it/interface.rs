@@ -89,6 +89,42 @@ fn a_hint_boosts_a_file_as_a_path_mention_would() {
     assert!(with.files[0].hinted);
 }
 
+/// Each file says what every signal added to its score, and the parts add up to it: a hinted
+/// file's boost included, a file with no signal with none.
+#[test]
+fn contributions_add_up_to_each_files_score() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_repo(dir.path());
+    let mut request = LocalizeRequest::new("shop-1", dir.path(), ISSUE);
+    request.hints.files = vec!["shop/inventory.py".to_owned()];
+    let result = Localizer::default().localize(&request).expect("localizes");
+    let weights = LocalizeOptions::default().weights;
+    let top = &result.files[0];
+    assert_eq!(top.path, "shop/pricing.py");
+    assert!((top.contributions["stack_frame"] - weights.stack_frame).abs() < 1e-6);
+    assert!(top
+        .contributions
+        .keys()
+        .all(|k| top.signals.contains_key(k)));
+    let inventory = result
+        .files
+        .iter()
+        .find(|f| f.path == "shop/inventory.py")
+        .expect("hinted file ranked");
+    assert!((inventory.contributions[HINT_SIGNAL] - weights.path_mention).abs() < 1e-6);
+    for file in &result.files {
+        let sum: f32 = file.contributions.values().sum();
+        assert!(
+            (sum - file.score).abs() < 1e-5,
+            "{}: {:?} sum to {sum}, not {}",
+            file.path,
+            file.contributions,
+            file.score
+        );
+        assert!(file.contributions.values().all(|&v| v > 0.0));
+    }
+}
+
 #[test]
 fn function_granularity_lists_entities_of_the_top_files() {
     let dir = tempfile::tempdir().expect("tempdir");
