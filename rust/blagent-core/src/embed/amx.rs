@@ -22,7 +22,7 @@ use std::arch::x86_64::__cpuid_count;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use super::kernels::to_bf16;
+use super::kernels::{masked_softmax_bf16, to_bf16};
 
 /// Rows of a tile (output rows per tile, and k pairs per weight tile).
 const ROWS: usize = 16;
@@ -243,6 +243,249 @@ impl PackedWeight {
     }
 }
 
+/// Whether [`attention`] can run heads of `head` values: AMX is usable and a head is a whole
+/// number of tile rows (32 bf16 values, as all-MiniLM-L6-v2's 12 heads of 32 are).
+pub fn attention_fits(head: usize) -> bool {
+    head > 0 && head.is_multiple_of(K_STEP) && available()
+}
+
+/// Self-attention of one sequence on AMX tiles, in bfloat16 with f32 accumulation: `qkv` is
+/// its fused query/key/value projection, `seq × 3·hidden` (queries already scaled by
+/// `1/√head`), `mask` its additive key mask (`seq`), `out` the context, `seq × hidden`, heads
+/// side by side. The scores are f32, the softmax f32 rounded to bf16 for the second product.
+/// The sequence is padded to whole 32-row blocks: padded keys get probability 0, padded
+/// queries are computed and dropped. Must only be called when [`attention_fits`] holds.
+pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
+    let seq = mask.len();
+    let hidden = out.len() / seq.max(1);
+    let head = hidden / heads.max(1);
+    let width = 3 * hidden;
+    assert!(attention_fits(head), "AMX attention called where it does not fit");
+    assert!(
+        heads * head == hidden && qkv.len() == seq * width && out.len() == seq * hidden,
+        "AMX attention: shapes do not fit"
+    );
+    if seq == 0 {
+        return;
+    }
+    let padded = seq.div_ceil(BLOCK) * BLOCK;
+    ATTENTION.with_borrow_mut(|s| {
+        s.qkv.clear();
+        to_bf16(qkv, &mut s.qkv);
+        s.qkv.resize(padded * width, 0);
+        s.scores.resize(padded * padded, 0.0);
+        s.probs.clear();
+        s.probs.resize(padded * padded, 0);
+        s.keys.resize(padded * head, 0);
+        s.values.resize(padded * head, 0);
+        s.context.resize(padded * head, 0.0);
+        // Padded keys are masked like padding, so every softmax row is whole tiles long.
+        s.mask.clear();
+        s.mask.extend_from_slice(mask);
+        s.mask.resize(padded, f32::MIN);
+        // SAFETY: `attention_fits` holds, so the CPU has AMX and tile data is granted; the
+        // configuration is 64 valid bytes; tiles are released before returning.
+        unsafe {
+            asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
+        }
+        for h in 0..heads {
+            s.head(h * head, (seq, padded), (head, hidden));
+            for (row, context) in out
+                .chunks_exact_mut(hidden)
+                .zip(s.context.chunks_exact(head))
+            {
+                row[h * head..(h + 1) * head].copy_from_slice(context);
+            }
+        }
+        // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) }
+    });
+}
+
+/// Per-thread buffers of [`attention`], kept between calls.
+#[derive(Default)]
+struct AttentionScratch {
+    /// The sequence's `qkv` in bf16, padded with zero rows.
+    qkv: Vec<u16>,
+    /// One head's keys as `tdpbf16ps` operand tiles (16 keys × 32 values each).
+    keys: Vec<u16>,
+    /// One head's values as operand tiles (32 keys × 16 values each).
+    values: Vec<u16>,
+    /// Scores, `padded × padded` (the softmax leaves its exponentials there).
+    scores: Vec<f32>,
+    /// Probabilities in bf16, `padded × padded`; rows of padded queries stay zero.
+    probs: Vec<u16>,
+    /// One head's context, `padded × head`.
+    context: Vec<f32>,
+    /// The key mask, padded keys masked.
+    mask: Vec<f32>,
+}
+
+impl AttentionScratch {
+    /// One head, whose query starts at column `offset` of `qkv` (its key at `hidden + offset`,
+    /// its value at `2·hidden + offset`), into `context`. Tiles must be configured.
+    fn head(
+        &mut self,
+        offset: usize,
+        (seq, padded): (usize, usize),
+        (head, hidden): (usize, usize),
+    ) {
+        let width = 3 * hidden;
+        let k_tiles = head / K_STEP;
+        // Keys: tile (key block of 16, k step) row p, column j = values 2p, 2p+1 of key j.
+        for block in 0..padded / ROWS {
+            for kt in 0..k_tiles {
+                let tile = &mut self.keys[(block * k_tiles + kt) * TILE_VALUES..][..TILE_VALUES];
+                for j in 0..ROWS {
+                    let key = &self.qkv[(block * ROWS + j) * width + hidden + offset + kt * K_STEP..]
+                        [..K_STEP];
+                    for pair in 0..ROWS {
+                        tile[(pair * COLS + j) * 2..][..2].copy_from_slice(&key[2 * pair..][..2]);
+                    }
+                }
+            }
+        }
+        // Values: tile (column block of 16, step of 32 keys) row p, column c = value c of
+        // keys 2p and 2p+1.
+        let steps = padded / K_STEP;
+        for cb in 0..head / COLS {
+            for step in 0..steps {
+                let tile = &mut self.values[(cb * steps + step) * TILE_VALUES..][..TILE_VALUES];
+                for pair in 0..ROWS {
+                    for half in 0..2 {
+                        let key = step * K_STEP + 2 * pair + half;
+                        let value = &self.qkv[key * width + 2 * hidden + offset + cb * COLS..]
+                            [..COLS];
+                        for (c, &v) in value.iter().enumerate() {
+                            tile[(pair * COLS + c) * 2 + half] = v;
+                        }
+                    }
+                }
+            }
+        }
+        // Scores: queries · keysᵀ, 32 × 32 blocks.
+        let blocks = padded / BLOCK;
+        for rb in 0..blocks {
+            for cb in 0..blocks {
+                // SAFETY: operand tiles read 16 rows of 64 bytes: queries from `qkv` rows
+                // `rb·32 .. rb·32 + 32` (padded rows exist), columns `offset + kt·32 ..` within
+                // the query part; key tiles are whole tiles of `keys`. The accumulators are
+                // stored into rows `rb·32 ..` and columns `cb·32 .. cb·32 + 32` of `scores`
+                // (`padded × padded`).
+                unsafe {
+                    let q0 = self.qkv.as_ptr().add(rb * BLOCK * width + offset);
+                    let q1 = q0.add(ROWS * width);
+                    let k0 = self.keys.as_ptr().add(2 * cb * k_tiles * TILE_VALUES);
+                    let k1 = k0.add(k_tiles * TILE_VALUES);
+                    asm!(
+                        "tilezero tmm0",
+                        "tilezero tmm1",
+                        "tilezero tmm2",
+                        "tilezero tmm3",
+                        options(nostack, nomem)
+                    );
+                    for kt in 0..k_tiles {
+                        product_step(
+                            (q0.add(kt * K_STEP), q1.add(kt * K_STEP), width * 2),
+                            (k0.add(kt * TILE_VALUES), k1.add(kt * TILE_VALUES)),
+                        );
+                    }
+                    let c0 = self.scores.as_mut_ptr().add(rb * BLOCK * padded + cb * BLOCK);
+                    store_block(c0, padded);
+                }
+            }
+        }
+        for (row, probs) in self
+            .scores
+            .chunks_exact_mut(padded)
+            .zip(self.probs.chunks_exact_mut(padded))
+            .take(seq)
+        {
+            masked_softmax_bf16(row, &self.mask, probs);
+        }
+        // Context: probabilities · values, 32 rows × 32 columns at a time.
+        for rb in 0..blocks {
+            for cp in 0..head / BLOCK {
+                // SAFETY: probability tiles read rows `rb·32 ..+32` of `probs` (`padded ×
+                // padded`) at columns `step·32 ..+32`; value tiles are whole tiles of
+                // `values`; the accumulators go to rows `rb·32 ..+32`, columns `cp·32 ..+32`
+                // of `context` (`padded × head`).
+                unsafe {
+                    let p0 = self.probs.as_ptr().add(rb * BLOCK * padded);
+                    let p1 = p0.add(ROWS * padded);
+                    let v0 = self.values.as_ptr().add(2 * cp * steps * TILE_VALUES);
+                    let v1 = v0.add(steps * TILE_VALUES);
+                    asm!(
+                        "tilezero tmm0",
+                        "tilezero tmm1",
+                        "tilezero tmm2",
+                        "tilezero tmm3",
+                        options(nostack, nomem)
+                    );
+                    for step in 0..steps {
+                        product_step(
+                            (p0.add(step * K_STEP), p1.add(step * K_STEP), padded * 2),
+                            (v0.add(step * TILE_VALUES), v1.add(step * TILE_VALUES)),
+                        );
+                    }
+                    let c0 = self.context.as_mut_ptr().add(rb * BLOCK * head + cp * BLOCK);
+                    store_block(c0, head);
+                }
+            }
+        }
+    }
+}
+
+/// `tmm0..tmm3 += [a0; a1] · [b0 b1]`: two 16-row operand tiles at `a0` and `a1` (rows
+/// `stride` bytes apart) times two packed tiles.
+///
+/// # Safety
+/// AMX is usable and configured; each pointer has a whole tile behind it.
+unsafe fn product_step((a0, a1, stride): (*const u16, *const u16, usize), (b0, b1): (*const u16, *const u16)) {
+    // SAFETY: the caller's.
+    unsafe {
+        asm!(
+            "tileloadd tmm4, [{a0} + {sa}*1]",
+            "tileloadd tmm5, [{a1} + {sa}*1]",
+            "tileloadd tmm6, [{b0} + {sb}*1]",
+            "tileloadd tmm7, [{b1} + {sb}*1]",
+            "tdpbf16ps tmm0, tmm4, tmm6",
+            "tdpbf16ps tmm1, tmm4, tmm7",
+            "tdpbf16ps tmm2, tmm5, tmm6",
+            "tdpbf16ps tmm3, tmm5, tmm7",
+            a0 = in(reg) a0,
+            a1 = in(reg) a1,
+            b0 = in(reg) b0,
+            b1 = in(reg) b1,
+            sa = in(reg) stride,
+            sb = in(reg) COLS * 4,
+            options(nostack, readonly),
+        );
+    }
+}
+
+/// Stores `tmm0..tmm3` as the 32 × 32 f32 block at `c0`, rows `row` values apart.
+///
+/// # Safety
+/// AMX is usable and configured; 32 rows of 32 values at `c0` are writable.
+unsafe fn store_block(c0: *mut f32, row: usize) {
+    // SAFETY: the caller's.
+    unsafe {
+        let c1 = c0.add(COLS);
+        let c2 = c0.add(ROWS * row);
+        let c3 = c2.add(COLS);
+        asm!(
+            "tilestored [{c0} + {s}*1], tmm0",
+            "tilestored [{c1} + {s}*1], tmm1",
+            "tilestored [{c2} + {s}*1], tmm2",
+            "tilestored [{c3} + {s}*1], tmm3",
+            c0 = in(reg) c0, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3,
+            s = in(reg) row * 4,
+            options(nostack),
+        );
+    }
+}
+
 /// Per-thread buffers: the bf16 activations and a padded copy of a partial block's output.
 #[derive(Default)]
 struct Scratch {
@@ -252,6 +495,7 @@ struct Scratch {
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static ATTENTION: RefCell<AttentionScratch> = RefCell::new(AttentionScratch::default());
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ struct Layer {
     intermediate: BlasLinear,
     output: BlasLinear,
     output_norm: Norm,
+    attention: Attention,
 }
 
 /// A BERT encoder (embeddings and transformer layers, no pooler) ready for inference.
@@ -34,7 +35,6 @@ pub struct Bert {
     positions: Tensor,
     embedding_norm: Norm,
     layers: Vec<Layer>,
-    heads: usize,
     act: HiddenAct,
 }
 
@@ -84,21 +84,16 @@ impl Layer {
                 precision,
             )?,
             output_norm: layer_norm(&vb.pp("output").pp("LayerNorm"), hidden, eps)?,
+            attention: Attention::new(config.num_attention_heads, head_size, precision),
         })
     }
 
     /// `x` is `(batch × seq, hidden)`; `bias` is the additive mask, `(batch, seq)`.
-    fn forward(
-        &self,
-        x: &Tensor,
-        bias: &Tensor,
-        heads: usize,
-        act: HiddenAct,
-    ) -> candle_core::Result<Tensor> {
+    fn forward(&self, x: &Tensor, bias: &Tensor, act: HiddenAct) -> candle_core::Result<Tensor> {
         let context = self
             .qkv
             .forward(x)?
-            .apply_op2_no_bwd(bias, &Attention { heads })?;
+            .apply_op2_no_bwd(bias, &self.attention)?;
         let attended = self
             .attention_out
             .forward_add_norm(&context, x, &self.attention_norm)?;
@@ -145,7 +140,6 @@ impl Bert {
             positions,
             embedding_norm: layer_norm(&embeddings.pp("LayerNorm"), hidden, config.layer_norm_eps)?,
             layers,
-            heads: config.num_attention_heads,
             act: config.hidden_act,
         })
     }
@@ -164,7 +158,7 @@ impl Bert {
             .reshape((batch * seq, hidden))?;
         let bias = attention_bias(mask, (batch, seq), ids.device())?;
         for layer in &self.layers {
-            x = layer.forward(&x, &bias, self.heads, self.act)?;
+            x = layer.forward(&x, &bias, self.act)?;
         }
         x.reshape((batch, seq, hidden))
     }

@@ -433,6 +433,17 @@ impl CustomOp2 for LinearOp<'_> {
 pub struct Attention {
     /// Number of heads.
     pub heads: usize,
+    /// Whether the two products run in bf16 on AMX tiles ([`amx::attention`]) instead of
+    /// f32 `sgemm`: with [`Precision::Bf16Amx`] where [`amx::attention_fits`] the head size.
+    pub amx: bool,
+}
+
+impl Attention {
+    /// Attention over `heads` heads of `head` values for linear layers in `precision`.
+    pub fn new(heads: usize, head: usize, precision: Precision) -> Self {
+        let amx = precision == Precision::Bf16Amx && amx::attention_fits(head);
+        Attention { heads, amx }
+    }
 }
 
 impl CustomOp2 for Attention {
@@ -461,6 +472,16 @@ impl CustomOp2 for Attention {
         let head = hidden / self.heads;
         let mut out = vec![0f32; rows * hidden];
         if rows == 0 {
+            return Ok((CpuStorage::F32(out), Shape::from((rows, hidden))));
+        }
+        if self.amx {
+            if !amx::attention_fits(head) {
+                bail!("attention: AMX cannot run heads of {head}");
+            }
+            out.par_chunks_mut(seq * hidden)
+                .zip(qkv.par_chunks(seq * width))
+                .zip(mask.par_chunks(seq))
+                .for_each(|((out, qkv), mask)| amx::attention(qkv, mask, self.heads, out));
             return Ok((CpuStorage::F32(out), Shape::from((rows, hidden))));
         }
         out.par_chunks_mut(seq * hidden)
@@ -567,6 +588,36 @@ mod tests {
     }
 
     #[test]
+    fn amx_attention_is_close_to_f32() {
+        let head = 32;
+        if !amx::attention_fits(head) {
+            // No AMX on this CPU: the path cannot run here (the Python tests say so).
+            return;
+        }
+        let device = Device::Cpu;
+        let (heads, hidden) = (3, 3 * head);
+        // Lengths on and off the 32-row blocks; the second sequence of each batch is padded.
+        for (batch, seq) in [(1, 1), (2, 37), (2, 64), (1, 70)] {
+            let qkv = Tensor::randn(0f32, 0.5, (batch * seq, 3 * hidden), &device).unwrap();
+            let mut mask = vec![0f32; batch * seq];
+            if batch > 1 {
+                mask[2 * seq - seq / 3..].fill(f32::MIN);
+            }
+            let mask = Tensor::from_vec(mask, (batch, seq), &device).unwrap();
+            let exact = qkv
+                .apply_op2_no_bwd(&mask, &Attention { heads, amx: false })
+                .unwrap();
+            let bf16 = qkv
+                .apply_op2_no_bwd(&mask, &Attention::new(heads, head, Precision::Bf16Amx))
+                .unwrap();
+            let diff = max_diff(&exact, &bf16);
+            // bf16 operands: about 0.4% each, on values of order 1.
+            assert!(diff < 3e-2, "{batch}×{seq}: {diff}");
+            assert!(diff > 0.0, "the AMX path did not run");
+        }
+    }
+
+    #[test]
     fn attention_matches_the_textbook_formula() {
         let device = Device::Cpu;
         let (batch, seq, heads, head) = (2, 5, 3, 4);
@@ -576,7 +627,7 @@ mod tests {
         let mut mask = vec![0f32; batch * seq];
         mask[2 * seq - 2..].fill(f32::MIN);
         let mask_t = Tensor::from_vec(mask.clone(), (batch, seq), &device).unwrap();
-        let got = qkv.apply_op2_no_bwd(&mask_t, &Attention { heads }).unwrap();
+        let got = qkv.apply_op2_no_bwd(&mask_t, &Attention { heads, amx: false }).unwrap();
 
         let split = qkv
             .reshape((batch, seq, 3, heads, head))
@@ -618,6 +669,6 @@ mod tests {
             &device,
         )
         .unwrap();
-        assert!(bad.apply_op2_no_bwd(&mask_t, &Attention { heads }).is_err());
+        assert!(bad.apply_op2_no_bwd(&mask_t, &Attention { heads, amx: false }).is_err());
     }
 }
