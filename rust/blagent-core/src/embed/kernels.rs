@@ -103,47 +103,6 @@ pub(super) fn masked_softmax(row: &mut [f32], mask: &[f32]) {
     }
 }
 
-/// Like [`masked_softmax`], but the probabilities go to `out` (as long as `row`) rounded to
-/// bfloat16 ([`bf16_bits`]), for a product on AMX tiles; `row` is left holding the
-/// exponentials. Rows of a multiple of [`WIDE`] values take no scalar steps.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
-pub(super) fn masked_softmax_bf16(row: &mut [f32], mask: &[f32], out: &mut [u16]) {
-    let n = row.len().min(mask.len()).min(out.len());
-    let (row, mask, out) = (&mut row[..n], &mask[..n], &mut out[..n]);
-    let mut max = [f32::MIN; WIDE];
-    for (chunk, m) in row.chunks_exact_mut(WIDE).zip(mask.chunks_exact(WIDE)) {
-        for ((x, &m), a) in chunk.iter_mut().zip(m).zip(&mut max) {
-            *x += m;
-            *a = larger(*a, *x);
-        }
-    }
-    let whole = n / WIDE * WIDE;
-    let mut top = max.into_iter().fold(f32::MIN, larger);
-    for (x, &m) in row[whole..].iter_mut().zip(&mask[whole..]) {
-        *x += m;
-        top = larger(top, *x);
-    }
-    let mut sum = [0f32; WIDE];
-    for chunk in row.chunks_exact_mut(WIDE) {
-        for (x, a) in chunk.iter_mut().zip(&mut sum) {
-            *x = exp(*x - top);
-            *a += *x;
-        }
-    }
-    let mut total: f32 = sum.iter().sum();
-    for x in &mut row[whole..] {
-        *x = exp(*x - top);
-        total += *x;
-    }
-    let inv = 1.0 / total;
-    for (o, &x) in out.iter_mut().zip(row.iter()) {
-        *o = bf16_bits(x * inv);
-    }
-}
-
-/// Values per step of the wide loops: one AVX-512 register of f32.
-const WIDE: usize = 16;
-
 /// `x` rounded to bfloat16 (to nearest, ties to even; NaN stays a quiet NaN), as raw bits:
 /// what `half::bf16::from_f32` gives, in a form the compiler vectorizes.
 #[inline]
@@ -223,23 +182,6 @@ mod tests {
             assert!((got - want).abs() < 1e-6);
         }
         assert!(row[3] < 1e-30);
-    }
-
-    #[test]
-    fn bf16_softmax_is_the_softmax_rounded() {
-        let mask = [0.0, 0.0, f32::MIN, 0.0, 0.0];
-        let mut exact = [0.3, -1.2, 9.0, 2.5, 0.0];
-        let mut row = exact;
-        let mut out = [0u16; 5];
-        masked_softmax(&mut exact, &mask);
-        masked_softmax_bf16(&mut row, &mask, &mut out);
-        // The same softmax rounded to bf16, give or take one bf16 step (the sums run in
-        // different orders).
-        for (&want, got) in exact.iter().zip(out) {
-            let want = half::bf16::from_f32(want).to_bits();
-            assert!(got.abs_diff(want) <= 1, "{got:#x} vs {want:#x}");
-        }
-        assert!(half::bf16::from_bits(out[2]).to_f32() < 1e-30);
     }
 
     #[test]
