@@ -22,7 +22,6 @@ use std::arch::x86_64::__cpuid_count;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use super::kernels::to_bf16;
 
 /// Rows of a tile (output rows per tile, and k pairs per weight tile).
 const ROWS: usize = 16;
@@ -38,11 +37,54 @@ const TILE_VALUES: usize = ROWS * K_STEP;
 const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
 const XFEATURE_XTILEDATA: libc::c_long = 18;
 
-/// Whether this process can run AMX bf16 products: the CPU has AMX-TILE and AMX-BF16 and the
-/// kernel granted tile data. Asked once.
+/// Whether this process can run AMX bf16 products: the CPU has AMX-TILE and AMX-BF16 (and
+/// AVX-512 BF16, which rounds the operands and every CPU with AMX has) and the kernel granted
+/// tile data. Asked once.
 pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| cpu_has_amx_bf16() && tile_data_granted())
+    *AVAILABLE.get_or_init(|| {
+        cpu_has_amx_bf16()
+            && std::arch::is_x86_feature_detected!("avx512bf16")
+            && tile_data_granted()
+    })
+}
+
+/// `xs` rounded to bfloat16 (`vcvtneps2bf16`: to nearest, ties to even, subnormals to zero, NaN
+/// to a quiet NaN), as raw bits appended to `out`. Must only be called when [`available`].
+pub fn to_bf16(xs: &[f32], out: &mut Vec<u16>) {
+    assert!(available(), "bf16 rounding called without AVX-512 BF16");
+    let start = out.len();
+    out.resize(start + xs.len(), 0);
+    // SAFETY: `available` checked AVX-512 BF16; the two are as long.
+    unsafe { round_bf16(xs, &mut out[start..]) }
+}
+
+/// # Safety
+/// The CPU has AVX-512 F and BF16; `out` is as long as `xs`.
+#[target_feature(enable = "avx512f,avx512bf16,avx512vl")]
+unsafe fn round_bf16(xs: &[f32], out: &mut [u16]) {
+    use std::arch::x86_64::{
+        __m256i, _mm256_storeu_si256, _mm512_cvtneps_pbh, _mm512_loadu_ps, _mm512_maskz_loadu_ps,
+    };
+    const LANES: usize = 16;
+    assert_eq!(xs.len(), out.len(), "bf16 rounding: lengths differ");
+    let whole = xs.len() / LANES;
+    // SAFETY: whole vectors at `i·16 .. i·16 + 16 ≤ len` of both slices; the intrinsics need
+    // only the features this function enables.
+    unsafe {
+        for i in 0..whole {
+            let bits = _mm512_cvtneps_pbh(_mm512_loadu_ps(xs.as_ptr().add(i * LANES)));
+            _mm256_storeu_si256(out.as_mut_ptr().add(i * LANES).cast::<__m256i>(), std::mem::transmute::<_, __m256i>(bits));
+        }
+        let rest = xs.len() - whole * LANES;
+        if rest > 0 {
+            // The tail through a masked load (lanes past the end read nothing) and a copy.
+            let keep = (1u16 << rest) - 1;
+            let last = _mm512_maskz_loadu_ps(keep, xs.as_ptr().add(whole * LANES));
+            let bits: [u16; LANES] = std::mem::transmute(_mm512_cvtneps_pbh(last));
+            out[whole * LANES..].copy_from_slice(&bits[..rest]);
+        }
+    }
 }
 
 // `__cpuid_count` is a safe function from Rust 1.87 on and unsafe before (the crate's minimum
@@ -243,14 +285,11 @@ impl PackedWeight {
     }
 }
 
-/// Whether [`attention`] can run heads of `head` values: AMX and AVX-512 BF16 (which every
-/// CPU with AMX has) are usable and a head is a whole number of tile rows (32 bf16 values, as
+/// Whether [`attention`] can run heads of `head` values: AMX is [`available`] and a head is a
+/// whole number of tile rows (32 bf16 values, as
 /// all-MiniLM-L6-v2's 12 heads of 32 are).
 pub fn attention_fits(head: usize) -> bool {
-    head > 0
-        && head.is_multiple_of(K_STEP)
-        && available()
-        && std::arch::is_x86_feature_detected!("avx512bf16")
+    head > 0 && head.is_multiple_of(K_STEP) && available()
 }
 
 /// Self-attention of one sequence on AMX tiles, in bfloat16 with f32 accumulation: `qkv` is
@@ -410,7 +449,7 @@ impl AttentionScratch {
             .take(attended)
         {
             let n = attended.div_ceil(16) * 16;
-            // SAFETY: `attention_fits` checked AVX-512 BF16; the three are `n ≤ padded` long.
+            // SAFETY: `attention_fits` checked AVX-512 BF16 (`available`); the three are `n ≤ padded` long.
             unsafe { softmax_bf16(&mut row[..n], &self.mask[..n], &mut probs[..n]) };
         }
         // Context: probabilities · values, 32 rows × 32 columns at a time.
@@ -635,7 +674,7 @@ mod tests {
         super::super::kernels::masked_softmax(&mut exact, &mask);
         let mut row = scores;
         let mut out = vec![0u16; 48];
-        // SAFETY: `attention_fits` checked AVX-512 BF16; the three are 48 long.
+        // SAFETY: `attention_fits` checked AVX-512 BF16 (`available`); the three are 48 long.
         unsafe { softmax_bf16(&mut row, &mask, &mut out) };
         for (i, (&want, &got)) in exact.iter().zip(&out).enumerate() {
             if mask[i] != 0.0 {
@@ -647,6 +686,32 @@ mod tests {
             assert!(got.abs_diff(want) <= 1, "{i}: {got:#x} vs {want:#x}");
         }
         assert!(out[3] == 0 && out[40..].iter().all(|&p| p == 0));
+    }
+
+    #[test]
+    fn bf16_rounding_matches_half() {
+        if !available() {
+            // No AMX on this CPU: the path cannot run here (the Python tests say so).
+            return;
+        }
+        let mut xs: Vec<f32> = (0..200_003u32)
+            .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
+            .collect();
+        xs.extend([0.0, -0.0, 1.0, f32::MAX, f32::MIN_POSITIVE, f32::INFINITY, f32::NAN]);
+        // Ties: exactly halfway between two bf16 values, below and above an even one.
+        xs.extend([f32::from_bits(0x3f80_8000), f32::from_bits(0x3f81_8000)]);
+        let mut got = vec![7];
+        to_bf16(&xs, &mut got);
+        assert_eq!((got.len(), got[0]), (xs.len() + 1, 7), "appended after what was there");
+        for (x, &g) in xs.iter().zip(&got[1..]) {
+            if x.is_nan() {
+                assert!(bf16::from_bits(g).is_nan());
+            } else if x.is_subnormal() {
+                assert_eq!(g & 0x7fff, 0, "{x:e} to zero");
+            } else {
+                assert_eq!(g, bf16::from_f32(*x).to_bits(), "{x:e}");
+            }
+        }
     }
 
     #[test]

@@ -103,25 +103,6 @@ pub(super) fn masked_softmax(row: &mut [f32], mask: &[f32]) {
     }
 }
 
-/// `x` rounded to bfloat16 (to nearest, ties to even; NaN stays a quiet NaN), as raw bits:
-/// what `half::bf16::from_f32` gives, in a form the compiler vectorizes.
-#[inline]
-fn bf16_bits(x: f32) -> u16 {
-    let bits = x.to_bits();
-    let rounded = (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16;
-    if x.is_nan() {
-        ((bits >> 16) as u16) | 0x40
-    } else {
-        rounded
-    }
-}
-
-/// `xs` rounded to bfloat16 ([`bf16_bits`]), appended to `out`.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
-pub(super) fn to_bf16(xs: &[f32], out: &mut Vec<u16>) {
-    out.extend(xs.iter().map(|&x| bf16_bits(x)));
-}
-
 /// The exact (erf) GELU of every value, in place.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
 pub(super) fn gelu(xs: &mut [f32]) {
@@ -194,33 +175,5 @@ mod tests {
             assert!((got - want).abs() < 1e-5, "{got} vs {want}");
         }
         assert!((xs[4] + 1.0).abs() < 1e-5 && (xs[6] - 2.0).abs() < 1e-5);
-    }
-
-    #[test]
-    fn bf16_rounding_matches_half() {
-        let mut xs: Vec<f32> = (0..200_000u32)
-            .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
-            .collect();
-        xs.extend([
-            0.0,
-            -0.0,
-            1.0,
-            f32::MAX,
-            f32::MIN_POSITIVE,
-            f32::INFINITY,
-            f32::NAN,
-        ]);
-        // Ties: exactly halfway between two bf16 values, below and above an even one.
-        xs.extend([f32::from_bits(0x3f80_8000), f32::from_bits(0x3f81_8000)]);
-        let mut got = Vec::new();
-        to_bf16(&xs, &mut got);
-        for (x, g) in xs.iter().zip(got) {
-            let want = half::bf16::from_f32(*x);
-            if x.is_nan() {
-                assert!(half::bf16::from_bits(g).is_nan());
-            } else {
-                assert_eq!(g, want.to_bits(), "{x:e}");
-            }
-        }
     }
 }
