@@ -3,7 +3,7 @@
 //! CPUs with AMX (Intel Xeon from Sapphire Rapids on) multiply 16×32 bf16 tiles by 32×16 ones
 //! into 16×16 f32 accumulators in one instruction, many times the f32 throughput of their
 //! AVX-512 units. The encoder's linear layers are most of its arithmetic, so on such a CPU
-//! [`PackedWeight::matmul_acc`] replaces `sgemm` there: the weights are rounded to bf16 and laid
+//! [`PackedWeight::matmul`] replaces `sgemm` there: the weights are rounded to bf16 and laid
 //! out as tiles once, at load, the activations are rounded to bf16 per call, and the products
 //! are accumulated in f32 onto the output, which already holds the bias (and residual).
 //!
@@ -180,14 +180,19 @@ impl PackedWeight {
         })
     }
 
-    /// `out += x·Wᵀ` for `x` of `(rows, inputs)` and `out` of `(rows, outputs)`, both
-    /// row-major. Must only be called when [`available`] is true.
-    pub fn matmul_acc(&self, x: &[f32], out: &mut [f32]) {
+    /// `out = start + x·Wᵀ` for `x` of `(rows, inputs)` and `out` of `(rows, outputs)`, both
+    /// row-major: the accumulators start from `start` (a bias or a residual), so the output
+    /// needs no initial copy. Must only be called when [`available`] is true.
+    pub fn matmul(&self, x: &[f32], start: Start<'_>, out: &mut [f32]) {
         let (k, n) = (self.inputs, self.outputs);
         let rows = x.len() / k;
         assert!(available(), "AMX products called without AMX");
+        let start_len = match start {
+            Start::EveryRow(row) => row.len() == n,
+            Start::Rows(rows_in) => rows_in.len() == rows * n,
+        };
         assert!(
-            x.len() == rows * k && out.len() == rows * n,
+            x.len() == rows * k && out.len() == rows * n && start_len,
             "AMX product: shapes do not fit"
         );
         if rows == 0 {
@@ -204,17 +209,29 @@ impl PackedWeight {
             unsafe {
                 asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
             }
+            let block_start = |block: usize| match start {
+                Start::EveryRow(row) => (row, 0),
+                Start::Rows(all) => (&all[block * BLOCK * n..(block + 1) * BLOCK * n], n),
+            };
             for block in 0..full / BLOCK {
                 let c = &mut out[block * BLOCK * n..(block + 1) * BLOCK * n];
-                self.block(&scratch.a[block * BLOCK * k..], c);
+                self.block(&scratch.a[block * BLOCK * k..], block_start(block), c);
             }
             if full < rows {
-                // The last, partial block goes through a zero-padded copy of its rows.
+                // The last, partial block goes through zero-padded copies of its rows.
                 let tail = &mut out[full * n..];
                 scratch.c.clear();
-                scratch.c.extend_from_slice(tail);
                 scratch.c.resize(BLOCK * n, 0.0);
-                self.block(&scratch.a[full * k..], &mut scratch.c);
+                let tail_start = match start {
+                    Start::EveryRow(row) => (row, 0),
+                    Start::Rows(all) => {
+                        scratch.r.clear();
+                        scratch.r.extend_from_slice(&all[full * n..]);
+                        scratch.r.resize(BLOCK * n, 0.0);
+                        (scratch.r.as_slice(), n)
+                    }
+                };
+                self.block(&scratch.a[full * k..], tail_start, &mut scratch.c);
                 tail.copy_from_slice(&scratch.c[..tail.len()]);
             }
             // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
@@ -222,34 +239,41 @@ impl PackedWeight {
         });
     }
 
-    /// One block of 32 rows: `c` (32 × outputs, f32) += `a` (32 × inputs, bf16) · Wᵀ.
-    fn block(&self, a: &[u16], c: &mut [f32]) {
+    /// One block of 32 rows: `c` (32 × outputs, f32) = start + `a` (32 × inputs, bf16) · Wᵀ,
+    /// where `start` is 32 rows `stride` values apart (stride 0: one row under all 32).
+    fn block(&self, a: &[u16], (start, stride): (&[f32], usize), c: &mut [f32]) {
         let (k, n) = (self.inputs, self.outputs);
         assert!(a.len() >= BLOCK * k && c.len() >= BLOCK * n);
+        assert!(start.len() >= (BLOCK - 1) * stride + n);
         let k_tiles = k / K_STEP;
         let (a_stride, c_stride, w_stride) = (k * 2, n * 4, COLS * 4);
         let a0 = a.as_ptr();
         // SAFETY: 16 rows below `a0` at `a_stride` bytes are the block's first half.
         let a1 = unsafe { a0.add(ROWS * k) };
         for pair in 0..n / BLOCK {
-            // SAFETY: every pointer below stays inside its slice: `c` has 32 rows of `n`
+            // SAFETY: every pointer below stays inside its slice: `start` has 32 rows (or one,
+            // read 32 times with stride 0) of `n` values from column `pair·32`; `c` has 32 rows of `n`
             // values, accumulator tiles cover columns `pair·32 .. pair·32 + 32` of rows 0–31;
             // operand tiles read 16 rows of 64 bytes from `a` (32 rows of `k` bf16 values) and
-            // whole packed tiles of `self.tiles`. Tiles 0–7 are configured by `matmul_acc`.
+            // whole packed tiles of `self.tiles`. Tiles 0–7 are configured by `matmul`.
             unsafe {
+                let s0 = start.as_ptr().add(pair * BLOCK);
+                let s1 = s0.add(COLS);
+                let s2 = s0.add(ROWS * stride);
+                let s3 = s2.add(COLS);
+                asm!(
+                    "tileloadd tmm0, [{s0} + {s}*1]",
+                    "tileloadd tmm1, [{s1} + {s}*1]",
+                    "tileloadd tmm2, [{s2} + {s}*1]",
+                    "tileloadd tmm3, [{s3} + {s}*1]",
+                    s0 = in(reg) s0, s1 = in(reg) s1, s2 = in(reg) s2, s3 = in(reg) s3,
+                    s = in(reg) stride * 4,
+                    options(nostack, readonly),
+                );
                 let c0 = c.as_mut_ptr().add(pair * BLOCK);
                 let c1 = c0.add(COLS);
                 let c2 = c0.add(ROWS * n);
                 let c3 = c2.add(COLS);
-                asm!(
-                    "tileloadd tmm0, [{c0} + {s}*1]",
-                    "tileloadd tmm1, [{c1} + {s}*1]",
-                    "tileloadd tmm2, [{c2} + {s}*1]",
-                    "tileloadd tmm3, [{c3} + {s}*1]",
-                    c0 = in(reg) c0, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3,
-                    s = in(reg) c_stride,
-                    options(nostack, readonly),
-                );
                 let w0 = self.tiles.as_ptr().add(2 * pair * k_tiles * TILE_VALUES);
                 let w1 = w0.add(k_tiles * TILE_VALUES);
                 for kt in 0..k_tiles {
@@ -598,11 +622,22 @@ unsafe fn store_block(c0: *mut f32, row: usize) {
     }
 }
 
-/// Per-thread buffers: the bf16 activations and a padded copy of a partial block's output.
+/// Where the accumulators of [`PackedWeight::matmul`] start.
+#[derive(Clone, Copy)]
+pub enum Start<'a> {
+    /// The same row (`outputs` values, a bias) under every output row.
+    EveryRow(&'a [f32]),
+    /// A matrix of the output's shape (a residual), row by row.
+    Rows(&'a [f32]),
+}
+
+/// Per-thread buffers: the bf16 activations and padded copies of a partial block's output
+/// and starting rows.
 #[derive(Default)]
 struct Scratch {
     a: Vec<u16>,
     c: Vec<f32>,
+    r: Vec<f32>,
 }
 
 thread_local! {
@@ -647,10 +682,19 @@ mod tests {
             let start: Vec<f32> = (0..rows * n).map(|i| (i % 7) as f32).collect();
             let mut want = start.clone();
             reference(&x, &w, &mut want, k, n);
-            let mut got = start;
-            PackedWeight::new(&w, n, k)
-                .unwrap()
-                .matmul_acc(&x, &mut got);
+            let packed = PackedWeight::new(&w, n, k).unwrap();
+            let mut got = vec![f32::NAN; rows * n];
+            packed.matmul(&x, Start::Rows(&start), &mut got);
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+                    "{rows} rows: {g} vs {w}"
+                );
+            }
+            // One starting row under every row: the residual's first.
+            let mut want = start[..n].repeat(rows);
+            reference(&x, &w, &mut want, k, n);
+            packed.matmul(&x, Start::EveryRow(&start[..n]), &mut got);
             for (g, w) in got.iter().zip(&want) {
                 assert!(
                     (g - w).abs() <= 1e-3 * w.abs().max(1.0),

@@ -25,7 +25,7 @@ use std::sync::Once;
 use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::amx::{self, PackedWeight};
+use super::amx::{self, PackedWeight, Start};
 use super::kernels::{gelu, layer_norm, masked_softmax};
 
 const ROW_MAJOR: c_int = 101;
@@ -256,11 +256,14 @@ impl Norm {
         Ok(Norm { gamma, beta, eps })
     }
 
-    fn apply(&self, xs: &mut [f32]) -> Result<()> {
-        if !xs.len().is_multiple_of(self.gamma.len()) {
+    /// Normalizes each row of `xs`, after adding `shift` to it where given.
+    fn apply(&self, xs: &mut [f32], shift: Option<&[f32]>) -> Result<()> {
+        if !xs.len().is_multiple_of(self.gamma.len())
+            || shift.is_some_and(|s| s.len() != self.gamma.len())
+        {
             bail!("layer norm: rows of {} expected", self.gamma.len());
         }
-        layer_norm(xs, &self.gamma, &self.beta, self.eps);
+        layer_norm(xs, shift, &self.gamma, &self.beta, self.eps);
         Ok(())
     }
 }
@@ -272,7 +275,7 @@ impl CustomOp1 for Norm {
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
         let mut out = contiguous(storage, layout, "layer norm")?.to_vec();
-        self.apply(&mut out)?;
+        self.apply(&mut out, None)?;
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
 }
@@ -363,35 +366,53 @@ impl BlasLinear {
         if inputs != self.inputs {
             bail!("linear: {} inputs expected, got {inputs}", self.inputs);
         }
-        let mut out = match residual {
-            Some(residual) => {
-                if residual.len() != rows * self.outputs {
-                    bail!("linear: a residual of {rows}×{} expected", self.outputs);
-                }
-                let mut out = residual.to_vec();
-                for row in out.chunks_exact_mut(self.outputs) {
-                    for (o, &b) in row.iter_mut().zip(&self.bias) {
-                        *o += b;
-                    }
-                }
-                out
+        if let Some(residual) = residual {
+            if residual.len() != rows * self.outputs {
+                bail!("linear: a residual of {rows}×{} expected", self.outputs);
             }
-            None => self.bias.repeat(rows),
-        };
-        if let Some(packed) = &self.packed {
-            packed.matmul_acc(x, &mut out);
+        }
+        // Where the bias is not in the product's starting values, the norm adds it.
+        let mut bias_left = None;
+        let out = if let Some(packed) = &self.packed {
+            let mut out = vec![0f32; rows * self.outputs];
+            let start = match residual {
+                Some(residual) => {
+                    bias_left = Some(self.bias.as_slice());
+                    Start::Rows(residual)
+                }
+                None => Start::EveryRow(&self.bias),
+            };
+            packed.matmul(x, start, &mut out);
+            out
         } else {
+            let mut out = match residual {
+                Some(residual) => {
+                    let mut out = residual.to_vec();
+                    for row in out.chunks_exact_mut(self.outputs) {
+                        for (o, &b) in row.iter_mut().zip(&self.bias) {
+                            *o += b;
+                        }
+                    }
+                    out
+                }
+                None => self.bias.repeat(rows),
+            };
             sgemm(
                 (x, View::new(rows, inputs, inputs)),
                 (&self.weight, View::new(self.outputs, inputs, inputs), true),
                 (&mut out, View::new(rows, self.outputs, self.outputs)),
                 1.0,
             )?;
-        }
+            out
+        };
+        let mut out = out;
         match then {
+            Then::Nothing | Then::Gelu if bias_left.is_some() => {
+                bail!("linear: a residual comes only with a norm")
+            }
             Then::Nothing => {}
             Then::Gelu => gelu(&mut out),
-            Then::AddNorm(norm) => norm.apply(&mut out)?,
+            Then::AddNorm(norm) => norm.apply(&mut out, bias_left)?,
         }
         Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs))))
     }
@@ -585,6 +606,16 @@ mod tests {
         // bf16 keeps 8 bits of mantissa: about 0.4% per operand, less after summing 64 terms.
         assert!(max_diff(&want, &got) < 2e-2, "{}", max_diff(&want, &got));
         assert!(max_diff(&want, &got) > 0.0, "the bf16 path did not run");
+        // With a residual (the tiles start from it) and the bias added by the norm.
+        let r = Tensor::randn(0f32, 1.0, (45, 96), &device).unwrap();
+        let (gamma, beta) = (
+            Tensor::randn(0f32, 1.0, 96, &device).unwrap(),
+            Tensor::randn(0f32, 1.0, 96, &device).unwrap(),
+        );
+        let norm = Norm::new(&gamma, &beta, 1e-12).unwrap();
+        let want = exact.forward_add_norm(&x, &r, &norm).unwrap();
+        let got = bf16.forward_add_norm(&x, &r, &norm).unwrap();
+        assert!(max_diff(&want, &got) < 5e-2, "{}", max_diff(&want, &got));
     }
 
     #[test]

@@ -111,11 +111,23 @@ pub(super) fn gelu(xs: &mut [f32]) {
     }
 }
 
-/// Layer normalization of each row of `xs` (rows of `gamma.len()` values), in place.
+/// Layer normalization of each row of `xs` (rows of `gamma.len()` values), in place, after
+/// adding `shift` (a bias left out of the product) to each row where given.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma"))]
-pub(super) fn layer_norm(xs: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+pub(super) fn layer_norm(
+    xs: &mut [f32],
+    shift: Option<&[f32]>,
+    gamma: &[f32],
+    beta: &[f32],
+    eps: f32,
+) {
     let n = gamma.len();
     for row in xs.chunks_exact_mut(n) {
+        if let Some(shift) = shift {
+            for (v, &s) in row.iter_mut().zip(shift) {
+                *v += s;
+            }
+        }
         let mean = lanes(row, 0.0, |a, b| a + b) / n as f32;
         for v in row.iter_mut() {
             *v -= mean;
@@ -168,7 +180,7 @@ mod tests {
     #[test]
     fn layer_norm_centres_and_scales_rows() {
         let mut xs = [1.0, 2.0, 3.0, 4.0, -1.0, -1.0, 5.0, 5.0];
-        layer_norm(&mut xs, &[1.0, 1.0, 2.0, 1.0], &[0.0, 0.0, 0.0, 1.0], 1e-12);
+        layer_norm(&mut xs, None, &[1.0, 1.0, 2.0, 1.0], &[0.0, 0.0, 0.0, 1.0], 1e-12);
         let inv = 1.0 / 1.25f32.sqrt();
         let want = [-1.5 * inv, -0.5 * inv, 2.0 * 0.5 * inv, 1.5 * inv + 1.0];
         for (got, want) in xs[..4].iter().zip(want) {
