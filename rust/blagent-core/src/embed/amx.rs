@@ -180,10 +180,11 @@ impl PackedWeight {
         })
     }
 
-    /// `out = start + x·Wᵀ` for `x` of `(rows, inputs)` and `out` of `(rows, outputs)`, both
-    /// row-major: the accumulators start from `start` (a bias or a residual), so the output
-    /// needs no initial copy. Must only be called when [`available`] is true.
-    pub fn matmul(&self, x: &[f32], start: Start<'_>, out: &mut [f32]) {
+    /// `start + x·Wᵀ`, `(rows, outputs)`, for `x` of `(rows, inputs)`, both row-major: the
+    /// accumulators start from `start` (a bias or a residual) and are stored straight into a
+    /// new buffer, which is neither copied nor zeroed first. Must only be called when
+    /// [`available`] is true.
+    pub fn matmul(&self, x: &[f32], start: Start<'_>) -> Vec<f32> {
         let (k, n) = (self.inputs, self.outputs);
         let rows = x.len() / k;
         assert!(available(), "AMX products called without AMX");
@@ -192,12 +193,14 @@ impl PackedWeight {
             Start::Rows(rows_in) => rows_in.len() == rows * n,
         };
         assert!(
-            x.len() == rows * k && out.len() == rows * n && start_len,
+            x.len() == rows * k && start_len,
             "AMX product: shapes do not fit"
         );
+        let mut out: Vec<f32> = Vec::with_capacity(rows * n);
         if rows == 0 {
-            return;
+            return out;
         }
+        let dst = out.spare_capacity_mut().as_mut_ptr().cast::<f32>();
         SCRATCH.with_borrow_mut(|scratch| {
             let padded = rows.div_ceil(BLOCK) * BLOCK;
             scratch.a.clear();
@@ -214,12 +217,11 @@ impl PackedWeight {
                 Start::Rows(all) => (&all[block * BLOCK * n..(block + 1) * BLOCK * n], n),
             };
             for block in 0..full / BLOCK {
-                let c = &mut out[block * BLOCK * n..(block + 1) * BLOCK * n];
-                self.block(&scratch.a[block * BLOCK * k..], block_start(block), c);
+                // SAFETY: the block's 32 rows of `n` values lie inside `out`'s capacity.
+                unsafe { self.block(&scratch.a[block * BLOCK * k..], block_start(block), dst.add(block * BLOCK * n)) };
             }
             if full < rows {
                 // The last, partial block goes through zero-padded copies of its rows.
-                let tail = &mut out[full * n..];
                 scratch.c.clear();
                 scratch.c.resize(BLOCK * n, 0.0);
                 let tail_start = match start {
@@ -231,19 +233,29 @@ impl PackedWeight {
                         (scratch.r.as_slice(), n)
                     }
                 };
-                self.block(&scratch.a[full * k..], tail_start, &mut scratch.c);
-                tail.copy_from_slice(&scratch.c[..tail.len()]);
+                // SAFETY: `scratch.c` holds 32 rows of `n`; the rows after `full` fit in `out`'s
+                // capacity and do not overlap the scratch buffer.
+                unsafe {
+                    self.block(&scratch.a[full * k..], tail_start, scratch.c.as_mut_ptr());
+                    std::ptr::copy_nonoverlapping(scratch.c.as_ptr(), dst.add(full * n), (rows - full) * n);
+                }
             }
             // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
             unsafe { asm!("tilerelease", options(nostack, nomem)) }
         });
+        // SAFETY: every row was stored above, the whole blocks by tile stores, the last by the copy.
+        unsafe { out.set_len(rows * n) };
+        out
     }
 
     /// One block of 32 rows: `c` (32 × outputs, f32) = start + `a` (32 × inputs, bf16) · Wᵀ,
     /// where `start` is 32 rows `stride` values apart (stride 0: one row under all 32).
-    fn block(&self, a: &[u16], (start, stride): (&[f32], usize), c: &mut [f32]) {
+    ///
+    /// # Safety
+    /// Tiles are configured, and `c` points to 32 × outputs writable values.
+    unsafe fn block(&self, a: &[u16], (start, stride): (&[f32], usize), c: *mut f32) {
         let (k, n) = (self.inputs, self.outputs);
-        assert!(a.len() >= BLOCK * k && c.len() >= BLOCK * n);
+        assert!(a.len() >= BLOCK * k);
         assert!(start.len() >= (BLOCK - 1) * stride + n);
         let k_tiles = k / K_STEP;
         let (a_stride, c_stride, w_stride) = (k * 2, n * 4, COLS * 4);
@@ -252,7 +264,8 @@ impl PackedWeight {
         let a1 = unsafe { a0.add(ROWS * k) };
         for pair in 0..n / BLOCK {
             // SAFETY: every pointer below stays inside its slice: `start` has 32 rows (or one,
-            // read 32 times with stride 0) of `n` values from column `pair·32`; `c` has 32 rows of `n`
+            // read 32 times with stride 0) of `n` values from column `pair·32`; `c` has (by the
+            // caller) 32 rows of `n`
             // values, accumulator tiles cover columns `pair·32 .. pair·32 + 32` of rows 0–31;
             // operand tiles read 16 rows of 64 bytes from `a` (32 rows of `k` bf16 values) and
             // whole packed tiles of `self.tiles`. Tiles 0–7 are configured by `matmul`.
@@ -270,7 +283,7 @@ impl PackedWeight {
                     s = in(reg) stride * 4,
                     options(nostack, readonly),
                 );
-                let c0 = c.as_mut_ptr().add(pair * BLOCK);
+                let c0 = c.add(pair * BLOCK);
                 let c1 = c0.add(COLS);
                 let c2 = c0.add(ROWS * n);
                 let c3 = c2.add(COLS);
@@ -344,8 +357,13 @@ pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
         to_bf16(qkv, &mut s.qkv);
         s.qkv.resize(padded * width, 0);
         s.scores.resize(padded * padded, 0.0);
-        s.probs.clear();
+        // Each head writes probabilities of the attended queries for the attended keys (to
+        // whole vectors); the rest stays 0, set here rather than by clearing all of it.
         s.probs.resize(padded * padded, 0);
+        let written = attended.div_ceil(16) * 16;
+        for (i, row) in s.probs.chunks_exact_mut(padded).enumerate() {
+            row[if i < attended { written } else { 0 }..].fill(0);
+        }
         s.keys.resize(padded * head, 0);
         s.values.resize(padded * head, 0);
         s.context.resize(padded * head, 0.0);
@@ -473,7 +491,8 @@ impl AttentionScratch {
             .take(attended)
         {
             let n = attended.div_ceil(16) * 16;
-            // SAFETY: `attention_fits` checked AVX-512 BF16 (`available`); the three are `n ≤ padded` long.
+            // SAFETY: `attention_fits` checked AVX-512 BF16 (`available`); the three are
+            // `n ≤ padded` long.
             unsafe { softmax_bf16(&mut row[..n], &self.mask[..n], &mut probs[..n]) };
         }
         // Context: probabilities · values, 32 rows × 32 columns at a time.
@@ -683,8 +702,7 @@ mod tests {
             let mut want = start.clone();
             reference(&x, &w, &mut want, k, n);
             let packed = PackedWeight::new(&w, n, k).unwrap();
-            let mut got = vec![f32::NAN; rows * n];
-            packed.matmul(&x, Start::Rows(&start), &mut got);
+            let got = packed.matmul(&x, Start::Rows(&start));
             for (g, w) in got.iter().zip(&want) {
                 assert!(
                     (g - w).abs() <= 1e-3 * w.abs().max(1.0),
@@ -694,7 +712,7 @@ mod tests {
             // One starting row under every row: the residual's first.
             let mut want = start[..n].repeat(rows);
             reference(&x, &w, &mut want, k, n);
-            packed.matmul(&x, Start::EveryRow(&start[..n]), &mut got);
+            let got = packed.matmul(&x, Start::EveryRow(&start[..n]));
             for (g, w) in got.iter().zip(&want) {
                 assert!(
                     (g - w).abs() <= 1e-3 * w.abs().max(1.0),

@@ -374,7 +374,6 @@ impl BlasLinear {
         // Where the bias is not in the product's starting values, the norm adds it.
         let mut bias_left = None;
         let out = if let Some(packed) = &self.packed {
-            let mut out = vec![0f32; rows * self.outputs];
             let start = match residual {
                 Some(residual) => {
                     bias_left = Some(self.bias.as_slice());
@@ -382,8 +381,7 @@ impl BlasLinear {
                 }
                 None => Start::EveryRow(&self.bias),
             };
-            packed.matmul(x, start, &mut out);
-            out
+            packed.matmul(x, start)
         } else {
             let mut out = match residual {
                 Some(residual) => {
