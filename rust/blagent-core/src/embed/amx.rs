@@ -18,6 +18,8 @@
 #![allow(unsafe_code)]
 
 use std::arch::asm;
+
+use super::avx512::{self, softmax_bf16, to_bf16};
 use std::arch::x86_64::__cpuid_count;
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -42,50 +44,9 @@ const XFEATURE_XTILEDATA: libc::c_long = 18;
 /// tile data. Asked once.
 pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        cpu_has_amx_bf16()
-            && std::arch::is_x86_feature_detected!("avx512bf16")
-            && tile_data_granted()
-    })
+    *AVAILABLE.get_or_init(|| cpu_has_amx_bf16() && avx512::available() && tile_data_granted())
 }
 
-/// `xs` rounded to bfloat16 (`vcvtneps2bf16`: to nearest, ties to even, subnormals to zero, NaN
-/// to a quiet NaN), as raw bits appended to `out`. Must only be called when [`available`].
-pub fn to_bf16(xs: &[f32], out: &mut Vec<u16>) {
-    assert!(available(), "bf16 rounding called without AVX-512 BF16");
-    let start = out.len();
-    out.resize(start + xs.len(), 0);
-    // SAFETY: `available` checked AVX-512 BF16; the two are as long.
-    unsafe { round_bf16(xs, &mut out[start..]) }
-}
-
-/// # Safety
-/// The CPU has AVX-512 F and BF16; `out` is as long as `xs`.
-#[target_feature(enable = "avx512f,avx512bf16,avx512vl")]
-unsafe fn round_bf16(xs: &[f32], out: &mut [u16]) {
-    use std::arch::x86_64::{
-        __m256i, _mm256_storeu_si256, _mm512_cvtneps_pbh, _mm512_loadu_ps, _mm512_maskz_loadu_ps,
-    };
-    const LANES: usize = 16;
-    assert_eq!(xs.len(), out.len(), "bf16 rounding: lengths differ");
-    let whole = xs.len() / LANES;
-    // SAFETY: whole vectors at `i·16 .. i·16 + 16 ≤ len` of both slices; the intrinsics need
-    // only the features this function enables.
-    unsafe {
-        for i in 0..whole {
-            let bits = _mm512_cvtneps_pbh(_mm512_loadu_ps(xs.as_ptr().add(i * LANES)));
-            _mm256_storeu_si256(out.as_mut_ptr().add(i * LANES).cast::<__m256i>(), std::mem::transmute::<_, __m256i>(bits));
-        }
-        let rest = xs.len() - whole * LANES;
-        if rest > 0 {
-            // The tail through a masked load (lanes past the end read nothing) and a copy.
-            let keep = (1u16 << rest) - 1;
-            let last = _mm512_maskz_loadu_ps(keep, xs.as_ptr().add(whole * LANES));
-            let bits: [u16; LANES] = std::mem::transmute(_mm512_cvtneps_pbh(last));
-            out[whole * LANES..].copy_from_slice(&bits[..rest]);
-        }
-    }
-}
 
 // `__cpuid_count` is a safe function from Rust 1.87 on and unsafe before (the crate's minimum
 // is 1.85), and AMX's `is_x86_feature_detected!` names are still unstable.
@@ -180,11 +141,12 @@ impl PackedWeight {
         })
     }
 
-    /// `start + x·Wᵀ`, `(rows, outputs)`, for `x` of `(rows, inputs)`, both row-major: the
-    /// accumulators start from `start` (a bias or a residual) and are stored straight into a
-    /// new buffer, which is neither copied nor zeroed first. Must only be called when
-    /// [`available`] is true.
-    pub fn matmul(&self, x: &[f32], start: Start<'_>) -> Vec<f32> {
+    /// `then(start + x·Wᵀ)`, `(rows, outputs)`, for `x` of `(rows, inputs)`, both row-major:
+    /// the accumulators start from `start` (a bias or a residual) and are stored straight into
+    /// a new buffer, which is neither copied nor zeroed first; `then` (GELU, a layer norm) runs
+    /// on each block of at most 32 whole rows while it is still in cache. Must only be called
+    /// when [`available`] is true.
+    pub fn matmul(&self, x: &[f32], start: Start<'_>, then: &dyn Fn(&mut [f32])) -> Vec<f32> {
         let (k, n) = (self.inputs, self.outputs);
         let rows = x.len() / k;
         assert!(available(), "AMX products called without AMX");
@@ -217,8 +179,13 @@ impl PackedWeight {
                 Start::Rows(all) => (&all[block * BLOCK * n..(block + 1) * BLOCK * n], n),
             };
             for block in 0..full / BLOCK {
-                // SAFETY: the block's 32 rows of `n` values lie inside `out`'s capacity.
-                unsafe { self.block(&scratch.a[block * BLOCK * k..], block_start(block), dst.add(block * BLOCK * n)) };
+                let c = dst.wrapping_add(block * BLOCK * n);
+                // SAFETY: the block's 32 rows of `n` values lie inside `out`'s capacity, and
+                // are all written by `block` before they are read as a slice.
+                unsafe {
+                    self.block(&scratch.a[block * BLOCK * k..], block_start(block), c);
+                    then(std::slice::from_raw_parts_mut(c, BLOCK * n));
+                }
             }
             if full < rows {
                 // The last, partial block goes through zero-padded copies of its rows.
@@ -237,6 +204,7 @@ impl PackedWeight {
                 // capacity and do not overlap the scratch buffer.
                 unsafe {
                     self.block(&scratch.a[full * k..], tail_start, scratch.c.as_mut_ptr());
+                    then(&mut scratch.c[..(rows - full) * n]);
                     std::ptr::copy_nonoverlapping(scratch.c.as_ptr(), dst.add(full * n), (rows - full) * n);
                 }
             }
@@ -528,68 +496,6 @@ impl AttentionScratch {
     }
 }
 
-/// The softmax of `row + mask` rounded to bf16 into `out` (`vcvtneps2bf16`: to nearest, ties
-/// to even), leaving the exponentials in `row`; the three are as long, a multiple of 16.
-/// In AVX-512 (`exp` by range reduction, a degree-5 polynomial and `vscalefps`) because
-/// this pass over every score is a fifth of the encoder's time.
-///
-/// # Safety
-/// The CPU has AVX-512 F and BF16.
-#[target_feature(enable = "avx512f,avx512bf16,avx512vl")]
-unsafe fn softmax_bf16(row: &mut [f32], mask: &[f32], out: &mut [u16]) {
-    use std::arch::x86_64::{
-        __m256i, _mm256_storeu_si256, _mm512_add_ps, _mm512_cvtneps_pbh, _mm512_fmadd_ps,
-        _mm512_loadu_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_reduce_add_ps,
-        _mm512_reduce_max_ps, _mm512_roundscale_ps, _mm512_scalef_ps, _mm512_set1_ps,
-        _mm512_setzero_ps, _mm512_storeu_ps, _mm512_sub_ps, _MM_FROUND_NO_EXC,
-        _MM_FROUND_TO_NEAREST_INT,
-    };
-    const LANES: usize = 16;
-    assert!(
-        row.len() == mask.len() && row.len() == out.len() && row.len().is_multiple_of(LANES),
-        "softmax: rows of whole vectors expected"
-    );
-    let steps = row.len() / LANES;
-    let (r, m, o) = (row.as_mut_ptr(), mask.as_ptr(), out.as_mut_ptr());
-    // SAFETY: every access is at `i·16 .. i·16 + 16` for `i < steps`, inside the three
-    // slices (checked above); the intrinsics need only the features this function enables.
-    unsafe {
-        let mut max = _mm512_set1_ps(f32::MIN);
-        for i in 0..steps {
-            let x = _mm512_add_ps(_mm512_loadu_ps(r.add(i * LANES)), _mm512_loadu_ps(m.add(i * LANES)));
-            _mm512_storeu_ps(r.add(i * LANES), x);
-            max = _mm512_max_ps(max, x);
-        }
-        let top = _mm512_set1_ps(_mm512_reduce_max_ps(max));
-        // e^x = 2ⁿ·e^(x − n·ln2) with n = round(x·log₂e); below -100 (masked keys) it is 0.
-        let floor = _mm512_set1_ps(-100.0);
-        let log2e = _mm512_set1_ps(std::f32::consts::LOG2_E);
-        let (ln2_hi, ln2_lo) = (_mm512_set1_ps(-0.693_145_75), _mm512_set1_ps(-1.428_606_8e-6));
-        // Taylor to degree 5 on |t| ≤ ln2/2: relative error below 3e-6, far under bf16's 4e-3.
-        let coefficients = [1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0].map(|c| _mm512_set1_ps(c));
-        let mut sum = _mm512_setzero_ps();
-        for i in 0..steps {
-            let x = _mm512_max_ps(_mm512_sub_ps(_mm512_loadu_ps(r.add(i * LANES)), top), floor);
-            let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-                _mm512_mul_ps(x, log2e),
-            );
-            let t = _mm512_fmadd_ps(n, ln2_lo, _mm512_fmadd_ps(n, ln2_hi, x));
-            let mut p = _mm512_set1_ps(1.0 / 120.0);
-            for c in coefficients {
-                p = _mm512_fmadd_ps(p, t, c);
-            }
-            let e = _mm512_scalef_ps(p, n);
-            _mm512_storeu_ps(r.add(i * LANES), e);
-            sum = _mm512_add_ps(sum, e);
-        }
-        let inv = _mm512_set1_ps(1.0 / _mm512_reduce_add_ps(sum));
-        for i in 0..steps {
-            let p = _mm512_mul_ps(_mm512_loadu_ps(r.add(i * LANES)), inv);
-            let bits: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(p));
-            _mm256_storeu_si256(o.add(i * LANES).cast::<__m256i>(), bits);
-        }
-    }
-}
 
 /// `tmm0..tmm3 += [a0; a1] · [b0 b1]`: two 16-row operand tiles at `a0` and `a1` (rows
 /// `stride` bytes apart) times two packed tiles.
@@ -702,7 +608,7 @@ mod tests {
             let mut want = start.clone();
             reference(&x, &w, &mut want, k, n);
             let packed = PackedWeight::new(&w, n, k).unwrap();
-            let got = packed.matmul(&x, Start::Rows(&start));
+            let got = packed.matmul(&x, Start::Rows(&start), &|_| {});
             for (g, w) in got.iter().zip(&want) {
                 assert!(
                     (g - w).abs() <= 1e-3 * w.abs().max(1.0),
@@ -712,66 +618,12 @@ mod tests {
             // One starting row under every row: the residual's first.
             let mut want = start[..n].repeat(rows);
             reference(&x, &w, &mut want, k, n);
-            let got = packed.matmul(&x, Start::EveryRow(&start[..n]));
+            let got = packed.matmul(&x, Start::EveryRow(&start[..n]), &|_| {});
             for (g, w) in got.iter().zip(&want) {
                 assert!(
                     (g - w).abs() <= 1e-3 * w.abs().max(1.0),
                     "{rows} rows: {g} vs {w}"
                 );
-            }
-        }
-    }
-
-    #[test]
-    fn the_bf16_softmax_is_the_softmax_rounded() {
-        if !attention_fits(K_STEP) {
-            // No AMX on this CPU: the path cannot run here (the Python tests say so).
-            return;
-        }
-        let mut mask = vec![0f32; 48];
-        mask[40..].fill(f32::MIN);
-        mask[3] = f32::MIN;
-        let scores: Vec<f32> = (0..48).map(|i| ((i * 29 % 17) as f32 - 8.0) / 1.7).collect();
-        let mut exact = scores.clone();
-        super::super::kernels::masked_softmax(&mut exact, &mask);
-        let mut row = scores;
-        let mut out = vec![0u16; 48];
-        // SAFETY: `attention_fits` checked AVX-512 BF16 (`available`); the three are 48 long.
-        unsafe { softmax_bf16(&mut row, &mask, &mut out) };
-        for (i, (&want, &got)) in exact.iter().zip(&out).enumerate() {
-            if mask[i] != 0.0 {
-                continue;
-            }
-            let want = bf16::from_f32(want).to_bits();
-            // The same softmax, rounded to bf16, give or take one bf16 step (sums in another
-            // order, another exp).
-            assert!(got.abs_diff(want) <= 1, "{i}: {got:#x} vs {want:#x}");
-        }
-        assert!(out[3] == 0 && out[40..].iter().all(|&p| p == 0));
-    }
-
-    #[test]
-    fn bf16_rounding_matches_half() {
-        if !available() {
-            // No AMX on this CPU: the path cannot run here (the Python tests say so).
-            return;
-        }
-        let mut xs: Vec<f32> = (0..200_003u32)
-            .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
-            .collect();
-        xs.extend([0.0, -0.0, 1.0, f32::MAX, f32::MIN_POSITIVE, f32::INFINITY, f32::NAN]);
-        // Ties: exactly halfway between two bf16 values, below and above an even one.
-        xs.extend([f32::from_bits(0x3f80_8000), f32::from_bits(0x3f81_8000)]);
-        let mut got = vec![7];
-        to_bf16(&xs, &mut got);
-        assert_eq!((got.len(), got[0]), (xs.len() + 1, 7), "appended after what was there");
-        for (x, &g) in xs.iter().zip(&got[1..]) {
-            if x.is_nan() {
-                assert!(bf16::from_bits(g).is_nan());
-            } else if x.is_subnormal() {
-                assert_eq!(g & 0x7fff, 0, "{x:e} to zero");
-            } else {
-                assert_eq!(g, bf16::from_f32(*x).to_bits(), "{x:e}");
             }
         }
     }

@@ -15,7 +15,8 @@
 //! On CPUs with AMX a linear layer can run its product in bfloat16 on tiles instead
 //! ([`super::amx`], chosen per encoder by [`Precision`]); attention's small products stay here.
 //!
-//! The crate's `unsafe` code is here (the three foreign calls into OpenBLAS) and in `amx`.
+//! The crate's `unsafe` code is here (the three foreign calls into OpenBLAS), in `amx` and in
+//! `avx512`.
 #![allow(unsafe_code)]
 
 use std::ffi::CStr;
@@ -26,6 +27,7 @@ use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape,
 use rayon::prelude::*;
 
 use super::amx::{self, PackedWeight, Start};
+use super::avx512;
 use super::kernels::{gelu, layer_norm, masked_softmax};
 
 const ROW_MAJOR: c_int = 101;
@@ -256,15 +258,18 @@ impl Norm {
         Ok(Norm { gamma, beta, eps })
     }
 
-    /// Normalizes each row of `xs`, after adding `shift` to it where given.
-    fn apply(&self, xs: &mut [f32], shift: Option<&[f32]>) -> Result<()> {
-        if !xs.len().is_multiple_of(self.gamma.len())
-            || shift.is_some_and(|s| s.len() != self.gamma.len())
-        {
-            bail!("layer norm: rows of {} expected", self.gamma.len());
+    /// An error unless rows of `features` values are what this norm normalizes.
+    fn check(&self, features: usize) -> Result<()> {
+        if features != self.gamma.len() {
+            bail!("layer norm: rows of {} expected, not {features}", self.gamma.len());
         }
-        layer_norm(xs, shift, &self.gamma, &self.beta, self.eps);
         Ok(())
+    }
+
+    /// Normalizes each whole row of `xs` (rows [`Norm::check`]ed), after adding `shift` (as
+    /// long as a row) to it where given.
+    fn normalize(&self, xs: &mut [f32], shift: Option<&[f32]>) {
+        layer_norm(xs, shift, &self.gamma, &self.beta, self.eps);
     }
 }
 
@@ -275,7 +280,9 @@ impl CustomOp1 for Norm {
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
         let mut out = contiguous(storage, layout, "layer norm")?.to_vec();
-        self.apply(&mut out, None)?;
+        let features = layout.shape().dims().last().copied().unwrap_or(0);
+        self.check(features)?;
+        self.normalize(&mut out, None);
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
 }
@@ -371,17 +378,26 @@ impl BlasLinear {
                 bail!("linear: a residual of {rows}×{} expected", self.outputs);
             }
         }
-        // Where the bias is not in the product's starting values, the norm adds it.
-        let mut bias_left = None;
+        if let (Some(_), Then::Nothing | Then::Gelu) = (residual, then) {
+            bail!("linear: a residual comes only with a norm");
+        }
+        if let Then::AddNorm(norm) = then {
+            norm.check(self.outputs)?;
+        }
         let out = if let Some(packed) = &self.packed {
-            let start = match residual {
-                Some(residual) => {
-                    bias_left = Some(self.bias.as_slice());
-                    Start::Rows(residual)
-                }
-                None => Start::EveryRow(&self.bias),
+            // The bias starts the accumulators, or with a residual there the norm adds it; GELU
+            // and the norm run on each block of rows as it leaves the tiles.
+            let (start, shift) = match residual {
+                Some(residual) => (Start::Rows(residual), Some(self.bias.as_slice())),
+                None => (Start::EveryRow(self.bias.as_slice()), None),
             };
-            packed.matmul(x, start)
+            let then: &dyn Fn(&mut [f32]) = match then {
+                Then::Nothing => &|_| {},
+                // Rounded to bf16 by the next product anyway: the AVX-512 kernel, faster.
+                Then::Gelu => &|rows| avx512::gelu(rows),
+                Then::AddNorm(norm) => &move |rows| norm.normalize(rows, shift),
+            };
+            packed.matmul(x, start, then)
         } else {
             let mut out = match residual {
                 Some(residual) => {
@@ -401,17 +417,13 @@ impl BlasLinear {
                 (&mut out, View::new(rows, self.outputs, self.outputs)),
                 1.0,
             )?;
+            match then {
+                Then::Nothing => {}
+                Then::Gelu => gelu(&mut out),
+                Then::AddNorm(norm) => norm.normalize(&mut out, None),
+            }
             out
         };
-        let mut out = out;
-        match then {
-            Then::Nothing | Then::Gelu if bias_left.is_some() => {
-                bail!("linear: a residual comes only with a norm")
-            }
-            Then::Nothing => {}
-            Then::Gelu => gelu(&mut out),
-            Then::AddNorm(norm) => norm.apply(&mut out, bias_left)?,
-        }
         Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs))))
     }
 }

@@ -3,6 +3,7 @@
 //! with length-bucketed batches so that padding wastes little work.
 
 mod amx;
+mod avx512;
 mod bert;
 mod blas;
 mod cache;

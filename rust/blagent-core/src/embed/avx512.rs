@@ -1,0 +1,254 @@
+//! The AVX-512 kernels of the bfloat16 encoder: rounding to bf16 (`vcvtneps2bf16`), attention's
+//! softmax straight into bf16 and GELU, with `e^x` by range reduction, a degree-5 polynomial
+//! and `vscalefps`.
+//!
+//! They serve the AMX path ([`super::amx`]), which needs AVX-512 BF16 anyway (every CPU with
+//! AMX has it): the compiler's vectorization of the portable kernels (`kernels`) spends a
+//! dozen instructions on each bf16 rounding and does not reach `vscalefps`, and these passes
+//! were half of the bf16 encoder's time once its products ran on tiles. Rust's AVX-512
+//! intrinsics are stable from 1.89, the crate's minimum.
+#![allow(unsafe_code)]
+
+use std::arch::x86_64::{
+    __m256i, __m512, _mm256_storeu_si256, _mm512_abs_ps, _mm512_add_ps, _mm512_castps_si512,
+    _mm512_castsi512_ps, _mm512_cvtneps_pbh, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_loadu_ps,
+    _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_or_si512,
+    _mm512_rcp14_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps, _mm512_roundscale_ps,
+    _mm512_scalef_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_and_si512,
+    _mm512_storeu_ps, _mm512_sub_ps, _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT,
+};
+use std::sync::OnceLock;
+
+/// f32 values per AVX-512 register.
+const LANES: usize = 16;
+
+/// Whether the CPU has AVX-512 F and BF16. Asked once.
+pub fn available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bf16")
+    })
+}
+
+/// `e^x` of each lane, relative error below 3e-6 (far under bf16's 4e-3): `2ⁿ·e^t` with
+/// `n = round(x·log₂e)`, `t = x − n·ln2` and Taylor to degree 5 on `|t| ≤ ln2/2`; below -100
+/// it is 0.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn exp(x: __m512) -> __m512 {
+    let x = _mm512_max_ps(x, _mm512_set1_ps(-100.0));
+    let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+        _mm512_mul_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E)),
+    );
+    let t = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693_145_75), x);
+    let t = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428_606_8e-6), t);
+    let mut p = _mm512_set1_ps(1.0 / 120.0);
+    for c in [1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c));
+    }
+    _mm512_scalef_ps(p, n)
+}
+
+/// The exact (erf) GELU of each lane, `x/2·(1 + erf(x/√2))`, erf by Abramowitz and Stegun
+/// 7.1.26 (absolute error below 1.5e-7; `1/(1 + p·|z|)` by `vrcp14ps` and a Newton step).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn gelu_lanes(x: __m512) -> __m512 {
+    let z = _mm512_mul_ps(x, _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2));
+    let a = _mm512_abs_ps(z);
+    let one = _mm512_set1_ps(1.0);
+    let d = _mm512_fmadd_ps(_mm512_set1_ps(0.327_591_1), a, one);
+    let r = _mm512_rcp14_ps(d);
+    let t = _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0)));
+    let mut p = _mm512_set1_ps(1.061_405_4);
+    for c in [-1.453_152_1, 1.421_413_7, -0.284_496_74, 0.254_829_6] {
+        p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c));
+    }
+    let p = _mm512_mul_ps(p, t);
+    let y = _mm512_fnmadd_ps(p, exp(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a)), one);
+    // erf(z) = y with z's sign (y ≥ 0).
+    let sign = _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(i32::MIN));
+    let erf = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sign));
+    _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5), x), _mm512_add_ps(one, erf))
+}
+
+/// The exact (erf) GELU of every value, in place. Must only be called when [`available`].
+pub fn gelu(xs: &mut [f32]) {
+    assert!(available(), "AVX-512 GELU called without AVX-512");
+    // SAFETY: `available` checked AVX-512 F.
+    unsafe { gelu_avx512(xs) }
+}
+
+/// # Safety
+/// The CPU has AVX-512 F.
+#[target_feature(enable = "avx512f")]
+unsafe fn gelu_avx512(xs: &mut [f32]) {
+    let whole = xs.len() / LANES;
+    let p = xs.as_mut_ptr();
+    // SAFETY: whole vectors at `i·16 .. i·16 + 16 ≤ len`, and the tail by masked loads and
+    // stores of its `rest` lanes only.
+    unsafe {
+        for i in 0..whole {
+            let v = gelu_lanes(_mm512_loadu_ps(p.add(i * LANES)));
+            _mm512_storeu_ps(p.add(i * LANES), v);
+        }
+        let rest = xs.len() - whole * LANES;
+        if rest > 0 {
+            let keep = (1u16 << rest) - 1;
+            let v = gelu_lanes(_mm512_maskz_loadu_ps(keep, p.add(whole * LANES)));
+            _mm512_mask_storeu_ps(p.add(whole * LANES), keep, v);
+        }
+    }
+}
+
+/// `xs` rounded to bfloat16 (`vcvtneps2bf16`: to nearest, ties to even, subnormals to zero, NaN
+/// to a quiet NaN), as raw bits appended to `out`. Must only be called when [`available`].
+pub fn to_bf16(xs: &[f32], out: &mut Vec<u16>) {
+    assert!(available(), "bf16 rounding called without AVX-512 BF16");
+    let start = out.len();
+    out.resize(start + xs.len(), 0);
+    // SAFETY: `available` checked AVX-512 BF16; the two are as long.
+    unsafe { round_bf16(xs, &mut out[start..]) }
+}
+
+/// # Safety
+/// The CPU has AVX-512 F and BF16; `out` is as long as `xs`.
+#[target_feature(enable = "avx512f,avx512bf16,avx512vl")]
+unsafe fn round_bf16(xs: &[f32], out: &mut [u16]) {
+    assert_eq!(xs.len(), out.len(), "bf16 rounding: lengths differ");
+    let whole = xs.len() / LANES;
+    // SAFETY: whole vectors at `i·16 .. i·16 + 16 ≤ len` of both slices; the intrinsics need
+    // only the features this function enables.
+    unsafe {
+        for i in 0..whole {
+            let bits = _mm512_cvtneps_pbh(_mm512_loadu_ps(xs.as_ptr().add(i * LANES)));
+            _mm256_storeu_si256(out.as_mut_ptr().add(i * LANES).cast::<__m256i>(), std::mem::transmute::<_, __m256i>(bits));
+        }
+        let rest = xs.len() - whole * LANES;
+        if rest > 0 {
+            // The tail through a masked load (lanes past the end read nothing) and a copy.
+            let keep = (1u16 << rest) - 1;
+            let last = _mm512_maskz_loadu_ps(keep, xs.as_ptr().add(whole * LANES));
+            let bits: [u16; LANES] = std::mem::transmute(_mm512_cvtneps_pbh(last));
+            out[whole * LANES..].copy_from_slice(&bits[..rest]);
+        }
+    }
+}
+
+/// The softmax of `row + mask` rounded to bf16 into `out` (`vcvtneps2bf16`: to nearest, ties
+/// to even), leaving the exponentials in `row`; the three are as long, a multiple of 16.
+/// In AVX-512 because this pass over every score was a fifth of the encoder's time.
+///
+/// # Safety
+/// The CPU has AVX-512 F and BF16.
+#[target_feature(enable = "avx512f,avx512bf16,avx512vl")]
+pub(super) unsafe fn softmax_bf16(row: &mut [f32], mask: &[f32], out: &mut [u16]) {
+    assert!(
+        row.len() == mask.len() && row.len() == out.len() && row.len().is_multiple_of(LANES),
+        "softmax: rows of whole vectors expected"
+    );
+    let steps = row.len() / LANES;
+    let (r, m, o) = (row.as_mut_ptr(), mask.as_ptr(), out.as_mut_ptr());
+    // SAFETY: every access is at `i·16 .. i·16 + 16` for `i < steps`, inside the three
+    // slices (checked above); the intrinsics need only the features this function enables.
+    unsafe {
+        let mut max = _mm512_set1_ps(f32::MIN);
+        for i in 0..steps {
+            let x = _mm512_add_ps(_mm512_loadu_ps(r.add(i * LANES)), _mm512_loadu_ps(m.add(i * LANES)));
+            _mm512_storeu_ps(r.add(i * LANES), x);
+            max = _mm512_max_ps(max, x);
+        }
+        let top = _mm512_set1_ps(_mm512_reduce_max_ps(max));
+        let mut sum = _mm512_setzero_ps();
+        for i in 0..steps {
+            let e = exp(_mm512_sub_ps(_mm512_loadu_ps(r.add(i * LANES)), top));
+            _mm512_storeu_ps(r.add(i * LANES), e);
+            sum = _mm512_add_ps(sum, e);
+        }
+        let inv = _mm512_set1_ps(1.0 / _mm512_reduce_add_ps(sum));
+        for i in 0..steps {
+            let p = _mm512_mul_ps(_mm512_loadu_ps(r.add(i * LANES)), inv);
+            let bits: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(p));
+            _mm256_storeu_si256(o.add(i * LANES).cast::<__m256i>(), bits);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use half::bf16;
+
+    use super::*;
+
+    #[test]
+    fn bf16_rounding_matches_half() {
+        if !available() {
+            // No AVX-512 BF16 on this CPU: the bf16 path cannot run here.
+            return;
+        }
+        let mut xs: Vec<f32> = (0..200_003u32)
+            .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
+            .collect();
+        xs.extend([0.0, -0.0, 1.0, f32::MAX, f32::MIN_POSITIVE, f32::INFINITY, f32::NAN]);
+        // Ties: exactly halfway between two bf16 values, below and above an even one.
+        xs.extend([f32::from_bits(0x3f80_8000), f32::from_bits(0x3f81_8000)]);
+        let mut got = vec![7];
+        to_bf16(&xs, &mut got);
+        assert_eq!((got.len(), got[0]), (xs.len() + 1, 7), "appended after what was there");
+        for (x, &g) in xs.iter().zip(&got[1..]) {
+            if x.is_nan() {
+                assert!(bf16::from_bits(g).is_nan());
+            } else if x.is_subnormal() {
+                assert_eq!(g & 0x7fff, 0, "{x:e} to zero");
+            } else {
+                assert_eq!(g, bf16::from_f32(*x).to_bits(), "{x:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_bf16_softmax_is_the_softmax_rounded() {
+        if !available() {
+            // No AVX-512 BF16 on this CPU: the bf16 path cannot run here.
+            return;
+        }
+        let mut mask = vec![0f32; 48];
+        mask[40..].fill(f32::MIN);
+        mask[3] = f32::MIN;
+        let scores: Vec<f32> = (0..48).map(|i| ((i * 29 % 17) as f32 - 8.0) / 1.7).collect();
+        let mut exact = scores.clone();
+        super::super::kernels::masked_softmax(&mut exact, &mask);
+        let mut row = scores;
+        let mut out = vec![0u16; 48];
+        // SAFETY: `attention_fits` checked AVX-512 BF16 (`available`); the three are 48 long.
+        unsafe { softmax_bf16(&mut row, &mask, &mut out) };
+        for (i, (&want, &got)) in exact.iter().zip(&out).enumerate() {
+            if mask[i] != 0.0 {
+                continue;
+            }
+            let want = bf16::from_f32(want).to_bits();
+            // The same softmax, rounded to bf16, give or take one bf16 step (sums in another
+            // order, another exp).
+            assert!(got.abs_diff(want) <= 1, "{i}: {got:#x} vs {want:#x}");
+        }
+        assert!(out[3] == 0 && out[40..].iter().all(|&p| p == 0));
+    }
+
+    #[test]
+    fn gelu_matches_the_portable_kernel() {
+        if !available() {
+            // No AVX-512 BF16 on this CPU: the bf16 path cannot run here.
+            return;
+        }
+        // 16 lanes and a tail of 5, from -9 to 9 and beyond.
+        let xs: Vec<f32> = (0..37).map(|i| (i as f32 - 18.0) / 2.0).chain([-30.0, 40.0]).collect();
+        let mut want = xs.clone();
+        super::super::kernels::gelu(&mut want);
+        let mut got = xs;
+        gelu(&mut got);
+        for (w, g) in want.iter().zip(&got) {
+            assert!((w - g).abs() <= 1e-5 * w.abs().max(1.0), "{g} vs {w}");
+        }
+    }
+}
