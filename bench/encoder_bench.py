@@ -132,10 +132,13 @@ def main() -> int:
     print(
         f"chunks: {len(texts)} from {args.tree}  threads: {args.threads}  max_seq_length: {st.max_seq_length}"
     )
-    print("                                 chunks/s  per CPU s   ratio to torch (wall, CPU)")
+    print(
+        "                                 chunks/s  per CPU s   ratio to torch f32   to torch bf16 (wall, CPU)"
+    )
     for precision, (rate, cpu) in measured.items():
         print(
             f"blagent ({precision:8}):            {rate:8.1f}  {cpu:8.1f}   {rate / st_rate:5.2f}x {cpu / st_cpu:5.2f}x"
+            f"        {rate / bf16_rate:5.2f}x {cpu / bf16_cpu:5.2f}x"
         )
     print(f"sentence-transformers (torch):   {st_rate:8.1f}  {st_cpu:8.1f}")
     print(f"  the same cast to bfloat16:     {bf16_rate:8.1f}  {bf16_cpu:8.1f}")

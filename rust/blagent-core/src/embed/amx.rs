@@ -24,7 +24,6 @@ use std::arch::x86_64::__cpuid_count;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-
 /// Rows of a tile (output rows per tile, and k pairs per weight tile).
 const ROWS: usize = 16;
 /// bf16 values of `k` per operand tile row (64 bytes).
@@ -46,7 +45,6 @@ pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| cpu_has_amx_bf16() && avx512::available() && tile_data_granted())
 }
-
 
 // `__cpuid_count` is a safe function from Rust 1.87 on and unsafe before (the crate's minimum
 // is 1.85), and AMX's `is_x86_feature_detected!` names are still unstable.
@@ -205,7 +203,11 @@ impl PackedWeight {
                 unsafe {
                     self.block(&scratch.a[full * k..], tail_start, scratch.c.as_mut_ptr());
                     then(&mut scratch.c[..(rows - full) * n]);
-                    std::ptr::copy_nonoverlapping(scratch.c.as_ptr(), dst.add(full * n), (rows - full) * n);
+                    std::ptr::copy_nonoverlapping(
+                        scratch.c.as_ptr(),
+                        dst.add(full * n),
+                        (rows - full) * n,
+                    );
                 }
             }
             // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
@@ -308,7 +310,10 @@ pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
     let hidden = out.len() / seq.max(1);
     let head = hidden / heads.max(1);
     let width = 3 * hidden;
-    assert!(attention_fits(head), "AMX attention called where it does not fit");
+    assert!(
+        attention_fits(head),
+        "AMX attention called where it does not fit"
+    );
     assert!(
         heads * head == hidden && qkv.len() == seq * width && out.len() == seq * hidden,
         "AMX attention: shapes do not fit"
@@ -319,7 +324,10 @@ pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
     let padded = seq.div_ceil(BLOCK) * BLOCK;
     // Padding is at the end: its keys are masked, and its queries' context (dropped by the
     // pooling, attended by no key) is left 0 instead of computed.
-    let attended = mask.iter().rposition(|&m| m == 0.0).map_or(0, |last| last + 1);
+    let attended = mask
+        .iter()
+        .rposition(|&m| m == 0.0)
+        .map_or(0, |last| last + 1);
     ATTENTION.with_borrow_mut(|s| {
         s.qkv.clear();
         to_bf16(qkv, &mut s.qkv);
@@ -394,8 +402,8 @@ impl AttentionScratch {
             for kt in 0..k_tiles {
                 let tile = &mut self.keys[(block * k_tiles + kt) * TILE_VALUES..][..TILE_VALUES];
                 for j in 0..ROWS {
-                    let key = &self.qkv[(block * ROWS + j) * width + hidden + offset + kt * K_STEP..]
-                        [..K_STEP];
+                    let key = &self.qkv
+                        [(block * ROWS + j) * width + hidden + offset + kt * K_STEP..][..K_STEP];
                     for pair in 0..ROWS {
                         tile[(pair * COLS + j) * 2..][..2].copy_from_slice(&key[2 * pair..][..2]);
                     }
@@ -411,8 +419,8 @@ impl AttentionScratch {
                 for pair in 0..ROWS {
                     for half in 0..2 {
                         let key = step * K_STEP + 2 * pair + half;
-                        let value = &self.qkv[key * width + 2 * hidden + offset + cb * COLS..]
-                            [..COLS];
+                        let value =
+                            &self.qkv[key * width + 2 * hidden + offset + cb * COLS..][..COLS];
                         for (c, &v) in value.iter().enumerate() {
                             tile[(pair * COLS + c) * 2 + half] = v;
                         }
@@ -447,7 +455,10 @@ impl AttentionScratch {
                             (k0.add(kt * TILE_VALUES), k1.add(kt * TILE_VALUES)),
                         );
                     }
-                    let c0 = self.scores.as_mut_ptr().add(rb * BLOCK * padded + cb * BLOCK);
+                    let c0 = self
+                        .scores
+                        .as_mut_ptr()
+                        .add(rb * BLOCK * padded + cb * BLOCK);
                     store_block(c0, padded);
                 }
             }
@@ -488,7 +499,10 @@ impl AttentionScratch {
                             (v0.add(step * TILE_VALUES), v1.add(step * TILE_VALUES)),
                         );
                     }
-                    let c0 = self.context.as_mut_ptr().add(rb * BLOCK * head + cp * BLOCK);
+                    let c0 = self
+                        .context
+                        .as_mut_ptr()
+                        .add(rb * BLOCK * head + cp * BLOCK);
                     store_block(c0, head);
                 }
             }
@@ -496,13 +510,15 @@ impl AttentionScratch {
     }
 }
 
-
 /// `tmm0..tmm3 += [a0; a1] · [b0 b1]`: two 16-row operand tiles at `a0` and `a1` (rows
 /// `stride` bytes apart) times two packed tiles.
 ///
 /// # Safety
 /// AMX is usable and configured; each pointer has a whole tile behind it.
-unsafe fn product_step((a0, a1, stride): (*const u16, *const u16, usize), (b0, b1): (*const u16, *const u16)) {
+unsafe fn product_step(
+    (a0, a1, stride): (*const u16, *const u16, usize),
+    (b0, b1): (*const u16, *const u16),
+) {
     // SAFETY: the caller's.
     unsafe {
         asm!(

@@ -10,11 +10,11 @@
 #![allow(unsafe_code)]
 
 use std::arch::x86_64::{
-    __m256i, __m512, _mm256_storeu_si256, _mm512_abs_ps, _mm512_add_ps, _mm512_castps_si512,
-    _mm512_castsi512_ps, _mm512_cvtneps_pbh, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_loadu_ps,
-    _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_or_si512,
-    _mm512_rcp14_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps, _mm512_roundscale_ps,
-    _mm512_scalef_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_and_si512,
+    __m256bh, __m256i, __m512, _mm256_storeu_epi16, _mm512_abs_ps, _mm512_add_ps, _mm512_and_si512,
+    _mm512_castps_si512, _mm512_castsi512_ps, _mm512_cvtneps_pbh, _mm512_fmadd_ps,
+    _mm512_fnmadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps,
+    _mm512_mul_ps, _mm512_or_si512, _mm512_rcp14_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps,
+    _mm512_roundscale_ps, _mm512_scalef_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps,
     _mm512_storeu_ps, _mm512_sub_ps, _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT,
 };
 use std::sync::OnceLock;
@@ -22,11 +22,13 @@ use std::sync::OnceLock;
 /// f32 values per AVX-512 register.
 const LANES: usize = 16;
 
-/// Whether the CPU has AVX-512 F and BF16. Asked once.
+/// Whether the CPU has AVX-512 F, BW, VL and BF16 (every CPU with AMX does). Asked once.
 pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
         std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512bf16")
     })
 }
@@ -50,10 +52,27 @@ fn exp(x: __m512) -> __m512 {
     _mm512_scalef_ps(p, n)
 }
 
+/// Stores 16 bf16 values at `dst`.
+///
+/// # Safety
+/// The CPU has AVX-512 BW and VL; 16 values at `dst` are writable.
+#[inline]
+#[target_feature(enable = "avx512bw,avx512vl")]
+unsafe fn store_bf16(dst: *mut u16, values: __m256bh) {
+    // SAFETY: the caller's; an unaligned store.
+    unsafe {
+        _mm256_storeu_epi16(
+            dst.cast::<i16>(),
+            std::mem::transmute::<__m256bh, __m256i>(values),
+        );
+    }
+}
+
 /// The exact (erf) GELU of each lane, `x/2·(1 + erf(x/√2))`, erf by Abramowitz and Stegun
 /// 7.1.26 (absolute error below 1.5e-7; `1/(1 + p·|z|)` by `vrcp14ps` and a Newton step).
 #[inline]
 #[target_feature(enable = "avx512f")]
+#[allow(clippy::many_single_char_names)] // the textbook's names
 fn gelu_lanes(x: __m512) -> __m512 {
     let z = _mm512_mul_ps(x, _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2));
     let a = _mm512_abs_ps(z);
@@ -66,11 +85,18 @@ fn gelu_lanes(x: __m512) -> __m512 {
         p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c));
     }
     let p = _mm512_mul_ps(p, t);
-    let y = _mm512_fnmadd_ps(p, exp(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a)), one);
+    let y = _mm512_fnmadd_ps(
+        p,
+        exp(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a)),
+        one,
+    );
     // erf(z) = y with z's sign (y ≥ 0).
     let sign = _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(i32::MIN));
     let erf = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sign));
-    _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5), x), _mm512_add_ps(one, erf))
+    _mm512_mul_ps(
+        _mm512_mul_ps(_mm512_set1_ps(0.5), x),
+        _mm512_add_ps(one, erf),
+    )
 }
 
 /// The exact (erf) GELU of every value, in place. Must only be called when [`available`].
@@ -113,8 +139,8 @@ pub fn to_bf16(xs: &[f32], out: &mut Vec<u16>) {
 }
 
 /// # Safety
-/// The CPU has AVX-512 F and BF16; `out` is as long as `xs`.
-#[target_feature(enable = "avx512f,avx512bf16,avx512vl")]
+/// The CPU has AVX-512 F, BF16, BW and VL; `out` is as long as `xs`.
+#[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx512vl")]
 unsafe fn round_bf16(xs: &[f32], out: &mut [u16]) {
     assert_eq!(xs.len(), out.len(), "bf16 rounding: lengths differ");
     let whole = xs.len() / LANES;
@@ -123,14 +149,14 @@ unsafe fn round_bf16(xs: &[f32], out: &mut [u16]) {
     unsafe {
         for i in 0..whole {
             let bits = _mm512_cvtneps_pbh(_mm512_loadu_ps(xs.as_ptr().add(i * LANES)));
-            _mm256_storeu_si256(out.as_mut_ptr().add(i * LANES).cast::<__m256i>(), std::mem::transmute::<_, __m256i>(bits));
+            store_bf16(out.as_mut_ptr().add(i * LANES), bits);
         }
         let rest = xs.len() - whole * LANES;
         if rest > 0 {
             // The tail through a masked load (lanes past the end read nothing) and a copy.
             let keep = (1u16 << rest) - 1;
             let last = _mm512_maskz_loadu_ps(keep, xs.as_ptr().add(whole * LANES));
-            let bits: [u16; LANES] = std::mem::transmute(_mm512_cvtneps_pbh(last));
+            let bits = std::mem::transmute::<__m256bh, [u16; LANES]>(_mm512_cvtneps_pbh(last));
             out[whole * LANES..].copy_from_slice(&bits[..rest]);
         }
     }
@@ -141,8 +167,8 @@ unsafe fn round_bf16(xs: &[f32], out: &mut [u16]) {
 /// In AVX-512 because this pass over every score was a fifth of the encoder's time.
 ///
 /// # Safety
-/// The CPU has AVX-512 F and BF16.
-#[target_feature(enable = "avx512f,avx512bf16,avx512vl")]
+/// The CPU has AVX-512 F, BF16, BW and VL.
+#[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx512vl")]
 pub(super) unsafe fn softmax_bf16(row: &mut [f32], mask: &[f32], out: &mut [u16]) {
     assert!(
         row.len() == mask.len() && row.len() == out.len() && row.len().is_multiple_of(LANES),
@@ -155,7 +181,10 @@ pub(super) unsafe fn softmax_bf16(row: &mut [f32], mask: &[f32], out: &mut [u16]
     unsafe {
         let mut max = _mm512_set1_ps(f32::MIN);
         for i in 0..steps {
-            let x = _mm512_add_ps(_mm512_loadu_ps(r.add(i * LANES)), _mm512_loadu_ps(m.add(i * LANES)));
+            let x = _mm512_add_ps(
+                _mm512_loadu_ps(r.add(i * LANES)),
+                _mm512_loadu_ps(m.add(i * LANES)),
+            );
             _mm512_storeu_ps(r.add(i * LANES), x);
             max = _mm512_max_ps(max, x);
         }
@@ -169,8 +198,7 @@ pub(super) unsafe fn softmax_bf16(row: &mut [f32], mask: &[f32], out: &mut [u16]
         let inv = _mm512_set1_ps(1.0 / _mm512_reduce_add_ps(sum));
         for i in 0..steps {
             let p = _mm512_mul_ps(_mm512_loadu_ps(r.add(i * LANES)), inv);
-            let bits: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(p));
-            _mm256_storeu_si256(o.add(i * LANES).cast::<__m256i>(), bits);
+            store_bf16(o.add(i * LANES), _mm512_cvtneps_pbh(p));
         }
     }
 }
@@ -190,12 +218,24 @@ mod tests {
         let mut xs: Vec<f32> = (0..200_003u32)
             .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
             .collect();
-        xs.extend([0.0, -0.0, 1.0, f32::MAX, f32::MIN_POSITIVE, f32::INFINITY, f32::NAN]);
+        xs.extend([
+            0.0,
+            -0.0,
+            1.0,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            f32::INFINITY,
+            f32::NAN,
+        ]);
         // Ties: exactly halfway between two bf16 values, below and above an even one.
         xs.extend([f32::from_bits(0x3f80_8000), f32::from_bits(0x3f81_8000)]);
         let mut got = vec![7];
         to_bf16(&xs, &mut got);
-        assert_eq!((got.len(), got[0]), (xs.len() + 1, 7), "appended after what was there");
+        assert_eq!(
+            (got.len(), got[0]),
+            (xs.len() + 1, 7),
+            "appended after what was there"
+        );
         for (x, &g) in xs.iter().zip(&got[1..]) {
             if x.is_nan() {
                 assert!(bf16::from_bits(g).is_nan());
@@ -216,7 +256,9 @@ mod tests {
         let mut mask = vec![0f32; 48];
         mask[40..].fill(f32::MIN);
         mask[3] = f32::MIN;
-        let scores: Vec<f32> = (0..48).map(|i| ((i * 29 % 17) as f32 - 8.0) / 1.7).collect();
+        let scores: Vec<f32> = (0..48)
+            .map(|i| ((i * 29 % 17) as f32 - 8.0) / 1.7)
+            .collect();
         let mut exact = scores.clone();
         super::super::kernels::masked_softmax(&mut exact, &mask);
         let mut row = scores;
@@ -242,7 +284,10 @@ mod tests {
             return;
         }
         // 16 lanes and a tail of 5, from -9 to 9 and beyond.
-        let xs: Vec<f32> = (0..37).map(|i| (i as f32 - 18.0) / 2.0).chain([-30.0, 40.0]).collect();
+        let xs: Vec<f32> = (0..37)
+            .map(|i| (i as f32 - 18.0) / 2.0)
+            .chain([-30.0, 40.0])
+            .collect();
         let mut want = xs.clone();
         super::super::kernels::gelu(&mut want);
         let mut got = xs;

@@ -261,7 +261,10 @@ impl Norm {
     /// An error unless rows of `features` values are what this norm normalizes.
     fn check(&self, features: usize) -> Result<()> {
         if features != self.gamma.len() {
-            bail!("layer norm: rows of {} expected, not {features}", self.gamma.len());
+            bail!(
+                "layer norm: rows of {} expected, not {features}",
+                self.gamma.len()
+            );
         }
         Ok(())
     }
@@ -675,7 +678,9 @@ mod tests {
         let mut mask = vec![0f32; batch * seq];
         mask[2 * seq - 2..].fill(f32::MIN);
         let mask_t = Tensor::from_vec(mask.clone(), (batch, seq), &device).unwrap();
-        let got = qkv.apply_op2_no_bwd(&mask_t, &Attention { heads, amx: false }).unwrap();
+        let got = qkv
+            .apply_op2_no_bwd(&mask_t, &Attention { heads, amx: false })
+            .unwrap();
 
         let split = qkv
             .reshape((batch, seq, 3, heads, head))
@@ -717,6 +722,8 @@ mod tests {
             &device,
         )
         .unwrap();
-        assert!(bad.apply_op2_no_bwd(&mask_t, &Attention { heads, amx: false }).is_err());
+        assert!(bad
+            .apply_op2_no_bwd(&mask_t, &Attention { heads, amx: false })
+            .is_err());
     }
 }

@@ -180,7 +180,13 @@ mod tests {
     #[test]
     fn layer_norm_centres_and_scales_rows() {
         let mut xs = [1.0, 2.0, 3.0, 4.0, -1.0, -1.0, 5.0, 5.0];
-        layer_norm(&mut xs, None, &[1.0, 1.0, 2.0, 1.0], &[0.0, 0.0, 0.0, 1.0], 1e-12);
+        layer_norm(
+            &mut xs,
+            None,
+            &[1.0, 1.0, 2.0, 1.0],
+            &[0.0, 0.0, 0.0, 1.0],
+            1e-12,
+        );
         let inv = 1.0 / 1.25f32.sqrt();
         let want = [-1.5 * inv, -0.5 * inv, 2.0 * 0.5 * inv, 1.5 * inv + 1.0];
         for (got, want) in xs[..4].iter().zip(want) {
