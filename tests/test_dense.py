@@ -5,6 +5,9 @@ index (reused when sound, rebuilt when stale or corrupt)."""
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,6 +115,44 @@ def test_cli_dense_flag(repo: Path, tmp_path: Path) -> None:
     files = json.loads(proc.stdout)["files"]
     assert DENSE_SIGNALS <= set(files[0]["signals"])
     assert proc.stderr == ""
+
+
+def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
+    """Runs the CLI with stderr on a pseudo-terminal; its exit code and what it drew there."""
+    try:
+        master, slave = pty.openpty()
+    except OSError as e:
+        pytest.skip(f"no pseudo-terminal here: {e}")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "blagent", *args],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            check=False,
+        )
+    finally:
+        os.close(slave)
+    drawn = b""
+    try:
+        while chunk := os.read(master, 1 << 16):
+            drawn += chunk
+    except OSError:  # EIO: the terminal's other end is closed and everything was read
+        pass
+    finally:
+        os.close(master)
+    return proc.returncode, drawn.decode("utf-8", "replace")
+
+
+def test_indexing_shows_files_chunks_rate_and_time_left_unless_quiet(
+    repo: Path, tmp_path: Path
+) -> None:
+    args = ["localize", "--repo", str(repo), "--issue-text", ISSUE, "--dense"]
+    code, drawn = _stderr_on_a_terminal([*args, "--cache-dir", str(tmp_path / "a")])
+    assert code == 0, drawn
+    assert re.search(r"embedding [1-9]\d* files: .* (\d+)/\1 chunks", drawn), drawn
+    assert "/s" in drawn and "ETA" in drawn, drawn
+    code, drawn = _stderr_on_a_terminal([*args, "--cache-dir", str(tmp_path / "b"), "--quiet"])
+    assert (code, drawn) == (0, "")
 
 
 def test_eval_with_given_rewrites_reports_the_pool(repo: Path, tmp_path: Path) -> None:

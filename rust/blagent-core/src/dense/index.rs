@@ -199,7 +199,7 @@ impl DenseModel {
         }
         let start = Instant::now();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let vectors = self.embed_documents(&refs, &mut stats)?;
+        let vectors = self.embed_documents(&refs, repo.files.len(), &mut stats)?;
         stats.embed_ms = elapsed_ms(start);
         let start = Instant::now();
         let flat: Vec<f32> = vectors.into_iter().flatten().collect();
@@ -211,8 +211,15 @@ impl DenseModel {
         Ok(self.wrap(Box::new(index), repo, stats))
     }
 
-    fn embed_documents(&self, texts: &[&str], stats: &mut DenseStats) -> Result<Vec<Vec<f32>>> {
-        let bar = self.progress_bar(texts.len());
+    /// The vectors of `texts`, the chunks of `files` files, through the cache where there is
+    /// one, with a progress bar.
+    fn embed_documents(
+        &self,
+        texts: &[&str],
+        files: usize,
+        stats: &mut DenseStats,
+    ) -> Result<Vec<Vec<f32>>> {
+        let bar = self.progress_bar(texts.len(), files);
         let vectors = if let Some(cache) = &self.cache {
             let (vectors, cache_stats) =
                 cache.embed_with_progress(&self.encoder, texts, TextKind::Document, &|n| {
@@ -234,17 +241,20 @@ impl DenseModel {
         Ok(vectors)
     }
 
-    fn progress_bar(&self, len: usize) -> ProgressBar {
+    /// A bar on stderr (files, chunks done of all, chunks per second, time left), hidden
+    /// with `--quiet` or where stderr is not a terminal.
+    fn progress_bar(&self, len: usize, files: usize) -> ProgressBar {
         if !self.options.progress || !std::io::stderr().is_terminal() {
             return ProgressBar::hidden();
         }
         let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
         bar.set_style(
             ProgressStyle::with_template(
-                "embedding {bar:30} {pos}/{len} chunks · {per_sec} · ETA {eta}",
+                "embedding {msg}: {bar:30} {pos}/{len} chunks · {per_sec} · ETA {eta}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
+        bar.set_message(format!("{files} files"));
         bar
     }
 
