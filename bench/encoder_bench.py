@@ -13,13 +13,13 @@ Both engines truncate at the model's max_seq_length (256 for all-MiniLM-L6-v2) a
 (and so PyTorch) in the environment; blagent itself never does.
 
 Figures (256 django chunks, 2 threads, 256-token cap, no variable set, nothing else running): a
-2-core Intel Xeon with AVX-512 and AMX, OpenBLAS core SkylakeX: blagent bf16-amx (its default there)
-59.6 and 59.4 chunks per CPU second, f32 26.4 and 26.5, torch f32 22.3 and 22.2 (2.67x in bf16,
-1.18-1.19x in f32), torch cast to bfloat16 73.3 and 69.3. A 2-core AMD EPYC with AVX2, OpenBLAS core
-Zen chosen by itself (an earlier session): blagent f32 12.0, 11.7 and 12.2 chunks
-per CPU second against 7.5, 7.4 and 7.3 (1.60x, 1.58x, 1.67x), 97-102 GFLOP/s of an estimated 157
-peak; with OPENBLAS_CORETYPE=Prescott (the fallback OpenBLAS 0.3.21 takes on CPUs it does not
-know) 0.36x, measured in an earlier session. For quick tuning without
+2-core Intel Xeon with AVX-512 and AMX, OpenBLAS core SkylakeX, two runs: blagent bf16-amx (its
+default there) 109.8 and 110.7 chunks per CPU second, f32 30.6 and 30.8, torch f32 24.6 and 25.1,
+torch cast to bfloat16 75.3 and 74.7 (blagent bf16 1.46x and 1.48x torch bf16, wall and CPU). A
+2-core AMD EPYC with AVX2, OpenBLAS core Zen chosen by itself (an earlier session): blagent f32
+12.0, 11.7 and 12.2 chunks per CPU second against 7.5, 7.4 and 7.3 (1.60x, 1.58x, 1.67x), 97-102
+GFLOP/s of an estimated 157 peak; with OPENBLAS_CORETYPE=Prescott (the fallback OpenBLAS 0.3.21
+takes on CPUs it does not know) 0.36x, measured in an earlier session. For quick tuning without
 Python: `cargo run --release --example encode_bench -- MODEL_DIR TEXTS.json`.
 """
 
