@@ -19,6 +19,10 @@ use crate::error::{Error, Result};
 /// activations in cache: on 256 django chunks (2 threads), 1024 gave 25.7 chunks per CPU
 /// second, 512 the same, 2048 23.8, 4096 20.3 and 8192 17.2 (`examples/encode_bench.rs`).
 const BATCH_TOKENS: usize = 1024;
+/// What bf16 vectors add to the model's identity in the caches. The `.2` marks the second bf16
+/// arithmetic (attention on AMX tiles as well): its vectors differ from the first's in the
+/// fifth decimal, and a cache never mixes the two.
+const BF16_IDENTITY: &str = "/bf16.2";
 /// Rows per batch at most.
 const BATCH_ROWS: usize = 64;
 
@@ -83,7 +87,8 @@ impl Encoder {
     }
 
     /// [`Encoder::load_with_max_tokens`] in `precision`. Vectors of another precision are
-    /// another model to the caches: [`Precision::Bf16Amx`] adds `/bf16` to the identity.
+    /// another model to the caches: [`Precision::Bf16Amx`] adds [`BF16_IDENTITY`] to the
+    /// identity.
     /// Models other than BERT (Nomic BERT) run in f32 whatever is asked.
     pub fn load_with(dir: &Path, max_tokens: Option<usize>, precision: Precision) -> Result<Self> {
         let mut folder = ModelFolder::read(dir)?;
@@ -95,7 +100,7 @@ impl Encoder {
             Architecture::NomicBert => Precision::F32,
         };
         if precision.runnable().map_err(Error::InvalidInput)? == Precision::Bf16Amx {
-            folder.identity.push_str("/bf16");
+            folder.identity.push_str(BF16_IDENTITY);
         }
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| Error::Model(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
