@@ -228,64 +228,19 @@ impl PackedWeight {
         assert!(a.len() >= BLOCK * k);
         assert!(start.len() >= (BLOCK - 1) * stride + n);
         let k_tiles = k / K_STEP;
-        let (a_stride, c_stride, w_stride) = (k * 2, n * 4, COLS * 4);
-        let a0 = a.as_ptr();
-        // SAFETY: 16 rows below `a0` at `a_stride` bytes are the block's first half.
-        let a1 = unsafe { a0.add(ROWS * k) };
         for pair in 0..n / BLOCK {
-            // SAFETY: every pointer below stays inside its slice: `start` has 32 rows (or one,
-            // read 32 times with stride 0) of `n` values from column `pair·32`; `c` has (by the
-            // caller) 32 rows of `n`
-            // values, accumulator tiles cover columns `pair·32 .. pair·32 + 32` of rows 0–31;
-            // operand tiles read 16 rows of 64 bytes from `a` (32 rows of `k` bf16 values) and
-            // whole packed tiles of `self.tiles`. Tiles 0–7 are configured by `matmul`.
+            // SAFETY: tiles are configured by `matmul`; `a` has 32 rows of `k` bf16 values;
+            // `start` has 32 rows (or one, read 32 times with stride 0) of `n` values, read
+            // from column `pair·32`; the weight tiles of output columns `pair·32 ..+32` are
+            // whole tiles of `self.tiles`; `c` has (by the caller) 32 rows of `n` values.
             unsafe {
-                let s0 = start.as_ptr().add(pair * BLOCK);
-                let s1 = s0.add(COLS);
-                let s2 = s0.add(ROWS * stride);
-                let s3 = s2.add(COLS);
-                asm!(
-                    "tileloadd tmm0, [{s0} + {s}*1]",
-                    "tileloadd tmm1, [{s1} + {s}*1]",
-                    "tileloadd tmm2, [{s2} + {s}*1]",
-                    "tileloadd tmm3, [{s3} + {s}*1]",
-                    s0 = in(reg) s0, s1 = in(reg) s1, s2 = in(reg) s2, s3 = in(reg) s3,
-                    s = in(reg) stride * 4,
-                    options(nostack, readonly),
-                );
-                let c0 = c.add(pair * BLOCK);
-                let c1 = c0.add(COLS);
-                let c2 = c0.add(ROWS * n);
-                let c3 = c2.add(COLS);
-                let w0 = self.tiles.as_ptr().add(2 * pair * k_tiles * TILE_VALUES);
-                let w1 = w0.add(k_tiles * TILE_VALUES);
-                for kt in 0..k_tiles {
-                    asm!(
-                        "tileloadd tmm4, [{a0} + {sa}*1]",
-                        "tileloadd tmm5, [{a1} + {sa}*1]",
-                        "tileloadd tmm6, [{w0} + {sw}*1]",
-                        "tileloadd tmm7, [{w1} + {sw}*1]",
-                        "tdpbf16ps tmm0, tmm4, tmm6",
-                        "tdpbf16ps tmm1, tmm4, tmm7",
-                        "tdpbf16ps tmm2, tmm5, tmm6",
-                        "tdpbf16ps tmm3, tmm5, tmm7",
-                        a0 = in(reg) a0.add(kt * K_STEP),
-                        a1 = in(reg) a1.add(kt * K_STEP),
-                        w0 = in(reg) w0.add(kt * TILE_VALUES),
-                        w1 = in(reg) w1.add(kt * TILE_VALUES),
-                        sa = in(reg) a_stride,
-                        sw = in(reg) w_stride,
-                        options(nostack, readonly),
-                    );
-                }
-                asm!(
-                    "tilestored [{c0} + {s}*1], tmm0",
-                    "tilestored [{c1} + {s}*1], tmm1",
-                    "tilestored [{c2} + {s}*1], tmm2",
-                    "tilestored [{c3} + {s}*1], tmm3",
-                    c0 = in(reg) c0, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3,
-                    s = in(reg) c_stride,
-                    options(nostack),
+                let weights = self.tiles.as_ptr().add(2 * pair * k_tiles * TILE_VALUES);
+                product_block(
+                    (a.as_ptr(), k),
+                    (weights, weights.add(k_tiles * TILE_VALUES)),
+                    k_tiles,
+                    (c.add(pair * BLOCK), n),
+                    Some((start.as_ptr().add(pair * BLOCK), stride)),
                 );
             }
         }
@@ -438,28 +393,19 @@ impl AttentionScratch {
                 // stored into rows `rb·32 ..` and columns `cb·32 .. cb·32 + 32` of `scores`
                 // (`padded × padded`).
                 unsafe {
-                    let q0 = self.qkv.as_ptr().add(rb * BLOCK * width + offset);
-                    let q1 = q0.add(ROWS * width);
-                    let k0 = self.keys.as_ptr().add(2 * cb * k_tiles * TILE_VALUES);
-                    let k1 = k0.add(k_tiles * TILE_VALUES);
-                    asm!(
-                        "tilezero tmm0",
-                        "tilezero tmm1",
-                        "tilezero tmm2",
-                        "tilezero tmm3",
-                        options(nostack, nomem)
+                    let keys = self.keys.as_ptr().add(2 * cb * k_tiles * TILE_VALUES);
+                    product_block(
+                        (self.qkv.as_ptr().add(rb * BLOCK * width + offset), width),
+                        (keys, keys.add(k_tiles * TILE_VALUES)),
+                        k_tiles,
+                        (
+                            self.scores
+                                .as_mut_ptr()
+                                .add(rb * BLOCK * padded + cb * BLOCK),
+                            padded,
+                        ),
+                        None,
                     );
-                    for kt in 0..k_tiles {
-                        product_step(
-                            (q0.add(kt * K_STEP), q1.add(kt * K_STEP), width * 2),
-                            (k0.add(kt * TILE_VALUES), k1.add(kt * TILE_VALUES)),
-                        );
-                    }
-                    let c0 = self
-                        .scores
-                        .as_mut_ptr()
-                        .add(rb * BLOCK * padded + cb * BLOCK);
-                    store_block(c0, padded);
                 }
             }
         }
@@ -482,31 +428,74 @@ impl AttentionScratch {
                 // `values`; the accumulators go to rows `rb·32 ..+32`, columns `cp·32 ..+32`
                 // of `context` (`padded × head`).
                 unsafe {
-                    let p0 = self.probs.as_ptr().add(rb * BLOCK * padded);
-                    let p1 = p0.add(ROWS * padded);
-                    let v0 = self.values.as_ptr().add(2 * cp * steps * TILE_VALUES);
-                    let v1 = v0.add(steps * TILE_VALUES);
-                    asm!(
-                        "tilezero tmm0",
-                        "tilezero tmm1",
-                        "tilezero tmm2",
-                        "tilezero tmm3",
-                        options(nostack, nomem)
+                    let values = self.values.as_ptr().add(2 * cp * steps * TILE_VALUES);
+                    product_block(
+                        (self.probs.as_ptr().add(rb * BLOCK * padded), padded),
+                        (values, values.add(steps * TILE_VALUES)),
+                        steps,
+                        (
+                            self.context
+                                .as_mut_ptr()
+                                .add(rb * BLOCK * head + cp * BLOCK),
+                            head,
+                        ),
+                        None,
                     );
-                    for step in 0..steps {
-                        product_step(
-                            (p0.add(step * K_STEP), p1.add(step * K_STEP), padded * 2),
-                            (v0.add(step * TILE_VALUES), v1.add(step * TILE_VALUES)),
-                        );
-                    }
-                    let c0 = self
-                        .context
-                        .as_mut_ptr()
-                        .add(rb * BLOCK * head + cp * BLOCK);
-                    store_block(c0, head);
                 }
             }
         }
+    }
+}
+
+/// `c = start + a · [b0 b1]`, a 32 × 32 f32 block: `a` is 32 rows of bf16 `a_row` values
+/// apart, read 32 values further at each of `steps` steps; `b0` and `b1` are the packed tiles
+/// of the two 16-column halves, one tile further at each step; `c` has rows `c_row` values
+/// apart; `start` is 32 rows `stride` values apart (stride 0: one row under all 32), or none
+/// (zeros).
+///
+/// # Safety
+/// AMX is usable and configured; `a` has 32 rows of `32·steps` values, `b0` and `b1` `steps`
+/// tiles each, `c` 32 writable rows of 32 values and `start` 32 rows (or one) of 32 values.
+unsafe fn product_block(
+    (a, a_row): (*const u16, usize),
+    (b0, b1): (*const u16, *const u16),
+    steps: usize,
+    (c, c_row): (*mut f32, usize),
+    start: Option<(*const f32, usize)>,
+) {
+    // SAFETY: the caller's.
+    unsafe {
+        if let Some((s0, stride)) = start {
+            let s2 = s0.add(ROWS * stride);
+            asm!(
+                "tileloadd tmm0, [{s0} + {s}*1]",
+                "tileloadd tmm1, [{s1} + {s}*1]",
+                "tileloadd tmm2, [{s2} + {s}*1]",
+                "tileloadd tmm3, [{s3} + {s}*1]",
+                s0 = in(reg) s0, s1 = in(reg) s0.add(COLS), s2 = in(reg) s2, s3 = in(reg) s2.add(COLS),
+                s = in(reg) stride * 4,
+                options(nostack, readonly),
+            );
+        } else {
+            asm!(
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tilezero tmm2",
+                "tilezero tmm3",
+                options(nostack, nomem)
+            );
+        }
+        for step in 0..steps {
+            product_step(
+                (
+                    a.add(step * K_STEP),
+                    a.add(ROWS * a_row + step * K_STEP),
+                    a_row * 2,
+                ),
+                (b0.add(step * TILE_VALUES), b1.add(step * TILE_VALUES)),
+            );
+        }
+        store_block(c, c_row);
     }
 }
 
