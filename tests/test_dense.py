@@ -10,6 +10,7 @@ import pty
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -118,27 +119,34 @@ def test_cli_dense_flag(repo: Path, tmp_path: Path) -> None:
 
 
 def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
-    """Runs the CLI with stderr on a pseudo-terminal; its exit code and what it drew there."""
+    """Runs the CLI with stderr on a pseudo-terminal; its exit code and what it drew there
+    (read while it runs, so a long drawing never fills the terminal's buffer)."""
     try:
         master, slave = pty.openpty()
     except OSError as e:
         pytest.skip(f"no pseudo-terminal here: {e}")
+    drawn = bytearray()
+
+    def read() -> None:
+        try:
+            while chunk := os.read(master, 1 << 16):
+                drawn.extend(chunk)
+        except OSError:  # EIO: the terminal's other end is closed and everything was read
+            pass
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "blagent", *args],
             stdout=subprocess.PIPE,
             stderr=slave,
             check=False,
+            timeout=300,
         )
     finally:
         os.close(slave)
-    drawn = b""
-    try:
-        while chunk := os.read(master, 1 << 16):
-            drawn += chunk
-    except OSError:  # EIO: the terminal's other end is closed and everything was read
-        pass
-    finally:
+        reader.join(timeout=30)
         os.close(master)
     return proc.returncode, drawn.decode("utf-8", "replace")
 

@@ -1,11 +1,12 @@
-//! Linear-layer products on Intel AMX tiles, in bfloat16 with f32 accumulation.
+//! The encoder's products on Intel AMX tiles, in bfloat16 with f32 accumulation.
 //!
 //! CPUs with AMX (Intel Xeon from Sapphire Rapids on) multiply 16×32 bf16 tiles by 32×16 ones
 //! into 16×16 f32 accumulators in one instruction, many times the f32 throughput of their
-//! AVX-512 units. The encoder's linear layers are most of its arithmetic, so on such a CPU
-//! [`PackedWeight::matmul`] replaces `sgemm` there: the weights are rounded to bf16 and laid
-//! out as tiles once, at load, the activations are rounded to bf16 per call, and the products
-//! are accumulated in f32 onto the output, which already holds the bias (and residual).
+//! AVX-512 units. On such a CPU [`PackedWeight::matmul`] replaces `sgemm` in the linear layers:
+//! the weights are rounded to bf16 and laid out as tiles once, at load, the activations are
+//! rounded to bf16 per call, and the accumulators start from the bias (or the residual).
+//! [`attention`] runs attention's two products on tiles too. Both go through one routine for a
+//! 32×32 block of the output ([`product_block`]).
 //!
 //! No library does this for Rust (OpenBLAS's bf16 products are not in the Debian build the
 //! wheel links, and not on AMX before 0.3.2x), so the kernel is written here with inline
@@ -18,11 +19,11 @@
 #![allow(unsafe_code)]
 
 use std::arch::asm;
-
-use super::avx512::{self, softmax_bf16, to_bf16};
 use std::arch::x86_64::__cpuid_count;
 use std::cell::RefCell;
 use std::sync::OnceLock;
+
+use super::avx512::{self, softmax_bf16, to_bf16};
 
 /// Rows of a tile (output rows per tile, and k pairs per weight tile).
 const ROWS: usize = 16;
@@ -34,6 +35,8 @@ const COLS: usize = 16;
 const BLOCK: usize = 2 * ROWS;
 /// bf16 values in one packed weight tile.
 const TILE_VALUES: usize = ROWS * K_STEP;
+/// Values per step of [`softmax_bf16`] (one AVX-512 register of f32): its rows are multiples.
+const SOFTMAX_LANES: usize = 16;
 
 const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
 const XFEATURE_XTILEDATA: libc::c_long = 18;
@@ -248,8 +251,7 @@ impl PackedWeight {
 }
 
 /// Whether [`attention`] can run heads of `head` values: AMX is [`available`] and a head is a
-/// whole number of tile rows (32 bf16 values, as
-/// all-MiniLM-L6-v2's 12 heads of 32 are).
+/// whole number of tile rows (32 bf16 values, as all-MiniLM-L6-v2's 12 heads of 32 are).
 pub fn attention_fits(head: usize) -> bool {
     head > 0 && head.is_multiple_of(K_STEP) && available()
 }
@@ -258,8 +260,9 @@ pub fn attention_fits(head: usize) -> bool {
 /// its fused query/key/value projection, `seq × 3·hidden` (queries already scaled by
 /// `1/√head`), `mask` its additive key mask (`seq`), `out` the context, `seq × hidden`, heads
 /// side by side. The scores are f32, the softmax f32 rounded to bf16 for the second product.
-/// The sequence is padded to whole 32-row blocks: padded keys get probability 0, padded
-/// queries are computed and dropped. Must only be called when [`attention_fits`] holds.
+/// The sequence is padded to whole 32-row blocks: padded keys get probability 0. Padding
+/// tokens (masked at the end of `mask`) get no softmax, and their context is left 0: no key
+/// attends them and the pooling drops them. Must only be called when [`attention_fits`] holds.
 pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
     let seq = mask.len();
     let hidden = out.len() / seq.max(1);
@@ -291,7 +294,7 @@ pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
         // Each head writes probabilities of the attended queries for the attended keys (to
         // whole vectors); the rest stays 0, set here rather than by clearing all of it.
         s.probs.resize(padded * padded, 0);
-        let written = attended.div_ceil(16) * 16;
+        let written = attended.div_ceil(SOFTMAX_LANES) * SOFTMAX_LANES;
         for (i, row) in s.probs.chunks_exact_mut(padded).enumerate() {
             row[if i < attended { written } else { 0 }..].fill(0);
         }
@@ -308,7 +311,7 @@ pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
             asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
         }
         for h in 0..heads {
-            s.head(h * head, (attended, padded), (head, hidden));
+            s.head(h * head, (attended, written, padded), (head, hidden));
             for (row, context) in out
                 .chunks_exact_mut(hidden)
                 .zip(s.context.chunks_exact(head))
@@ -332,7 +335,7 @@ struct AttentionScratch {
     values: Vec<u16>,
     /// Scores, `padded × padded` (the softmax leaves its exponentials there).
     scores: Vec<f32>,
-    /// Probabilities in bf16, `padded × padded`; rows of padded queries stay zero.
+    /// Probabilities in bf16, `padded × padded`; rows of padding tokens stay zero.
     probs: Vec<u16>,
     /// One head's context, `padded × head`.
     context: Vec<f32>,
@@ -342,12 +345,13 @@ struct AttentionScratch {
 
 impl AttentionScratch {
     /// One head, whose query starts at column `offset` of `qkv` (its key at `hidden + offset`,
-    /// its value at `2·hidden + offset`), into `context`, for the queries and keys before
-    /// `attended`. Tiles must be configured.
+    /// its value at `2·hidden + offset`), into `context`. The softmax runs on the queries
+    /// before `attended`, over the keys before `written` (`attended` rounded up to whole
+    /// vectors). Tiles must be configured.
     fn head(
         &mut self,
         offset: usize,
-        (attended, padded): (usize, usize),
+        (attended, written, padded): (usize, usize, usize),
         (head, hidden): (usize, usize),
     ) {
         let width = 3 * hidden;
@@ -415,10 +419,15 @@ impl AttentionScratch {
             .zip(self.probs.chunks_exact_mut(padded))
             .take(attended)
         {
-            let n = attended.div_ceil(16) * 16;
             // SAFETY: `attention_fits` checked AVX-512 BF16 (`available`); the three are
-            // `n ≤ padded` long.
-            unsafe { softmax_bf16(&mut row[..n], &self.mask[..n], &mut probs[..n]) };
+            // `written ≤ padded` long, a multiple of 16.
+            unsafe {
+                softmax_bf16(
+                    &mut row[..written],
+                    &self.mask[..written],
+                    &mut probs[..written],
+                );
+            };
         }
         // Context: probabilities · values, 32 rows × 32 columns at a time.
         for rb in 0..blocks {

@@ -263,7 +263,7 @@ mod tests {
         super::super::kernels::masked_softmax(&mut exact, &mask);
         let mut row = scores;
         let mut out = vec![0u16; 48];
-        // SAFETY: `attention_fits` checked AVX-512 BF16 (`available`); the three are 48 long.
+        // SAFETY: `available` checked AVX-512 F, BF16, BW and VL; the three are 48 long.
         unsafe { softmax_bf16(&mut row, &mask, &mut out) };
         for (i, (&want, &got)) in exact.iter().zip(&out).enumerate() {
             if mask[i] != 0.0 {

@@ -12,8 +12,8 @@
 //! OpenBLAS is linked anyway (Faiss needs it). The encoder runs several batches at once on
 //! rayon's threads, so OpenBLAS runs each call on the calling thread ([`single_threaded`]).
 //!
-//! On CPUs with AMX a linear layer can run its product in bfloat16 on tiles instead
-//! ([`super::amx`], chosen per encoder by [`Precision`]); attention's small products stay here.
+//! On CPUs with AMX the linear layers' and attention's products run in bfloat16 on tiles
+//! instead ([`super::amx`], chosen per encoder by [`Precision`]).
 //!
 //! The crate's `unsafe` code is here (the three foreign calls into OpenBLAS), in `amx` and in
 //! `avx512`.
@@ -174,9 +174,9 @@ fn contiguous<'a>(storage: &'a CpuStorage, layout: &Layout, what: &str) -> Resul
 pub enum Precision {
     /// f32 throughout, on OpenBLAS's `sgemm`: the same vectors on every CPU.
     F32,
-    /// Linear-layer products in bfloat16 on AMX tiles, accumulated in f32 (bias, residual,
-    /// GELU, layer norm and attention stay f32): several times faster on CPUs with AMX; the
-    /// vectors stay within cosine 0.999 of f32's.
+    /// The linear layers' and attention's products in bfloat16 on AMX tiles, accumulated in
+    /// f32 (bias, residual, GELU, softmax and layer norm are computed in f32): several times
+    /// faster on CPUs with AMX; the vectors stay within cosine 0.999 of f32's.
     Bf16Amx,
 }
 
