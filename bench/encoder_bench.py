@@ -4,8 +4,10 @@ the same code chunks, in one run.
 
     python bench/encoder_bench.py TREE [--chunks 256] [--threads 2] [--model DIR]
 
-blagent runs in f32 and, where the CPU has AMX, in bf16 (its default there); the peer runs in
-f32 (its default) and cast to bfloat16 (what a PyTorch user would do to reach AMX).
+blagent runs in f32 and in each bf16 path the CPU can run: on AMX tiles (`bf16-amx`, its
+default there) and by AVX-512 BF16 dot products (`bf16-avx512`, asked for by name); the peer
+runs in f32 (its default) and cast to bfloat16 (what a PyTorch user would do to reach AMX or
+AVX-512 BF16).
 
 Chunks are the path-augmented AST chunks blagent indexes, taken from the first files of TREE.
 Both engines truncate at the model's max_seq_length (256 for all-MiniLM-L6-v2) and use
@@ -114,8 +116,12 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     model_dir = args.model or default_model_dir()
     texts = chunk_texts(args.tree, args.chunks)
-    precisions = ["f32"] + (["bf16-amx"] if _core.encoder_precision() == "bf16-amx" else [])
-    encoders = {p: _core.Encoder(str(model_dir), precision=p) for p in precisions}
+    encoders = {"f32": _core.Encoder(str(model_dir), precision="f32")}
+    for precision in ("bf16-amx", "bf16-avx512"):
+        try:
+            encoders[precision] = _core.Encoder(str(model_dir), precision=precision)
+        except _core.InputError as e:
+            print(f"{precision}: not on this CPU ({e})")
     st = SentenceTransformer(str(model_dir), device="cpu")
     # The peer cast to bfloat16 by hand, as a user would to reach AMX through PyTorch.
     st_bf16 = SentenceTransformer(
@@ -148,12 +154,12 @@ def main() -> int:
         f"fallback: {blas['fallback']})  encoder by default: {blas['encoder_precision']}  "
         f"CPU: {blas['vendor']} {' '.join(blas['flags'])}"  # type: ignore[arg-type]
     )
-    if "bf16-amx" in encoders:
-        exact = encoders["f32"].embed(texts)
-        rounded = encoders["bf16-amx"].embed(texts)
+    exact = encoders["f32"].embed(texts)
+    for precision in encoders.keys() - {"f32"}:
+        rounded = encoders[precision].embed(texts)
         cosines = [sum(a * b for a, b in zip(x, y)) for x, y in zip(exact, rounded)]
         print(
-            f"bf16-amx against f32, cosine: min {min(cosines):.6f}, mean {sum(cosines) / len(cosines):.6f}"
+            f"{precision} against f32, cosine: min {min(cosines):.6f}, mean {sum(cosines) / len(cosines):.6f}"
         )
     lengths = [min(len(st.tokenizer(t)["input_ids"]), st.max_seq_length) for t in texts]
     work = flops_per_chunk(model_dir, lengths)

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
-from blagent import _core
+from blagent import _blas, _core
 from blagent.models import default_model_dir
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
@@ -21,6 +21,8 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 
 AMX = _core.encoder_precision() == "bf16-amx"
+# What `vdpbf16ps` needs, read from the CPU's flags (not from the library under test).
+AVX512_BF16 = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= _blas.cpu()[1]
 
 
 @pytest.fixture(
@@ -28,10 +30,15 @@ AMX = _core.encoder_precision() == "bf16-amx"
     params=[
         "f32",
         pytest.param("bf16-amx", marks=pytest.mark.skipif(not AMX, reason="no AMX on this CPU")),
+        pytest.param(
+            "bf16-avx512",
+            marks=pytest.mark.skipif(not AVX512_BF16, reason="no AVX-512 BF16 on this CPU"),
+        ),
     ],
 )
 def encoder(request: pytest.FixtureRequest) -> _core.Encoder:
-    """Every test runs in each precision this CPU has: f32 and, with AMX, bf16 on tiles."""
+    """Every test runs in each precision this CPU has: f32, with AMX bf16 on tiles, and with
+    AVX-512 BF16 bf16 dot products."""
     encoder = _core.Encoder(str(default_model_dir()), precision=request.param)
     assert encoder.precision == request.param
     return encoder
@@ -70,6 +77,12 @@ def test_precisions_are_separate_models_to_the_cache() -> None:
     if not AMX:
         with pytest.raises(_core.InputError, match="AMX"):
             _core.Encoder(str(default_model_dir()), precision="bf16-amx")
+    if AVX512_BF16:
+        dot = _core.Encoder(str(default_model_dir()), precision="bf16-avx512")
+        assert dot.identity == f32.identity + "/bf16-avx512.1"
+    else:
+        with pytest.raises(_core.InputError, match="AVX-512"):
+            _core.Encoder(str(default_model_dir()), precision="bf16-avx512")
 
 
 def test_bad_folders_and_kinds_are_clear_errors(tmp_path: Path, encoder: _core.Encoder) -> None:

@@ -1,6 +1,8 @@
 //! Encoder throughput on a JSON list of texts, without Python: a quick loop for tuning.
 //!
-//!     cargo run --release --example encode_bench -- MODEL_DIR TEXTS.json [REPEATS]
+//!     cargo run --release --example encode_bench -- MODEL_DIR TEXTS.json [REPEATS] [PRECISION]
+//!
+//! PRECISION is `auto` (the default), `f32`, `bf16-amx` or `bf16-avx512`.
 //!
 //! TEXTS.json is a list of strings, or an object with `texts` and reference `vectors` (as in
 //! `tests/data/minilm_reference.json`); then the lowest cosine to the references is printed too.
@@ -8,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use blagent_core::embed::{Encoder, TextKind};
+use blagent_core::embed::{Encoder, Precision, TextKind};
 
 /// The allocator the Python extension uses, so that the figures match the wheel's.
 #[global_allocator]
@@ -20,6 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = PathBuf::from(args.next().ok_or("MODEL_DIR missing")?);
     let texts_path = PathBuf::from(args.next().ok_or("TEXTS.json missing")?);
     let repeats: usize = args.next().map_or(Ok(3), |s| s.parse())?;
+    let precision = Precision::parse(&args.next().unwrap_or_else(|| "auto".into()))?;
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(texts_path)?)?;
     let (texts, references): (Vec<String>, Vec<Vec<f32>>) = if json.is_array() {
         (serde_json::from_value(json)?, Vec::new())
@@ -30,7 +33,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
     };
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let encoder = Encoder::load(&model)?;
+    let encoder = Encoder::load_with(&model, None, precision)?;
+    println!("precision: {}", precision.name());
     if !references.is_empty() {
         let vectors = encoder.embed(&texts, TextKind::Document)?;
         let lowest = vectors

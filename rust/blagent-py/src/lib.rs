@@ -174,8 +174,8 @@ struct PyEncoder {
 impl PyEncoder {
     /// Args:
     ///     model_dir: a sentence-transformers / Hugging Face model folder.
-    ///     precision: "auto" (bf16 on AMX tiles where the CPU has them, else f32), "f32" or
-    ///         "bf16-amx".
+    ///     precision: "auto" (bf16 on AMX tiles where the CPU has them, else f32), "f32",
+    ///         "bf16-amx" or "bf16-avx512" (AVX-512 BF16 dot products, for CPUs without AMX).
     #[new]
     #[pyo3(signature = (model_dir, precision="auto"))]
     fn new(py: Python<'_>, model_dir: PathBuf, precision: &str) -> PyResult<Self> {

@@ -14,6 +14,10 @@
 //! (eight 16×64-byte tiles), 2×2 accumulator tiles per 32×32 block of the output, operands
 //! loaded straight from the bf16 rows and the packed weights.
 //!
+//! On CPUs with AVX-512 BF16 but no AMX (AMD Zen 4 and 5), the same packed weights are
+//! multiplied by `vdpbf16ps` instead ([`Engine::Dot`], the kernel in [`super::avx512`]): a
+//! tile's rows (a pair of inputs for 16 outputs, 64 bytes) are what that instruction takes.
+//!
 //! Linux hands tile data to a process only on request (`arch_prctl(ARCH_REQ_XCOMP_PERM)`);
 //! [`available`] asks once and says whether the path can run.
 #![allow(unsafe_code)]
@@ -97,20 +101,42 @@ static CONFIG: TileConfig = TileConfig {
     reserved_end: [0; 16],
 };
 
+/// What multiplies a [`PackedWeight`]: both read the same layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// AMX tiles (`tdpbf16ps`), where [`available`].
+    Tiles,
+    /// AVX-512 BF16 dot products (`vdpbf16ps`), where [`avx512::available`].
+    Dot,
+}
+
+impl Engine {
+    /// Whether this process can run it.
+    pub fn available(self) -> bool {
+        match self {
+            Engine::Tiles => available(),
+            Engine::Dot => avx512::available(),
+        }
+    }
+}
+
 /// The weight of a linear layer, `(outputs, inputs)`, as bf16 tiles: for each 16 outputs and
 /// each 32 inputs, one tile of 16 rows (pairs of inputs) × 16 outputs × 2, the layout
-/// `tdpbf16ps` multiplies by.
+/// `tdpbf16ps` multiplies by (and, row by row, `vdpbf16ps`).
 pub struct PackedWeight {
     inputs: usize,
     outputs: usize,
     tiles: Vec<u16>,
+    engine: Engine,
 }
 
 impl PackedWeight {
-    /// Packs a row-major `(outputs, inputs)` weight; `None` when the shape does not fall on
-    /// whole blocks (inputs a multiple of 32, outputs of 32), where `sgemm` serves instead.
-    pub fn new(weight: &[f32], outputs: usize, inputs: usize) -> Option<Self> {
-        if inputs == 0
+    /// Packs a row-major `(outputs, inputs)` weight for `engine`; `None` when the shape does not
+    /// fall on whole blocks (inputs a multiple of 32, outputs of 32) or the engine cannot run
+    /// here, where `sgemm` serves instead.
+    pub fn new(weight: &[f32], outputs: usize, inputs: usize, engine: Engine) -> Option<Self> {
+        if !engine.available()
+            || inputs == 0
             || outputs == 0
             || !inputs.is_multiple_of(K_STEP)
             || !outputs.is_multiple_of(BLOCK)
@@ -139,18 +165,20 @@ impl PackedWeight {
             inputs,
             outputs,
             tiles,
+            engine,
         })
     }
 
     /// `then(start + x·Wᵀ)`, `(rows, outputs)`, for `x` of `(rows, inputs)`, both row-major:
     /// the accumulators start from `start` (a bias or a residual) and are stored straight into
     /// a new buffer, which is neither copied nor zeroed first; `then` (GELU, a layer norm) runs
-    /// on each block of at most 32 whole rows while it is still in cache. Must only be called
-    /// when [`available`] is true.
+    /// on each block of at most 32 whole rows while it is still in cache.
     pub fn matmul(&self, x: &[f32], start: Start<'_>, then: &dyn Fn(&mut [f32])) -> Vec<f32> {
         let (k, n) = (self.inputs, self.outputs);
         let rows = x.len() / k;
-        assert!(available(), "AMX products called without AMX");
+        // Packing checked it; a weight does not move between processes.
+        assert!(self.engine.available(), "bf16 products where they cannot run");
+        let tiles = self.engine == Engine::Tiles;
         let start_len = match start {
             Start::EveryRow(row) => row.len() == n,
             Start::Rows(rows_in) => rows_in.len() == rows * n,
@@ -170,10 +198,12 @@ impl PackedWeight {
             to_bf16(x, &mut scratch.a);
             scratch.a.resize(padded * k, 0);
             let full = rows / BLOCK * BLOCK;
-            // SAFETY: `available()` holds, so the CPU has AMX and tile data is granted; the
-            // configuration is 64 valid bytes; tiles are released before returning.
-            unsafe {
-                asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
+            if tiles {
+                // SAFETY: `available()` holds, so the CPU has AMX and tile data is granted;
+                // the configuration is 64 valid bytes; tiles are released before returning.
+                unsafe {
+                    asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
+                }
             }
             let block_start = |block: usize| match start {
                 Start::EveryRow(row) => (row, 0),
@@ -213,10 +243,13 @@ impl PackedWeight {
                     );
                 }
             }
-            // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
-            unsafe { asm!("tilerelease", options(nostack, nomem)) }
+            if tiles {
+                // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
+                unsafe { asm!("tilerelease", options(nostack, nomem)) }
+            }
         });
-        // SAFETY: every row was stored above, the whole blocks by tile stores, the last by the copy.
+        // SAFETY: every row was stored above, the whole blocks by the block products, the
+        // last by the copy.
         unsafe { out.set_len(rows * n) };
         out
     }
@@ -225,11 +258,26 @@ impl PackedWeight {
     /// where `start` is 32 rows `stride` values apart (stride 0: one row under all 32).
     ///
     /// # Safety
-    /// Tiles are configured, and `c` points to 32 × outputs writable values.
+    /// The engine can run (and tiles are configured for [`Engine::Tiles`]), and `c` points to
+    /// 32 × outputs writable values.
     unsafe fn block(&self, a: &[u16], (start, stride): (&[f32], usize), c: *mut f32) {
         let (k, n) = (self.inputs, self.outputs);
         assert!(a.len() >= BLOCK * k);
         assert!(start.len() >= (BLOCK - 1) * stride + n);
+        if self.engine == Engine::Dot {
+            // SAFETY: AVX-512 BF16 is there (the engine can run); `a` has 32 rows of `k`
+            // (even) values, the tiles every stream of the `n` (a multiple of 32) outputs,
+            // `start` 32 rows (or one) of `n`, `c` (by the caller) 32 rows of `n`.
+            unsafe {
+                avx512::dot_block(
+                    (a.as_ptr(), BLOCK, k),
+                    (self.tiles.as_ptr(), n),
+                    c,
+                    (start.as_ptr(), stride),
+                );
+            }
+            return;
+        }
         let k_tiles = k / K_STEP;
         for pair in 0..n / BLOCK {
             // SAFETY: tiles are configured by `matmul`; `a` has 32 rows of `k` bf16 values;
@@ -606,37 +654,45 @@ mod tests {
 
     #[test]
     fn matches_a_bf16_reference_on_whole_and_partial_blocks() {
-        if !available() {
-            // No AMX on this CPU: the path cannot run here (the Python tests say so).
-            return;
-        }
-        let (k, n) = (96, 64);
-        for rows in [1, 31, 32, 33, 70] {
-            let x: Vec<f32> = (0..rows * k)
-                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
-                .collect();
-            let w: Vec<f32> = (0..n * k)
-                .map(|i| ((i * 53 % 89) as f32 - 44.0) / 29.0)
-                .collect();
-            let start: Vec<f32> = (0..rows * n).map(|i| (i % 7) as f32).collect();
-            let mut want = start.clone();
-            reference(&x, &w, &mut want, k, n);
-            let packed = PackedWeight::new(&w, n, k).unwrap();
-            let got = packed.matmul(&x, Start::Rows(&start), &|_| {});
-            for (g, w) in got.iter().zip(&want) {
-                assert!(
-                    (g - w).abs() <= 1e-3 * w.abs().max(1.0),
-                    "{rows} rows: {g} vs {w}"
-                );
+        // 64 outputs: one group of four 16-output streams for the dot products; 96: a group of
+        // four and one of two. 320 inputs: two passes over the input pairs.
+        for (engine, n, k) in [
+            (Engine::Tiles, 64, 96),
+            (Engine::Dot, 64, 96),
+            (Engine::Dot, 96, 96),
+            (Engine::Dot, 96, 320),
+        ] {
+            if !engine.available() {
+                // Not on this CPU: the path cannot run here (the Python tests say so).
+                continue;
             }
-            // One starting row under every row: the residual's first.
-            let mut want = start[..n].repeat(rows);
-            reference(&x, &w, &mut want, k, n);
-            let got = packed.matmul(&x, Start::EveryRow(&start[..n]), &|_| {});
-            for (g, w) in got.iter().zip(&want) {
-                assert!(
-                    (g - w).abs() <= 1e-3 * w.abs().max(1.0),
-                    "{rows} rows: {g} vs {w}"
+            for rows in [1, 31, 32, 33, 70] {
+                let x: Vec<f32> = (0..rows * k)
+                    .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
+                    .collect();
+                let w: Vec<f32> = (0..n * k)
+                    .map(|i| ((i * 53 % 89) as f32 - 44.0) / 29.0)
+                    .collect();
+                let start: Vec<f32> = (0..rows * n).map(|i| (i % 7) as f32).collect();
+                let close = |got: &[f32], want: &[f32]| {
+                    assert_eq!(got.len(), want.len());
+                    for (g, w) in got.iter().zip(want) {
+                        assert!(
+                            (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+                            "{engine:?}, {n}×{k}, {rows} rows: {g} vs {w}"
+                        );
+                    }
+                };
+                let mut want = start.clone();
+                reference(&x, &w, &mut want, k, n);
+                let packed = PackedWeight::new(&w, n, k, engine).unwrap();
+                close(&packed.matmul(&x, Start::Rows(&start), &|_| {}), &want);
+                // One starting row under every row: the residual's first.
+                let mut want = start[..n].repeat(rows);
+                reference(&x, &w, &mut want, k, n);
+                close(
+                    &packed.matmul(&x, Start::EveryRow(&start[..n]), &|_| {}),
+                    &want,
                 );
             }
         }
@@ -644,8 +700,11 @@ mod tests {
 
     #[test]
     fn shapes_off_the_blocks_are_not_packed() {
-        assert!(PackedWeight::new(&[0.0; 30 * 32], 30, 32).is_none());
-        assert!(PackedWeight::new(&[0.0; 32 * 20], 32, 20).is_none());
-        assert!(PackedWeight::new(&[0.0; 32 * 32], 32, 32).is_some());
+        for engine in [Engine::Tiles, Engine::Dot] {
+            assert!(PackedWeight::new(&[0.0; 30 * 32], 30, 32, engine).is_none());
+            assert!(PackedWeight::new(&[0.0; 32 * 20], 32, 20, engine).is_none());
+            let whole = PackedWeight::new(&[0.0; 32 * 32], 32, 32, engine);
+            assert_eq!(whole.is_some(), engine.available(), "{engine:?}");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The AVX-512 kernels of the bfloat16 encoder: rounding to bf16 (`vcvtneps2bf16`), attention's
 //! softmax straight into bf16 and GELU, with `e^x` by range reduction, a degree-5 polynomial
-//! and `vscalefps`.
+//! and `vscalefps`; and the linear layers' product by `vdpbf16ps` for CPUs without AMX
+//! ([`dot_block`]).
 //!
 //! They serve the AMX path ([`super::amx`]), which needs AVX-512 BF16 anyway (every CPU with
 //! AMX has it): the compiler's vectorization of the portable kernels (`kernels`) spends a
@@ -10,7 +11,8 @@
 #![allow(unsafe_code)]
 
 use std::arch::x86_64::{
-    __m256bh, __m256i, __m512, _mm256_storeu_epi16, _mm512_abs_ps, _mm512_add_ps, _mm512_and_si512,
+    __m256bh, __m256i, __m512, __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_si512,
+    _mm512_setzero_si512, _mm256_storeu_epi16, _mm512_abs_ps, _mm512_add_ps, _mm512_and_si512,
     _mm512_castps_si512, _mm512_castsi512_ps, _mm512_cvtneps_pbh, _mm512_fmadd_ps,
     _mm512_fnmadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps,
     _mm512_mul_ps, _mm512_or_si512, _mm512_rcp14_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps,
@@ -199,6 +201,116 @@ pub(super) unsafe fn softmax_bf16(row: &mut [f32], mask: &[f32], out: &mut [u16]
         for i in 0..steps {
             let p = _mm512_mul_ps(_mm512_loadu_ps(r.add(i * LANES)), inv);
             store_bf16(o.add(i * LANES), _mm512_cvtneps_pbh(p));
+        }
+    }
+}
+
+/// Rows of `a` per register block of [`dot_block`].
+const DOT_ROWS: usize = 4;
+/// Input pairs per pass of [`dot_block`]: 64 outputs' weights for them (16 KiB) stay in the
+/// L1 cache while every row of the block is multiplied by them.
+const DOT_PAIRS: usize = 128;
+/// bf16 values of one packed weight row: a pair of inputs for 16 outputs (64 bytes).
+const PAIR_ROW: usize = 2 * LANES;
+
+/// `c = start + a·Wᵀ` for a block of `rows` (a multiple of [`DOT_ROWS`]) with `vdpbf16ps`,
+/// f32 accumulation: `a` is `rows × k` bf16 values (row-major), `weights` the layer packed as
+/// [`super::amx::PackedWeight`] lays it out, which is also what `vdpbf16ps` multiplies by:
+/// for each 16 outputs, `k/2` rows of 64 bytes, each a pair of inputs for the 16 (their
+/// `n/16` streams one after another). `c` and `start` are `rows × n` f32 values, `start` rows
+/// `stride` apart (stride 0: one row under all). 4 rows × 64 outputs are accumulated at once
+/// in 16 registers (4 × 32 where `n` is not a multiple of 64, for the last 32 outputs).
+///
+/// # Safety
+/// The CPU has AVX-512 F, BF16, BW and VL; `k` is even and `n` a multiple of 32; the
+/// pointers have the values above behind them (`start`: `(rows − 1)·stride + n`).
+#[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx512vl")]
+#[allow(clippy::many_single_char_names)] // a matrix product's names
+pub(super) unsafe fn dot_block(
+    (a, rows, k): (*const u16, usize, usize),
+    (weights, n): (*const u16, usize),
+    c: *mut f32,
+    (start, stride): (*const f32, usize),
+) {
+    let streams = n / LANES;
+    let stream = k / 2 * PAIR_ROW;
+    let mut first = 0;
+    // SAFETY: the caller's, for every group of 4 (or 2) streams, 4 rows and pass of pairs;
+    // the first pass starts from `start`, the others from what the previous one stored in `c`.
+    unsafe {
+        while first < streams {
+            let group = if streams - first >= 4 { 4 } else { 2 };
+            for pairs in (0..k / 2).step_by(DOT_PAIRS) {
+                let pairs = pairs..(pairs + DOT_PAIRS).min(k / 2);
+                for row in (0..rows).step_by(DOT_ROWS) {
+                    let a = a.add(row * k);
+                    let w = weights.add(first * stream);
+                    let c = c.add(row * n + first * LANES);
+                    let s = if pairs.start == 0 {
+                        (start.add(row * stride + first * LANES).cast_mut(), stride)
+                    } else {
+                        (c, n)
+                    };
+                    let block = ((a, k), (w, stream), pairs.clone(), (c, n), s);
+                    if group == 4 {
+                        dot_registers::<4>(block);
+                    } else {
+                        dot_registers::<2>(block);
+                    }
+                }
+            }
+            first += group;
+        }
+    }
+}
+
+/// What [`dot_registers`] reads and writes: `a` (rows `k` apart), the weight streams (`stream`
+/// apart), the input pairs, `c` (rows `n` apart) and where the sums start (rows `stride` apart).
+type DotBlock = (
+    (*const u16, usize),
+    (*const u16, usize),
+    std::ops::Range<usize>,
+    (*mut f32, usize),
+    (*mut f32, usize),
+);
+
+/// The register block of [`dot_block`]: 4 rows × `J` streams of 16 outputs, over a range of
+/// input pairs.
+///
+/// # Safety
+/// As [`dot_block`]'s, for these 4 rows, `J` streams and pairs.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx512vl")]
+#[allow(clippy::many_single_char_names)] // a matrix product's names
+unsafe fn dot_registers<const J: usize>(
+    ((a, k), (w, stream), pairs, (c, n), (start, stride)): DotBlock,
+) {
+    // SAFETY: the caller's; every load and store is unaligned.
+    unsafe {
+        let mut acc = [[_mm512_setzero_ps(); J]; DOT_ROWS];
+        for (r, row) in acc.iter_mut().enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = _mm512_loadu_ps(start.add(r * stride + j * LANES));
+            }
+        }
+        for pair in pairs {
+            let mut ws = [_mm512_setzero_si512(); J];
+            for (j, v) in ws.iter_mut().enumerate() {
+                *v = _mm512_loadu_si512(w.add(j * stream + pair * PAIR_ROW).cast());
+            }
+            for (r, row) in acc.iter_mut().enumerate() {
+                // The row's two inputs of this pair, under all 16 lanes.
+                let x = a.add(r * k + 2 * pair).cast::<i32>().read_unaligned();
+                let x = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(x));
+                for (v, &wj) in row.iter_mut().zip(&ws) {
+                    *v = _mm512_dpbf16_ps(*v, x, std::mem::transmute::<__m512i, __m512bh>(wj));
+                }
+            }
+        }
+        for (r, row) in acc.iter().enumerate() {
+            for (j, v) in row.iter().enumerate() {
+                _mm512_storeu_ps(c.add(r * n + j * LANES), *v);
+            }
         }
     }
 }

@@ -13,7 +13,8 @@
 //! rayon's threads, so OpenBLAS runs each call on the calling thread ([`single_threaded`]).
 //!
 //! On CPUs with AMX the linear layers' and attention's products run in bfloat16 on tiles
-//! instead ([`super::amx`], chosen per encoder by [`Precision`]).
+//! instead ([`super::amx`], chosen per encoder by [`Precision`]); asked for by name, the linear
+//! layers' run in bfloat16 by AVX-512 BF16 dot products on CPUs without AMX.
 //!
 //! The crate's `unsafe` code is here (the three foreign calls into OpenBLAS), in `amx` and in
 //! `avx512`.
@@ -26,7 +27,7 @@ use std::sync::Once;
 use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::amx::{self, PackedWeight, Start};
+use super::amx::{self, Engine, PackedWeight, Start};
 use super::avx512;
 use super::kernels::{gelu, layer_norm, masked_softmax};
 
@@ -178,14 +179,22 @@ pub enum Precision {
     /// f32 (bias, residual, GELU, softmax and layer norm are computed in f32): several times
     /// faster on CPUs with AMX; the vectors stay within cosine 0.999 of f32's.
     Bf16Amx,
+    /// The linear layers' products in bfloat16 by AVX-512 BF16 dot products (`vdpbf16ps`),
+    /// accumulated in f32, attention in f32: meant for CPUs with AVX-512 BF16 and no AMX (AMD
+    /// Zen 4 and 5), whose instruction tables give `vdpbf16ps` twice the multiply-adds of an
+    /// f32 FMA. Not chosen by [`Precision::auto`] yet.
+    Bf16Avx512,
 }
 
 /// The environment variable that turns the AMX path off (`f32`) where it would be chosen.
 pub const PRECISION_VARIABLE: &str = "BLAGENT_ENCODER_PRECISION";
 
 impl Precision {
-    /// The fastest precision this process can run: [`Precision::Bf16Amx`] where AMX is usable
-    /// (unless `BLAGENT_ENCODER_PRECISION=f32`), else [`Precision::F32`].
+    /// The fastest precision measured on this kind of CPU: [`Precision::Bf16Amx`] where AMX is
+    /// usable (unless `BLAGENT_ENCODER_PRECISION=f32`), else [`Precision::F32`].
+    /// [`Precision::Bf16Avx512`] is asked for by name until it is measured on the CPUs it is
+    /// for: on an Intel Xeon, `vdpbf16ps` does half the multiply-adds of f32 FMAs per second,
+    /// so it is slower than f32 there (`docs/dense.md`).
     pub fn auto() -> Self {
         let forced_f32 = std::env::var(PRECISION_VARIABLE).is_ok_and(|v| v.trim() == "f32");
         if !forced_f32 && amx::available() {
@@ -195,33 +204,48 @@ impl Precision {
         }
     }
 
-    /// Parses `auto`, `f32` or `bf16-amx` (an error where AMX cannot run).
+    /// Parses `auto`, `f32`, `bf16-amx` or `bf16-avx512` (an error where the CPU cannot run
+    /// it).
     pub fn parse(name: &str) -> std::result::Result<Self, String> {
         match name {
             "auto" => Ok(Self::auto()),
             "f32" => Ok(Precision::F32),
             "bf16-amx" => Precision::Bf16Amx.runnable(),
+            "bf16-avx512" => Precision::Bf16Avx512.runnable(),
             other => Err(format!(
-                "precision must be auto, f32 or bf16-amx, not {other:?}"
+                "precision must be auto, f32, bf16-amx or bf16-avx512, not {other:?}"
             )),
         }
     }
 
-    /// This precision, or why this process cannot run it ([`Precision::Bf16Amx`] without AMX).
+    /// This precision, or why this process cannot run it.
     pub fn runnable(self) -> std::result::Result<Self, String> {
         match self {
             Precision::Bf16Amx if !amx::available() => {
                 Err("bf16-amx needs a CPU with AMX (and a kernel that grants it)".into())
             }
+            Precision::Bf16Avx512 if !avx512::available() => {
+                Err("bf16-avx512 needs a CPU with AVX-512 F, BW, VL and BF16".into())
+            }
             precision => Ok(precision),
         }
     }
 
-    /// `f32` or `bf16-amx`.
+    /// `f32`, `bf16-amx` or `bf16-avx512`.
     pub fn name(self) -> &'static str {
         match self {
             Precision::F32 => "f32",
             Precision::Bf16Amx => "bf16-amx",
+            Precision::Bf16Avx512 => "bf16-avx512",
+        }
+    }
+
+    /// What multiplies the packed bf16 weights, or `None` for f32.
+    fn engine(self) -> Option<Engine> {
+        match self {
+            Precision::F32 => None,
+            Precision::Bf16Amx => Some(Engine::Tiles),
+            Precision::Bf16Avx512 => Some(Engine::Dot),
         }
     }
 }
@@ -231,8 +255,8 @@ impl Precision {
 pub struct BlasLinear {
     /// The f32 weight, row-major `(outputs, inputs)`; empty when `packed` holds it.
     weight: Vec<f32>,
-    /// The weight as AMX tiles, when the layer runs in [`Precision::Bf16Amx`] and its shape
-    /// falls on whole tiles.
+    /// The weight as bf16 tiles, when the layer runs in bf16 ([`Precision::Bf16Amx`] or
+    /// [`Precision::Bf16Avx512`]) and its shape falls on whole tiles.
     packed: Option<PackedWeight>,
     bias: Vec<f32>,
     inputs: usize,
@@ -323,10 +347,9 @@ impl BlasLinear {
             bail!("linear: a bias of {outputs} expected, got {}", bias.len());
         }
         let weight = weight.flatten_all()?.to_vec1::<f32>()?;
-        let packed = match precision {
-            Precision::Bf16Amx if amx::available() => PackedWeight::new(&weight, outputs, inputs),
-            Precision::Bf16Amx | Precision::F32 => None,
-        };
+        let packed = precision
+            .engine()
+            .and_then(|engine| PackedWeight::new(&weight, outputs, inputs, engine));
         Ok(BlasLinear {
             // The f32 copy serves only `sgemm`: dropped when the tiles hold the weight.
             weight: if packed.is_some() { Vec::new() } else { weight },
@@ -603,16 +626,21 @@ mod tests {
 
     #[test]
     fn bf16_linear_is_close_to_f32() {
-        if !amx::available() {
-            // No AMX on this CPU: the path cannot run here (the Python tests say so).
-            return;
+        for precision in [Precision::Bf16Amx, Precision::Bf16Avx512] {
+            if precision.runnable().is_ok() {
+                bf16_linear_is_close_to_f32_in(precision);
+            }
+            // Else not on this CPU: the path cannot run here (the Python tests say so).
         }
+    }
+
+    fn bf16_linear_is_close_to_f32_in(precision: Precision) {
         let device = Device::Cpu;
         let x = Tensor::randn(0f32, 1.0, (45, 64), &device).unwrap();
         let w = Tensor::randn(0f32, 0.1, (96, 64), &device).unwrap();
         let b = Tensor::randn(0f32, 1.0, 96, &device).unwrap();
         let exact = BlasLinear::with_precision(&w, Some(&b), Precision::F32).unwrap();
-        let bf16 = BlasLinear::with_precision(&w, Some(&b), Precision::Bf16Amx).unwrap();
+        let bf16 = BlasLinear::with_precision(&w, Some(&b), precision).unwrap();
         assert!(bf16.packed.is_some() && exact.packed.is_none());
         let want = exact.forward(&x).unwrap();
         let got = bf16.forward(&x).unwrap();

@@ -23,6 +23,10 @@ const BATCH_TOKENS: usize = 1024;
 /// arithmetic (attention on AMX tiles as well): its vectors differ from the first's in the
 /// fifth decimal, and a cache never mixes the two.
 const BF16_IDENTITY: &str = "/bf16.2";
+/// What bf16 vectors of the AVX-512 dot products add to the model's identity in the caches:
+/// their sums run in another order than the tiles' and attention stays f32, so their vectors
+/// are neither f32's nor AMX's.
+const BF16_AVX512_IDENTITY: &str = "/bf16-avx512.1";
 /// Rows per batch at most.
 const BATCH_ROWS: usize = 64;
 
@@ -88,7 +92,7 @@ impl Encoder {
 
     /// [`Encoder::load_with_max_tokens`] in `precision`. Vectors of another precision are
     /// another model to the caches: [`Precision::Bf16Amx`] adds [`BF16_IDENTITY`] to the
-    /// identity.
+    /// identity, [`Precision::Bf16Avx512`] [`BF16_AVX512_IDENTITY`].
     /// Models other than BERT (Nomic BERT) run in f32 whatever is asked.
     pub fn load_with(dir: &Path, max_tokens: Option<usize>, precision: Precision) -> Result<Self> {
         let mut folder = ModelFolder::read(dir)?;
@@ -99,8 +103,10 @@ impl Encoder {
             Architecture::Bert => precision,
             Architecture::NomicBert => Precision::F32,
         };
-        if precision.runnable().map_err(Error::InvalidInput)? == Precision::Bf16Amx {
-            folder.identity.push_str(BF16_IDENTITY);
+        match precision.runnable().map_err(Error::InvalidInput)? {
+            Precision::Bf16Amx => folder.identity.push_str(BF16_IDENTITY),
+            Precision::Bf16Avx512 => folder.identity.push_str(BF16_AVX512_IDENTITY),
+            Precision::F32 => {}
         }
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| Error::Model(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
