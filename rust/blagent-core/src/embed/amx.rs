@@ -177,7 +177,10 @@ impl PackedWeight {
         let (k, n) = (self.inputs, self.outputs);
         let rows = x.len() / k;
         // Packing checked it; a weight does not move between processes.
-        assert!(self.engine.available(), "bf16 products where they cannot run");
+        assert!(
+            self.engine.available(),
+            "bf16 products where they cannot run"
+        );
         let tiles = self.engine == Engine::Tiles;
         let start_len = match start {
             Start::EveryRow(row) => row.len() == n,

@@ -11,12 +11,12 @@
 #![allow(unsafe_code)]
 
 use std::arch::x86_64::{
-    __m256bh, __m256i, __m512, __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_si512,
-    _mm512_setzero_si512, _mm256_storeu_epi16, _mm512_abs_ps, _mm512_add_ps, _mm512_and_si512,
-    _mm512_castps_si512, _mm512_castsi512_ps, _mm512_cvtneps_pbh, _mm512_fmadd_ps,
-    _mm512_fnmadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps,
-    _mm512_mul_ps, _mm512_or_si512, _mm512_rcp14_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps,
-    _mm512_roundscale_ps, _mm512_scalef_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps,
+    __m256bh, __m256i, __m512, __m512bh, __m512i, _mm256_storeu_epi16, _mm512_abs_ps,
+    _mm512_add_ps, _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps, _mm512_cvtneps_pbh,
+    _mm512_dpbf16_ps, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_loadu_ps, _mm512_loadu_si512,
+    _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_or_si512,
+    _mm512_rcp14_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps, _mm512_roundscale_ps,
+    _mm512_scalef_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_setzero_si512,
     _mm512_storeu_ps, _mm512_sub_ps, _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT,
 };
 use std::sync::OnceLock;
