@@ -170,12 +170,61 @@ impl PackedWeight {
     }
 
     /// `then(start + x·Wᵀ)`, `(rows, outputs)`, for `x` of `(rows, inputs)`, both row-major:
-    /// the accumulators start from `start` (a bias or a residual) and are stored straight into
-    /// a new buffer, which is neither copied nor zeroed first; `then` (GELU, a layer norm) runs
-    /// on each block of at most 32 whole rows while it is still in cache.
-    pub fn matmul(&self, x: &[f32], start: Start<'_>, then: &dyn Fn(&mut [f32])) -> Vec<f32> {
+    /// the accumulators start from `start` (a bias or a residual) and whole blocks of 32 rows
+    /// are stored straight into a new buffer, which is neither copied nor zeroed first; `then`
+    /// (GELU, a layer norm) runs on each block of at most 32 whole rows while it is still in
+    /// cache.
+    pub fn matmul(&self, x: Input<'_>, start: Start<'_>, then: &dyn Fn(&mut [f32])) -> Vec<f32> {
+        let mut out = Vec::with_capacity(self.rows_of(x) * self.outputs);
+        self.run(
+            x,
+            start,
+            then,
+            Output::F32(out.spare_capacity_mut().as_mut_ptr().cast()),
+        );
+        // SAFETY: `run` wrote every row of the output.
+        unsafe { out.set_len(out.capacity()) };
+        out
+    }
+
+    /// [`PackedWeight::matmul`] rounded to bf16 after `then`, for a product whose output only
+    /// feeds another (GELU's into the second feed-forward layer): each block goes out rounded,
+    /// so the f32 values are never stored whole, nor rounded again by the next product.
+    pub fn matmul_bf16(
+        &self,
+        x: Input<'_>,
+        start: Start<'_>,
+        then: &dyn Fn(&mut [f32]),
+    ) -> Vec<u16> {
+        let mut out = Vec::with_capacity(self.rows_of(x) * self.outputs);
+        self.run(
+            x,
+            start,
+            then,
+            Output::Bf16(out.spare_capacity_mut().as_mut_ptr().cast()),
+        );
+        // SAFETY: `run` wrote every row of the output.
+        unsafe { out.set_len(out.capacity()) };
+        out
+    }
+
+    /// The rows of `x`; panics unless it is whole rows of `inputs`.
+    fn rows_of(&self, x: Input<'_>) -> usize {
+        let len = match x {
+            Input::F32(x) => x.len(),
+            Input::Bf16(x) => x.len(),
+        };
+        assert!(
+            len.is_multiple_of(self.inputs),
+            "bf16 product: shapes do not fit"
+        );
+        len / self.inputs
+    }
+
+    /// The product block by block into `out`, which has room for `rows × outputs` values.
+    fn run(&self, x: Input<'_>, start: Start<'_>, then: &dyn Fn(&mut [f32]), out: Output) {
         let (k, n) = (self.inputs, self.outputs);
-        let rows = x.len() / k;
+        let rows = self.rows_of(x);
         // Packing checked it; a weight does not move between processes.
         assert!(
             self.engine.available(),
@@ -186,21 +235,19 @@ impl PackedWeight {
             Start::EveryRow(row) => row.len() == n,
             Start::Rows(rows_in) => rows_in.len() == rows * n,
         };
-        assert!(
-            x.len() == rows * k && start_len,
-            "AMX product: shapes do not fit"
-        );
-        let mut out: Vec<f32> = Vec::with_capacity(rows * n);
+        assert!(start_len, "bf16 product: shapes do not fit");
         if rows == 0 {
-            return out;
+            return;
         }
-        let dst = out.spare_capacity_mut().as_mut_ptr().cast::<f32>();
         SCRATCH.with_borrow_mut(|scratch| {
             let padded = rows.div_ceil(BLOCK) * BLOCK;
             scratch.a.clear();
-            to_bf16(x, &mut scratch.a);
+            match x {
+                Input::F32(x) => to_bf16(x, &mut scratch.a),
+                Input::Bf16(x) => scratch.a.extend_from_slice(x),
+            }
             scratch.a.resize(padded * k, 0);
-            let full = rows / BLOCK * BLOCK;
+            scratch.c.resize(BLOCK * n, 0.0);
             if tiles {
                 // SAFETY: `available()` holds, so the CPU has AMX and tile data is granted;
                 // the configuration is 64 valid bytes; tiles are released before returning.
@@ -208,42 +255,42 @@ impl PackedWeight {
                     asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
                 }
             }
-            let block_start = |block: usize| match start {
-                Start::EveryRow(row) => (row, 0),
-                Start::Rows(all) => (&all[block * BLOCK * n..(block + 1) * BLOCK * n], n),
-            };
-            for block in 0..full / BLOCK {
-                let c = dst.wrapping_add(block * BLOCK * n);
-                // SAFETY: the block's 32 rows of `n` values lie inside `out`'s capacity, and
-                // are all written by `block` before they are read as a slice.
-                unsafe {
-                    self.block(&scratch.a[block * BLOCK * k..], block_start(block), c);
-                    then(std::slice::from_raw_parts_mut(c, BLOCK * n));
-                }
-            }
-            if full < rows {
-                // The last, partial block goes through zero-padded copies of its rows.
-                scratch.c.clear();
-                scratch.c.resize(BLOCK * n, 0.0);
-                let tail_start = match start {
+            for first in (0..rows).step_by(BLOCK) {
+                let count = BLOCK.min(rows - first);
+                // A partial block's residual goes through a zero-padded copy of its rows.
+                let block_start = match start {
                     Start::EveryRow(row) => (row, 0),
+                    Start::Rows(all) if count == BLOCK => (&all[first * n..(first + BLOCK) * n], n),
                     Start::Rows(all) => {
                         scratch.r.clear();
-                        scratch.r.extend_from_slice(&all[full * n..]);
+                        scratch.r.extend_from_slice(&all[first * n..]);
                         scratch.r.resize(BLOCK * n, 0.0);
                         (scratch.r.as_slice(), n)
                     }
                 };
-                // SAFETY: `scratch.c` holds 32 rows of `n`; the rows after `full` fit in `out`'s
-                // capacity and do not overlap the scratch buffer.
+                // Whole blocks of an f32 output are computed in place, the rest in `scratch.c`.
+                let c = match out {
+                    Output::F32(dst) if count == BLOCK => dst.wrapping_add(first * n),
+                    _ => scratch.c.as_mut_ptr(),
+                };
+                // SAFETY: `c` has 32 rows of `n` values: the output's rows `first..first + 32`
+                // (inside its capacity) or `scratch.c`; they are all written by `block` before
+                // they are read as a slice. The copy and the rounding write rows `first..first
+                // + count` of the output, inside its capacity, from `scratch.c`, which does not
+                // overlap it.
                 unsafe {
-                    self.block(&scratch.a[full * k..], tail_start, scratch.c.as_mut_ptr());
-                    then(&mut scratch.c[..(rows - full) * n]);
-                    std::ptr::copy_nonoverlapping(
-                        scratch.c.as_ptr(),
-                        dst.add(full * n),
-                        (rows - full) * n,
-                    );
+                    self.block(&scratch.a[first * k..], block_start, c);
+                    then(std::slice::from_raw_parts_mut(c, count * n));
+                    match out {
+                        Output::F32(dst) if count < BLOCK => {
+                            std::ptr::copy_nonoverlapping(c, dst.add(first * n), count * n);
+                        }
+                        Output::F32(_) => {}
+                        // `available` implies AVX-512 BF16.
+                        Output::Bf16(dst) => {
+                            avx512::round_bf16(&scratch.c[..count * n], dst.add(first * n));
+                        }
+                    }
                 }
             }
             if tiles {
@@ -251,10 +298,6 @@ impl PackedWeight {
                 unsafe { asm!("tilerelease", options(nostack, nomem)) }
             }
         });
-        // SAFETY: every row was stored above, the whole blocks by the block products, the
-        // last by the copy.
-        unsafe { out.set_len(rows * n) };
-        out
     }
 
     /// One block of 32 rows: `c` (32 × outputs, f32) = start + `a` (32 × inputs, bf16) · Wᵀ,
@@ -612,6 +655,21 @@ unsafe fn store_block(c0: *mut f32, row: usize) {
     }
 }
 
+/// The activations a [`PackedWeight`] multiplies: f32 (rounded to bf16 first), or already bf16
+/// (the output of [`PackedWeight::matmul_bf16`]).
+#[derive(Clone, Copy)]
+pub enum Input<'a> {
+    F32(&'a [f32]),
+    Bf16(&'a [u16]),
+}
+
+/// Where [`PackedWeight::run`] writes: the spare capacity of the output vector.
+#[derive(Clone, Copy)]
+enum Output {
+    F32(*mut f32),
+    Bf16(*mut u16),
+}
+
 /// Where the accumulators of [`PackedWeight::matmul`] start.
 #[derive(Clone, Copy)]
 pub enum Start<'a> {
@@ -689,14 +747,32 @@ mod tests {
                 let mut want = start.clone();
                 reference(&x, &w, &mut want, k, n);
                 let packed = PackedWeight::new(&w, n, k, engine).unwrap();
-                close(&packed.matmul(&x, Start::Rows(&start), &|_| {}), &want);
+                close(
+                    &packed.matmul(Input::F32(&x), Start::Rows(&start), &|_| {}),
+                    &want,
+                );
                 // One starting row under every row: the residual's first.
                 let mut want = start[..n].repeat(rows);
                 reference(&x, &w, &mut want, k, n);
                 close(
-                    &packed.matmul(&x, Start::EveryRow(&start[..n]), &|_| {}),
+                    &packed.matmul(Input::F32(&x), Start::EveryRow(&start[..n]), &|_| {}),
                     &want,
                 );
+                // Rounded on the way out, and read already rounded: the same arithmetic.
+                let f32_out = packed.matmul(Input::F32(&x), Start::EveryRow(&start[..n]), &|_| {});
+                let mut rounded = Vec::new();
+                to_bf16(&f32_out, &mut rounded);
+                let bf16_out =
+                    packed.matmul_bf16(Input::F32(&x), Start::EveryRow(&start[..n]), &|_| {});
+                assert_eq!(bf16_out, rounded, "{engine:?}, {n}×{k}, {rows} rows");
+                let mut x_bf16 = Vec::new();
+                to_bf16(&x, &mut x_bf16);
+                let from_bf16 =
+                    packed.matmul(Input::Bf16(&x_bf16), Start::EveryRow(&start[..n]), &|_| {});
+                assert!(from_bf16
+                    .iter()
+                    .zip(&f32_out)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()));
             }
         }
     }

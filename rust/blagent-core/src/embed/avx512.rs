@@ -134,24 +134,31 @@ unsafe fn gelu_avx512(xs: &mut [f32]) {
 /// to a quiet NaN), as raw bits appended to `out`. Must only be called when [`available`].
 pub fn to_bf16(xs: &[f32], out: &mut Vec<u16>) {
     assert!(available(), "bf16 rounding called without AVX-512 BF16");
+    // Written straight into the spare capacity: filling it with zeros first was 2% of the
+    // bf16 encoder's time.
+    out.reserve(xs.len());
     let start = out.len();
-    out.resize(start + xs.len(), 0);
-    // SAFETY: `available` checked AVX-512 BF16; the two are as long.
-    unsafe { round_bf16(xs, &mut out[start..]) }
+    // SAFETY: `available` checked AVX-512 BF16; `reserve` made room for `xs.len()` values
+    // after `start`, all of which `round_bf16` writes before the length covers them.
+    unsafe {
+        round_bf16(xs, out.as_mut_ptr().add(start));
+        out.set_len(start + xs.len());
+    }
 }
 
+/// Writes `xs` rounded to bf16 to the `xs.len()` values at `out`.
+///
 /// # Safety
-/// The CPU has AVX-512 F, BF16, BW and VL; `out` is as long as `xs`.
+/// The CPU has AVX-512 F, BF16, BW and VL; `xs.len()` values at `out` are writable.
 #[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx512vl")]
-unsafe fn round_bf16(xs: &[f32], out: &mut [u16]) {
-    assert_eq!(xs.len(), out.len(), "bf16 rounding: lengths differ");
+pub(super) unsafe fn round_bf16(xs: &[f32], out: *mut u16) {
     let whole = xs.len() / LANES;
-    // SAFETY: whole vectors at `i·16 .. i·16 + 16 ≤ len` of both slices; the intrinsics need
-    // only the features this function enables.
+    // SAFETY: whole vectors at `i·16 .. i·16 + 16 ≤ len` of `xs` and of `out` (the caller's);
+    // the intrinsics need only the features this function enables.
     unsafe {
         for i in 0..whole {
             let bits = _mm512_cvtneps_pbh(_mm512_loadu_ps(xs.as_ptr().add(i * LANES)));
-            store_bf16(out.as_mut_ptr().add(i * LANES), bits);
+            store_bf16(out.add(i * LANES), bits);
         }
         let rest = xs.len() - whole * LANES;
         if rest > 0 {
@@ -159,7 +166,7 @@ unsafe fn round_bf16(xs: &[f32], out: &mut [u16]) {
             let keep = (1u16 << rest) - 1;
             let last = _mm512_maskz_loadu_ps(keep, xs.as_ptr().add(whole * LANES));
             let bits = std::mem::transmute::<__m256bh, [u16; LANES]>(_mm512_cvtneps_pbh(last));
-            out[whole * LANES..].copy_from_slice(&bits[..rest]);
+            std::ptr::copy_nonoverlapping(bits.as_ptr(), out.add(whole * LANES), rest);
         }
     }
 }

@@ -27,7 +27,11 @@ use std::sync::Once;
 use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::amx::{self, Engine, PackedWeight, Start};
+use half::bf16;
+use half::slice::HalfFloatSliceExt;
+use half::vec::HalfBitsVecExt;
+
+use super::amx::{self, Engine, Input, PackedWeight, Start};
 use super::avx512;
 use super::kernels::{gelu, layer_norm, masked_softmax};
 
@@ -161,13 +165,23 @@ fn sgemm(
 
 /// The f32 values of a contiguous input.
 fn contiguous<'a>(storage: &'a CpuStorage, layout: &Layout, what: &str) -> Result<&'a [f32]> {
-    let CpuStorage::F32(values) = storage else {
-        bail!("{what}: f32 input expected")
-    };
+    match activations(storage, layout, what)? {
+        Input::F32(values) => Ok(values),
+        Input::Bf16(_) => bail!("{what}: f32 input expected"),
+    }
+}
+
+/// The values of a contiguous f32 or bf16 input (bf16 comes from [`BlasLinear::forward_gelu`]
+/// on packed weights).
+fn activations<'a>(storage: &'a CpuStorage, layout: &Layout, what: &str) -> Result<Input<'a>> {
     let Some((start, end)) = layout.contiguous_offsets() else {
         bail!("{what}: contiguous input expected")
     };
-    Ok(&values[start..end])
+    match storage {
+        CpuStorage::F32(values) => Ok(Input::F32(&values[start..end])),
+        CpuStorage::BF16(values) => Ok(Input::Bf16(values[start..end].reinterpret_cast())),
+        _ => bail!("{what}: f32 or bf16 input expected"),
+    }
 }
 
 /// The arithmetic of the encoder's linear layers.
@@ -368,7 +382,9 @@ impl BlasLinear {
         })
     }
 
-    /// `gelu(x·Wᵀ + b)` with the exact (erf) GELU.
+    /// `gelu(x·Wᵀ + b)` with the exact (erf) GELU; in bf16 when the layer runs in bf16, since
+    /// the next product (the only reader of a feed-forward layer's inner activations) would
+    /// round it to bf16 anyway.
     pub fn forward_gelu(&self, x: &Tensor) -> Result<Tensor> {
         x.apply_op1_no_bwd(&LinearOp {
             layer: self,
@@ -390,7 +406,7 @@ impl BlasLinear {
 
     fn run(
         &self,
-        x: &[f32],
+        x: Input<'_>,
         x_layout: &Layout,
         residual: Option<&[f32]>,
         then: Then,
@@ -419,12 +435,25 @@ impl BlasLinear {
             };
             let then: &dyn Fn(&mut [f32]) = match then {
                 Then::Nothing => &|_| {},
-                // Rounded to bf16 by the next product anyway: the AVX-512 kernel, faster.
-                Then::Gelu => &|rows| avx512::gelu(rows),
+                // Rounded to bf16 anyway: the AVX-512 kernel, faster.
+                Then::Gelu => {
+                    let out = packed.matmul_bf16(x, start, &|rows| avx512::gelu(rows));
+                    let out = CpuStorage::BF16(out.reinterpret_into());
+                    return Ok((out, Shape::from((rows, self.outputs))));
+                }
                 Then::AddNorm(norm) => &move |rows| norm.normalize(rows, shift),
             };
             packed.matmul(x, start, then)
         } else {
+            // Widened where a bf16 layer's output reaches an f32 one (a shape off the tiles).
+            let widened: Vec<f32>;
+            let x = match x {
+                Input::F32(x) => x,
+                Input::Bf16(x) => {
+                    widened = x.iter().map(|&v| bf16::from_bits(v).to_f32()).collect();
+                    &widened
+                }
+            };
             let mut out = match residual {
                 Some(residual) => {
                     let mut out = residual.to_vec();
@@ -460,7 +489,7 @@ impl CustomOp1 for LinearOp<'_> {
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
-        let x = contiguous(storage, layout, "linear")?;
+        let x = activations(storage, layout, "linear")?;
         self.layer.run(x, layout, None, self.then)
     }
 }
@@ -477,7 +506,7 @@ impl CustomOp2 for LinearOp<'_> {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let x = contiguous(s1, l1, "linear")?;
+        let x = activations(s1, l1, "linear")?;
         let residual = contiguous(s2, l2, "linear residual")?;
         self.layer.run(x, l1, Some(residual), self.then)
     }
@@ -657,6 +686,23 @@ mod tests {
         let want = exact.forward_add_norm(&x, &r, &norm).unwrap();
         let got = bf16.forward_add_norm(&x, &r, &norm).unwrap();
         assert!(max_diff(&want, &got) < 5e-2, "{}", max_diff(&want, &got));
+        // GELU comes out in bf16, which the next product reads as it is, and an f32 layer
+        // widens.
+        let want = exact.forward_gelu(&x).unwrap();
+        let got = bf16.forward_gelu(&x).unwrap();
+        assert_eq!(got.dtype(), candle_core::DType::BF16);
+        let got32 = got.to_dtype(candle_core::DType::F32).unwrap();
+        assert!(
+            max_diff(&want, &got32) < 5e-2,
+            "{}",
+            max_diff(&want, &got32)
+        );
+        let w2 = Tensor::randn(0f32, 0.1, (32, 96), &device).unwrap();
+        let exact2 = BlasLinear::with_precision(&w2, None, Precision::F32).unwrap();
+        let bf16_2 = BlasLinear::with_precision(&w2, None, precision).unwrap();
+        let want = exact2.forward(&got32).unwrap();
+        assert!(max_diff(&want, &bf16_2.forward(&got).unwrap()) < 5e-2);
+        assert!(max_diff(&want, &exact2.forward(&got).unwrap()) < 1e-4);
     }
 
     #[test]
