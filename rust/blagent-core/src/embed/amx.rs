@@ -175,16 +175,7 @@ impl PackedWeight {
     /// (GELU, a layer norm) runs on each block of at most 32 whole rows while it is still in
     /// cache.
     pub fn matmul(&self, x: Input<'_>, start: Start<'_>, then: &dyn Fn(&mut [f32])) -> Vec<f32> {
-        let mut out = Vec::with_capacity(self.rows_of(x) * self.outputs);
-        self.run(
-            x,
-            start,
-            then,
-            Output::F32(out.spare_capacity_mut().as_mut_ptr().cast()),
-        );
-        // SAFETY: `run` wrote every row of the output.
-        unsafe { out.set_len(out.capacity()) };
-        out
+        self.product(x, start, then, Output::F32)
     }
 
     /// [`PackedWeight::matmul`] rounded to bf16 after `then`, for a product whose output only
@@ -196,15 +187,29 @@ impl PackedWeight {
         start: Start<'_>,
         then: &dyn Fn(&mut [f32]),
     ) -> Vec<u16> {
-        let mut out = Vec::with_capacity(self.rows_of(x) * self.outputs);
+        self.product(x, start, then, Output::Bf16)
+    }
+
+    /// The product in a new vector of `T`, which [`PackedWeight::run`] fills through
+    /// `output` (the [`Output`] variant writing `T`).
+    fn product<T>(
+        &self,
+        x: Input<'_>,
+        start: Start<'_>,
+        then: &dyn Fn(&mut [f32]),
+        output: fn(*mut T) -> Output,
+    ) -> Vec<T> {
+        let rows = self.rows_of(x);
+        let len = rows * self.outputs;
+        let mut out = Vec::with_capacity(len);
         self.run(
-            x,
+            (x, rows),
             start,
             then,
-            Output::Bf16(out.spare_capacity_mut().as_mut_ptr().cast()),
+            output(out.spare_capacity_mut().as_mut_ptr().cast()),
         );
-        // SAFETY: `run` wrote every row of the output.
-        unsafe { out.set_len(out.capacity()) };
+        // SAFETY: `run` wrote the `len` values of every row.
+        unsafe { out.set_len(len) };
         out
     }
 
@@ -221,10 +226,16 @@ impl PackedWeight {
         len / self.inputs
     }
 
-    /// The product block by block into `out`, which has room for `rows × outputs` values.
-    fn run(&self, x: Input<'_>, start: Start<'_>, then: &dyn Fn(&mut [f32]), out: Output) {
+    /// The product block by block into `out`, which has room for `rows × outputs` values; `x`
+    /// holds `rows` rows ([`PackedWeight::rows_of`]).
+    fn run(
+        &self,
+        (x, rows): (Input<'_>, usize),
+        start: Start<'_>,
+        then: &dyn Fn(&mut [f32]),
+        out: Output,
+    ) {
         let (k, n) = (self.inputs, self.outputs);
-        let rows = self.rows_of(x);
         // Packing checked it; a weight does not move between processes.
         assert!(
             self.engine.available(),

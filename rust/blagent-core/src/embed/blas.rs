@@ -28,7 +28,7 @@ use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape,
 use rayon::prelude::*;
 
 use half::bf16;
-use half::slice::HalfFloatSliceExt;
+use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use half::vec::HalfBitsVecExt;
 
 use super::amx::{self, Engine, Input, PackedWeight, Start};
@@ -450,7 +450,7 @@ impl BlasLinear {
             let x = match x {
                 Input::F32(x) => x,
                 Input::Bf16(x) => {
-                    widened = x.iter().map(|&v| bf16::from_bits(v).to_f32()).collect();
+                    widened = x.reinterpret_cast::<bf16>().to_f32_vec();
                     &widened
                 }
             };
