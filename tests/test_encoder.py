@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,8 +24,11 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 
 AMX = _core.encoder_precision() == "bf16-amx"
-# What `vdpbf16ps` needs, read from the CPU's flags (not from the library under test).
-AVX512_BF16 = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= _blas.cpu()[1]
+# What `vdpbf16ps` needs, read from the CPU's flags (not from the library under test), and
+# where it outruns f32 (AMD's CPUs), so that the default takes it when there is no AMX.
+VENDOR, FLAGS = _blas.cpu()
+AVX512_BF16 = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= FLAGS
+DEFAULT = "bf16-amx" if AMX else "bf16-avx512" if AVX512_BF16 and VENDOR == "AuthenticAMD" else "f32"
 
 
 @pytest.fixture(
@@ -70,8 +76,17 @@ def test_normalized_and_sized(encoder: _core.Encoder) -> None:
 def test_precisions_are_separate_models_to_the_cache() -> None:
     f32 = _core.Encoder(str(default_model_dir()), precision="f32")
     auto = _core.Encoder(str(default_model_dir()))
-    assert auto.precision == ("bf16-amx" if AMX else "f32")
-    assert (auto.identity == f32.identity + "/bf16.2") if AMX else (auto.identity == f32.identity)
+    assert auto.precision == DEFAULT == _core.encoder_precision()
+    suffix = {"bf16-amx": "/bf16.2", "bf16-avx512": "/bf16-avx512.2", "f32": ""}[DEFAULT]
+    assert auto.identity == f32.identity + suffix
+    forced = subprocess.run(
+        [sys.executable, "-c", "from blagent import _core; print(_core.encoder_precision())"],
+        env={**os.environ, "BLAGENT_ENCODER_PRECISION": "f32"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert forced.stdout.strip() == "f32"
     with pytest.raises(_core.InputError, match="precision"):
         _core.Encoder(str(default_model_dir()), precision="f16")
     if not AMX:
@@ -79,7 +94,7 @@ def test_precisions_are_separate_models_to_the_cache() -> None:
             _core.Encoder(str(default_model_dir()), precision="bf16-amx")
     if AVX512_BF16:
         dot = _core.Encoder(str(default_model_dir()), precision="bf16-avx512")
-        assert dot.identity == f32.identity + "/bf16-avx512.1"
+        assert dot.identity == f32.identity + "/bf16-avx512.2"
     else:
         with pytest.raises(_core.InputError, match="AVX-512"):
             _core.Encoder(str(default_model_dir()), precision="bf16-avx512")

@@ -174,8 +174,9 @@ struct PyEncoder {
 impl PyEncoder {
     /// Args:
     ///     model_dir: a sentence-transformers / Hugging Face model folder.
-    ///     precision: "auto" (bf16 on AMX tiles where the CPU has them, else f32), "f32",
-    ///         "bf16-amx" or "bf16-avx512" (AVX-512 BF16 dot products, for CPUs without AMX).
+    ///     precision: "auto" (bf16 on AMX tiles where the CPU has them, else by AVX-512 BF16
+    ///         dot products on AMD CPUs that have them, else f32), "f32", "bf16-amx" or
+    ///         "bf16-avx512".
     #[new]
     #[pyo3(signature = (model_dir, precision="auto"))]
     fn new(py: Python<'_>, model_dir: PathBuf, precision: &str) -> PyResult<Self> {
@@ -201,7 +202,7 @@ impl PyEncoder {
         self.inner.folder().identity.clone()
     }
 
-    /// The precision of the linear layers: "f32" or "bf16-amx".
+    /// The precision of the linear layers: "f32", "bf16-amx" or "bf16-avx512".
     #[getter]
     fn precision(&self) -> &'static str {
         self.inner.precision().name()
@@ -463,8 +464,9 @@ fn blas_core() -> String {
     blagent_core::embed::blas_core()
 }
 
-/// The precision an encoder loaded now runs its linear layers in: "bf16-amx" on CPUs with AMX
-/// (unless BLAGENT_ENCODER_PRECISION=f32), else "f32".
+/// The precision an encoder loaded now runs its linear layers in (unless
+/// BLAGENT_ENCODER_PRECISION=f32): "bf16-amx" on CPUs with AMX, else "bf16-avx512" on AMD CPUs
+/// with AVX-512 BF16, else "f32".
 #[pyfunction]
 fn encoder_precision() -> &'static str {
     blagent_core::embed::Precision::auto().name()

@@ -327,10 +327,10 @@ impl PackedWeight {
             // `start` 32 rows (or one) of `n`, `c` (by the caller) 32 rows of `n`.
             unsafe {
                 avx512::dot_block(
-                    (a.as_ptr(), BLOCK, k),
+                    (a.as_ptr(), BLOCK, k, k),
                     (self.tiles.as_ptr(), n),
-                    c,
-                    (start.as_ptr(), stride),
+                    (c, n),
+                    Some((start.as_ptr(), stride)),
                 );
             }
             return;
@@ -355,31 +355,33 @@ impl PackedWeight {
     }
 }
 
-/// Whether [`attention`] can run heads of `head` values: AMX is [`available`] and a head is a
-/// whole number of tile rows (32 bf16 values, as all-MiniLM-L6-v2's 12 heads of 32 are).
-pub fn attention_fits(head: usize) -> bool {
-    head > 0 && head.is_multiple_of(K_STEP) && available()
+/// Whether [`attention`] can run heads of `head` values on `engine`: the engine can run here
+/// and a head is a whole number of tile rows (32 bf16 values, as all-MiniLM-L6-v2's 12 heads
+/// of 32 are).
+pub fn attention_fits(head: usize, engine: Engine) -> bool {
+    head > 0 && head.is_multiple_of(K_STEP) && engine.available()
 }
 
-/// Self-attention of one sequence on AMX tiles, in bfloat16 with f32 accumulation: `qkv` is
+/// Self-attention of one sequence in bfloat16 with f32 accumulation, its two products on
+/// `engine` (AMX tiles, or AVX-512 BF16 dot products over the same packed tiles): `qkv` is
 /// its fused query/key/value projection, `seq × 3·hidden` (queries already scaled by
 /// `1/√head`), `mask` its additive key mask (`seq`), `out` the context, `seq × hidden`, heads
 /// side by side. The scores are f32, the softmax f32 rounded to bf16 for the second product.
 /// The sequence is padded to whole 32-row blocks: padded keys get probability 0. Padding
 /// tokens (masked at the end of `mask`) get no softmax, and their context is left 0: no key
 /// attends them and the pooling drops them. Must only be called when [`attention_fits`] holds.
-pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
+pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32], engine: Engine) {
     let seq = mask.len();
     let hidden = out.len() / seq.max(1);
     let head = hidden / heads.max(1);
     let width = 3 * hidden;
     assert!(
-        attention_fits(head),
-        "AMX attention called where it does not fit"
+        attention_fits(head, engine),
+        "bf16 attention called where it does not fit"
     );
     assert!(
         heads * head == hidden && qkv.len() == seq * width && out.len() == seq * hidden,
-        "AMX attention: shapes do not fit"
+        "bf16 attention: shapes do not fit"
     );
     if seq == 0 {
         return;
@@ -410,13 +412,21 @@ pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
         s.mask.clear();
         s.mask.extend_from_slice(mask);
         s.mask.resize(padded, f32::MIN);
-        // SAFETY: `attention_fits` holds, so the CPU has AMX and tile data is granted; the
-        // configuration is 64 valid bytes; tiles are released before returning.
-        unsafe {
-            asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
+        let tiles = engine == Engine::Tiles;
+        if tiles {
+            // SAFETY: `attention_fits` holds, so the CPU has AMX and tile data is granted;
+            // the configuration is 64 valid bytes; tiles are released before returning.
+            unsafe {
+                asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
+            }
         }
         for h in 0..heads {
-            s.head(h * head, (attended, written, padded), (head, hidden));
+            s.head(
+                engine,
+                h * head,
+                (attended, written, padded),
+                (head, hidden),
+            );
             for (row, context) in out
                 .chunks_exact_mut(hidden)
                 .zip(s.context.chunks_exact(head))
@@ -424,8 +434,10 @@ pub fn attention(qkv: &[f32], mask: &[f32], heads: usize, out: &mut [f32]) {
                 row[h * head..(h + 1) * head].copy_from_slice(context);
             }
         }
-        // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
-        unsafe { asm!("tilerelease", options(nostack, nomem)) }
+        if tiles {
+            // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
+            unsafe { asm!("tilerelease", options(nostack, nomem)) }
+        }
     });
 }
 
@@ -452,9 +464,10 @@ impl AttentionScratch {
     /// One head, whose query starts at column `offset` of `qkv` (its key at `hidden + offset`,
     /// its value at `2·hidden + offset`), into `context`. The softmax runs on the queries
     /// before `attended`, over the keys before `written` (`attended` rounded up to whole
-    /// vectors). Tiles must be configured.
+    /// vectors). For [`Engine::Tiles`], tiles must be configured.
     fn head(
         &mut self,
+        engine: Engine,
         offset: usize,
         (attended, written, padded): (usize, usize, usize),
         (head, hidden): (usize, usize),
@@ -502,10 +515,10 @@ impl AttentionScratch {
                 // stored into rows `rb·32 ..` and columns `cb·32 .. cb·32 + 32` of `scores`
                 // (`padded × padded`).
                 unsafe {
-                    let keys = self.keys.as_ptr().add(2 * cb * k_tiles * TILE_VALUES);
-                    product_block(
+                    zero_start_block(
+                        engine,
                         (self.qkv.as_ptr().add(rb * BLOCK * width + offset), width),
-                        (keys, keys.add(k_tiles * TILE_VALUES)),
+                        self.keys.as_ptr().add(2 * cb * k_tiles * TILE_VALUES),
                         k_tiles,
                         (
                             self.scores
@@ -513,7 +526,6 @@ impl AttentionScratch {
                                 .add(rb * BLOCK * padded + cb * BLOCK),
                             padded,
                         ),
-                        None,
                     );
                 }
             }
@@ -524,7 +536,7 @@ impl AttentionScratch {
             .zip(self.probs.chunks_exact_mut(padded))
             .take(attended)
         {
-            // SAFETY: `attention_fits` checked AVX-512 BF16 (`available`); the three are
+            // SAFETY: `attention_fits` checked the engine, and both need AVX-512 BF16; the three are
             // `written ≤ padded` long, a multiple of 16.
             unsafe {
                 softmax_bf16(
@@ -542,10 +554,10 @@ impl AttentionScratch {
                 // `values`; the accumulators go to rows `rb·32 ..+32`, columns `cp·32 ..+32`
                 // of `context` (`padded × head`).
                 unsafe {
-                    let values = self.values.as_ptr().add(2 * cp * steps * TILE_VALUES);
-                    product_block(
+                    zero_start_block(
+                        engine,
                         (self.probs.as_ptr().add(rb * BLOCK * padded), padded),
-                        (values, values.add(steps * TILE_VALUES)),
+                        self.values.as_ptr().add(2 * cp * steps * TILE_VALUES),
                         steps,
                         (
                             self.context
@@ -553,10 +565,44 @@ impl AttentionScratch {
                                 .add(rb * BLOCK * head + cp * BLOCK),
                             head,
                         ),
-                        None,
                     );
                 }
             }
+        }
+    }
+}
+
+/// `c = a · [b0 b1]`, a 32 × 32 f32 block of attention, on `engine`: `a` is 32 rows of bf16
+/// `a_row` values apart, `32·steps` long; `b0` the packed tiles of the block's first 16
+/// columns, `steps` of them, and the second 16's right after; `c` has rows `c_row` apart.
+///
+/// # Safety
+/// The engine can run (and tiles are configured for [`Engine::Tiles`]); the pointers have
+/// those values behind them.
+unsafe fn zero_start_block(
+    engine: Engine,
+    (a, a_row): (*const u16, usize),
+    b0: *const u16,
+    steps: usize,
+    (c, c_row): (*mut f32, usize),
+) {
+    // SAFETY: the caller's: `b0` is followed by the second half's `steps` tiles, which is the
+    // stream layout `dot_block` reads for 32 outputs of `32·steps` inputs.
+    unsafe {
+        match engine {
+            Engine::Tiles => product_block(
+                (a, a_row),
+                (b0, b0.add(steps * TILE_VALUES)),
+                steps,
+                (c, c_row),
+                None,
+            ),
+            Engine::Dot => avx512::dot_block(
+                (a, BLOCK, a_row, steps * K_STEP),
+                (b0, BLOCK),
+                (c, c_row),
+                None,
+            ),
         }
     }
 }

@@ -193,10 +193,9 @@ pub enum Precision {
     /// f32 (bias, residual, GELU, softmax and layer norm are computed in f32): several times
     /// faster on CPUs with AMX; the vectors stay within cosine 0.999 of f32's.
     Bf16Amx,
-    /// The linear layers' products in bfloat16 by AVX-512 BF16 dot products (`vdpbf16ps`),
-    /// accumulated in f32, attention in f32: meant for CPUs with AVX-512 BF16 and no AMX (AMD
-    /// Zen 4 and 5), whose instruction tables give `vdpbf16ps` twice the multiply-adds of an
-    /// f32 FMA. Not chosen by [`Precision::auto`] yet.
+    /// The linear layers' and attention's products in bfloat16 by AVX-512 BF16 dot products
+    /// (`vdpbf16ps`), accumulated in f32: for CPUs with AVX-512 BF16 and no AMX (AMD Zen 4 and
+    /// 5), where `vdpbf16ps` does twice the multiply-adds of an f32 FMA (measured on Zen 4).
     Bf16Avx512,
 }
 
@@ -204,15 +203,25 @@ pub enum Precision {
 pub const PRECISION_VARIABLE: &str = "BLAGENT_ENCODER_PRECISION";
 
 impl Precision {
-    /// The fastest precision measured on this kind of CPU: [`Precision::Bf16Amx`] where AMX is
-    /// usable (unless `BLAGENT_ENCODER_PRECISION=f32`), else [`Precision::F32`].
-    /// [`Precision::Bf16Avx512`] is asked for by name until it is measured on the CPUs it is
-    /// for: on an Intel Xeon, `vdpbf16ps` does half the multiply-adds of f32 FMAs per second,
-    /// so it is slower than f32 there (`docs/dense.md`).
+    /// The fastest precision measured on this kind of CPU (unless
+    /// `BLAGENT_ENCODER_PRECISION=f32`): [`Precision::Bf16Amx`] where AMX is usable, else
+    /// [`Precision::Bf16Avx512`] where bf16 dot products outrun f32 ([`avx512::bf16_dots_pay`]:
+    /// AMD's CPUs with AVX-512 BF16, Zen 4 and 5), else [`Precision::F32`]. On Intel's,
+    /// `vdpbf16ps` does half the multiply-adds of f32 FMAs per second (`docs/dense.md`).
     pub fn auto() -> Self {
         let forced_f32 = std::env::var(PRECISION_VARIABLE).is_ok_and(|v| v.trim() == "f32");
-        if !forced_f32 && amx::available() {
+        Self::choose(forced_f32, amx::available(), avx512::bf16_dots_pay())
+    }
+
+    /// [`Precision::auto`]'s choice from what it reads: f32 forced, AMX usable, bf16 dot
+    /// products faster than f32 ([`avx512::bf16_dots_pay`]).
+    fn choose(forced_f32: bool, amx: bool, dots_pay: bool) -> Self {
+        if forced_f32 {
+            Precision::F32
+        } else if amx {
             Precision::Bf16Amx
+        } else if dots_pay {
+            Precision::Bf16Avx512
         } else {
             Precision::F32
         }
@@ -519,16 +528,18 @@ impl CustomOp2 for LinearOp<'_> {
 pub struct Attention {
     /// Number of heads.
     pub heads: usize,
-    /// Whether the two products run in bf16 on AMX tiles ([`amx::attention`]) instead of
-    /// f32 `sgemm`: with [`Precision::Bf16Amx`] where [`amx::attention_fits`] the head size.
-    pub amx: bool,
+    /// What runs the two products in bf16 ([`amx::attention`]), or `None` for f32 `sgemm`:
+    /// the engine of a bf16 precision where [`amx::attention_fits`] the head size.
+    pub engine: Option<Engine>,
 }
 
 impl Attention {
     /// Attention over `heads` heads of `head` values for linear layers in `precision`.
     pub fn new(heads: usize, head: usize, precision: Precision) -> Self {
-        let amx = precision == Precision::Bf16Amx && amx::attention_fits(head);
-        Attention { heads, amx }
+        let engine = precision
+            .engine()
+            .filter(|&engine| amx::attention_fits(head, engine));
+        Attention { heads, engine }
     }
 }
 
@@ -560,14 +571,16 @@ impl CustomOp2 for Attention {
         if rows == 0 {
             return Ok((CpuStorage::F32(out), Shape::from((rows, hidden))));
         }
-        if self.amx {
-            if !amx::attention_fits(head) {
-                bail!("attention: AMX cannot run heads of {head}");
+        if let Some(engine) = self.engine {
+            if !amx::attention_fits(head, engine) {
+                bail!("attention: {engine:?} cannot run heads of {head}");
             }
             out.par_chunks_mut(seq * hidden)
                 .zip(qkv.par_chunks(seq * width))
                 .zip(mask.par_chunks(seq))
-                .for_each(|((out, qkv), mask)| amx::attention(qkv, mask, self.heads, out));
+                .for_each(|((out, qkv), mask)| {
+                    amx::attention(qkv, mask, self.heads, out, engine);
+                });
             return Ok((CpuStorage::F32(out), Shape::from((rows, hidden))));
         }
         out.par_chunks_mut(seq * hidden)
@@ -654,6 +667,17 @@ mod tests {
     }
 
     #[test]
+    fn auto_takes_the_fastest_arithmetic_the_cpu_has() {
+        assert_eq!(Precision::choose(false, true, false), Precision::Bf16Amx);
+        assert_eq!(Precision::choose(false, true, true), Precision::Bf16Amx);
+        assert_eq!(Precision::choose(false, false, true), Precision::Bf16Avx512);
+        assert_eq!(Precision::choose(false, false, false), Precision::F32);
+        assert_eq!(Precision::choose(true, true, true), Precision::F32);
+        // What this CPU gets is one it can run.
+        assert!(Precision::auto().runnable().is_ok());
+    }
+
+    #[test]
     fn bf16_linear_is_close_to_f32() {
         for precision in [Precision::Bf16Amx, Precision::Bf16Avx512] {
             if precision.runnable().is_ok() {
@@ -706,14 +730,24 @@ mod tests {
     }
 
     #[test]
-    fn amx_attention_is_close_to_f32() {
+    fn bf16_attention_is_close_to_f32() {
         let head = 32;
-        if !amx::attention_fits(head) {
-            // No AMX on this CPU: the path cannot run here (the Python tests say so).
-            return;
+        for precision in [Precision::Bf16Amx, Precision::Bf16Avx512] {
+            let attention = Attention::new(3, head, precision);
+            match precision.engine() {
+                Some(engine) if amx::attention_fits(head, engine) => {
+                    assert_eq!(attention.engine, Some(engine));
+                    bf16_attention_is_close_to_f32_with(&attention, head);
+                }
+                // Not on this CPU: the path cannot run here (the Python tests say so).
+                _ => assert_eq!(attention.engine, None),
+            }
         }
+    }
+
+    fn bf16_attention_is_close_to_f32_with(attention: &Attention, head: usize) {
         let device = Device::Cpu;
-        let (heads, hidden) = (3, 3 * head);
+        let (heads, hidden) = (attention.heads, attention.heads * head);
         // Lengths on and off the 32-row blocks; the second sequence of each batch is padded.
         for (batch, seq) in [(1, 1), (2, 37), (2, 64), (1, 70)] {
             let qkv = Tensor::randn(0f32, 0.5, (batch * seq, 3 * hidden), &device).unwrap();
@@ -721,24 +755,28 @@ mod tests {
             if batch > 1 {
                 mask[2 * seq - seq / 3..].fill(f32::MIN);
             }
-            // Padding tokens' own context is not computed on AMX (no key attends them and the
+            // Padding tokens' own context is not computed in bf16 (no key attends them and the
             // pooling drops them): compare the others'.
             let keep: Vec<f32> = mask.iter().map(|&m| f32::from(m == 0.0)).collect();
             let keep = Tensor::from_vec(keep, (batch * seq, 1), &device).unwrap();
             let mask = Tensor::from_vec(mask, (batch, seq), &device).unwrap();
             let exact = qkv
-                .apply_op2_no_bwd(&mask, &Attention { heads, amx: false })
+                .apply_op2_no_bwd(
+                    &mask,
+                    &Attention {
+                        heads,
+                        engine: None,
+                    },
+                )
                 .unwrap();
-            let bf16 = qkv
-                .apply_op2_no_bwd(&mask, &Attention::new(heads, head, Precision::Bf16Amx))
-                .unwrap();
+            let bf16 = qkv.apply_op2_no_bwd(&mask, attention).unwrap();
             let diff = max_diff(
                 &exact.broadcast_mul(&keep).unwrap(),
                 &bf16.broadcast_mul(&keep).unwrap(),
             );
             // bf16 operands: about 0.4% each, on values of order 1.
-            assert!(diff < 3e-2, "{batch}×{seq}: {diff}");
-            assert!(diff > 0.0, "the AMX path did not run");
+            assert!(diff < 3e-2, "{:?}, {batch}×{seq}: {diff}", attention.engine);
+            assert!(diff > 0.0, "the bf16 path did not run");
         }
     }
 
@@ -753,7 +791,13 @@ mod tests {
         mask[2 * seq - 2..].fill(f32::MIN);
         let mask_t = Tensor::from_vec(mask.clone(), (batch, seq), &device).unwrap();
         let got = qkv
-            .apply_op2_no_bwd(&mask_t, &Attention { heads, amx: false })
+            .apply_op2_no_bwd(
+                &mask_t,
+                &Attention {
+                    heads,
+                    engine: None,
+                },
+            )
             .unwrap();
 
         let split = qkv
@@ -797,7 +841,13 @@ mod tests {
         )
         .unwrap();
         assert!(bad
-            .apply_op2_no_bwd(&mask_t, &Attention { heads, amx: false })
+            .apply_op2_no_bwd(
+                &mask_t,
+                &Attention {
+                    heads,
+                    engine: None
+                }
+            )
             .is_err());
     }
 }

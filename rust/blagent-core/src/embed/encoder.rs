@@ -24,9 +24,9 @@ const BATCH_TOKENS: usize = 1024;
 /// fifth decimal, and a cache never mixes the two.
 const BF16_IDENTITY: &str = "/bf16.2";
 /// What bf16 vectors of the AVX-512 dot products add to the model's identity in the caches:
-/// their sums run in another order than the tiles' and attention stays f32, so their vectors
-/// are neither f32's nor AMX's.
-const BF16_AVX512_IDENTITY: &str = "/bf16-avx512.1";
+/// their sums run in another order than the tiles', so their vectors are neither f32's nor
+/// AMX's. The `.2` marks attention in bf16 as well (`.1` kept it in f32).
+const BF16_AVX512_IDENTITY: &str = "/bf16-avx512.2";
 /// Rows per batch at most.
 const BATCH_ROWS: usize = 64;
 
