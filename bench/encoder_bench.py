@@ -5,7 +5,7 @@ the same code chunks, in one run.
     python bench/encoder_bench.py TREE [--chunks 256] [--threads 2] [--model DIR]
 
 blagent runs in f32 and in each bf16 path the CPU can run: on AMX tiles (`bf16-amx`, its
-default there) and by AVX-512 BF16 dot products (`bf16-avx512`, asked for by name); the peer
+default there) and by AVX-512 BF16 dot products (`bf16-avx512`, its default on AMD CPUs); the peer
 runs in f32 (its default) and cast to bfloat16 (what a PyTorch user would do to reach AMX or
 AVX-512 BF16).
 
@@ -18,6 +18,8 @@ Figures (256 django chunks, 2 threads, 256-token cap, no variable set, nothing e
 2-core Intel Xeon with AVX-512 and AMX, OpenBLAS core SkylakeX, two runs: blagent bf16-amx (its
 default there) 109.8 and 110.7 chunks per CPU second, f32 30.6 and 30.8, torch f32 24.6 and 25.1,
 torch cast to bfloat16 75.3 and 74.7 (blagent bf16 1.46x and 1.48x torch bf16, wall and CPU). A
+2-core AMD EPYC Zen 4 with AVX-512 BF16, three runs: blagent bf16-avx512 (its default there)
+69.0-74.0 chunks/s, f32 36.2-37.7, torch bf16 44.0-53.0 (1.31x-1.61x wall, 1.34x-1.65x CPU). A
 2-core AMD EPYC with AVX2, OpenBLAS core Zen chosen by itself (an earlier session): blagent f32
 12.0, 11.7 and 12.2 chunks per CPU second against 7.5, 7.4 and 7.3 (1.60x, 1.58x, 1.67x), 97-102
 GFLOP/s of an estimated 157 peak; with OPENBLAS_CORETYPE=Prescott (the fallback OpenBLAS 0.3.21
@@ -79,7 +81,10 @@ def flops_per_chunk(model_dir: Path, lengths: list[int]) -> float:
 
 
 def peak_gflops(threads: int, flags: list[str]) -> tuple[float, str]:
-    """The cores' single-precision FMA limit: 2 FMA units x lanes x 2 FLOPs x clock x threads."""
+    """The cores' single-precision FMA limit: 2 FMA units x lanes x 2 FLOPs x clock x threads.
+    An estimate from the listed clock: a Zen 4 core does one 512-bit FMA a cycle, at a boost
+    clock above the listed one (measured there: 58 GMAC/s per core, 232 GFLOP/s on 2 cores
+    against the 332 estimated), so its percentages read low."""
     lanes = 16 if "avx512f" in flags else 8 if "fma" in flags else 4
     mhz = 0.0
     try:
