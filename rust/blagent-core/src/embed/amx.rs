@@ -27,6 +27,8 @@ use std::arch::x86_64::__cpuid_count;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
+use rayon::prelude::*;
+
 use super::avx512::{self, softmax_bf16, to_bf16};
 
 /// Rows of a tile (output rows per tile, and k pairs per weight tile).
@@ -174,19 +176,14 @@ impl PackedWeight {
     /// are stored straight into a new buffer, which is neither copied nor zeroed first; `then`
     /// (GELU, a layer norm) runs on each block of at most 32 whole rows while it is still in
     /// cache.
-    pub fn matmul(&self, x: Input<'_>, start: Start<'_>, then: &dyn Fn(&mut [f32])) -> Vec<f32> {
+    pub fn matmul(&self, x: Input<'_>, start: Start<'_>, then: &EachBlock<'_>) -> Vec<f32> {
         self.product(x, start, then, Output::F32)
     }
 
     /// [`PackedWeight::matmul`] rounded to bf16 after `then`, for a product whose output only
     /// feeds another (GELU's into the second feed-forward layer): each block goes out rounded,
     /// so the f32 values are never stored whole, nor rounded again by the next product.
-    pub fn matmul_bf16(
-        &self,
-        x: Input<'_>,
-        start: Start<'_>,
-        then: &dyn Fn(&mut [f32]),
-    ) -> Vec<u16> {
+    pub fn matmul_bf16(&self, x: Input<'_>, start: Start<'_>, then: &EachBlock<'_>) -> Vec<u16> {
         self.product(x, start, then, Output::Bf16)
     }
 
@@ -196,7 +193,7 @@ impl PackedWeight {
         &self,
         x: Input<'_>,
         start: Start<'_>,
-        then: &dyn Fn(&mut [f32]),
+        then: &EachBlock<'_>,
         output: fn(*mut T) -> Output,
     ) -> Vec<T> {
         let rows = self.rows_of(x);
@@ -232,7 +229,7 @@ impl PackedWeight {
         &self,
         (x, rows): (Input<'_>, usize),
         start: Start<'_>,
-        then: &dyn Fn(&mut [f32]),
+        then: &EachBlock<'_>,
         out: Output,
     ) {
         let (k, n) = (self.inputs, self.outputs);
@@ -241,7 +238,6 @@ impl PackedWeight {
             self.engine.available(),
             "bf16 products where they cannot run"
         );
-        let tiles = self.engine == Engine::Tiles;
         let start_len = match start {
             Start::EveryRow(row) => row.len() == n,
             Start::Rows(rows_in) => rows_in.len() == rows * n,
@@ -250,63 +246,84 @@ impl PackedWeight {
         if rows == 0 {
             return;
         }
+        // The bf16 activations, taken out of this thread's buffer for the call: while the
+        // blocks run, rayon may have this thread run another product's blocks, which then
+        // finds the buffer empty instead of borrowed.
+        let mut a = ACTIVATIONS.with_borrow_mut(std::mem::take);
+        a.clear();
+        match x {
+            Input::F32(x) => to_bf16(x, &mut a),
+            Input::Bf16(x) => a.extend_from_slice(x),
+        }
+        a.resize(rows.div_ceil(BLOCK) * BLOCK * k, 0);
+        let out = Shared(out);
+        // Blocks run in parallel: a single sequence (a query) has only one batch to spread
+        // over the cores, and a batch's products keep the other cores busy otherwise.
+        (0..rows.div_ceil(BLOCK))
+            .into_par_iter()
+            .for_each(|b| self.run_block(&a, (b * BLOCK, rows), start, then, out));
+        ACTIVATIONS.with_borrow_mut(|kept| *kept = a);
+    }
+
+    /// Rows `first..first + 32` (or up to `rows`) of [`PackedWeight::run`]'s product, into
+    /// `out`, from `a` (the bf16 activations, padded to whole blocks), with this thread's
+    /// scratch buffers. No other block writes these rows.
+    fn run_block(
+        &self,
+        a: &[u16],
+        (first, rows): (usize, usize),
+        start: Start<'_>,
+        then: &EachBlock<'_>,
+        Shared(out): Shared,
+    ) {
+        let (k, n) = (self.inputs, self.outputs);
+        let count = BLOCK.min(rows - first);
         SCRATCH.with_borrow_mut(|scratch| {
-            let padded = rows.div_ceil(BLOCK) * BLOCK;
-            scratch.a.clear();
-            match x {
-                Input::F32(x) => to_bf16(x, &mut scratch.a),
-                Input::Bf16(x) => scratch.a.extend_from_slice(x),
-            }
-            scratch.a.resize(padded * k, 0);
             scratch.c.resize(BLOCK * n, 0.0);
-            if tiles {
-                // SAFETY: `available()` holds, so the CPU has AMX and tile data is granted;
-                // the configuration is 64 valid bytes; tiles are released before returning.
-                unsafe {
+            // A partial block's residual goes through a zero-padded copy of its rows.
+            let block_start = match start {
+                Start::EveryRow(row) => (row, 0),
+                Start::Rows(all) if count == BLOCK => (&all[first * n..(first + BLOCK) * n], n),
+                Start::Rows(all) => {
+                    scratch.r.clear();
+                    scratch.r.extend_from_slice(&all[first * n..]);
+                    scratch.r.resize(BLOCK * n, 0.0);
+                    (scratch.r.as_slice(), n)
+                }
+            };
+            // Whole blocks of an f32 output are computed in place, the rest in `scratch.c`.
+            let c = match out {
+                Output::F32(dst) if count == BLOCK => dst.wrapping_add(first * n),
+                _ => scratch.c.as_mut_ptr(),
+            };
+            let tiles = self.engine == Engine::Tiles;
+            // SAFETY: the engine can run (`run` checked it). For tiles: the CPU has AMX and
+            // tile data is granted; the configuration is 64 valid bytes, loaded on this thread
+            // and released before the block ends (nothing in it yields to another task).
+            // `c` has 32 rows of `n` values: the output's rows `first..first + 32` (inside its
+            // capacity, written by no other block) or `scratch.c`; they are all written by
+            // `block` before they are read as a slice. The copy and the rounding write rows
+            // `first..first + count` of the output, inside its capacity, from `scratch.c`,
+            // which does not overlap it.
+            unsafe {
+                if tiles {
                     asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
                 }
-            }
-            for first in (0..rows).step_by(BLOCK) {
-                let count = BLOCK.min(rows - first);
-                // A partial block's residual goes through a zero-padded copy of its rows.
-                let block_start = match start {
-                    Start::EveryRow(row) => (row, 0),
-                    Start::Rows(all) if count == BLOCK => (&all[first * n..(first + BLOCK) * n], n),
-                    Start::Rows(all) => {
-                        scratch.r.clear();
-                        scratch.r.extend_from_slice(&all[first * n..]);
-                        scratch.r.resize(BLOCK * n, 0.0);
-                        (scratch.r.as_slice(), n)
+                self.block(&a[first * k..], block_start, c);
+                if tiles {
+                    asm!("tilerelease", options(nostack, nomem));
+                }
+                then(std::slice::from_raw_parts_mut(c, count * n));
+                match out {
+                    Output::F32(dst) if count < BLOCK => {
+                        std::ptr::copy_nonoverlapping(c, dst.add(first * n), count * n);
                     }
-                };
-                // Whole blocks of an f32 output are computed in place, the rest in `scratch.c`.
-                let c = match out {
-                    Output::F32(dst) if count == BLOCK => dst.wrapping_add(first * n),
-                    _ => scratch.c.as_mut_ptr(),
-                };
-                // SAFETY: `c` has 32 rows of `n` values: the output's rows `first..first + 32`
-                // (inside its capacity) or `scratch.c`; they are all written by `block` before
-                // they are read as a slice. The copy and the rounding write rows `first..first
-                // + count` of the output, inside its capacity, from `scratch.c`, which does not
-                // overlap it.
-                unsafe {
-                    self.block(&scratch.a[first * k..], block_start, c);
-                    then(std::slice::from_raw_parts_mut(c, count * n));
-                    match out {
-                        Output::F32(dst) if count < BLOCK => {
-                            std::ptr::copy_nonoverlapping(c, dst.add(first * n), count * n);
-                        }
-                        Output::F32(_) => {}
-                        // `available` implies AVX-512 BF16.
-                        Output::Bf16(dst) => {
-                            avx512::round_bf16(&scratch.c[..count * n], dst.add(first * n));
-                        }
+                    Output::F32(_) => {}
+                    // `available` implies AVX-512 BF16.
+                    Output::Bf16(dst) => {
+                        avx512::round_bf16(&scratch.c[..count * n], dst.add(first * n));
                     }
                 }
-            }
-            if tiles {
-                // SAFETY: leaves the tiles in their initial state; no tile is used afterwards.
-                unsafe { asm!("tilerelease", options(nostack, nomem)) }
             }
         });
     }
@@ -727,6 +744,19 @@ enum Output {
     Bf16(*mut u16),
 }
 
+/// An [`Output`] that the parallel blocks of [`PackedWeight::run`] share.
+#[derive(Clone, Copy)]
+struct Shared(Output);
+
+// SAFETY: each block writes only its own rows of the output, which outlives the blocks (`run`
+// returns after all of them), and nothing reads it meanwhile.
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+/// What runs on each block of a product's output while it is in cache (GELU, a layer norm).
+pub type EachBlock<'a> = dyn Fn(&mut [f32]) + Sync + 'a;
+
 /// Where the accumulators of [`PackedWeight::matmul`] start.
 #[derive(Clone, Copy)]
 pub enum Start<'a> {
@@ -736,16 +766,16 @@ pub enum Start<'a> {
     Rows(&'a [f32]),
 }
 
-/// Per-thread buffers: the bf16 activations and padded copies of a partial block's output
-/// and starting rows.
+/// Per-thread buffers of a block: padded copies of a partial block's output and starting rows.
 #[derive(Default)]
 struct Scratch {
-    a: Vec<u16>,
     c: Vec<f32>,
     r: Vec<f32>,
 }
 
 thread_local! {
+    /// The bf16 activations of a product, kept between calls.
+    static ACTIVATIONS: RefCell<Vec<u16>> = const { RefCell::new(Vec::new()) };
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
     static ATTENTION: RefCell<AttentionScratch> = RefCell::new(AttentionScratch::default());
 }

@@ -442,7 +442,7 @@ impl BlasLinear {
                 Some(residual) => (Start::Rows(residual), Some(self.bias.as_slice())),
                 None => (Start::EveryRow(self.bias.as_slice()), None),
             };
-            let then: &dyn Fn(&mut [f32]) = match then {
+            let then: &amx::EachBlock<'_> = match then {
                 Then::Nothing => &|_| {},
                 // Rounded to bf16 anyway: the AVX-512 kernel, faster.
                 Then::Gelu => {
