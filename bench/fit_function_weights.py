@@ -4,7 +4,7 @@
     blagent eval --dataset ../shared/data/swebench_verified_dev307.jsonl --repos TREES \
         --granularity function --signals-out fn_signals.jsonl --quiet
     python bench/fit_function_weights.py fn_signals.jsonl \
-        --write rust/blagent-core/src/retrieve/functions/weights.json
+        --write rust/blagent-core/src/retrieve/functions/weights.json [--free line_link]
 
 Mirrors `rust/blagent-core/src/retrieve/functions/`: a function's score is the weighted sum of
 its features, candidates are ranked by score (ties: the better file, then the earlier symbol,
@@ -96,13 +96,17 @@ def objective(m: dict[str, float]) -> float:
     return m["mrr"] + (m["any@1"] + m["any@5"] + m["any@10"]) / 3
 
 
-def fit(data: list[Instance], start: list[float], names: list[str]) -> list[float]:
+def fit(
+    data: list[Instance], start: list[float], names: list[str], free: set[str] | None = None
+) -> list[float]:
+    """Coordinate ascent from `start`; only the weights named in `free` move (all but the
+    anchor when None)."""
     w = list(start)
     best = objective(metrics(data, w))
     for _ in range(4):
         improved = False
         for j, name in enumerate(names):
-            if name == ANCHOR:
+            if name == ANCHOR or (free is not None and name not in free):
                 continue
             for value in GRID:
                 if value == w[j]:
@@ -122,13 +126,15 @@ def folds(data: list[Instance], k: int, seed: int) -> list[list[Instance]]:
     return [order[i::k] for i in range(k)]
 
 
-def cross_validate(data, start, names, k, seed) -> tuple[dict[str, float], list[list[float]]]:
+def cross_validate(
+    data, start, names, k, seed, free=None
+) -> tuple[dict[str, float], list[list[float]]]:
     parts = folds(data, k, seed)
     total: dict[str, float] = {}
     fitted = []
     for i, held in enumerate(parts):
         train = [x for j, p in enumerate(parts) if j != i for x in p]
-        w = fit(train, start, names)
+        w = fit(train, start, names, free)
         fitted.append(w)
         for key, v in metrics(held, w).items():
             total[key] = total.get(key, 0.0) + v * len(held)
@@ -149,7 +155,12 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--write", help="write the weights fitted on every instance here")
+    parser.add_argument(
+        "--free",
+        help="comma-separated weights to fit, the others held at --weights' (default: all)",
+    )
     args = parser.parse_args()
+    free = set(args.free.split(",")) if args.free else None
     data = load(args.signals)
     if not data:
         raise SystemExit("no instance with gold functions and a function dump")
@@ -163,9 +174,11 @@ def main() -> None:
         alone = [1.0 if i == j else 0.0 for i in range(len(names))]
         show(f"  {name} alone", metrics(data, alone))
     started = time.time()
-    cv, fitted = cross_validate(data, shipped, names, args.folds, args.seed)
+    if free is not None and not free <= set(names):
+        raise SystemExit(f"--free: not in the dump: {sorted(free - set(names))}")
+    cv, fitted = cross_validate(data, shipped, names, args.folds, args.seed, free)
     show(f"fitted, {args.folds}-fold CV", cv)
-    final = fit(data, shipped, names)
+    final = fit(data, shipped, names, free)
     show("fitted on all (in-sample)", metrics(data, final))
     print(f"fit time: {time.time() - started:.0f} s for {args.folds + 1} fits")
     for j, name in enumerate(names):

@@ -45,10 +45,12 @@ pub enum Feature {
     /// Dense: cosine of its nearest chunk to the issue, min-max over the retrieved chunks
     /// (0 without a dense index).
     Dense,
+    /// The issue links to lines it holds (`…/blob/<ref>/path/file.py#L428-L433`).
+    LineLink,
 }
 
 /// The number of features.
-pub const NUM_FEATURES: usize = 18;
+pub const NUM_FEATURES: usize = 19;
 
 impl Feature {
     /// Every feature, in the order of [`Features`].
@@ -71,6 +73,7 @@ impl Feature {
         Feature::Parameter,
         Feature::NotTest,
         Feature::Dense,
+        Feature::LineLink,
     ];
 
     /// Position in [`Feature::ALL`].
@@ -99,6 +102,7 @@ impl Feature {
             Feature::Parameter => "parameter",
             Feature::NotTest => "not_test",
             Feature::Dense => "dense",
+            Feature::LineLink => "line_link",
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The features that follow the issue's mentions: functions it names (bare or qualified),
 //! methods of classes it names, functions whose bodies use or call what it names, traceback
-//! frames and quoted error messages.
+//! frames, quoted error messages and links to lines.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder};
 
@@ -11,6 +12,12 @@ use super::features::Feature;
 use crate::error::{Error, Result};
 use crate::query::{IdentifierSource, Reformulation};
 use crate::retrieve::signals::{message_fragments, source_weight};
+
+/// A link to lines of a file, as GitHub and GitLab write them: a path ending in a file name,
+/// `#L` and a line, and maybe `-L` (or `-`) and a last line.
+static LINE_LINK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"([\w./-]*[\w-]+\.\w+)#L(\d{1,7})(?:-L?(\d{1,7}))?").expect("valid")
+});
 
 /// Names shorter than this (`x`, `df`) are matched in bodies too often by chance.
 const MIN_USED_NAME_CHARS: usize = 3;
@@ -359,6 +366,45 @@ pub(super) fn errors(set: &mut CandidateSet<'_>, query: &Reformulation) {
                 let line = set.line_at(file, at);
                 set.raise_at(file, (line, line), Feature::Error, 1.0);
             }
+        }
+    }
+}
+
+/// [`Feature::LineLink`]: functions holding lines the issue links to
+/// (`https://github.com/o/r/blob/<ref>/pkg/mod.py#L428-L433`). The link's path after
+/// `/blob/<ref>/` is resolved as a mentioned path, and must name one file; every function
+/// with a line in the range gets 1. The ref may not be the checkout's commit, so the lines are
+/// where they were then; on the development set they still mostly fall in the function meant.
+pub(super) fn line_links(set: &mut CandidateSet<'_>, query: &Reformulation) {
+    for link in LINE_LINK.captures_iter(&query.explanation) {
+        let path = &link[1];
+        let path = match path.split_once("/blob/") {
+            Some((_, after)) => after.split_once('/').map_or(after, |(_, path)| path),
+            None => path,
+        };
+        let files = set.index.resolver.resolve_source(path);
+        let (Ok(first), Some(&file)) = (link[2].parse::<usize>(), files.first()) else {
+            continue;
+        };
+        let file = file as usize;
+        if files.len() != 1 || !set.has_file(file) {
+            continue;
+        }
+        let last = link
+            .get(3)
+            .and_then(|m| m.as_str().parse::<usize>().ok())
+            .unwrap_or(first)
+            .max(first);
+        let owners = set.owners(file);
+        let held: HashSet<usize> = owners
+            .get(first.saturating_sub(1)..last.min(owners.len()))
+            .unwrap_or_default()
+            .iter()
+            .flatten()
+            .map(|&item| item as usize)
+            .collect();
+        for item in held {
+            set.items[item].raise(Feature::LineLink, 1.0);
         }
     }
 }

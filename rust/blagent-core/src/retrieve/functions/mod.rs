@@ -8,7 +8,8 @@
 //! whether its body uses what the issue names or a named function calls it, traceback frames
 //! and quoted error messages inside it, how much of its name the issue's words cover, whether
 //! the issue names one of its parameters, its chunk BM25 against its own file's best, whether
-//! it is outside the tests, its length and, with a dense index, its nearest chunk's cosine. Its score is the weighted sum
+//! it is outside the tests, its length, whether the issue links to its lines and, with a dense
+//! index, its nearest chunk's cosine. Its score is the weighted sum
 //! ([`FunctionWeights`], fitted on the development set); candidates are ranked by score across
 //! files, at most [`MAX_FUNCTIONS`].
 
@@ -54,6 +55,7 @@ pub fn function_candidates(
     mentions::parameter_mentions(&mut set, &mentions);
     mentions::frames(&mut set, query);
     mentions::errors(&mut set, query);
+    mentions::line_links(&mut set, query);
     if let Some(dense) = &index.dense {
         dense_feature(&mut set, dense, &query.explanation)?;
     }

@@ -181,3 +181,38 @@ fn parameters_own_file_standing_and_tests_are_features() {
     }
     assert!((get("shop/cart.py::Cart.checkout", Feature::NotTest) - 1.0).abs() < f32::EPSILON);
 }
+
+#[test]
+fn linked_lines_point_at_the_functions_that_hold_them() {
+    let (_dir, index) = index();
+    let issue = "The cart total is wrong when checking out.\n\
+        See https://github.com/acme/shop/blob/0123abc/shop/cart.py#L13-L14 and \
+        shop/cart.py#L19, also report.py#L5 (and shop/cart.py#L1-L2, other/missing.py#L3).";
+    let (_, _, candidates) = candidates_for(&index, issue);
+    // A range inside `Cart.total`, one line of `Cart.checkout`, a bare file name's `render`;
+    // not module lines, nor a file the repository lacks.
+    let linked: Vec<String> = candidates
+        .iter()
+        .filter(|c| c.get(Feature::LineLink) > 0.0)
+        .map(|c| {
+            let file = &index.repo.files[c.file];
+            let value = c.get(Feature::LineLink);
+            let id = format!(
+                "{}::{}",
+                file.path(),
+                file.parsed.symbols[c.symbol].qualified
+            );
+            format!("{id} {value}")
+        })
+        .collect();
+    assert_eq!(
+        linked,
+        [
+            "shop/cart.py::Cart.total 1",
+            "shop/cart.py::Cart.checkout 1",
+            "shop/report.py::render 1"
+        ]
+    );
+    let (_, _, plain) = candidates_for(&index, "The cart total is wrong when checking out.");
+    assert!(plain.iter().all(|c| c.get(Feature::LineLink) == 0.0));
+}
