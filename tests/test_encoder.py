@@ -28,7 +28,9 @@ AMX = _core.encoder_precision() == "bf16-amx"
 # where it outruns f32 (AMD's CPUs), so that the default takes it when there is no AMX.
 VENDOR, FLAGS = _blas.cpu()
 AVX512_BF16 = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= FLAGS
-DEFAULT = "bf16-amx" if AMX else "bf16-avx512" if AVX512_BF16 and VENDOR == "AuthenticAMD" else "f32"
+DEFAULT = (
+    "bf16-amx" if AMX else "bf16-avx512" if AVX512_BF16 and VENDOR == "AuthenticAMD" else "f32"
+)
 
 
 @pytest.fixture(
