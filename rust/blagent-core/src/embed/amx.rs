@@ -5,8 +5,8 @@
 //! AVX-512 units. On such a CPU [`PackedWeight::matmul`] replaces `sgemm` in the linear layers:
 //! the weights are rounded to bf16 and laid out as tiles once, at load, the activations are
 //! rounded to bf16 per call, and the accumulators start from the bias (or the residual).
-//! [`attention`] runs attention's two products on tiles (or by dot products) too. Both go through one routine for a
-//! 32×32 block of the output ([`product_block`]).
+//! [`attention`] runs attention's two products on tiles too. Both go through one routine for a
+//! 32×32 block of the output ([`product_block`]); on [`Engine::Dot`], through `dot_block`.
 //!
 //! No library does this for Rust (OpenBLAS's bf16 products are not in the Debian build the
 //! wheel links, and not on AMX before 0.3.2x), so the kernel is written here with inline

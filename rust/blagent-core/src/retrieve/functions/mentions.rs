@@ -383,11 +383,11 @@ pub(super) fn line_links(set: &mut CandidateSet<'_>, query: &Reformulation) {
             None => path,
         };
         let files = set.index.resolver.resolve_source(path);
-        let (Ok(first), Some(&file)) = (link[2].parse::<usize>(), files.first()) else {
+        let (Ok(first), &[file]) = (link[2].parse::<usize>(), files.as_slice()) else {
             continue;
         };
         let file = file as usize;
-        if files.len() != 1 || !set.has_file(file) {
+        if !set.has_file(file) {
             continue;
         }
         let last = link
