@@ -1,5 +1,5 @@
 """Helpers of tests/test_ray.py: a dataset of three repositories written by the tests (one
-with a tree big enough to take a second to index), the command line, the workers' status and
+with a tree big enough to take most of a second to index), the command line, the workers' status and
 killing one, and a slow OpenAI-compatible endpoint that counts the requests in flight."""
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 def _big_tree(root: Path) -> Path:
-    """About 1,600 modules: a second or more to index on one thread, time to kill its worker."""
+    """About 3,200 modules: most of a second to index even on a fast machine, time for the
+    tests to see which worker holds it and kill that worker."""
     body = "def f_{d}_{m}_{k}(value, other=None):\n    return value * {k} + len(str(other))\n\n\n"
     files = {
         f"pkg{d}/mod{m}.py": "".join(body.format(d=d, m=m, k=k) for k in range(10))
-        for d in range(32)
+        for d in range(64)
         for m in range(50)
     }
     return _write(root, files)
@@ -129,15 +130,23 @@ def by_id(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def worker_status(ray: Any) -> list[dict[str, Any]]:
-    """Status of every live blagent worker actor on the cluster."""
-    found = []
+    """Status of every live blagent worker actor on the cluster. The actors are asked at once
+    and their answers awaited together for at most half a second, so a worker that was just
+    killed (still listed, never answering) does not hide a live one's short instance."""
+    asked = []
     for entry in ray.util.list_named_actors(all_namespaces=True):
         if entry["namespace"] == "blagent" and "-worker-" in entry["name"]:
             try:
-                actor = ray.get_actor(entry["name"], namespace="blagent")
-                found.append(ray.get(actor.status.remote(), timeout=5))
+                asked.append(ray.get_actor(entry["name"], namespace="blagent").status.remote())
             except Exception:
                 continue
+    answered, _ = ray.wait(asked, num_returns=len(asked), timeout=0.5) if asked else ([], [])
+    found = []
+    for ref in answered:
+        try:
+            found.append(ray.get(ref))
+        except Exception:
+            continue
     return found
 
 
