@@ -54,6 +54,21 @@ def can_make_unreadable() -> bool:
     return os.name == "posix" and os.geteuid() != 0
 
 
+def expected_encoder_precision() -> str:
+    """The encoder precision this CPU calls for, read from its vendor and flags rather than
+    from the library under test: AMX tiles where Linux lists them (it lists them only with tile
+    state enabled); else `vdpbf16ps` where it outruns f32, on AMD's CPUs with AVX-512 BF16
+    (Zen 4 and later; on Intel's it runs at half the f32 rate); else f32."""
+    from blagent import _blas
+
+    vendor, flags = _blas.cpu()
+    if {"amx_tile", "amx_bf16"} <= flags:
+        return "bf16-amx"
+    if {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= flags and vendor == "AuthenticAMD":
+        return "bf16-avx512"
+    return "f32"
+
+
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
 

@@ -11,6 +11,7 @@ import sys
 import blagent
 import pytest
 from blagent import _blas
+from conftest import expected_encoder_precision
 
 VENDOR, FLAGS = _blas.cpu()
 HAS_AVX2 = _blas.AVX2 <= FLAGS
@@ -86,17 +87,7 @@ def precision_in_fresh_process(**env: str) -> str:
     return out.stdout.strip()
 
 
-@pytest.mark.skipif(not {"amx_tile", "amx_bf16"} <= FLAGS, reason="the CPU has no AMX")
-def test_the_encoder_runs_on_amx_tiles_where_the_cpu_has_them() -> None:
-    # Linux lists AMX in the flags only when it supports tile state, so the request succeeds.
-    assert precision_in_fresh_process() == "bf16-amx"
-    assert precision_in_fresh_process(BLAGENT_ENCODER_PRECISION="f32") == "f32"
-
-
-def test_without_amx_the_encoder_is_f32_or_avx512_bf16_on_amd() -> None:
-    if {"amx_tile", "amx_bf16"} <= FLAGS:
-        pytest.skip("the CPU has AMX")
-    # bf16 dot products outrun f32 on AMD's CPUs with AVX-512 BF16 (Zen 4), not on Intel's.
-    dots = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= FLAGS and VENDOR == "AuthenticAMD"
-    assert precision_in_fresh_process() == ("bf16-avx512" if dots else "f32")
+def test_the_encoder_takes_the_fastest_arithmetic_the_cpu_has() -> None:
+    # AMX tiles, else bf16 dot products where they outrun f32, else f32; f32 when asked.
+    assert precision_in_fresh_process() == expected_encoder_precision()
     assert precision_in_fresh_process(BLAGENT_ENCODER_PRECISION="f32") == "f32"

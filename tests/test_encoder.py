@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from blagent import _blas, _core
 from blagent.models import default_model_dir
+from conftest import expected_encoder_precision
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
 
@@ -20,14 +21,10 @@ def cosine(a: list[float], b: list[float]) -> float:
     return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
-AMX = _core.encoder_precision() == "bf16-amx"
-# What `vdpbf16ps` needs, read from the CPU's flags (not from the library under test), and
-# where it outruns f32 (AMD's CPUs), so that the default takes it when there is no AMX.
-VENDOR, FLAGS = _blas.cpu()
-AVX512_BF16 = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= FLAGS
-DEFAULT = (
-    "bf16-amx" if AMX else "bf16-avx512" if AVX512_BF16 and VENDOR == "AuthenticAMD" else "f32"
-)
+DEFAULT = expected_encoder_precision()
+AMX = DEFAULT == "bf16-amx"
+# What `vdpbf16ps` needs, read from the CPU's flags (not from the library under test).
+AVX512_BF16 = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= _blas.cpu()[1]
 
 
 @pytest.fixture(
