@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::tokenize::{dotted_words, tokenize_into};
@@ -59,6 +60,11 @@ pub struct Bm25 {
     postings: Vec<Vec<(u32, u32)>>,
     doc_lengths: Vec<u32>,
     average_length: f32,
+    /// Every word of the documents ([`dotted_words`]) → where the ids of its tokens lie in
+    /// `word_ids`: each distinct word is tokenized once, and a text made of the collection's
+    /// own words (a function of an indexed file) is counted without tokenizing.
+    words: FxHashMap<Box<str>, Range<u32>>,
+    word_ids: Vec<u32>,
 }
 
 impl Statistics for Bm25 {
@@ -89,8 +95,11 @@ pub struct TextCounts {
 /// stemming) is most of the work.
 pub struct TextCounter<'b, 't> {
     bm25: &'b Bm25,
-    /// A word ([`dotted_words`]) → its number of tokens and the ids of those in the vocabulary.
-    words: HashMap<&'t str, (u32, Vec<u32>)>,
+    /// A word ([`dotted_words`]) → its number of tokens and where the ids of those in the
+    /// vocabulary lie in `ids`.
+    words: FxHashMap<&'t str, (u32, Range<u32>)>,
+    /// The vocabulary ids of every word read, word after word.
+    ids: Vec<u32>,
 }
 
 impl<'b, 't> TextCounter<'b, 't> {
@@ -98,7 +107,8 @@ impl<'b, 't> TextCounter<'b, 't> {
     pub fn new(bm25: &'b Bm25) -> Self {
         TextCounter {
             bm25,
-            words: HashMap::new(),
+            words: FxHashMap::default(),
+            ids: Vec::new(),
         }
     }
 
@@ -109,22 +119,31 @@ impl<'b, 't> TextCounter<'b, 't> {
         pieces: impl IntoIterator<Item = &'t str>,
         wanted: impl Fn(u32) -> bool,
     ) -> TextCounts {
-        let mut counts: HashMap<u32, u32> = HashMap::new();
+        let mut counts: FxHashMap<u32, u32> = FxHashMap::default();
         let mut length = 0u32;
         for piece in pieces {
             for word in dotted_words(piece) {
-                let bm25 = self.bm25;
-                let (tokens, ids) = self.words.entry(word).or_insert_with(|| {
+                let (bm25, ids) = (self.bm25, &mut self.ids);
+                if let Some(range) = bm25.words.get(word) {
+                    let found = &bm25.word_ids[range.start as usize..range.end as usize];
+                    length += found.len() as u32;
+                    for &id in found.iter().filter(|&&id| wanted(id)) {
+                        *counts.entry(id).or_insert(0) += 1;
+                    }
+                    continue;
+                }
+                let (tokens, range) = self.words.entry(word).or_insert_with(|| {
                     let mut tokens = 0u32;
-                    let mut ids = Vec::new();
+                    let start = ids.len() as u32;
                     tokenize_into(word, &mut |token| {
                         tokens += 1;
                         ids.extend(bm25.term_id(token));
                     });
-                    (tokens, ids)
+                    (tokens, start..ids.len() as u32)
                 });
                 length += *tokens;
-                for &id in ids.iter().filter(|&&id| wanted(id)) {
+                let found = &self.ids[range.start as usize..range.end as usize];
+                for &id in found.iter().filter(|&&id| wanted(id)) {
                     *counts.entry(id).or_insert(0) += 1;
                 }
             }
@@ -146,17 +165,13 @@ impl Bm25 {
         for (doc, text) in docs.into_iter().enumerate() {
             counts.clear();
             let mut length = 0u32;
-            tokenize_into(text, &mut |token| {
-                length += 1;
-                let id = if let Some(&id) = index.vocabulary.get(token) {
-                    id
-                } else {
-                    let id = index.vocabulary.len() as u32;
-                    index.vocabulary.insert(token.to_owned(), id);
-                    id
-                };
-                *counts.entry(id).or_insert(0) += 1;
-            });
+            for word in dotted_words(text) {
+                let range = index.word_tokens(word);
+                length += range.len() as u32;
+                for &id in &index.word_ids[range] {
+                    *counts.entry(id).or_insert(0) += 1;
+                }
+            }
             index.postings.resize_with(index.vocabulary.len(), Vec::new);
             let mut terms: Vec<(u32, u32)> = counts.iter().map(|(&t, &c)| (t, c)).collect();
             terms.sort_unstable();
@@ -168,6 +183,29 @@ impl Bm25 {
         let total: u64 = index.doc_lengths.iter().map(|&l| u64::from(l)).sum();
         index.average_length = total as f32 / index.doc_lengths.len().max(1) as f32;
         index
+    }
+
+    /// Where the ids of the tokens of `word` (one of [`dotted_words`]) lie in `word_ids`,
+    /// tokenizing it and adding its new tokens to the vocabulary the first time it is seen.
+    fn word_tokens(&mut self, word: &str) -> Range<usize> {
+        if let Some(range) = self.words.get(word) {
+            return range.start as usize..range.end as usize;
+        }
+        let start = self.word_ids.len();
+        let (vocabulary, word_ids) = (&mut self.vocabulary, &mut self.word_ids);
+        tokenize_into(word, &mut |token| {
+            let id = if let Some(&id) = vocabulary.get(token) {
+                id
+            } else {
+                let id = vocabulary.len() as u32;
+                vocabulary.insert(token.to_owned(), id);
+                id
+            };
+            word_ids.push(id);
+        });
+        let end = self.word_ids.len();
+        self.words.insert(word.into(), start as u32..end as u32);
+        start..end
     }
 
     /// The term id of an already-lowercased token, if any document has it.
@@ -286,6 +324,7 @@ impl Bm25 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tokenize::tokenize;
     use super::*;
 
     #[test]
@@ -308,12 +347,29 @@ mod tests {
             );
         }
         assert!(index.score_text(&terms, ["nothing here"]).abs() < f32::EPSILON);
-        // A counter that has read other texts counts the same as a fresh one, to the bit.
+        // A counter that has read other texts counts the same as a fresh one, to the bit, and
+        // both count what the tokenizer emits, whether a word is the collection's (looked up)
+        // or new to it (tokenized).
         let mut counter = TextCounter::new(&index);
-        for text in docs.iter().chain(&["Beta.gamma_beta betaGamma"]) {
+        let others = [
+            "Beta.gamma_beta betaGamma",
+            "beta unseen_word gamma.delta Beta",
+        ];
+        for text in docs.iter().chain(&others) {
             let shared = counter.count([*text], |_| true);
             let fresh = index.text_counts([*text], |_| true);
             assert_eq!((&shared.terms, shared.length), (&fresh.terms, fresh.length));
+            let tokens = tokenize(text);
+            let mut expected: HashMap<u32, u32> = HashMap::new();
+            for id in tokens.iter().filter_map(|token| index.term_id(token)) {
+                *expected.entry(id).or_insert(0) += 1;
+            }
+            let counted: HashMap<u32, u32> = shared.terms.iter().copied().collect();
+            assert_eq!(
+                (counted, shared.length),
+                (expected, tokens.len() as u32),
+                "{text}"
+            );
             assert_eq!(
                 index.score_counts(&terms, &shared).to_bits(),
                 index.score_text(&terms, [*text]).to_bits()

@@ -3,6 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rustc_hash::FxHashSet;
+
 use super::candidates::CandidateSet;
 use super::features::Feature;
 use crate::index::{identifier_parts, tokenize, TextCounter, TextCounts};
@@ -45,6 +47,11 @@ pub(super) fn chunk_features(set: &mut CandidateSet<'_>, query: &Reformulation) 
     .map(|(text, feature)| (bm25.query_terms(text), feature))
     .collect();
     // A method's own text is counted once, for the terms of both queries.
+    let wanted: FxHashSet<u32> = queries
+        .iter()
+        .flat_map(|(terms, _)| terms.keys())
+        .copied()
+        .collect();
     let mut own_counts: HashMap<usize, TextCounts> = HashMap::new();
     let mut counter = TextCounter::new(bm25);
     for (terms, feature) in &queries {
@@ -68,9 +75,7 @@ pub(super) fn chunk_features(set: &mut CandidateSet<'_>, query: &Reformulation) 
             }
             for item in items {
                 let counts = own_counts.entry(item).or_insert_with(|| {
-                    counter.count(set.lines_of(item), |id| {
-                        queries.iter().any(|(terms, _)| terms.contains_key(&id))
-                    })
+                    counter.count(set.lines_of(item), |id| wanted.contains(&id))
                 });
                 let own = bm25.score_counts(terms, counts);
                 set.items[item].raise(feature, (own / best).min(1.0));
