@@ -364,9 +364,9 @@ mod tests {
             for id in tokens.iter().filter_map(|token| index.term_id(token)) {
                 *expected.entry(id).or_insert(0) += 1;
             }
-            let counted: HashMap<u32, u32> = shared.terms.iter().copied().collect();
+            let tallied: HashMap<u32, u32> = shared.terms.iter().copied().collect();
             assert_eq!(
-                (counted, shared.length),
+                (tallied, shared.length),
                 (expected, tokens.len() as u32),
                 "{text}"
             );
