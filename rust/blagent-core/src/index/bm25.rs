@@ -123,26 +123,8 @@ impl<'b, 't> TextCounter<'b, 't> {
         let mut length = 0u32;
         for piece in pieces {
             for word in dotted_words(piece) {
-                let (bm25, ids) = (self.bm25, &mut self.ids);
-                if let Some(range) = bm25.words.get(word) {
-                    let found = &bm25.word_ids[range.start as usize..range.end as usize];
-                    length += found.len() as u32;
-                    for &id in found.iter().filter(|&&id| wanted(id)) {
-                        *counts.entry(id).or_insert(0) += 1;
-                    }
-                    continue;
-                }
-                let (tokens, range) = self.words.entry(word).or_insert_with(|| {
-                    let mut tokens = 0u32;
-                    let start = ids.len() as u32;
-                    tokenize_into(word, &mut |token| {
-                        tokens += 1;
-                        ids.extend(bm25.term_id(token));
-                    });
-                    (tokens, start..ids.len() as u32)
-                });
-                length += *tokens;
-                let found = &self.ids[range.start as usize..range.end as usize];
+                let (tokens, found) = self.word(word);
+                length += tokens;
                 for &id in found.iter().filter(|&&id| wanted(id)) {
                     *counts.entry(id).or_insert(0) += 1;
                 }
@@ -151,6 +133,26 @@ impl<'b, 't> TextCounter<'b, 't> {
         let mut terms: Vec<(u32, u32)> = counts.into_iter().collect();
         terms.sort_unstable_by_key(|&(term, _)| term);
         TextCounts { terms, length }
+    }
+
+    /// The number of tokens of `word` and the vocabulary ids among them: looked up when the
+    /// collection has the word, else tokenized once and remembered.
+    fn word(&mut self, word: &'t str) -> (u32, &[u32]) {
+        let (bm25, ids) = (self.bm25, &mut self.ids);
+        if let Some(range) = bm25.words.get(word) {
+            let found = &bm25.word_ids[range.start as usize..range.end as usize];
+            return (found.len() as u32, found);
+        }
+        let (tokens, range) = self.words.entry(word).or_insert_with(|| {
+            let mut tokens = 0u32;
+            let start = ids.len() as u32;
+            tokenize_into(word, &mut |token| {
+                tokens += 1;
+                ids.extend(bm25.term_id(token));
+            });
+            (tokens, start..ids.len() as u32)
+        });
+        (*tokens, &self.ids[range.start as usize..range.end as usize])
     }
 }
 
