@@ -54,6 +54,12 @@ def can_make_unreadable() -> bool:
     return os.name == "posix" and os.geteuid() != 0
 
 
+# What `vdpbf16ps` (the bf16-avx512 path) needs of the CPU.
+AVX512_BF16_FLAGS = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"}
+# The suffix each precision adds to the model's identity in the embedding cache.
+PRECISION_SUFFIX = {"bf16-amx": "/bf16.2", "bf16-avx512": "/bf16-avx512.2", "f32": ""}
+
+
 def expected_encoder_precision() -> str:
     """The encoder precision this CPU calls for, read from its vendor and flags rather than
     from the library under test: AMX tiles where Linux lists them (it lists them only with tile
@@ -64,7 +70,7 @@ def expected_encoder_precision() -> str:
     vendor, flags = _blas.cpu()
     if {"amx_tile", "amx_bf16"} <= flags:
         return "bf16-amx"
-    if {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= flags and vendor == "AuthenticAMD":
+    if AVX512_BF16_FLAGS <= flags and vendor == "AuthenticAMD":
         return "bf16-avx512"
     return "f32"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from blagent import InputError, Localizer
+from conftest import PRECISION_SUFFIX, expected_encoder_precision
 
 ISSUE = (
     "apply_discount accepts a percentage above one hundred\n\n"
@@ -89,7 +90,8 @@ def test_texts_are_truncated_at_128_tokens_unless_asked(repo: Path, tmp_path: Pa
         localize(repo, cache, dense_max_tokens=asked)
         (manifest,) = manifests(cache)
         model = json.loads(manifest.read_text())["model"]
-        assert model.removesuffix("/bf16.2").removesuffix("/bf16-avx512.2").endswith(length), model
+        suffix = PRECISION_SUFFIX[expected_encoder_precision()]
+        assert model.endswith(suffix) and model.removesuffix(suffix).endswith(length), model
 
 
 def test_cli_dense_flag(repo: Path, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from blagent import _blas, _core
 from blagent.models import default_model_dir
-from conftest import expected_encoder_precision
+from conftest import AVX512_BF16_FLAGS, PRECISION_SUFFIX, expected_encoder_precision
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
 
@@ -24,7 +24,7 @@ def cosine(a: list[float], b: list[float]) -> float:
 DEFAULT = expected_encoder_precision()
 AMX = DEFAULT == "bf16-amx"
 # What `vdpbf16ps` needs, read from the CPU's flags (not from the library under test).
-AVX512_BF16 = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"} <= _blas.cpu()[1]
+AVX512_BF16 = AVX512_BF16_FLAGS <= _blas.cpu()[1]
 
 
 @pytest.fixture(
@@ -73,8 +73,7 @@ def test_precisions_are_separate_models_to_the_cache() -> None:
     f32 = _core.Encoder(str(default_model_dir()), precision="f32")
     auto = _core.Encoder(str(default_model_dir()))
     assert auto.precision == DEFAULT == _core.encoder_precision()
-    suffix = {"bf16-amx": "/bf16.2", "bf16-avx512": "/bf16-avx512.2", "f32": ""}[DEFAULT]
-    assert auto.identity == f32.identity + suffix
+    assert auto.identity == f32.identity + PRECISION_SUFFIX[DEFAULT]
     with pytest.raises(_core.InputError, match="precision"):
         _core.Encoder(str(default_model_dir()), precision="f16")
     if not AMX:
@@ -82,7 +81,7 @@ def test_precisions_are_separate_models_to_the_cache() -> None:
             _core.Encoder(str(default_model_dir()), precision="bf16-amx")
     if AVX512_BF16:
         dot = _core.Encoder(str(default_model_dir()), precision="bf16-avx512")
-        assert dot.identity == f32.identity + "/bf16-avx512.2"
+        assert dot.identity == f32.identity + PRECISION_SUFFIX["bf16-avx512"]
     else:
         with pytest.raises(_core.InputError, match="AVX-512"):
             _core.Encoder(str(default_model_dir()), precision="bf16-avx512")
