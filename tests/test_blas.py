@@ -11,7 +11,7 @@ import sys
 import blagent
 import pytest
 from blagent import _blas
-from conftest import expected_encoder_precision
+from conftest import AVX512_BF16_FLAGS, expected_encoder_precision
 
 VENDOR, FLAGS = _blas.cpu()
 HAS_AVX2 = _blas.AVX2 <= FLAGS
@@ -91,3 +91,25 @@ def test_the_encoder_takes_the_fastest_arithmetic_the_cpu_has() -> None:
     # AMX tiles, else bf16 dot products where they outrun f32, else f32; f32 when asked.
     assert precision_in_fresh_process() == expected_encoder_precision()
     assert precision_in_fresh_process(BLAGENT_ENCODER_PRECISION="f32") == "f32"
+
+
+def test_the_precision_variable_picks_any_path_the_cpu_runs_and_refuses_the_rest() -> None:
+    # Each arithmetic path this CPU can run can be chosen, so that each can be measured here.
+    runnable = {"f32"}
+    if AVX512_BF16_FLAGS <= FLAGS:
+        runnable.add("bf16-avx512")
+    if expected_encoder_precision() == "bf16-amx":
+        runnable.add("bf16-amx")
+    for name in ("f32", "bf16-amx", "bf16-avx512"):
+        if name in runnable:
+            assert precision_in_fresh_process(BLAGENT_ENCODER_PRECISION=name) == name
+        else:
+            with pytest.raises(subprocess.CalledProcessError) as refused:
+                precision_in_fresh_process(BLAGENT_ENCODER_PRECISION=name)
+            assert name in refused.value.stderr
+    assert precision_in_fresh_process(BLAGENT_ENCODER_PRECISION="auto") == (
+        expected_encoder_precision()
+    )
+    with pytest.raises(subprocess.CalledProcessError) as bad:
+        precision_in_fresh_process(BLAGENT_ENCODER_PRECISION="fp8")
+    assert "BLAGENT_ENCODER_PRECISION" in bad.value.stderr and "fp8" in bad.value.stderr

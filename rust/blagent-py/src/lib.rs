@@ -174,9 +174,9 @@ struct PyEncoder {
 impl PyEncoder {
     /// Args:
     ///     model_dir: a sentence-transformers / Hugging Face model folder.
-    ///     precision: "auto" (bf16 on AMX tiles where the CPU has them, else by AVX-512 BF16
-    ///         dot products on AMD CPUs that have them, else f32), "f32", "bf16-amx" or
-    ///         "bf16-avx512".
+    ///     precision: "auto" (the one BLAGENT_ENCODER_PRECISION names, else bf16 on AMX tiles
+    ///         where the CPU has them, else by AVX-512 BF16 dot products on AMD CPUs that have
+    ///         them, else f32), "f32", "bf16-amx" or "bf16-avx512".
     #[new]
     #[pyo3(signature = (model_dir, precision="auto"))]
     fn new(py: Python<'_>, model_dir: PathBuf, precision: &str) -> PyResult<Self> {
@@ -464,12 +464,15 @@ fn blas_core() -> String {
     blagent_core::embed::blas_core()
 }
 
-/// The precision an encoder loaded now runs its linear layers in (unless
-/// BLAGENT_ENCODER_PRECISION=f32): "bf16-amx" on CPUs with AMX, else "bf16-avx512" on AMD CPUs
-/// with AVX-512 BF16, else "f32".
+/// The precision an encoder loaded now runs its linear layers in: the one
+/// BLAGENT_ENCODER_PRECISION names (f32, bf16-amx or bf16-avx512), else "bf16-amx" on CPUs with
+/// AMX, "bf16-avx512" on AMD CPUs with AVX-512 BF16, "f32" elsewhere. ValueError where the
+/// variable names no precision this CPU runs.
 #[pyfunction]
-fn encoder_precision() -> &'static str {
-    blagent_core::embed::Precision::auto().name()
+fn encoder_precision() -> PyResult<&'static str> {
+    blagent_core::embed::Precision::from_environment()
+        .map(blagent_core::embed::Precision::name)
+        .map_err(pyo3::exceptions::PyValueError::new_err)
 }
 
 /// The core's default for each setting the Python API and the CLI offer.

@@ -199,26 +199,41 @@ pub enum Precision {
     Bf16Avx512,
 }
 
-/// The environment variable that turns the AMX path off (`f32`) where it would be chosen.
+/// The environment variable that picks the encoder's precision: unset, empty or `auto` for
+/// [`Precision::auto`]'s choice, else `f32`, `bf16-amx` or `bf16-avx512` (so that each path a
+/// CPU can run can be measured on it).
 pub const PRECISION_VARIABLE: &str = "BLAGENT_ENCODER_PRECISION";
 
 impl Precision {
-    /// The fastest precision measured on this kind of CPU (unless
-    /// `BLAGENT_ENCODER_PRECISION=f32`): [`Precision::Bf16Amx`] where AMX is usable, else
-    /// [`Precision::Bf16Avx512`] where bf16 dot products outrun f32 ([`avx512::bf16_dots_pay`]:
-    /// AMD's CPUs with AVX-512 BF16, Zen 4 and 5), else [`Precision::F32`]. On Intel's,
-    /// `vdpbf16ps` does half the multiply-adds of f32 FMAs per second (`docs/dense.md`).
+    /// The fastest precision measured on this kind of CPU: [`Precision::Bf16Amx`] where AMX is
+    /// usable, else [`Precision::Bf16Avx512`] where bf16 dot products outrun f32
+    /// ([`avx512::bf16_dots_pay`]: AMD's CPUs with AVX-512 BF16, Zen 4 and 5), else
+    /// [`Precision::F32`]. On Intel's, `vdpbf16ps` does half the multiply-adds of f32 FMAs per
+    /// second (`docs/dense.md`).
     pub fn auto() -> Self {
-        let forced_f32 = std::env::var(PRECISION_VARIABLE).is_ok_and(|v| v.trim() == "f32");
-        Self::choose(forced_f32, amx::available(), avx512::bf16_dots_pay())
+        Self::choose(amx::available(), avx512::bf16_dots_pay())
     }
 
-    /// [`Precision::auto`]'s choice from what it reads: f32 forced, AMX usable, bf16 dot
-    /// products faster than f32 ([`avx512::bf16_dots_pay`]).
-    fn choose(forced_f32: bool, amx: bool, dots_pay: bool) -> Self {
-        if forced_f32 {
-            Precision::F32
-        } else if amx {
+    /// What [`PRECISION_VARIABLE`] asks for ([`Precision::auto`] where it is unset, empty or
+    /// `auto`), or why it cannot be had: a name that is none of the four, or a precision this
+    /// CPU cannot run.
+    pub fn from_environment() -> std::result::Result<Self, String> {
+        match std::env::var(PRECISION_VARIABLE) {
+            Err(std::env::VarError::NotPresent) => Ok(Self::auto()),
+            Err(std::env::VarError::NotUnicode(_)) => {
+                Err(format!("{PRECISION_VARIABLE} is not valid UTF-8"))
+            }
+            Ok(value) => match value.trim() {
+                "" | "auto" => Ok(Self::auto()),
+                name => Self::parse(name).map_err(|e| format!("{PRECISION_VARIABLE}: {e}")),
+            },
+        }
+    }
+
+    /// [`Precision::auto`]'s choice from what it reads: AMX usable, bf16 dot products faster
+    /// than f32 ([`avx512::bf16_dots_pay`]).
+    fn choose(amx: bool, dots_pay: bool) -> Self {
+        if amx {
             Precision::Bf16Amx
         } else if dots_pay {
             Precision::Bf16Avx512
@@ -227,11 +242,11 @@ impl Precision {
         }
     }
 
-    /// Parses `auto`, `f32`, `bf16-amx` or `bf16-avx512` (an error where the CPU cannot run
-    /// it).
+    /// Parses `auto` (what [`PRECISION_VARIABLE`] asks for, else [`Precision::auto`]), `f32`,
+    /// `bf16-amx` or `bf16-avx512` (an error where the CPU cannot run it).
     pub fn parse(name: &str) -> std::result::Result<Self, String> {
         match name {
-            "auto" => Ok(Self::auto()),
+            "auto" => Self::from_environment(),
             "f32" => Ok(Precision::F32),
             "bf16-amx" => Precision::Bf16Amx.runnable(),
             "bf16-avx512" => Precision::Bf16Avx512.runnable(),
@@ -668,11 +683,10 @@ mod tests {
 
     #[test]
     fn auto_takes_the_fastest_arithmetic_the_cpu_has() {
-        assert_eq!(Precision::choose(false, true, false), Precision::Bf16Amx);
-        assert_eq!(Precision::choose(false, true, true), Precision::Bf16Amx);
-        assert_eq!(Precision::choose(false, false, true), Precision::Bf16Avx512);
-        assert_eq!(Precision::choose(false, false, false), Precision::F32);
-        assert_eq!(Precision::choose(true, true, true), Precision::F32);
+        assert_eq!(Precision::choose(true, false), Precision::Bf16Amx);
+        assert_eq!(Precision::choose(true, true), Precision::Bf16Amx);
+        assert_eq!(Precision::choose(false, true), Precision::Bf16Avx512);
+        assert_eq!(Precision::choose(false, false), Precision::F32);
         // What this CPU gets is one it can run.
         assert!(Precision::auto().runnable().is_ok());
     }

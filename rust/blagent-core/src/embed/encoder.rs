@@ -86,8 +86,10 @@ impl Encoder {
     }
 
     /// [`Encoder::load`], truncating inputs at `max_tokens` when that is below the folder's limit.
+    /// The precision is [`Precision::from_environment`]'s.
     pub fn load_with_max_tokens(dir: &Path, max_tokens: Option<usize>) -> Result<Self> {
-        Self::load_with(dir, max_tokens, Precision::auto())
+        let precision = Precision::from_environment().map_err(Error::InvalidInput)?;
+        Self::load_with(dir, max_tokens, precision)
     }
 
     /// [`Encoder::load_with_max_tokens`] in `precision`. Vectors of another precision are
