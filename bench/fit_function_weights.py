@@ -8,8 +8,9 @@
 
 Mirrors `rust/blagent-core/src/retrieve/functions/`: a function's score is the weighted sum of
 its features, candidates are ranked by score (ties: the better file, then the earlier symbol,
-which is the dump's order) and at most MAX_FUNCTIONS are listed. The fit is a coordinate
-ascent over a grid of weights (file_score fixed at 1, since only the order matters) on
+which is the dump's order), a name defined twice in a file counts once at its best row, and
+at most MAX_FUNCTIONS are listed. The fit is a coordinate ascent over a grid of weights
+(file_score fixed at 1, since only the order matters) on
 MRR + (any@1 + any@5 + any@10) / 3. It prints the shipped weights and the fitted ones, each
 cross-validated (fit on k-1 folds, scored on the held-out fold), and with --write stores the
 weights fitted on every instance. Pure Python; a fit on 300 instances takes about a minute.
@@ -33,7 +34,7 @@ MIN_GAIN = 0.002
 
 
 class Instance:
-    """One instance's candidates: feature rows and which rows are gold."""
+    """One instance's candidates: feature rows, their ids and which ids are gold."""
 
     def __init__(self, row: dict[str, Any]) -> None:
         fn = row["functions"]
@@ -42,9 +43,10 @@ class Instance:
         self.names: list[str] = fn["feature_names"]
         gold = set(fn["gold"])
         self.n_gold = len(gold)
-        rows = [c["features"] for c in fn["candidates"]]
-        gold_rows = [i for i, c in enumerate(fn["candidates"]) if c["id"] in gold]
-        self.all_gold_listed = len(gold_rows) == len(gold)
+        candidates = fn["candidates"]
+        rows = [c["features"] for c in candidates]
+        gold_rows = [i for i, c in enumerate(candidates) if c["id"] in gold]
+        self.all_gold_listed = len({candidates[i]["id"] for i in gold_rows}) == len(gold)
 
         # With weights ≥ 0, a row no higher than every gold row in every feature, and after
         # them, never outranks one: it is dropped. Rows are kept sparse (index, value).
@@ -53,7 +55,14 @@ class Instance:
 
         keep = [i for i in range(len(rows)) if i in gold_rows or not dominated(i)]
         self.rows = [[(j, x) for j, x in enumerate(rows[i]) if x] for i in keep]
-        self.gold = [keep.index(g) for g in gold_rows]
+        # A name defined twice in a file (getter and setter, overloads) is one entity, ranked
+        # where its best row is: rows carry their id's number, and gold is grouped by id.
+        numbers: dict[str, int] = {}
+        self.ids = [numbers.setdefault(candidates[i]["id"], len(numbers)) for i in keep]
+        by_id: dict[int, list[int]] = {}
+        for g in gold_rows:
+            by_id.setdefault(self.ids[keep.index(g)], []).append(keep.index(g))
+        self.gold = list(by_id.values())
 
 
 def load(path: str) -> list[Instance]:
@@ -67,14 +76,17 @@ def load(path: str) -> list[Instance]:
 
 
 def ranks(inst: Instance, w: list[float]) -> list[int]:
+    """1-based ranks of the gold ids under weights `w`: rows by score (ties to the earlier
+    row), each id counted once, at its best row."""
     if not inst.gold:
         return []
-    """1-based ranks of the gold rows under weights `w` (ties to the earlier row)."""
     scores = [sum(w[j] * x for j, x in r) for r in inst.rows]
     out = []
-    for g in inst.gold:
+    for rows in inst.gold:
+        g = min(rows, key=lambda i: (-scores[i], i))
         s = scores[g]
-        out.append(1 + sum(1 for j, t in enumerate(scores) if t > s or (t == s and j < g)))
+        ahead = {inst.ids[j] for j, t in enumerate(scores) if t > s or (t == s and j < g)}
+        out.append(1 + len(ahead))
     return out
 
 

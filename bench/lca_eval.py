@@ -2,12 +2,14 @@
 """blagent on Long Code Arena-style tasks (Java, Kotlin, Python) next to plain BM25, in one run.
 
     python bench/lca_eval.py --dataset ../shared/data/lca_jvm_dev60.jsonl --repos TREES --out DIR \
-        [--ids-file F] [--dense] [--include-tests]
+        [--ids-file F] [--dense] [--include-tests] [--functions]
 
 Writes DIR/bm25.jsonl (the baseline), DIR/blagent.jsonl (`blagent eval`, LLM-free) and, with
 `--dense`, DIR/blagent_dense.jsonl; then prints `blagent compare` of the runs against the
 baseline, over all instances and per language (MRR, Acc@k in both readings, MAP@k, paired
-significance).
+significance). With `--functions` the blagent runs also rank functions and methods
+(`--granularity function`), and their function-level metrics against the gold patches' methods
+follow, overall and per language.
 
 The baseline is the one the Reformulate-Retrieve-Localize paper starts from: BM25 over whole
 files (`bm25s`, k1 0.9, b 0.4, its default tokenizer with English stop words), the raw issue as
@@ -70,6 +72,30 @@ def blagent_command() -> str:
     return str(here) if here.exists() else "blagent"
 
 
+def function_metrics(blagent: str, runs: list[Path], args: argparse.Namespace, ids: Path) -> str:
+    """The function-level rows of blagent's runs on the instances of `ids` (`blagent compare
+    --granularity function`, which needs two runs: a single run is compared with itself)."""
+    runs = runs if len(runs) > 1 else runs * 2
+    command = [
+        blagent,
+        "compare",
+        *map(str, runs),
+        "--dataset",
+        str(args.dataset),
+        "--repos",
+        str(args.repos),
+        "--ids-file",
+        str(ids),
+        "--granularity",
+        "function",
+        "--format",
+        "text",
+    ]
+    text = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    # The table's header and the runs' overall rows (the per-repository rows are indented).
+    return "\n".join(line for line in text.splitlines()[: 2 + len(set(runs))] if line)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -83,6 +109,9 @@ def main() -> int:
     parser.add_argument("--dense", action="store_true", help="also run blagent with --dense")
     parser.add_argument(
         "--include-tests", action="store_true", help="blagent indexes test files too"
+    )
+    parser.add_argument(
+        "--functions", action="store_true", help="also report blagent's function-level metrics"
     )
     args = parser.parse_args()
 
@@ -125,6 +154,8 @@ def main() -> int:
         ]
         if args.include_tests:
             command.append("--include-tests")
+        if args.functions:
+            command += ["--granularity", "function"]
         start = time.perf_counter()
         report = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         (args.out / f"{name}.report.txt").write_text(report)
@@ -154,6 +185,8 @@ def main() -> int:
             ]
             text = subprocess.run(compare, check=True, capture_output=True, text=True).stdout
             print(f"## {title}\n{text}")
+            if args.functions:
+                print(f"## {title}, functions\n{function_metrics(blagent, runs[1:], args, ids)}")
     return 0
 
 

@@ -32,15 +32,18 @@ pub fn any_within(ranked: &[String], gold: &[String], k: usize) -> bool {
 }
 
 /// Average precision at `k`: the mean of precision@i over the ranks i ≤ k holding a gold file,
-/// divided by min(|gold|, k).
+/// divided by min(|gold|, k). A gold item ranked twice counts once, at its first rank, so the
+/// value never exceeds 1 whatever ranking a run file holds.
 pub fn average_precision_at(ranked: &[String], gold: &[String], k: usize) -> f64 {
     if gold.is_empty() || k == 0 {
         return 0.0;
     }
     let mut hits = 0usize;
     let mut sum = 0.0;
+    let mut found: Vec<&String> = Vec::new();
     for (i, file) in ranked.iter().take(k).enumerate() {
-        if gold.contains(file) {
+        if gold.contains(file) && !found.contains(&file) {
+            found.push(file);
             hits += 1;
             sum += hits as f64 / (i + 1) as f64;
         }
@@ -140,5 +143,14 @@ mod tests {
             (average_precision_at(&ranked, &gold, 5) - f64::midpoint(1.0, 2.0 / 3.0)).abs() < 1e-12
         );
         assert_eq!(first_hit_rank(&ranked, &gold), Some(1));
+    }
+
+    #[test]
+    fn a_gold_item_ranked_twice_counts_once() {
+        let gold = s(&["a::f"]);
+        let twice = s(&["a::f", "a::f", "b::g"]);
+        assert!((average_precision_at(&twice, &gold, 5) - 1.0).abs() < 1e-12);
+        let later = s(&["b::g", "a::f", "a::f"]);
+        assert!((average_precision_at(&later, &gold, 5) - 0.5).abs() < 1e-12);
     }
 }

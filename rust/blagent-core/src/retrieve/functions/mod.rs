@@ -19,7 +19,7 @@ mod lexical;
 mod mentions;
 mod weights;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use self::candidates::CandidateSet;
 pub use self::features::{Candidate, Feature, Features, NUM_FEATURES};
@@ -98,6 +98,9 @@ fn dense_feature(
 
 /// The functions of `files` (a file ranking, best first) ranked by their weighted features,
 /// best first, at most [`MAX_FUNCTIONS`]; ties go to the better file, then the earlier line.
+/// Ids are unique: a name defined more than once in a file (a property's getter and setter, a
+/// JVM method's overloads, a function defined in both branches of an `if`) is one entity, at
+/// the place of its best-scoring definition.
 pub fn rank_functions(
     index: &SearchIndex,
     scored: &Scored,
@@ -114,9 +117,9 @@ pub fn rank_functions(
             .then(a.1.file_rank.cmp(&b.1.file_rank))
             .then(a.1.symbol.cmp(&b.1.symbol))
     });
+    let mut seen = HashSet::new();
     Ok(ranked
         .into_iter()
-        .take(MAX_FUNCTIONS)
         .map(|(score, c)| {
             let file = &index.repo.files[c.file];
             Entity::of(
@@ -126,6 +129,8 @@ pub fn rank_functions(
                 c.file_rank,
             )
         })
+        .filter(|entity| seen.insert(entity.id.clone()))
+        .take(MAX_FUNCTIONS)
         .collect())
 }
 

@@ -216,3 +216,49 @@ fn linked_lines_point_at_the_functions_that_hold_them() {
     let (_, _, plain) = candidates_for(&index, "The cart total is wrong when checking out.");
     assert!(plain.iter().all(|c| c.get(Feature::LineLink) == 0.0));
 }
+
+#[test]
+fn a_name_defined_twice_is_one_entity_at_its_best_place() {
+    // A property's getter and setter, and a Java method's overloads, share an id: each id is
+    // listed once, where its best-scoring definition ranks.
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("box.py"),
+        "class Box:\n    @property\n    def size(self):\n        return self._size\n\n    \
+         @size.setter\n    def size(self, value):\n        if value < 0:\n            \
+         raise ValueError('negative size')\n        self._size = value\n\n    \
+         def area(self):\n        return self._size ** 2\n",
+    )
+    .unwrap();
+    fs::create_dir_all(dir.path().join("src")).unwrap();
+    fs::write(
+        dir.path().join("src/Shelf.java"),
+        "class Shelf {\n    void put(String item) {\n        items.add(item);\n    }\n\n    \
+         void put(String item, int count) {\n        for (int i = 0; i < count; i++) {\n            \
+         items.add(item);\n        }\n    }\n}\n",
+    )
+    .unwrap();
+    let repo = RepoIndex::build(dir.path(), &IndexOptions::default()).unwrap();
+    let index = SearchIndex::from(repo);
+    let issue = "Box.size accepts a negative size without raising; Shelf.put ignores the count";
+    let (scored, files, candidates) = candidates_for(&index, issue);
+    let definitions = |id: &str| {
+        candidates
+            .iter()
+            .filter(|c| {
+                let file = &index.repo.files[c.file];
+                format!("{}::{}", file.path(), file.parsed.symbols[c.symbol].qualified) == id
+            })
+            .count()
+    };
+    assert_eq!(definitions("box.py::Box.size"), 2);
+    assert_eq!(definitions("src/Shelf.java::Shelf.put"), 2);
+    let ranked = rank_functions(&index, &scored, &files, &FunctionWeights::default()).unwrap();
+    let ids: Vec<&str> = ranked.iter().map(|e| e.id.as_str()).collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    assert!(ids.contains(&"box.py::Box.size") && ids.contains(&"src/Shelf.java::Shelf.put"));
+    assert!(ranked.windows(2).all(|w| w[0].score >= w[1].score));
+}
