@@ -54,17 +54,20 @@ fn candidates_for(index: &SearchIndex, issue: &str) -> (Scored, Vec<usize>, Vec<
     (scored, files, candidates)
 }
 
+/// A candidate's `path::Class.method` id.
+fn id_of(index: &SearchIndex, candidate: &Candidate) -> String {
+    let file = &index.repo.files[candidate.file];
+    format!(
+        "{}::{}",
+        file.path(),
+        file.parsed.symbols[candidate.symbol].qualified
+    )
+}
+
 fn feature_of(index: &SearchIndex, candidates: &[Candidate], id: &str, feature: Feature) -> f32 {
     candidates
         .iter()
-        .find(|c| {
-            let file = &index.repo.files[c.file];
-            format!(
-                "{}::{}",
-                file.path(),
-                file.parsed.symbols[c.symbol].qualified
-            ) == id
-        })
+        .find(|c| id_of(index, c) == id)
         .unwrap_or_else(|| panic!("{id} is a candidate"))
         .get(feature)
 }
@@ -242,15 +245,7 @@ fn a_name_defined_twice_is_one_entity_at_its_best_place() {
     let index = SearchIndex::from(repo);
     let issue = "Box.size accepts a negative size without raising; Shelf.put ignores the count";
     let (scored, files, candidates) = candidates_for(&index, issue);
-    let definitions = |id: &str| {
-        candidates
-            .iter()
-            .filter(|c| {
-                let file = &index.repo.files[c.file];
-                format!("{}::{}", file.path(), file.parsed.symbols[c.symbol].qualified) == id
-            })
-            .count()
-    };
+    let definitions = |id: &str| candidates.iter().filter(|c| id_of(&index, c) == id).count();
     assert_eq!(definitions("box.py::Box.size"), 2);
     assert_eq!(definitions("src/Shelf.java::Shelf.put"), 2);
     let ranked = rank_functions(&index, &scored, &files, &FunctionWeights::default()).unwrap();
