@@ -282,6 +282,26 @@ def test_eval_reports_per_language(tmp_path: Path) -> None:
     assert report["per_language"]["java"]["instances"] == 1
     assert report["per_language"]["java"]["mrr"] == 1.0
 
+    # At function level too: the patch's method is the gold, grouped under the task's language.
+    row["patch"] = (
+        "--- a/core/src/main/java/com/acme/Pricing.java\n"
+        "+++ b/core/src/main/java/com/acme/Pricing.java\n"
+        "@@ -3,3 +3,3 @@ public class Pricing {\n"
+        " public class Pricing {\n"
+        "-    public int discount(int cents) { return cents; }\n"
+        "+    public int discount(int cents) { return cents * 9 / 10; }\n"
+        " }\n"
+    )
+    dataset.write_text(json.dumps(row) + "\n")
+    args = ["--dataset", str(dataset), "--repos", str(tmp_path / "trees"), "--quiet"]
+    proc = run("eval", *args, "--granularity", "function", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    functions = json.loads(proc.stdout)["functions"]
+    assert functions["per_language"]["java"]["instances"] == 1
+    assert functions["per_language"]["java"]["mrr"] == 1.0
+    text = run("eval", *args, "--granularity", "function").stdout
+    assert "  language java" in text.split("function level")[1]
+
 
 def test_each_error_kind_exits_with_the_core_s_code(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

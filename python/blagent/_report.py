@@ -44,6 +44,10 @@ def format_report(report: dict[str, Any]) -> str:
         )
         lines.append(_metrics_row("  overall", functions["overall"]))
         lines += [
+            _metrics_row(f"  language {lang}", m)
+            for lang, m in functions.get("per_language", {}).items()
+        ]
+        lines += [
             _metrics_row(f"  {repo or '(no repo)'}", m) for repo, m in functions["per_repo"].items()
         ]
     lines.append(READINGS)

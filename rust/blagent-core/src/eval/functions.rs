@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{Metrics, MetricsAccumulator};
+use super::metrics::{finish_groups, Metrics, MetricsAccumulator};
 use crate::analysis::{parse_patch, FunctionRef, PatchView};
 use crate::dataset::Instance;
 use crate::retrieve::Entity;
@@ -45,6 +45,9 @@ pub struct FunctionReport {
     pub overall: Metrics,
     /// Per `owner/name`.
     pub per_repo: BTreeMap<String, Metrics>,
+    /// Per language, for datasets that name each instance's language (LCA).
+    #[serde(default)]
+    pub per_language: BTreeMap<String, Metrics>,
     /// Instances left out: the gold patch touches no function or method of the base commit.
     pub no_gold_functions: Vec<String>,
 }
@@ -54,6 +57,7 @@ pub struct FunctionReport {
 pub struct FunctionAccumulator {
     overall: MetricsAccumulator,
     per_repo: BTreeMap<String, MetricsAccumulator>,
+    per_language: BTreeMap<String, MetricsAccumulator>,
     no_gold: Vec<String>,
 }
 
@@ -69,17 +73,20 @@ impl FunctionAccumulator {
             .entry(instance.repo.clone())
             .or_default()
             .add(ranked, gold);
+        if !instance.language.is_empty() {
+            self.per_language
+                .entry(instance.language.clone())
+                .or_default()
+                .add(ranked, gold);
+        }
     }
 
     /// The means, and the instances left out.
     pub fn finish(self) -> FunctionReport {
         FunctionReport {
             overall: self.overall.finish(),
-            per_repo: self
-                .per_repo
-                .into_iter()
-                .map(|(repo, acc)| (repo, acc.finish()))
-                .collect(),
+            per_repo: finish_groups(self.per_repo),
+            per_language: finish_groups(self.per_language),
             no_gold_functions: self.no_gold,
         }
     }
@@ -115,5 +122,24 @@ mod tests {
         assert!((report.overall.mrr - 0.5).abs() < 1e-12);
         assert_eq!(report.no_gold_functions, ["y"]);
         assert_eq!(report.per_repo["a/b"].instances, 1);
+        assert!(report.per_language.is_empty());
+    }
+
+    #[test]
+    fn instances_that_name_a_language_are_also_grouped_by_it() {
+        let mut acc = FunctionAccumulator::default();
+        let task = |id: &str, language: &str| Instance {
+            instance_id: id.into(),
+            repo: "o/r".into(),
+            language: language.into(),
+            ..Instance::default()
+        };
+        let ranked = vec!["A.kt::a".to_owned(), "B.java::B.b".to_owned()];
+        acc.add(&task("k", "kt"), &ranked, &["A.kt::a".to_owned()]);
+        acc.add(&task("j", "java"), &ranked, &["B.java::B.b".to_owned()]);
+        let report = acc.finish();
+        assert!((report.per_language["kt"].mrr - 1.0).abs() < 1e-12);
+        assert!((report.per_language["java"].mrr - 0.5).abs() < 1e-12);
+        assert_eq!(report.per_repo["o/r"].instances, 2);
     }
 }

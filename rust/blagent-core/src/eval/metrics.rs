@@ -3,6 +3,8 @@
 //! the top k, as LocAgent counts; any gold item within it, as SWE-bench papers count) and MAP@k.
 //! The items are files, or functions at function level.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// The k of the reported Acc@k.
@@ -49,6 +51,14 @@ pub fn average_precision_at(ranked: &[String], gold: &[String], k: usize) -> f64
         }
     }
     sum / gold.len().min(k) as f64
+}
+
+/// The means of each group's accumulated rankings (per repository, per language).
+pub fn finish_groups(groups: BTreeMap<String, MetricsAccumulator>) -> BTreeMap<String, Metrics> {
+    groups
+        .into_iter()
+        .map(|(group, acc)| (group, acc.finish()))
+        .collect()
 }
 
 /// Aggregated metrics over a set of instances.

@@ -11,7 +11,7 @@ use indicatif::ProgressBar;
 
 use super::functions::FunctionAccumulator;
 use super::llm::LlmTotals;
-use super::metrics::{first_hit_rank, MetricsAccumulator};
+use super::metrics::{finish_groups, first_hit_rank, MetricsAccumulator};
 use super::rewrites::{load_rewrites, RewriteAccumulator};
 use super::select::{progress_bar, select};
 use super::types::{DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Prediction};
@@ -219,16 +219,8 @@ impl EvalSink {
         }
         let mut report = self.report;
         report.overall = self.overall.finish();
-        report.per_repo = self
-            .per_repo
-            .into_iter()
-            .map(|(repo, acc)| (repo, acc.finish()))
-            .collect();
-        report.per_language = self
-            .per_language
-            .into_iter()
-            .map(|(language, acc)| (language, acc.finish()))
-            .collect();
+        report.per_repo = finish_groups(self.per_repo);
+        report.per_language = finish_groups(self.per_language);
         report.rewrites = self.rewrites.map(|acc| acc.finish());
         report.dense = self.dense;
         report.functions = self.functions.map(FunctionAccumulator::finish);
