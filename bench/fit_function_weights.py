@@ -60,8 +60,9 @@ class Instance:
         numbers: dict[str, int] = {}
         self.ids = [numbers.setdefault(candidates[i]["id"], len(numbers)) for i in keep]
         by_id: dict[int, list[int]] = {}
-        for g in gold_rows:
-            by_id.setdefault(self.ids[keep.index(g)], []).append(keep.index(g))
+        for at, i in enumerate(keep):
+            if i in gold_rows:
+                by_id.setdefault(self.ids[at], []).append(at)
         self.gold = list(by_id.values())
 
 

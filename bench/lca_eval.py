@@ -72,28 +72,17 @@ def blagent_command() -> str:
     return str(here) if here.exists() else "blagent"
 
 
-def function_metrics(blagent: str, runs: list[Path], args: argparse.Namespace, ids: Path) -> str:
-    """The function-level rows of blagent's runs on the instances of `ids` (`blagent compare
-    --granularity function`, which needs two runs: a single run is compared with itself)."""
-    runs = runs if len(runs) > 1 else runs * 2
-    command = [
-        blagent,
-        "compare",
-        *map(str, runs),
-        "--dataset",
-        str(args.dataset),
-        "--repos",
-        str(args.repos),
-        "--ids-file",
-        str(ids),
-        "--granularity",
-        "function",
-        "--format",
-        "text",
-    ]
-    text = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    # The table's header and the runs' overall rows (the per-repository rows are indented).
-    return "\n".join(line for line in text.splitlines()[: 2 + len(set(runs))] if line)
+def function_rows(report: str) -> str:
+    """The header and the function-level rows, overall and per language, of `blagent eval`'s
+    text report (the per-repository rows left out)."""
+    lines = report.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("function level"))
+    rows = [lines[0], lines[start]]
+    for line in lines[start + 1 :]:
+        if not line.startswith(("  overall", "  language ")):
+            break
+        rows.append(line)
+    return "\n".join(rows)
 
 
 def main() -> int:
@@ -137,6 +126,7 @@ def main() -> int:
 
     blagent = blagent_command()
     runs = [args.out / "bm25.jsonl"]
+    reports = {}
     for name, extra in [("blagent", []), ("blagent_dense", ["--dense"])][: 2 if args.dense else 1]:
         command = [
             blagent,
@@ -159,6 +149,7 @@ def main() -> int:
         start = time.perf_counter()
         report = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         (args.out / f"{name}.report.txt").write_text(report)
+        reports[name] = report
         print(f"{name}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
         runs.append(args.out / f"{name}.jsonl")
 
@@ -185,8 +176,9 @@ def main() -> int:
             ]
             text = subprocess.run(compare, check=True, capture_output=True, text=True).stdout
             print(f"## {title}\n{text}")
-            if args.functions:
-                print(f"## {title}, functions\n{function_metrics(blagent, runs[1:], args, ids)}")
+    if args.functions:
+        for name, report in reports.items():
+            print(f"## functions, {name}\n{function_rows(report)}\n")
     return 0
 
 

@@ -466,13 +466,13 @@ fn blas_core() -> String {
 
 /// The precision an encoder loaded now runs its linear layers in: the one
 /// BLAGENT_ENCODER_PRECISION names (f32, bf16-amx or bf16-avx512), else "bf16-amx" on CPUs with
-/// AMX, "bf16-avx512" on AMD CPUs with AVX-512 BF16, "f32" elsewhere. ValueError where the
+/// AMX, "bf16-avx512" on AMD CPUs with AVX-512 BF16, "f32" elsewhere. InputError where the
 /// variable names no precision this CPU runs.
 #[pyfunction]
 fn encoder_precision() -> PyResult<&'static str> {
     blagent_core::embed::Precision::from_environment()
         .map(blagent_core::embed::Precision::name)
-        .map_err(pyo3::exceptions::PyValueError::new_err)
+        .map_err(|e| to_py(Error::InvalidInput(e)))
 }
 
 /// The core's default for each setting the Python API and the CLI offer.

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{finish_groups, Metrics, MetricsAccumulator};
+use super::metrics::{GroupedAccumulator, Metrics};
 use crate::analysis::{parse_patch, FunctionRef, PatchView};
 use crate::dataset::Instance;
 use crate::retrieve::Entity;
@@ -55,9 +55,7 @@ pub struct FunctionReport {
 /// Sums function-level rankings; [`FunctionAccumulator::finish`] averages them.
 #[derive(Debug, Default)]
 pub struct FunctionAccumulator {
-    overall: MetricsAccumulator,
-    per_repo: BTreeMap<String, MetricsAccumulator>,
-    per_language: BTreeMap<String, MetricsAccumulator>,
+    metrics: GroupedAccumulator,
     no_gold: Vec<String>,
 }
 
@@ -68,25 +66,17 @@ impl FunctionAccumulator {
             self.no_gold.push(instance.instance_id.clone());
             return;
         }
-        self.overall.add(ranked, gold);
-        self.per_repo
-            .entry(instance.repo.clone())
-            .or_default()
-            .add(ranked, gold);
-        if !instance.language.is_empty() {
-            self.per_language
-                .entry(instance.language.clone())
-                .or_default()
-                .add(ranked, gold);
-        }
+        self.metrics
+            .add(&instance.repo, &instance.language, ranked, gold);
     }
 
     /// The means, and the instances left out.
     pub fn finish(self) -> FunctionReport {
+        let metrics = self.metrics.finish();
         FunctionReport {
-            overall: self.overall.finish(),
-            per_repo: finish_groups(self.per_repo),
-            per_language: finish_groups(self.per_language),
+            overall: metrics.overall,
+            per_repo: metrics.per_repo,
+            per_language: metrics.per_language,
             no_gold_functions: self.no_gold,
         }
     }

@@ -53,14 +53,6 @@ pub fn average_precision_at(ranked: &[String], gold: &[String], k: usize) -> f64
     sum / gold.len().min(k) as f64
 }
 
-/// The means of each group's accumulated rankings (per repository, per language).
-pub fn finish_groups(groups: BTreeMap<String, MetricsAccumulator>) -> BTreeMap<String, Metrics> {
-    groups
-        .into_iter()
-        .map(|(group, acc)| (group, acc.finish()))
-        .collect()
-}
-
 /// Aggregated metrics over a set of instances.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
@@ -107,6 +99,58 @@ impl MetricsAccumulator {
             acc: self.sums.acc.map(|v| v / n),
             acc_any: self.sums.acc_any.map(|v| v / n),
             map: self.sums.map.map(|v| v / n),
+        }
+    }
+}
+
+/// Metrics summed over all instances, per repository and per language (for datasets that name
+/// each instance's language, as LCA's do); [`GroupedAccumulator::finish`] averages them.
+#[derive(Debug, Clone, Default)]
+pub struct GroupedAccumulator {
+    overall: MetricsAccumulator,
+    per_repo: BTreeMap<String, MetricsAccumulator>,
+    per_language: BTreeMap<String, MetricsAccumulator>,
+}
+
+/// [`GroupedAccumulator`]'s means.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupedMetrics {
+    /// Over every instance added.
+    pub overall: Metrics,
+    /// Per `owner/name`.
+    pub per_repo: BTreeMap<String, Metrics>,
+    /// Per language, where instances name one.
+    pub per_language: BTreeMap<String, Metrics>,
+}
+
+impl GroupedAccumulator {
+    /// Adds one instance's ranking, in `repo` and (when not empty) in `language`.
+    pub fn add(&mut self, repo: &str, language: &str, ranked: &[String], gold: &[String]) {
+        self.overall.add(ranked, gold);
+        self.per_repo
+            .entry(repo.to_owned())
+            .or_default()
+            .add(ranked, gold);
+        if !language.is_empty() {
+            self.per_language
+                .entry(language.to_owned())
+                .or_default()
+                .add(ranked, gold);
+        }
+    }
+
+    /// The means, overall and per group.
+    pub fn finish(&self) -> GroupedMetrics {
+        let means = |groups: &BTreeMap<String, MetricsAccumulator>| {
+            groups
+                .iter()
+                .map(|(name, acc)| (name.clone(), acc.finish()))
+                .collect()
+        };
+        GroupedMetrics {
+            overall: self.overall.finish(),
+            per_repo: means(&self.per_repo),
+            per_language: means(&self.per_language),
         }
     }
 }

@@ -11,7 +11,7 @@ use indicatif::ProgressBar;
 
 use super::functions::FunctionAccumulator;
 use super::llm::LlmTotals;
-use super::metrics::{finish_groups, first_hit_rank, MetricsAccumulator};
+use super::metrics::{first_hit_rank, GroupedAccumulator};
 use super::rewrites::{load_rewrites, RewriteAccumulator};
 use super::select::{progress_bar, select};
 use super::types::{DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Prediction};
@@ -30,9 +30,7 @@ pub struct EvalSink {
     signals_out: Option<JsonlWriter>,
     bar: ProgressBar,
     report: EvalReport,
-    overall: MetricsAccumulator,
-    per_repo: BTreeMap<String, MetricsAccumulator>,
-    per_language: BTreeMap<String, MetricsAccumulator>,
+    files: GroupedAccumulator,
     functions: Option<FunctionAccumulator>,
     rewrites: Option<RewriteAccumulator>,
     dense: Option<DenseTotals>,
@@ -88,9 +86,7 @@ impl EvalSink {
                 failures: selection.refused,
                 ..EvalReport::default()
             },
-            overall: MetricsAccumulator::default(),
-            per_repo: BTreeMap::new(),
-            per_language: BTreeMap::new(),
+            files: GroupedAccumulator::default(),
             functions: (config.granularity == crate::interface::Granularity::Function)
                 .then(FunctionAccumulator::default),
             rewrites: config.queries.is_some().then(RewriteAccumulator::default),
@@ -178,17 +174,8 @@ impl EvalSink {
             acc.add(instance, ranked, gold);
         }
         let ranked = &evaluated.ranked;
-        self.overall.add(ranked, gold);
-        self.per_repo
-            .entry(instance.repo.clone())
-            .or_default()
-            .add(ranked, gold);
-        if !instance.language.is_empty() {
-            self.per_language
-                .entry(instance.language.clone())
-                .or_default()
-                .add(ranked, gold);
-        }
+        self.files
+            .add(&instance.repo, &instance.language, ranked, gold);
         if let Some(writer) = self.out.as_mut() {
             let (found_functions, gold_functions) = evaluated.functions.unzip();
             writer.write(&Prediction {
@@ -218,9 +205,10 @@ impl EvalSink {
             )));
         }
         let mut report = self.report;
-        report.overall = self.overall.finish();
-        report.per_repo = finish_groups(self.per_repo);
-        report.per_language = finish_groups(self.per_language);
+        let files = self.files.finish();
+        report.overall = files.overall;
+        report.per_repo = files.per_repo;
+        report.per_language = files.per_language;
         report.rewrites = self.rewrites.map(|acc| acc.finish());
         report.dense = self.dense;
         report.functions = self.functions.map(FunctionAccumulator::finish);
