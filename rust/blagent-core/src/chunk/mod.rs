@@ -4,6 +4,8 @@ mod split;
 mod symbols;
 mod syntax;
 
+use std::time::{Duration, Instant};
+
 use serde::{Deserialize, Serialize};
 
 pub use self::symbols::{enclosing, Symbol, SymbolKind};
@@ -104,16 +106,15 @@ pub struct ParsedFile {
     /// are not in `symbols`, and they are not split into smaller chunks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub too_deep: Vec<(usize, usize)>,
+    /// The parse ran past its time budget and was given up: the chunks are windows of lines.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parse_too_slow: bool,
 }
 
 /// Parses `file` into chunks, symbols and a skeleton. Never fails: a file the parser cannot
 /// handle at all is chunked into line windows and flagged.
 pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
-    let mut parser = tree_sitter::Parser::new();
-    let tree = parser
-        .set_language(&(file.language.grammar)())
-        .ok()
-        .and_then(|()| parser.parse(&file.text, None));
+    let (tree, too_slow) = parse_within_budget(file);
     let Some(tree) = tree else {
         return ParsedFile {
             path: file.path.clone(),
@@ -124,6 +125,7 @@ pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
             skeleton: String::new(),
             syntax_errors: true,
             too_deep: Vec::new(),
+            parse_too_slow: too_slow,
         };
     };
     let root = tree.root_node();
@@ -150,7 +152,42 @@ pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
         imports,
         syntax_errors: root.has_error(),
         too_deep,
+        parse_too_slow: false,
     }
+}
+
+/// Parse time every file may take, and the time allowed per 100 KB of source on top. Well-formed
+/// code parses at 5–20 MB/s (a 2 MB file, the largest the walk reads, in about 0.2 s), so only
+/// garbled text reaches the budget: tree-sitter's error recovery can need quadratic time on
+/// it (160 KB of `}{)(][><` took 42 s, 1.6 MB would take over an hour), and such a file is
+/// given up on, as a file that does not parse at all is.
+const PARSE_BUDGET_BASE: Duration = Duration::from_millis(500);
+const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(250);
+
+/// Parses `file`, or `None` when its language cannot be set, when the parse takes longer than
+/// its budget ([`PARSE_BUDGET_BASE`]; then `true` too), or when a stop is asked for
+/// ([`crate::cancel`]). Tree-sitter asks whether to go on every hundred parse operations,
+/// milliseconds apart at worst.
+fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
+    let mut parser = tree_sitter::Parser::new();
+    if parser.set_language(&(file.language.grammar)()).is_err() {
+        return (None, false);
+    }
+    let hundreds_of_kb = u32::try_from(file.text.len() / 100_000).unwrap_or(u32::MAX);
+    let budget = PARSE_BUDGET_BASE + PARSE_BUDGET_PER_100_KB.saturating_mul(hundreds_of_kb);
+    let start = Instant::now();
+    let mut too_slow = false;
+    let mut give_up = |_: &tree_sitter::ParseState| {
+        too_slow = start.elapsed() > budget;
+        too_slow || crate::cancel::is_requested()
+    };
+    let bytes = file.text.as_bytes();
+    let tree = parser.parse_with_options(
+        &mut |at, _| bytes.get(at..).unwrap_or_default(),
+        None,
+        Some(tree_sitter::ParseOptions::new().progress_callback(&mut give_up)),
+    );
+    (tree, too_slow)
 }
 
 /// Maps byte offsets to 1-based line numbers by binary search over line starts.
@@ -199,6 +236,32 @@ mod tests {
     /// `open` repeated `depth` times, `middle`, then `close` as often: text nested `depth` deep.
     fn nested(open: &str, middle: &str, close: &str, depth: usize) -> String {
         format!("{}{middle}{}", open.repeat(depth), close.repeat(depth))
+    }
+
+    /// Garbled text sends tree-sitter's error recovery into quadratic time (160 KB of these
+    /// brackets took 42 s, 1.6 MB over an hour, with Ctrl-C unheard): the parse is given up at
+    /// its budget, well under a second here, and the file still chunks into line windows.
+    #[test]
+    fn a_parse_past_its_budget_is_given_up_and_the_file_still_chunks() {
+        for path in ["Gen.java", "gen.py"] {
+            let text = "}{)(][><\n".repeat(20_000);
+            let parsed = parse(path, text.clone());
+            assert!(parsed.parse_too_slow, "{path}");
+            assert!(parsed.syntax_errors && parsed.symbols.is_empty(), "{path}");
+            let covered: usize = parsed
+                .chunks
+                .iter()
+                .map(|c| c.end_line - c.start_line + 1)
+                .sum();
+            assert_eq!(
+                covered,
+                text.lines().count(),
+                "{path}: every line in a window"
+            );
+        }
+        let plain = "def f(x):\n    return x + 1\n\n".repeat(5_000);
+        let parsed = parse("plain.py", plain);
+        assert!(!parsed.parse_too_slow && parsed.symbols.len() == 5_000);
     }
 
     /// Each case once crashed the process on a test thread's 2 MiB stack (recursion per level):

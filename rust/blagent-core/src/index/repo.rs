@@ -119,7 +119,18 @@ impl RepoIndex {
             })
             .collect();
         let parse_ms = elapsed_ms(start);
+        // A stop asked for while parsing cuts the parses short: the index would be partial.
+        crate::cancel::check()?;
         let mut skipped = walked.skipped;
+        skipped.extend(
+            files
+                .iter()
+                .filter(|f| f.parsed.parse_too_slow)
+                .map(|f| Skipped {
+                    path: f.path().to_owned(),
+                    reason: SkipReason::ParseTooSlow,
+                }),
+        );
         skipped.extend(files.iter().flat_map(|f| {
             f.parsed
                 .too_deep

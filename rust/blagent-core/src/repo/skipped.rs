@@ -35,6 +35,9 @@ pub enum SkipReason {
         /// Last line, inclusive.
         end_line: usize,
     },
+    /// Tree-sitter's parse ran past its time budget (garbled text, on which its error recovery
+    /// can need quadratic time): the file is indexed as windows of lines, with no symbols.
+    ParseTooSlow,
     /// Reading failed.
     Unreadable {
         /// The operating system's message.
