@@ -4,6 +4,7 @@
 //! `Err` with a message for the model.
 
 use std::fmt::Write as _;
+use std::io::Read as _;
 
 use super::confine::{check_syntax, confine};
 use super::paths::resolve;
@@ -157,7 +158,13 @@ pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
             continue;
         }
         let path = confine(&index.root, name)?;
-        let text = std::fs::read(&path).map_err(|e| format!("cannot read {name}: {e}"))?;
+        // Only the first window is shown: its first megabyte is all that is read.
+        let mut text = Vec::new();
+        crate::repo::read::open_regular(&path)
+            .map_err(|f| format!("cannot read {name}: {}", f.into_error(&path, "README")))?
+            .take(crate::repo::read::MAX_SMALL_FILE_BYTES)
+            .read_to_end(&mut text)
+            .map_err(|e| format!("cannot read {name}: {e}"))?;
         return Ok(truncate_lines(&String::from_utf8_lossy(&text), tokens));
     }
     Err("the repository has no README at its root".to_owned())

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::vectors::{FaissIndex, VectorIndex, VectorIndexKind};
 use crate::error::{Error, Result};
+use crate::repo::read::{read_bounded, MAX_SMALL_FILE_BYTES};
 
 /// Bumped when the stored layout changes; older stores are rebuilt.
 const FORMAT: u32 = 1;
@@ -79,10 +80,16 @@ impl IndexStore {
 
     /// Loads the stored index if it was built exactly as `expected` says (checksum aside).
     pub fn load(&self, expected: &Manifest) -> std::result::Result<FaissIndex, StoreMiss> {
-        let Ok(text) = fs::read_to_string(self.dir.join(MANIFEST)) else {
-            return Err(StoreMiss::Absent);
+        let manifest_path = self.dir.join(MANIFEST);
+        let text = match read_bounded(&manifest_path, MAX_SMALL_FILE_BYTES) {
+            Ok(text) => text,
+            Err(failure) if failure.is_not_found() => return Err(StoreMiss::Absent),
+            Err(failure) => {
+                let error = failure.into_error(&manifest_path, "index manifest");
+                return Err(StoreMiss::Corrupt(error.to_string()));
+            }
         };
-        let manifest: Manifest = serde_json::from_str(&text)
+        let manifest: Manifest = serde_json::from_slice(&text)
             .map_err(|e| StoreMiss::Corrupt(format!("manifest: {e}")))?;
         let same_source = manifest.format == FORMAT
             && manifest.model == expected.model
@@ -94,8 +101,13 @@ impl IndexStore {
             return Err(StoreMiss::Stale);
         }
         let path = self.dir.join(VECTORS);
-        let bytes =
-            fs::read(&path).map_err(|e| StoreMiss::Corrupt(format!("{}: {e}", path.display())))?;
+        // The manifest says how many vectors of what width: the file holds them and, for
+        // HNSW, their links (under a kilobyte each at the graph's degree).
+        let limit = (manifest.len as u64)
+            .saturating_mul(manifest.dim as u64 * 4 + 1024)
+            .saturating_add(64 << 20);
+        let bytes = read_bounded(&path, limit)
+            .map_err(|f| StoreMiss::Corrupt(f.into_error(&path, "index file").to_string()))?;
         if blake3::hash(&bytes).to_hex().as_str() != manifest.checksum {
             return Err(StoreMiss::Corrupt(
                 "index file checksum mismatch".to_owned(),
@@ -218,6 +230,27 @@ mod tests {
         assert!(matches!(store.load(&manifest), Err(StoreMiss::Corrupt(_))));
         fs::write(dir.path().join(MANIFEST), b"{ not json").unwrap();
         assert!(matches!(store.load(&manifest), Err(StoreMiss::Corrupt(_))));
+    }
+
+    /// A FIFO in place of the manifest or the vectors once blocked the load: each is corrupt.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_place_of_a_stored_file_is_corrupt() {
+        for name in [MANIFEST, VECTORS] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = IndexStore::new(dir.path());
+            let (index, manifest) = index();
+            store.save(&index, &manifest).unwrap();
+            fs::remove_file(dir.path().join(name)).unwrap();
+            let made = std::process::Command::new("mkfifo")
+                .arg(dir.path().join(name))
+                .status();
+            assert!(made.unwrap().success());
+            assert!(
+                matches!(store.load(&manifest), Err(StoreMiss::Corrupt(_))),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::encoder::{Encoder, TextKind};
 use crate::error::{Error, Result};
+use crate::repo::read::{read_bounded, MAX_SMALL_FILE_BYTES};
 
 const MAGIC: &[u8; 4] = b"BLE1";
 const CHECKSUM_BYTES: usize = 8;
@@ -66,7 +67,9 @@ impl EmbeddingCache {
     /// the second value says whether that happened.
     pub fn get(&self, text: &str, kind: TextKind) -> (Option<Vec<f32>>, bool) {
         let path = self.path(text, kind);
-        let Ok(bytes) = fs::read(&path) else {
+        // An entry is a few kilobytes; anything else in its place (a FIFO, a huge file) is
+        // a miss, read no further.
+        let Ok(bytes) = read_bounded(&path, MAX_SMALL_FILE_BYTES) else {
             return (None, false);
         };
         if let Some(vector) = decode(&bytes) {
@@ -216,6 +219,27 @@ mod tests {
             fs::write(&path, bytes).unwrap();
             assert_eq!(cache.get(text, TextKind::Document), (None, true));
             assert!(!path.exists(), "a corrupt entry is removed");
+        }
+    }
+
+    /// A FIFO or a device in an entry's place once blocked (or filled memory): it is a miss,
+    /// and left where it is.
+    #[cfg(unix)]
+    #[test]
+    fn a_special_file_in_an_entrys_place_is_a_miss() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = EmbeddingCache::open(root.path(), "m").unwrap();
+        for (text, fifo) in [("fifo", true), ("zero", false)] {
+            let path = cache.path(text, TextKind::Document);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            if fifo {
+                let made = std::process::Command::new("mkfifo").arg(&path).status();
+                assert!(made.unwrap().success());
+            } else {
+                std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+            }
+            assert_eq!(cache.get(text, TextKind::Document), (None, false));
+            assert!(fs::symlink_metadata(&path).is_ok());
         }
     }
 

@@ -14,6 +14,10 @@ use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 use super::folder::{Architecture, ModelFolder, Pooling};
 use crate::error::{Error, Result};
+use crate::repo::read::{read_bounded, MAX_DATA_FILE_BYTES};
+
+/// The largest weights file read (a model of about a billion f32 parameters).
+const MAX_MODEL_BYTES: u64 = 4 << 30;
 
 /// Padded tokens per batch at most (rows × longest row). Small batches keep each layer's
 /// activations in cache: on 256 django chunks (2 threads), 1024 gave 25.7 chunks per CPU
@@ -110,8 +114,11 @@ impl Encoder {
             Precision::Bf16Avx512 => folder.identity.push_str(BF16_AVX512_IDENTITY),
             Precision::F32 => {}
         }
-        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
-            .map_err(|e| Error::Model(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
+        let tokenizer_path = dir.join("tokenizer.json");
+        let tokenizer_bytes = read_bounded(&tokenizer_path, MAX_DATA_FILE_BYTES)
+            .map_err(|f| f.into_error(&tokenizer_path, "model file"))?;
+        let mut tokenizer = Tokenizer::from_bytes(tokenizer_bytes)
+            .map_err(|e| Error::Model(format!("{}: {e}", tokenizer_path.display())))?;
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: folder.max_seq_length,
@@ -121,7 +128,8 @@ impl Encoder {
         tokenizer.with_padding(None);
         let device = Device::Cpu;
         let weights_path = dir.join("model.safetensors");
-        let weights = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
+        let weights = read_bounded(&weights_path, MAX_MODEL_BYTES)
+            .map_err(|f| f.into_error(&weights_path, "model file"))?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(model_err)?;
         let model = match folder.architecture {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::repo::read::{read_bounded, MAX_SMALL_FILE_BYTES};
 
 /// The transformer family of a model folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,13 +57,15 @@ pub struct ModelFolder {
     pub identity: String,
 }
 
+/// A configuration file of the folder (`None` when absent), read bounded: a FIFO or device in
+/// its place is refused, not read.
 fn read_json(path: &Path) -> Result<Option<Value>> {
-    match fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text)
+    match read_bounded(path, MAX_SMALL_FILE_BYTES) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| Error::Model(format!("{}: {e}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
+        Err(failure) if failure.is_not_found() => Ok(None),
+        Err(failure) => Err(failure.into_error(path, "model file")),
     }
 }
 
@@ -254,6 +257,35 @@ mod tests {
             (f.query_prefix.as_str(), f.document_prefix.as_str()),
             ("search_query: ", "search_document: ")
         );
+    }
+
+    /// A FIFO in place of an optional settings file once hung the load (Ctrl-C unheard) and
+    /// `/dev/zero` there read until memory ran out: both are refused as not regular files.
+    #[cfg(unix)]
+    #[test]
+    fn a_special_file_in_place_of_a_settings_file_is_refused() {
+        let mut files = BASE.to_vec();
+        files.push(("config.json", r#"{"model_type": "bert", "hidden_size": 8}"#));
+        for name in [
+            "modules.json",
+            "sentence_bert_config.json",
+            "1_Pooling/config.json",
+        ] {
+            let dir = folder(&files);
+            let path = dir.path().join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let made = std::process::Command::new("mkfifo").arg(&path).status();
+            assert!(made.unwrap().success());
+            let err = ModelFolder::read(dir.path()).unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidInput(_)) && err.to_string().contains("FIFO"),
+                "{name}: {err}"
+            );
+            fs::remove_file(&path).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+            let err = ModelFolder::read(dir.path()).unwrap_err().to_string();
+            assert!(err.contains("not a regular file"), "{name}: {err}");
+        }
     }
 
     #[test]

@@ -36,9 +36,15 @@ impl TokenCounter {
         };
         let bytes = crate::repo::read::read_bounded(path, crate::repo::read::MAX_DATA_FILE_BYTES)
             .map_err(|f| f.into_error(path, "tokenizer"))?;
-        tokenizers::Tokenizer::from_bytes(bytes)
-            .map(|t| TokenCounter::Tokenizer(Box::new(t)))
-            .map_err(|e| Error::InvalidInput(format!("tokenizer {}: {e}", path.display())))
+        let mut tokenizer = tokenizers::Tokenizer::from_bytes(bytes)
+            .map_err(|e| Error::InvalidInput(format!("tokenizer {}: {e}", path.display())))?;
+        // Counting wants the text's own tokens: a padding the file asks for (a fixed length of
+        // 10^11 allocates 400 GB) or a truncation would change the count.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| Error::InvalidInput(format!("tokenizer {}: {e}", path.display())))?;
+        Ok(TokenCounter::Tokenizer(Box::new(tokenizer)))
     }
 
     /// Tokens in `text`.
@@ -225,6 +231,30 @@ mod tests {
         let counter = TokenCounter::load(Some(&path)).unwrap();
         assert!(matches!(counter, TokenCounter::Tokenizer(_)));
         // Four words; the chars/4 fallback would say 5.
+        assert_eq!(counter.count("hello world foo bar"), 4);
+    }
+
+    /// A 600-byte file asking for padding to 10^11 tokens once made counting allocate 400 GB
+    /// (an abort, or the OOM killer); truncation would undercount.
+    #[test]
+    fn a_tokenizers_padding_and_truncation_do_not_change_the_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        std::fs::write(
+            &path,
+            r#"{"version": "1.0", "added_tokens": [],
+                "truncation": {"direction": "Right", "max_length": 2, "strategy": "LongestFirst",
+                               "stride": 0},
+                "padding": {"strategy": {"Fixed": 100000000000}, "direction": "Right",
+                            "pad_to_multiple_of": null, "pad_id": 0, "pad_type_id": 0,
+                            "pad_token": "[UNK]"},
+                "normalizer": null, "pre_tokenizer": {"type": "Whitespace"},
+                "post_processor": null, "decoder": null,
+                "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "hello": 1},
+                          "unk_token": "[UNK]"}}"#,
+        )
+        .unwrap();
+        let counter = TokenCounter::load(Some(&path)).unwrap();
         assert_eq!(counter.count("hello world foo bar"), 4);
     }
 

@@ -86,16 +86,19 @@ impl Ignores {
     /// is refused (recorded in the skips).
     fn load(&self, dir: &Path, file: &Path) -> Option<Gitignore> {
         let meta = fs::symlink_metadata(file).ok()?;
-        if meta.file_type().is_symlink() {
-            match fs::canonicalize(file) {
-                Err(_) => return self.skip(file, SkipReason::BrokenSymlink),
-                Ok(target) if !target.starts_with(&self.root) => {
-                    return self.skip(file, SkipReason::SymlinkOutside)
-                }
-                Ok(_) => {}
+        // Every component is resolved, not only the last: `.git/info` may itself be a link.
+        // The resolved path is the one read.
+        let target = match fs::canonicalize(file) {
+            Err(_) if meta.file_type().is_symlink() => {
+                return self.skip(file, SkipReason::BrokenSymlink)
             }
-        }
-        let bytes = match read_bounded(file, MAX_SMALL_FILE_BYTES) {
+            Err(_) => return None,
+            Ok(target) if !target.starts_with(&self.root) => {
+                return self.skip(file, SkipReason::SymlinkOutside)
+            }
+            Ok(target) => target,
+        };
+        let bytes = match read_bounded(&target, MAX_SMALL_FILE_BYTES) {
             Ok(bytes) => bytes,
             Err(ReadFailure::NotRegular(_)) => return self.skip(file, SkipReason::NotRegularFile),
             Err(ReadFailure::TooLarge { .. }) => {
@@ -220,6 +223,22 @@ mod tests {
         fs::remove_file(dir.path().join("sub/.gitignore")).unwrap();
         symlink(dir.path().join("fifo"), dir.path().join("sub/.ignore")).unwrap();
         assert_eq!(paths(&walk_within_time(dir.path())), ["a.py"]);
+    }
+
+    #[test]
+    fn an_exclude_file_reached_through_a_linked_folder_outside_is_not_read() {
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "info/exclude", b"*.py\n");
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "app.py", b"x = 1\n");
+        fs::create_dir(dir.path().join(".git")).unwrap();
+        symlink(outside.path().join("info"), dir.path().join(".git/info")).unwrap();
+        let out = walk_within_time(dir.path());
+        assert_eq!(paths(&out), ["app.py"], "the outside rules were obeyed");
+        assert_eq!(
+            skip_of(&out, ".git/info/exclude"),
+            Some(&SkipReason::SymlinkOutside)
+        );
     }
 
     #[test]
