@@ -215,7 +215,10 @@ impl LlmRun {
             }
             options.trust = Some(profile);
         }
-        let model = crate::llm::model_from_config(config)?.into();
+        let reads = crate::repo::Inputs::new()
+            .folder(options.prompts_dir.as_ref())
+            .file(options.profile.as_ref());
+        let model = crate::llm::model_reading(config, reads)?.into();
         Ok(LlmRun {
             model,
             options,

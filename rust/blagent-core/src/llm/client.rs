@@ -10,6 +10,7 @@ use super::replay::{RecordingModel, ReplayModel};
 use super::usage::{TokenLedger, UsageSummary};
 use super::{ChatModel, ChatRequest, ChatResponse, Message, NoModel};
 use crate::error::Result;
+use crate::repo::Inputs;
 
 /// The model a configuration asks for: replay (`replay` set; keyed with `model` when given,
 /// else the cassette's one model), HTTP (`base_url` set), replay with HTTP answering what the
@@ -17,6 +18,13 @@ use crate::error::Result;
 /// (`record`: every exchange of the run, replayed ones included, so the new cassette alone
 /// reproduces it), or none (LLM-free). The configuration is validated first.
 pub fn model_from_config(config: &LlmConfig) -> Result<Box<dyn ChatModel>> {
+    model_reading(config, Inputs::new())
+}
+
+/// [`model_from_config`] for a run that also reads `inputs` (its prompts folder, its profile),
+/// which the cassette it records may not be, nor lie inside; the configuration's own files
+/// (replay cassette, price table, tokenizer) are added.
+pub fn model_reading(config: &LlmConfig, inputs: Inputs) -> Result<Box<dyn ChatModel>> {
     let config = config.clone().validated()?;
     let replay = match &config.replay {
         Some(path) if config.model.is_empty() => Some(ReplayModel::open(path)?),
@@ -30,7 +38,18 @@ pub fn model_from_config(config: &LlmConfig) -> Result<Box<dyn ChatModel>> {
         (Some(replay), Some(_)) => Box::new(replay.then_live(Box::new(HttpModel::new(&config)?))),
     };
     Ok(match &config.record {
-        Some(path) => Box::new(RecordingModel::create(model, config.model.clone(), path)?),
+        Some(path) => {
+            let inputs = inputs
+                .file(config.replay.as_ref())
+                .file(config.prices.as_ref())
+                .file(config.tokenizer.as_ref());
+            Box::new(RecordingModel::create(
+                model,
+                config.model.clone(),
+                path,
+                &inputs,
+            )?)
+        }
         None => model,
     })
 }
@@ -196,6 +215,42 @@ mod tests {
         assert_eq!(other.usage().total.calls, 0);
         other.chat("t1", vec![]).unwrap();
         assert_eq!(client.usage().total.calls, 1, "ledgers are separate");
+    }
+
+    /// A cassette named inside a folder the run reads (its prompts), or naming one of the
+    /// configuration's own files (the price table), is refused before anything is created.
+    #[test]
+    fn a_cassette_may_not_be_or_lie_inside_what_the_run_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompts = dir.path().join("prompts");
+        std::fs::create_dir(&prompts).unwrap();
+        let prices = dir.path().join("prices.json");
+        std::fs::write(&prices, r#"{"models": {}}"#).unwrap();
+        let base = LlmConfig {
+            base_url: Some("http://127.0.0.1:9".into()),
+            model: "m".into(),
+            prices: Some(prices.clone()),
+            ..LlmConfig::default()
+        };
+        let inside = LlmConfig {
+            record: Some(prompts.join("rec.md")),
+            ..base.clone()
+        };
+        let err = model_reading(&inside, Inputs::new().folder(Some(&prompts)))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("which this run reads"), "{err}");
+        assert!(!prompts.join("rec.md").exists(), "nothing created");
+        let over = LlmConfig {
+            record: Some(prices.clone()),
+            ..base
+        };
+        let err = model_reading(&over, Inputs::new()).err().unwrap();
+        assert!(err.to_string().contains("an input of this run"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&prices).unwrap(),
+            r#"{"models": {}}"#
+        );
     }
 
     #[test]

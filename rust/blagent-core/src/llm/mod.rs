@@ -24,7 +24,7 @@ mod scripted;
 use serde::{Deserialize, Serialize};
 
 pub use self::backoff::{parse_retry_after, Backoff, BACKOFF_CAP, RETRY_AFTER_CAP};
-pub use self::client::{model_from_config, LlmClient};
+pub use self::client::{model_from_config, model_reading, LlmClient};
 pub use self::config::{
     normalize_base_url, LlmConfig, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, MAX_TIMEOUT_S,
 };

@@ -210,13 +210,19 @@ impl<M: ChatModel> RecordingModel<M> {
     /// (appended to; created with its folder if missing). The cassette is locked while the
     /// model lives; a special file, or a file that holds anything but cassette lines, is
     /// refused.
-    pub fn create(inner: M, model: impl Into<String>, path: &Path) -> Result<Self> {
+    /// `inputs` are what the run reads: the cassette may not be one of them, nor lie inside.
+    pub fn create(
+        inner: M,
+        model: impl Into<String>,
+        path: &Path,
+        inputs: &Inputs,
+    ) -> Result<Self> {
         let mode = OutputMode {
             append: true,
             holds: "cassette lines",
             is_ours: |bytes| json_lines_with(bytes, "key", b"{\"key\":"),
         };
-        let file = open_output(path, mode, &Inputs::new(), "cassette")?;
+        let file = open_output(path, mode, inputs, "cassette")?;
         Ok(RecordingModel {
             inner,
             model: model.into(),
@@ -311,7 +317,7 @@ mod tests {
     fn records_then_replays_answers_and_errors() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/run.jsonl");
-        let recorder = RecordingModel::create(Echo, "m", &path).unwrap();
+        let recorder = RecordingModel::create(Echo, "m", &path, &Inputs::new()).unwrap();
         let first = recorder.chat(&ask("t0", "abc")).unwrap();
         recorder.chat(&ask("t0", "xyz")).unwrap();
         recorder.chat(&ask("t1", "abc")).unwrap();
@@ -351,11 +357,11 @@ mod tests {
             .to_string()
             .contains(":1:"));
         std::fs::write(&path, "").unwrap();
-        RecordingModel::create(Echo, "a", &path)
+        RecordingModel::create(Echo, "a", &path, &Inputs::new())
             .unwrap()
             .chat(&ask("s", "x"))
             .unwrap();
-        RecordingModel::create(Echo, "b", &path)
+        RecordingModel::create(Echo, "b", &path, &Inputs::new())
             .unwrap()
             .chat(&ask("s", "x"))
             .unwrap();

@@ -3,7 +3,7 @@
 //! writes there. Nothing is deleted; nothing is created before every check has passed.
 
 use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::read::{kind_name, read_bounded, MAX_DATA_FILE_BYTES};
 use crate::error::{Error, Result};
@@ -64,7 +64,10 @@ impl Inputs {
 /// [`OutputMode::is_ours`]. Without [`OutputMode::append`] the file is then emptied.
 pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<File> {
     let refuse = |why: String| Error::InvalidInput(format!("{what} {}: {why}", path.display()));
-    let resolved = resolve(path).map_err(|e| Error::io(path, e))?;
+    let resolved = resolve(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => refuse(e.to_string()),
+        _ => Error::io(path, e),
+    })?;
     // Compared as written and with symlinks resolved, on both sides: a tree that is a symlink
     // (`trees/a -> checkout`) holds its target's files under either name.
     let written = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
@@ -129,24 +132,43 @@ pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -
     Ok(file)
 }
 
-/// `path` made absolute with its longest existing ancestor canonicalized (symlinks resolved),
-/// so it can be compared with input folders before anything is created.
+/// `path` made absolute and resolved as the system will once its missing folders exist: each
+/// existing component canonicalized (symlinks followed), each missing one kept as written (it
+/// will be a plain folder, or the file), and `..` after a missing folder taken as written, so
+/// `new/sub/../../trees/x` is seen to lie in `trees` before anything is created. A link whose
+/// target is missing is an `InvalidInput` error: writing through it would create the target
+/// wherever it points.
 fn resolve(path: &Path) -> std::io::Result<PathBuf> {
-    let absolute = std::path::absolute(path)?;
-    let mut existing = absolute.as_path();
-    let mut rest = Vec::new();
-    loop {
-        match existing.canonicalize() {
-            Ok(found) => return Ok(rest.iter().rev().fold(found, |p, c| p.join(c))),
-            Err(_) => match (existing.parent(), existing.file_name()) {
-                (Some(parent), Some(name)) => {
-                    rest.push(name.to_owned());
-                    existing = parent;
-                }
-                _ => return Ok(absolute),
-            },
+    let mut out = PathBuf::new();
+    for component in std::path::absolute(path)?.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => {
+                let next = out.join(other);
+                out = match std::fs::symlink_metadata(&next) {
+                    Ok(meta) => next.canonicalize().map_err(|e| {
+                        if meta.file_type().is_symlink() {
+                            std::io::Error::new(
+                                std::io::ErrorKind::InvalidInput,
+                                format!(
+                                    "{} is a symbolic link whose target does not exist; \
+                                     outputs are not written through it",
+                                    next.display()
+                                ),
+                            )
+                        } else {
+                            e
+                        }
+                    })?,
+                    Err(_) => next,
+                };
+            }
         }
     }
+    Ok(out)
 }
 
 /// Why an existing output may not be written: a special file, or one of the inputs.
@@ -265,6 +287,30 @@ mod tests {
             !trees.join("sub").exists(),
             "nothing is created before the checks pass"
         );
+    }
+
+    /// Two ways past the folder check, found by a hostile run: `..` after a folder that does
+    /// not exist yet (compared as written, it looked outside), and a dangling link whose
+    /// target lies in the trees (writing through it created the target there).
+    #[cfg(unix)]
+    #[test]
+    fn dot_dot_through_new_folders_and_dangling_links_do_not_reach_an_input_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let trees = dir.path().join("trees");
+        std::fs::create_dir_all(trees.join("a")).unwrap();
+        let inputs = Inputs::new().folder(Some(&trees));
+        let sneaky = dir.path().join("new/sub/../../trees/a/preds.jsonl");
+        let message = refused(open_output(&sneaky, JSONL, &inputs, "--out"));
+        assert!(message.contains("which this run reads"), "{message}");
+        assert!(!dir.path().join("new").exists(), "nothing created");
+        let link = dir.path().join("dangling.jsonl");
+        std::os::unix::fs::symlink(trees.join("a/made.jsonl"), &link).unwrap();
+        let message = refused(open_output(&link, JSONL, &inputs, "--out"));
+        assert!(message.contains("target does not exist"), "{message}");
+        assert!(!trees.join("a/made.jsonl").exists());
+        let fine = dir.path().join("new/sub/../out.jsonl");
+        open_output(&fine, JSONL, &inputs, "--out").unwrap();
+        assert!(dir.path().join("new/out.jsonl").is_file());
     }
 
     #[test]
