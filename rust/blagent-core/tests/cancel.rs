@@ -70,6 +70,7 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
                 model,
                 options: LlmOptions::default(),
                 model_name: String::new(),
+                reads: Default::default(),
             }),
             ..DatasetConfig::new(
                 dir.path().join("data.jsonl").clone(),

@@ -181,6 +181,9 @@ pub struct LlmRun {
     pub options: LlmOptions,
     /// The configured model name (`LlmConfig::model`), which profiles are fitted for.
     pub model_name: String,
+    /// What the LLM side reads (prompts folder, profile, replay cassette, price table,
+    /// tokenizer): no output of the run may be one of these or lie inside.
+    pub reads: crate::repo::Inputs,
 }
 
 impl LlmRun {
@@ -217,12 +220,16 @@ impl LlmRun {
         }
         let reads = crate::repo::Inputs::new()
             .folder(options.prompts_dir.as_ref())
-            .file(options.profile.as_ref());
-        let model = crate::llm::model_reading(config, reads)?.into();
+            .file(options.profile.as_ref())
+            .file(config.replay.as_ref())
+            .file(config.prices.as_ref())
+            .file(config.tokenizer.as_ref());
+        let model = crate::llm::model_reading(config, reads.clone())?.into();
         Ok(LlmRun {
             model,
             options,
             model_name: config.model.clone(),
+            reads,
         })
     }
 }

@@ -57,10 +57,12 @@ impl DatasetConfig {
         }
     }
 
-    /// What the run reads, which no output may be or lie inside: the dataset, the trees, the
-    /// prompts.
+    /// What the run reads, which no output may be or lie inside: the dataset, the trees, and
+    /// what the LLM side reads ([`LlmRun::reads`]: prompts, profile, cassette, prices,
+    /// tokenizer).
     pub fn inputs(&self) -> Inputs {
-        Inputs::new()
+        let llm = self.llm.as_ref().map(|l| l.reads.clone());
+        llm.unwrap_or_default()
             .file(Some(&self.dataset))
             .folder(Some(&self.repos))
             .folder(
