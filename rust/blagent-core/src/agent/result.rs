@@ -240,6 +240,7 @@ impl std::fmt::Debug for LlmRun {
             .field("model", &self.model.name())
             .field("options", &self.options)
             .field("model_name", &self.model_name)
+            .field("reads", &self.reads)
             .finish()
     }
 }
