@@ -70,7 +70,7 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
                 model,
                 options: LlmOptions::default(),
                 model_name: String::new(),
-                reads: Default::default(),
+                reads: blagent_core::repo::Inputs::default(),
             }),
             ..DatasetConfig::new(
                 dir.path().join("data.jsonl").clone(),

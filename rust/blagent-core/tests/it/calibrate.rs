@@ -89,7 +89,7 @@ fn run(model: Arc<ScriptedModel>, options: LlmOptions) -> LlmRun {
         model,
         options,
         model_name: "knowing".to_owned(),
-        reads: Default::default(),
+        reads: blagent_core::repo::Inputs::default(),
     }
 }
 

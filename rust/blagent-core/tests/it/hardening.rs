@@ -63,7 +63,7 @@ fn blagent(model: Arc<dyn ChatModel>) -> LlmRun {
         model,
         options: LlmOptions::default(),
         model_name: String::new(),
-        reads: Default::default(),
+        reads: blagent_core::repo::Inputs::default(),
     }
 }
 

@@ -224,7 +224,7 @@ fn huge_reported_usage_saturates() {
                 ..LlmOptions::default()
             },
             model_name: "m".to_owned(),
-            reads: Default::default(),
+            reads: blagent_core::repo::Inputs::default(),
         });
     let mut request = LocalizeRequest::new("x", dir.path(), "apply_discount is wrong");
     request.pipeline = Pipeline::Blagent;
@@ -267,7 +267,7 @@ fn options_out_of_range_are_refused_before_running() {
                 ..LlmOptions::default()
             },
             model_name: String::new(),
-            reads: Default::default(),
+            reads: blagent_core::repo::Inputs::default(),
         });
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.py"), "def f():\n    pass\n").unwrap();

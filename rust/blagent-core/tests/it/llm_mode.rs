@@ -28,7 +28,7 @@ fn run(model: Arc<dyn blagent_core::llm::ChatModel>) -> LlmRun {
         model,
         options: LlmOptions::default(),
         model_name: String::new(),
-        reads: Default::default(),
+        reads: blagent_core::repo::Inputs::default(),
     }
 }
 
