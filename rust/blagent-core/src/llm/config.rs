@@ -146,6 +146,18 @@ impl LlmConfig {
         if self.max_concurrency == 0 {
             return bad("max_concurrency must be at least 1".to_owned());
         }
+        // A key travels in a header. Outside printable ASCII a server may read its bytes
+        // another way (latin-1) and echo them in a form the redactor cannot recognise, so such
+        // a key is refused; the message does not show it.
+        if let Some(key) = &self.api_key {
+            if !key.expose().bytes().all(|b| b.is_ascii_graphic()) {
+                return bad(
+                    "the API key holds characters other than printable ASCII (a space, a \
+                     control character or a non-ASCII letter); API keys are ASCII"
+                        .to_owned(),
+                );
+            }
+        }
         if self.replay.is_some() && self.replay == self.record {
             return bad("replay and record need two cassettes".to_owned());
         }
@@ -271,6 +283,28 @@ mod tests {
             "echo <redacted> and <redacted>"
         );
         assert_eq!(key.expose(), "k3y");
+    }
+
+    /// A non-ASCII key sent in a header came back from a server as latin-1 JSON escapes
+    /// (`sk-\u00c3\u00a9…`), past the redactor: such a key is refused, unnamed.
+    #[test]
+    fn a_key_outside_printable_ascii_is_refused_without_showing_it() {
+        for key in ["sk-é€密钥", "sk has space", "sk-\u{7}"] {
+            let config = LlmConfig {
+                api_key: Some(Secret::new(key)),
+                ..LlmConfig::default()
+            };
+            let err = config.validated().unwrap_err().to_string();
+            assert!(
+                err.contains("printable ASCII") && !err.contains(key),
+                "{err}"
+            );
+        }
+        let fine = LlmConfig {
+            api_key: Some(Secret::new("sk-proj_AZaz09-._~+/=")),
+            ..LlmConfig::default()
+        };
+        assert!(fine.validated().is_ok());
     }
 
     #[test]
