@@ -136,12 +136,37 @@ fn balanced(text: &str) -> Result<Cow<'_, str>, String> {
     let start = text
         .find(['{', '['])
         .ok_or("the reply contains no JSON object")?;
+    let whole = scan(&text[start..]);
+    if let Some(end) = whole.balanced_end {
+        return Ok(Cow::Borrowed(&text[start..=start + end]));
+    }
+    let Some(end) = whole.last_comma else {
+        return Err("the JSON is truncated: a `{`, `[` or string is never closed".to_owned());
+    };
+    // Scanned again up to the cut for the brackets open there (keeping a copy of the stack at
+    // every comma made a reply of nested brackets and commas take quadratic time).
+    let open = scan(&text[start..start + end]).open;
+    let mut closed = text[start..start + end].to_owned();
+    closed.extend(open.iter().rev().map(|&c| if c == '{' { '}' } else { ']' }));
+    Ok(Cow::Owned(closed))
+}
+
+/// What a string-aware pass over `text` (starting at a bracket) finds.
+struct Scan {
+    /// Where the first bracket closes, if it does.
+    balanced_end: Option<usize>,
+    /// The last `,` outside strings (when the first bracket never closes).
+    last_comma: Option<usize>,
+    /// The brackets still open at the end.
+    open: Vec<char>,
+}
+
+fn scan(text: &str) -> Scan {
     let mut open: Vec<char> = Vec::new();
     let mut quote: Option<char> = None;
     let mut escaped = false;
-    // Where the last complete element ended, with the brackets open there.
-    let mut last_complete: Option<(usize, Vec<char>)> = None;
-    for (i, c) in text[start..].char_indices() {
+    let mut last_comma = None;
+    for (i, c) in text.char_indices() {
         if let Some(q) = quote {
             if escaped {
                 escaped = false;
@@ -158,19 +183,22 @@ fn balanced(text: &str) -> Result<Cow<'_, str>, String> {
             '}' | ']' => {
                 open.pop();
                 if open.is_empty() {
-                    return Ok(Cow::Borrowed(&text[start..=start + i]));
+                    return Scan {
+                        balanced_end: Some(i),
+                        last_comma,
+                        open,
+                    };
                 }
             }
-            ',' => last_complete = Some((start + i, open.clone())),
+            ',' => last_comma = Some(i),
             _ => {}
         }
     }
-    let Some((end, open)) = last_complete else {
-        return Err("the JSON is truncated: a `{`, `[` or string is never closed".to_owned());
-    };
-    let mut closed = text[start..end].to_owned();
-    closed.extend(open.iter().rev().map(|&c| if c == '{' { '}' } else { ']' }));
-    Ok(Cow::Owned(closed))
+    Scan {
+        balanced_end: None,
+        last_comma,
+        open,
+    }
 }
 
 /// Repairs single-quoted strings, smart quotes, Python literals and trailing commas, leaving
@@ -275,6 +303,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// A cut-off reply is closed at its last comma with the brackets open there; deeply
+    /// nested brackets followed by many commas (once quadratic: 600 KB took 103 s) too.
+    #[test]
+    fn a_truncated_reply_is_closed_at_its_last_comma() {
+        assert_eq!(
+            balanced(r#"x {"a": [1, 2, {"b": 3}, 4"#).unwrap(),
+            r#"{"a": [1, 2, {"b": 3}"#.to_owned() + "]}"
+        );
+        let depth = 50_000;
+        let hostile = "[".repeat(depth) + &",".repeat(depth);
+        let closed = balanced(&hostile).unwrap();
+        assert_eq!(
+            closed,
+            "[".repeat(depth) + &",".repeat(depth - 1) + &"]".repeat(depth)
+        );
+    }
 
     #[test]
     fn finds_json_fenced_bare_and_after_thinking() {
