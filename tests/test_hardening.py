@@ -212,6 +212,25 @@ def test_text_output_escapes_control_characters_in_file_names(repo: Path) -> Non
     assert "evil\\x1b[2J\\x07.py" in proc.stdout
 
 
+def test_eval_tables_and_batch_lines_escape_control_characters_from_the_dataset(
+    repo: Path, tmp_path: Path
+) -> None:
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    iid = "evil\x1b]0;pwned\x07"
+    (trees / iid).symlink_to(repo, target_is_directory=True)
+    row = {"instance_id": iid, "repo": "x\x1b[2Jevil", "problem_statement": ISSUE, "patch": ""}
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(row) + "\n")
+    common = ("--dataset", str(data), "--repos", str(trees))
+    table = run("eval", *common, "--format", "text", "--quiet")
+    assert table.returncode == 0, table.stderr
+    assert "\x1b" not in table.stdout and "x\\x1b[2Jevil" in table.stdout, table.stdout
+    lines = run("batch", *common, "--out", str(tmp_path / "loc.jsonl"))
+    assert lines.returncode == 0, lines.stderr
+    assert "\x1b" not in lines.stderr and "\x07" not in lines.stderr, lines.stderr
+
+
 def test_hint_files_must_be_a_list() -> None:
     with pytest.raises(InputError, match="list of path strings"):
         Hints(files="a.py")  # type: ignore[arg-type]

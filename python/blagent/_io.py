@@ -102,6 +102,12 @@ def check_encodable(text: str, what: str) -> None:
         ) from err
 
 
+def printable_lines(text: str) -> str:
+    """`text` line by line through `printable`: its newlines kept, every other control
+    character escaped (tables name repositories and ids a dataset gives)."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
 def printable(text: str) -> str:
     """`text` with control characters (and other unprintable ones) escaped as `\\xNN`,
     `\\uNNNN`, so a file name cannot drive the terminal."""

@@ -297,7 +297,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         json.dump(report, sys.stdout, indent=2)
         print()
     else:
-        print(format_report(report))
+        print(_io.printable_lines(format_report(report)))
     return EXIT_OK
 
 
@@ -340,7 +340,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         json.dump(report, sys.stdout, indent=2)
         print()
     else:
-        print(format_calibration(report))
+        print(_io.printable_lines(format_calibration(report)))
     return EXIT_OK
 
 
@@ -441,7 +441,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         json.dump(report, sys.stdout, indent=2)
         print()
     else:
-        print(format_comparison(report))
+        print(_io.printable_lines(format_comparison(report)))
     return EXIT_OK
 
 
@@ -467,7 +467,7 @@ def cmd_analyze_failures(args: argparse.Namespace) -> int:
     raw = _core.analyze_failures(json.dumps(config))
     analysis = json.loads(raw)
     for warning in analysis["warnings"]:
-        print(f"blagent: warning: {warning}", file=sys.stderr)
+        print(f"blagent: warning: {_io.printable(str(warning))}", file=sys.stderr)
     summary = {k: analysis[k] for k in ("summary", "warnings", "outputs")}
     json.dump(summary, sys.stdout, indent=2)
     print()
@@ -743,7 +743,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"blagent: error: invalid JSON argument: {err}", file=sys.stderr)
         return EXIT_INPUT
     except _core.BlagentError as err:
-        print(f"blagent: error: {err}", file=sys.stderr)
+        print(f"blagent: error: {_io.printable_lines(str(err))}", file=sys.stderr)
         kind = next((kind for cls, kind in EXIT_BY_ERROR if isinstance(err, cls)), "internal")
         return _core.EXIT_CODES[kind]
 

@@ -41,6 +41,7 @@ impl Progress {
 
     /// A note above the bar (or a line), e.g. how many instances a resumed run skips.
     pub fn note(&self, message: &str) {
+        let message = printable(message);
         match self {
             Progress::Bar(bar) => bar.println(message),
             Progress::Lines { .. } => {
@@ -53,12 +54,13 @@ impl Progress {
     /// Shows which instance is being worked on.
     pub fn start(&self, instance_id: &str) {
         if let Progress::Bar(bar) = self {
-            bar.set_message(instance_id.to_owned());
+            bar.set_message(printable(instance_id).into_owned());
         }
     }
 
     /// Records one finished instance with its outcome in words.
     pub fn finish_one(&mut self, instance_id: &str, outcome: &str) {
+        let (instance_id, outcome) = (printable(instance_id), printable(outcome));
         match self {
             Progress::Bar(bar) => {
                 if outcome.starts_with("FAILED") {
@@ -82,5 +84,36 @@ impl Progress {
         if let Progress::Bar(bar) = self {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// `text` with control characters escaped (`\u{1b}`): instance ids and messages come from the
+/// dataset and must not drive the terminal.
+fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        text.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(super::printable("a\u{1b}]0;x\u{7}b"), "a\\u{1b}]0;x\\u{7}b");
+        assert!(matches!(
+            super::printable("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }
