@@ -187,7 +187,8 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
 }
 
 /// A file name for an instance id: characters other than letters, digits, `-`, `_` and `.`
-/// become `_`.
+/// become `_`. Two ids that read alike then (`acme/shop`, `acme_shop`) are told apart by
+/// [`file_names`].
 fn file_name(instance_id: &str) -> String {
     let safe: String = instance_id
         .chars()
@@ -200,6 +201,24 @@ fn file_name(instance_id: &str) -> String {
         })
         .collect();
     format!("{safe}.json")
+}
+
+/// Each instance's file name ([`file_name`]); a name an earlier id already took gets the first
+/// 8 hex digits of its id's hash (`acme_shop-1a2b3c4d.json`), so no instance's file replaces
+/// another's.
+fn file_names<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut taken = std::collections::HashSet::new();
+    ids.into_iter()
+        .map(|id| {
+            let mut name = file_name(id);
+            if !taken.insert(name.clone()) {
+                let hash = blake3::hash(id.as_bytes()).to_hex();
+                name = format!("{}-{}.json", name.trim_end_matches(".json"), &hash[..8]);
+                taken.insert(name.clone());
+            }
+            name
+        })
+        .collect()
 }
 
 /// Writes one output file: never an input, a special file or another run's file; `is_ours`
@@ -231,41 +250,41 @@ pub fn write_outputs(
     out_dir: &Path,
     inputs: &Inputs,
 ) -> Result<(Vec<PathBuf>, Option<String>)> {
+    // The summary JSON first: its check (a JSON object) is the strictest, so a folder of the
+    // user's own files is refused before anything is written; the instances' files last.
+    // Folders are made by `open_output`, after its checks.
+    let summary = serde_json::json!({"summary": report.summary, "warnings": report.warnings});
+    let json = write(
+        &out_dir.join("summary.json"),
+        &serde_json::to_vec_pretty(&summary)?,
+        inputs,
+        is_json_object,
+    )?;
+    let markdown = write(
+        &out_dir.join("summary.md"),
+        report.summary.to_markdown().as_bytes(),
+        inputs,
+        any_content,
+    )?;
+    let mut written = vec![markdown, json];
+    let chart = render_chart(&report.summary)?;
+    if let Ok(chart) = &chart {
+        let svg = out_dir.join("chart.svg");
+        written.push(write(&svg, chart.svg.as_bytes(), inputs, any_content)?);
+        let png = out_dir.join("chart.png");
+        written.push(write(&png, &chart.png, inputs, any_content)?);
+    }
     let instances_dir = out_dir.join("instances");
-    std::fs::create_dir_all(&instances_dir).map_err(|e| Error::io(&instances_dir, e))?;
-    for instance in &report.instances {
+    let names = file_names(report.instances.iter().map(|i| i.instance_id.as_str()));
+    for (instance, name) in report.instances.iter().zip(names) {
         write(
-            &instances_dir.join(file_name(&instance.instance_id)),
+            &instances_dir.join(name),
             &serde_json::to_vec_pretty(instance)?,
             inputs,
             is_json_object,
         )?;
     }
-    let summary = serde_json::json!({"summary": report.summary, "warnings": report.warnings});
-    let mut written = vec![
-        write(
-            &out_dir.join("summary.md"),
-            report.summary.to_markdown().as_bytes(),
-            inputs,
-            any_content,
-        )?,
-        write(
-            &out_dir.join("summary.json"),
-            &serde_json::to_vec_pretty(&summary)?,
-            inputs,
-            is_json_object,
-        )?,
-    ];
-    match render_chart(&report.summary)? {
-        Ok(chart) => {
-            let svg = out_dir.join("chart.svg");
-            written.push(write(&svg, chart.svg.as_bytes(), inputs, any_content)?);
-            let png = out_dir.join("chart.png");
-            written.push(write(&png, &chart.png, inputs, any_content)?);
-            Ok((written, None))
-        }
-        Err(why) => Ok((written, Some(why))),
-    }
+    Ok((written, chart.err()))
 }
 
 #[cfg(test)]
@@ -279,5 +298,13 @@ mod tests {
             "django__django-11099.json"
         );
         assert_eq!(file_name("../x y"), ".._x_y.json");
+    }
+
+    #[test]
+    fn ids_that_read_alike_get_files_of_their_own() {
+        let names = file_names(["acme/shop", "acme_shop", "acme/shop2"]);
+        assert_eq!(names[0], "acme_shop.json");
+        assert!(names[1].starts_with("acme_shop-") && names[1].len() == "acme_shop-".len() + 13);
+        assert_eq!(names[2], "acme_shop2.json");
     }
 }
