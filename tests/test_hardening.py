@@ -394,6 +394,44 @@ def test_analyze_failures_does_not_read_trees_outside_repos(tmp_path: Path) -> N
     assert any("inside the trees folder" in w for w in warnings), warnings
 
 
+def test_analyze_failures_writes_nothing_into_a_tree_reached_through_a_link(
+    tmp_path: Path,
+) -> None:
+    from test_analysis import DISCOUNT_FIX, FILES, patch, write_jsonl
+
+    checkout = tmp_path / "checkout"
+    for rel, text in FILES.items():
+        (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / rel).write_text(text)
+    (tmp_path / "trees").mkdir()
+    (tmp_path / "trees" / "a").symlink_to(checkout, target_is_directory=True)
+    gold = patch(DISCOUNT_FIX)
+    dataset = write_jsonl(
+        tmp_path / "data.jsonl", [{"instance_id": "a", "repo": "acme/shop", "patch": gold}]
+    )
+    locs = write_jsonl(
+        tmp_path / "locs.jsonl", [{"instance_id": "a", "found_files": ["shop/pricing.py"]}]
+    )
+    preds = write_jsonl(tmp_path / "preds.jsonl", [{"instance_id": "a", "model_patch": gold}])
+    before = sorted(p.relative_to(checkout) for p in checkout.rglob("*"))
+    proc = run(
+        "analyze-failures",
+        "--dataset",
+        str(dataset),
+        "--locs",
+        str(locs),
+        "--predictions",
+        str(preds),
+        "--repos",
+        str(tmp_path / "trees"),
+        "--out-dir",
+        str(checkout / "analysis"),
+    )
+    assert_clean_failure(proc)
+    assert "which this run reads" in proc.stderr, proc.stderr
+    assert sorted(p.relative_to(checkout) for p in checkout.rglob("*")) == before
+
+
 # Issue 27: the third round of hostile inputs.
 
 NESTED = {

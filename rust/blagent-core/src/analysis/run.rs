@@ -171,12 +171,20 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
         outputs: Vec::new(),
     };
     if let Some(dir) = &config.out_dir {
+        // Each tree read, too: a tree may be a link to a checkout elsewhere.
+        let trees = config.repos.as_deref().map_or_else(Vec::new, |repos| {
+            selected
+                .iter()
+                .filter_map(|(g, _)| crate::dataset::instance_tree(repos, &g.instance_id).ok())
+                .collect()
+        });
         let inputs = Inputs::new()
             .file(Some(&config.dataset))
             .file(Some(&config.locs))
             .file(Some(&config.predictions))
             .file(config.report.as_ref())
-            .folder(config.repos.as_ref());
+            .folder(config.repos.as_ref())
+            .folders(trees);
         let (outputs, no_chart) = write_outputs(&report, dir, &inputs)?;
         report.outputs = outputs;
         if let Some(why) = no_chart {
