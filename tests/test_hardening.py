@@ -432,6 +432,35 @@ def test_analyze_failures_writes_nothing_into_a_tree_reached_through_a_link(
     assert sorted(p.relative_to(checkout) for p in checkout.rglob("*")) == before
 
 
+def test_a_cassette_is_not_recorded_inside_the_trees(repo: Path, tmp_path: Path) -> None:
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    (trees / "a").symlink_to(repo, target_is_directory=True)
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"instance_id": "a", "problem_statement": ISSUE}) + "\n")
+    cassette = trees / "cassette.jsonl"
+    proc = run(
+        "batch",
+        "--dataset",
+        str(data),
+        "--repos",
+        str(trees),
+        "--out",
+        str(tmp_path / "loc.jsonl"),
+        "--pipeline",
+        "blagent",
+        "--llm-base-url",
+        "http://127.0.0.1:9",
+        "--llm-model",
+        "m",
+        "--llm-record",
+        str(cassette),
+    )
+    assert_clean_failure(proc)
+    assert "which this run reads" in proc.stderr, proc.stderr
+    assert not cassette.exists() and not (tmp_path / "loc.jsonl").exists()
+
+
 # Issue 27: the third round of hostile inputs.
 
 NESTED = {

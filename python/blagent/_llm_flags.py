@@ -73,6 +73,14 @@ def llm_client(args: argparse.Namespace) -> _core.LlmClient:
     return _core.LlmClient(json.dumps(llm_config(args)))
 
 
+def check_llm_flags(args: argparse.Namespace) -> None:
+    """Refuses a bad `--llm-*` configuration as bad input before a run starts, without opening
+    the `--llm-record` cassette: the run opens it once it knows what it reads (a cassette
+    inside the trees is refused there, and nothing is created)."""
+    config = {key: value for key, value in llm_config(args).items() if key != "record"}
+    _core.LlmClient(json.dumps(config))
+
+
 def llm_options(args: argparse.Namespace) -> dict[str, Any]:
     """The LLM pipeline options of `--prompts-dir`, `--llm-profile` and `--llm-option KEY=VALUE`."""
     options: dict[str, Any] = {}

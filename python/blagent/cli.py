@@ -16,6 +16,7 @@ from . import _core, _io, _ray
 from ._llm_flags import (
     add_llm_flags,
     add_pipeline_flags,
+    check_llm_flags,
     llm_client,
     llm_config,
     llm_options,
@@ -204,7 +205,7 @@ def cmd_llm_check(args: argparse.Namespace) -> int:
 
 
 def cmd_localize(args: argparse.Namespace) -> int:
-    llm_client(args)  # a bad --llm-* configuration is bad input, whichever pipeline runs
+    check_llm_flags(args)  # a bad --llm-* configuration is bad input, whichever pipeline runs
     localizer = _localizer(args)
     if args.request_json is not None:
         request = _read_request(args.request_json)
@@ -256,7 +257,7 @@ def _ids(args: argparse.Namespace) -> list[str] | None:
 def _run_config(args: argparse.Namespace, **fields: Any) -> str:
     """The JSON config of `eval` / `batch` / `calibrate`: the instances, the localizer's options,
     the pipeline and the run's own fields."""
-    llm_client(args)  # a bad --llm-* configuration is bad input, whichever pipeline runs
+    check_llm_flags(args)  # a bad --llm-* configuration is bad input, whichever pipeline runs
     config = {
         "dataset": args.dataset,
         "repos": args.repos,

@@ -45,12 +45,29 @@ pub(crate) fn llm_run(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<Option<LlmRun>> {
+    llm_run_reading(llm_options_json, llm_config_json, None)
+}
+
+/// [`llm_run`] for a dataset job: the `dataset` and `repos` its configuration JSON names are
+/// inputs, which a recorded cassette may not be or lie inside.
+pub(crate) fn llm_run_reading(
+    llm_options_json: Option<&str>,
+    llm_config_json: Option<&str>,
+    job_config_json: Option<&str>,
+) -> PyResult<Option<LlmRun>> {
     if llm_options_json.is_none() && llm_config_json.is_none() {
         return Ok(None);
     }
     let options: LlmOptions = parse("LLM options", llm_options_json)?;
     let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
-    LlmRun::from_config(options, &config)
+    let job: serde_json::Value = job_config_json
+        .and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default();
+    let path = |key: &str| job.get(key).and_then(serde_json::Value::as_str);
+    let inputs = blagent_core::repo::Inputs::new()
+        .file(path("dataset"))
+        .folder(path("repos"));
+    LlmRun::from_config_reading(options, &config, inputs)
         .map(Some)
         .map_err(to_py)
 }

@@ -11,7 +11,7 @@ use blagent_core::interface::{AnySink, AnyWorker};
 use pyo3::prelude::*;
 
 use crate::cancel;
-use crate::convert::{llm_run, run};
+use crate::convert::{llm_run_reading, run};
 use crate::errors::{to_py, InputError, InternalError};
 
 /// Turns items of a job into outcomes, one at a time, as `batch` or `evaluate` does for each.
@@ -36,7 +36,7 @@ impl PyJobWorker {
         llm_options_json: Option<&str>,
         llm_config_json: Option<&str>,
     ) -> PyResult<Self> {
-        let llm = llm_run(llm_options_json, llm_config_json)?;
+        let llm = llm_run_reading(llm_options_json, llm_config_json, Some(config_json))?;
         let (kind, config) = (kind.to_owned(), config_json.to_owned());
         let inner = run(py, move || job_worker(&kind, &config, llm))?;
         Ok(PyJobWorker {

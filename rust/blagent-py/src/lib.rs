@@ -25,7 +25,7 @@ mod convert;
 mod distributed;
 mod errors;
 
-use convert::{llm_run, parse, parse_required, run, to_json};
+use convert::{llm_run, llm_run_reading, parse, parse_required, run, to_json};
 use errors::{
     to_py, BlagentError, BlagentIOError, InputError, InternalError, LlmError, ModelError,
 };
@@ -348,7 +348,7 @@ fn evaluate(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let llm = llm_run(llm_options_json, llm_config_json)?;
+    let llm = llm_run_reading(llm_options_json, llm_config_json, Some(config_json))?;
     let config = parse_config::<EvalJob>(config_json, llm).map_err(to_py)?;
     run(py, move || to_json(&run_eval(&config)?))
 }
@@ -371,7 +371,7 @@ fn calibrate(
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
     let mut config: CalibrateConfig = parse_required("calibration config", config_json)?;
-    config.run.llm = llm_run(llm_options_json, llm_config_json)?;
+    config.run.llm = llm_run_reading(llm_options_json, llm_config_json, Some(config_json))?;
     run(py, move || to_json(&run_calibration(&config)?))
 }
 
@@ -393,7 +393,7 @@ fn batch(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let llm = llm_run(llm_options_json, llm_config_json)?;
+    let llm = llm_run_reading(llm_options_json, llm_config_json, Some(config_json))?;
     let config = parse_config::<BatchJob>(config_json, llm).map_err(to_py)?;
     run(py, move || to_json(&run_batch(&config)?))
 }

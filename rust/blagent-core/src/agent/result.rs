@@ -192,9 +192,17 @@ impl LlmRun {
     /// sampling settings (temperature, seed, completion cap) override the options'. The
     /// options are checked ([`LlmOptions::validate`]) and the prompt overrides loaded first, so
     /// bad input is refused before anything runs.
-    pub fn from_config(
+    pub fn from_config(options: LlmOptions, config: &crate::llm::LlmConfig) -> crate::Result<Self> {
+        LlmRun::from_config_reading(options, config, crate::repo::Inputs::new())
+    }
+
+    /// [`LlmRun::from_config`] for a run that also reads `inputs` (its dataset and trees): the
+    /// cassette it records may not be one of them or lie inside, and they join
+    /// [`LlmRun::reads`].
+    pub fn from_config_reading(
         mut options: LlmOptions,
         config: &crate::llm::LlmConfig,
+        inputs: crate::repo::Inputs,
     ) -> crate::Result<Self> {
         options.temperature = config.temperature;
         if config.seed.is_some() {
@@ -218,7 +226,7 @@ impl LlmRun {
             }
             options.trust = Some(profile);
         }
-        let reads = crate::repo::Inputs::new()
+        let reads = inputs
             .folder(options.prompts_dir.as_ref())
             .file(options.profile.as_ref())
             .file(config.replay.as_ref())
