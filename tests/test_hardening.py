@@ -354,15 +354,15 @@ def test_a_lone_surrogate_in_the_python_api_is_an_input_error(repo: Path) -> Non
         Localizer().localize_request(request)
 
 
-def test_analyze_failures_does_not_read_trees_outside_repos(tmp_path: Path) -> None:
+def _analysis_inputs(tmp_path: Path, iid: str, checkout: Path) -> list[str]:
+    """The minishop files written to `checkout`, an empty trees folder, and analyze-failures'
+    dataset, locs, predictions (a changed fix) and report for `iid`, as command-line flags."""
     from test_analysis import DISCOUNT_FIX, FILES, patch, write_jsonl
 
-    outside = tmp_path / "outside"
     for rel, text in FILES.items():
-        (outside / rel).parent.mkdir(parents=True, exist_ok=True)
-        (outside / rel).write_text(text)
+        (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / rel).write_text(text)
     (tmp_path / "trees").mkdir()
-    iid = "../outside"
     gold = patch(DISCOUNT_FIX)
     dataset = write_jsonl(
         tmp_path / "data.jsonl", [{"instance_id": iid, "repo": "acme/shop", "patch": gold}]
@@ -376,8 +376,7 @@ def test_analyze_failures_does_not_read_trees_outside_repos(tmp_path: Path) -> N
     )
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"resolved": [], "unresolved": [iid]}))
-    proc = run(
-        "analyze-failures",
+    return [
         "--dataset",
         str(dataset),
         "--locs",
@@ -388,7 +387,11 @@ def test_analyze_failures_does_not_read_trees_outside_repos(tmp_path: Path) -> N
         str(report),
         "--repos",
         str(tmp_path / "trees"),
-    )
+    ]
+
+
+def test_analyze_failures_does_not_read_trees_outside_repos(tmp_path: Path) -> None:
+    proc = run("analyze-failures", *_analysis_inputs(tmp_path, "../outside", tmp_path / "outside"))
     assert proc.returncode == 0, proc.stderr
     warnings = json.loads(proc.stdout)["warnings"]
     assert any("inside the trees folder" in w for w in warnings), warnings
@@ -397,36 +400,11 @@ def test_analyze_failures_does_not_read_trees_outside_repos(tmp_path: Path) -> N
 def test_analyze_failures_writes_nothing_into_a_tree_reached_through_a_link(
     tmp_path: Path,
 ) -> None:
-    from test_analysis import DISCOUNT_FIX, FILES, patch, write_jsonl
-
     checkout = tmp_path / "checkout"
-    for rel, text in FILES.items():
-        (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
-        (checkout / rel).write_text(text)
-    (tmp_path / "trees").mkdir()
+    flags = _analysis_inputs(tmp_path, "a", checkout)
     (tmp_path / "trees" / "a").symlink_to(checkout, target_is_directory=True)
-    gold = patch(DISCOUNT_FIX)
-    dataset = write_jsonl(
-        tmp_path / "data.jsonl", [{"instance_id": "a", "repo": "acme/shop", "patch": gold}]
-    )
-    locs = write_jsonl(
-        tmp_path / "locs.jsonl", [{"instance_id": "a", "found_files": ["shop/pricing.py"]}]
-    )
-    preds = write_jsonl(tmp_path / "preds.jsonl", [{"instance_id": "a", "model_patch": gold}])
     before = sorted(p.relative_to(checkout) for p in checkout.rglob("*"))
-    proc = run(
-        "analyze-failures",
-        "--dataset",
-        str(dataset),
-        "--locs",
-        str(locs),
-        "--predictions",
-        str(preds),
-        "--repos",
-        str(tmp_path / "trees"),
-        "--out-dir",
-        str(checkout / "analysis"),
-    )
+    proc = run("analyze-failures", *flags, "--out-dir", str(checkout / "analysis"))
     assert_clean_failure(proc)
     assert "which this run reads" in proc.stderr, proc.stderr
     assert sorted(p.relative_to(checkout) for p in checkout.rglob("*")) == before

@@ -215,19 +215,25 @@ mod tests {
         assert_eq!(estimate, usage(2 + TOKENS_PER_MESSAGE, 1, true));
     }
 
+    /// A word-level tokenizer file (whitespace split, one known word) with the given
+    /// truncation and padding settings, in `dir`.
+    fn tokenizer_file(dir: &Path, truncation: &str, padding: &str) -> std::path::PathBuf {
+        let path = dir.join("tokenizer.json");
+        let json = format!(
+            r#"{{"version": "1.0", "truncation": {truncation}, "padding": {padding},
+                "added_tokens": [], "normalizer": null, "pre_tokenizer": {{"type": "Whitespace"}},
+                "post_processor": null, "decoder": null,
+                "model": {{"type": "WordLevel", "vocab": {{"[UNK]": 0, "hello": 1}},
+                          "unk_token": "[UNK]"}}}}"#
+        );
+        std::fs::write(&path, json).unwrap();
+        path
+    }
+
     #[test]
     fn a_configured_tokenizer_counts_its_tokens() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tokenizer.json");
-        std::fs::write(
-            &path,
-            r#"{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
-                "normalizer": null, "pre_tokenizer": {"type": "Whitespace"},
-                "post_processor": null, "decoder": null,
-                "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "hello": 1},
-                          "unk_token": "[UNK]"}}"#,
-        )
-        .unwrap();
+        let path = tokenizer_file(dir.path(), "null", "null");
         let counter = TokenCounter::load(Some(&path)).unwrap();
         assert!(matches!(counter, TokenCounter::Tokenizer(_)));
         // Four words; the chars/4 fallback would say 5.
@@ -239,21 +245,12 @@ mod tests {
     #[test]
     fn a_tokenizers_padding_and_truncation_do_not_change_the_count() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("tokenizer.json");
-        std::fs::write(
-            &path,
-            r#"{"version": "1.0", "added_tokens": [],
-                "truncation": {"direction": "Right", "max_length": 2, "strategy": "LongestFirst",
-                               "stride": 0},
-                "padding": {"strategy": {"Fixed": 100000000000}, "direction": "Right",
-                            "pad_to_multiple_of": null, "pad_id": 0, "pad_type_id": 0,
-                            "pad_token": "[UNK]"},
-                "normalizer": null, "pre_tokenizer": {"type": "Whitespace"},
-                "post_processor": null, "decoder": null,
-                "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "hello": 1},
-                          "unk_token": "[UNK]"}}"#,
-        )
-        .unwrap();
+        let path = tokenizer_file(
+            dir.path(),
+            r#"{"direction": "Right", "max_length": 2, "strategy": "LongestFirst", "stride": 0}"#,
+            r#"{"strategy": {"Fixed": 100000000000}, "direction": "Right",
+                "pad_to_multiple_of": null, "pad_id": 0, "pad_type_id": 0, "pad_token": "[UNK]"}"#,
+        );
         let counter = TokenCounter::load(Some(&path)).unwrap();
         assert_eq!(counter.count("hello world foo bar"), 4);
     }
