@@ -242,10 +242,7 @@ mod tests {
             let (index, manifest) = index();
             store.save(&index, &manifest).unwrap();
             fs::remove_file(dir.path().join(name)).unwrap();
-            let made = std::process::Command::new("mkfifo")
-                .arg(dir.path().join(name))
-                .status();
-            assert!(made.unwrap().success());
+            crate::repo::read::mkfifo(&dir.path().join(name));
             assert!(
                 matches!(store.load(&manifest), Err(StoreMiss::Corrupt(_))),
                 "{name}"

@@ -229,12 +229,15 @@ mod tests {
     fn a_special_file_in_an_entrys_place_is_a_miss() {
         let root = tempfile::tempdir().unwrap();
         let cache = EmbeddingCache::open(root.path(), "m").unwrap();
+        let zero = crate::repo::read::has_dev_zero();
         for (text, fifo) in [("fifo", true), ("zero", false)] {
+            if !fifo && !zero {
+                continue;
+            }
             let path = cache.path(text, TextKind::Document);
             fs::create_dir_all(path.parent().unwrap()).unwrap();
             if fifo {
-                let made = std::process::Command::new("mkfifo").arg(&path).status();
-                assert!(made.unwrap().success());
+                crate::repo::read::mkfifo(&path);
             } else {
                 std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
             }

@@ -274,17 +274,18 @@ mod tests {
             let dir = folder(&files);
             let path = dir.path().join(name);
             fs::create_dir_all(path.parent().unwrap()).unwrap();
-            let made = std::process::Command::new("mkfifo").arg(&path).status();
-            assert!(made.unwrap().success());
+            crate::repo::read::mkfifo(&path);
             let err = ModelFolder::read(dir.path()).unwrap_err();
             assert!(
                 matches!(err, Error::InvalidInput(_)) && err.to_string().contains("FIFO"),
                 "{name}: {err}"
             );
-            fs::remove_file(&path).unwrap();
-            std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
-            let err = ModelFolder::read(dir.path()).unwrap_err().to_string();
-            assert!(err.contains("not a regular file"), "{name}: {err}");
+            if crate::repo::read::has_dev_zero() {
+                fs::remove_file(&path).unwrap();
+                std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+                let err = ModelFolder::read(dir.path()).unwrap_err().to_string();
+                assert!(err.contains("not a regular file"), "{name}: {err}");
+            }
         }
     }
 

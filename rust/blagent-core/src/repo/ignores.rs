@@ -136,6 +136,7 @@ mod tests {
     use std::os::unix::fs::symlink;
     use std::time::Duration;
 
+    use super::super::read::mkfifo;
     use super::super::walk::{walk, WalkOptions, WalkOutput};
     use super::*;
 
@@ -143,11 +144,6 @@ mod tests {
         let path = root.join(rel);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, bytes).unwrap();
-    }
-
-    fn mkfifo(path: &Path) {
-        let status = std::process::Command::new("mkfifo").arg(path).status();
-        assert!(status.unwrap().success());
     }
 
     /// The walk of `root`, or a failure after 20 s (a walk that blocks on a FIFO never returns).

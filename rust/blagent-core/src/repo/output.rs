@@ -317,11 +317,7 @@ mod tests {
     fn special_files_and_foreign_content_are_refused_and_ours_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        super::super::read::mkfifo(&fifo);
         let message = refused(open_output(&fifo, APPEND, &Inputs::new(), "--out"));
         assert!(
             message.contains("FIFO") || message.contains("special"),

@@ -175,6 +175,20 @@ pub fn read_inside(root: &Path, rel: &str, limit: u64) -> Option<Vec<u8>> {
     read_bounded(&target, limit).ok()
 }
 
+/// Makes a FIFO at `path` (tests of what refuses special files).
+#[cfg(all(test, unix))]
+pub(crate) fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(made.unwrap().success(), "mkfifo {}", path.display());
+}
+
+/// Whether this machine has `/dev/zero` as a device: tests that point at it skip that part
+/// where it is missing.
+#[cfg(all(test, unix))]
+pub(crate) fn has_dev_zero() -> bool {
+    std::fs::metadata("/dev/zero").is_ok_and(|m| !m.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,18 +237,14 @@ mod tests {
     #[test]
     fn devices_and_fifos_are_refused_without_blocking() {
         // A device where the machine has one; the FIFO below needs none.
-        if std::fs::metadata("/dev/zero").is_ok_and(|m| !m.is_file()) {
+        if has_dev_zero() {
             let err = read_user_text(Path::new("/dev/zero"), 1 << 20, "dataset").unwrap_err();
             assert!(err.is_input_error(), "{err}");
             assert!(err.to_string().contains("device"), "{err}");
         }
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        assert!(std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success());
+        mkfifo(&fifo);
         let err = read_user_text(&fifo, 10, "issue").unwrap_err();
         assert!(err.to_string().contains("FIFO"), "{err}");
     }
