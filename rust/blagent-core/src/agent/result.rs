@@ -181,12 +181,19 @@ pub struct LlmRun {
     pub options: LlmOptions,
     /// The configured model name (`LlmConfig::model`), which profiles are fitted for.
     pub model_name: String,
-    /// What the LLM side reads (prompts folder, profile, replay cassette, price table,
-    /// tokenizer): no output of the run may be one of these or lie inside.
+    /// What the run reads besides its options' files: the configuration's (replay cassette,
+    /// price table, tokenizer) and those given to [`LlmRun::from_config_reading`]. With the
+    /// prompts folder and the profile they make [`LlmRun::inputs`].
     pub reads: crate::repo::Inputs,
 }
 
 impl LlmRun {
+    /// Everything the run reads, which no output may be or lie inside: [`LlmRun::reads`], the
+    /// prompts folder and the profile.
+    pub fn inputs(&self) -> crate::repo::Inputs {
+        with_options(&self.reads, &self.options)
+    }
+
     /// The run `config` describes (an HTTP endpoint, a replay cassette, recording, or none:
     /// then every LLM stage falls back to retrieval), with `options`; the configuration's
     /// sampling settings (temperature, seed, completion cap) override the options'. The
@@ -226,13 +233,8 @@ impl LlmRun {
             }
             options.trust = Some(profile);
         }
-        let reads = inputs
-            .folder(options.prompts_dir.as_ref())
-            .file(options.profile.as_ref())
-            .file(config.replay.as_ref())
-            .file(config.prices.as_ref())
-            .file(config.tokenizer.as_ref());
-        let model = crate::llm::model_reading(config, reads.clone())?.into();
+        let reads = config.reads(inputs);
+        let model = crate::llm::model_reading(config, &with_options(&reads, &options))?.into();
         Ok(LlmRun {
             model,
             options,
@@ -240,6 +242,14 @@ impl LlmRun {
             reads,
         })
     }
+}
+
+/// `reads` with the prompts folder and profile that `options` name.
+fn with_options(reads: &crate::repo::Inputs, options: &LlmOptions) -> crate::repo::Inputs {
+    reads
+        .clone()
+        .folder(options.prompts_dir.as_ref())
+        .file(options.profile.as_ref())
 }
 
 impl std::fmt::Debug for LlmRun {

@@ -58,17 +58,12 @@ impl DatasetConfig {
     }
 
     /// What the run reads, which no output may be or lie inside: the dataset, the trees, and
-    /// what the LLM side reads ([`LlmRun::reads`]: prompts, profile, cassette, prices,
+    /// what the LLM side reads ([`LlmRun::inputs`]: prompts, profile, cassette, prices,
     /// tokenizer).
     pub fn inputs(&self) -> Inputs {
-        let llm = self.llm.as_ref().map(|l| l.reads.clone());
+        let llm = self.llm.as_ref().map(LlmRun::inputs);
         llm.unwrap_or_default()
             .file(Some(&self.dataset))
             .folder(Some(&self.repos))
-            .folder(
-                self.llm
-                    .as_ref()
-                    .and_then(|l| l.options.prompts_dir.as_ref()),
-            )
     }
 }

@@ -18,13 +18,13 @@ use crate::repo::Inputs;
 /// (`record`: every exchange of the run, replayed ones included, so the new cassette alone
 /// reproduces it), or none (LLM-free). The configuration is validated first.
 pub fn model_from_config(config: &LlmConfig) -> Result<Box<dyn ChatModel>> {
-    model_reading(config, Inputs::new())
+    model_reading(config, &config.reads(Inputs::new()))
 }
 
-/// [`model_from_config`] for a run that also reads `inputs` (its prompts folder, its profile),
-/// which the cassette it records may not be, nor lie inside; the configuration's own files
-/// (replay cassette, price table, tokenizer) are added.
-pub fn model_reading(config: &LlmConfig, inputs: Inputs) -> Result<Box<dyn ChatModel>> {
+/// [`model_from_config`] for a run that reads `inputs` (its prompts folder, its profile, the
+/// configuration's own files: [`LlmConfig::reads`]), which the cassette it records may not
+/// be, nor lie inside.
+pub fn model_reading(config: &LlmConfig, inputs: &Inputs) -> Result<Box<dyn ChatModel>> {
     let config = config.clone().validated()?;
     let replay = match &config.replay {
         Some(path) if config.model.is_empty() => Some(ReplayModel::open(path)?),
@@ -38,18 +38,12 @@ pub fn model_reading(config: &LlmConfig, inputs: Inputs) -> Result<Box<dyn ChatM
         (Some(replay), Some(_)) => Box::new(replay.then_live(Box::new(HttpModel::new(&config)?))),
     };
     Ok(match &config.record {
-        Some(path) => {
-            let inputs = inputs
-                .file(config.replay.as_ref())
-                .file(config.prices.as_ref())
-                .file(config.tokenizer.as_ref());
-            Box::new(RecordingModel::create(
-                model,
-                config.model.clone(),
-                path,
-                &inputs,
-            )?)
-        }
+        Some(path) => Box::new(RecordingModel::create(
+            model,
+            config.model.clone(),
+            path,
+            inputs,
+        )?),
         None => model,
     })
 }
@@ -236,7 +230,7 @@ mod tests {
             record: Some(prompts.join("rec.md")),
             ..base.clone()
         };
-        let err = model_reading(&inside, Inputs::new().folder(Some(&prompts)))
+        let err = model_reading(&inside, &Inputs::new().folder(Some(&prompts)))
             .err()
             .unwrap();
         assert!(err.to_string().contains("which this run reads"), "{err}");
@@ -245,7 +239,7 @@ mod tests {
             record: Some(prices.clone()),
             ..base
         };
-        let err = model_reading(&over, Inputs::new()).err().unwrap();
+        let err = model_from_config(&over).err().unwrap();
         assert!(err.to_string().contains("an input of this run"), "{err}");
         assert_eq!(
             std::fs::read_to_string(&prices).unwrap(),

@@ -119,6 +119,16 @@ impl LlmConfig {
         }
     }
 
+    /// `inputs` and the files this configuration reads (replay cassette, price table,
+    /// tokenizer): no output of the run, the recorded cassette included, may be one of them.
+    #[must_use]
+    pub fn reads(&self, inputs: crate::repo::Inputs) -> crate::repo::Inputs {
+        inputs
+            .file(self.replay.as_ref())
+            .file(self.prices.as_ref())
+            .file(self.tokenizer.as_ref())
+    }
+
     /// Checks the settings and normalizes the base URL (see [`normalize_base_url`]).
     pub fn validated(mut self) -> Result<Self> {
         let bad = |what: String| Err(Error::InvalidInput(format!("LLM configuration: {what}")));
