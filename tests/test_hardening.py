@@ -582,3 +582,74 @@ def test_a_missing_input_file_is_bad_input(repo: Path, tmp_path: Path) -> None:
         proc = run(*args)
         assert_clean_failure(proc)
         assert "does not exist" in proc.stderr, proc.stderr
+
+
+# Outputs recognise their own files by the fields blagent writes, not by an `instance_id`.
+
+
+def test_outputs_over_files_blagent_did_not_write_are_refused_and_left_intact(
+    repo: Path, tmp_path: Path
+) -> None:
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    (trees / "a").symlink_to(repo, target_is_directory=True)
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"instance_id": "a", "problem_statement": ISSUE}) + "\n")
+    common = ("--dataset", str(data), "--repos", str(trees), "--quiet")
+    other_dataset = tmp_path / "verified.jsonl"
+    agentless = tmp_path / "loc_outputs.jsonl"
+    report = tmp_path / "report.json"
+    other_dataset.write_text('{"instance_id":"b","repo":"x/y","patch":""}\n')
+    agentless.write_text('{"instance_id":"b","found_files":["y.py"],"file_traj":{}}\n')
+    report.write_text('{"resolved": ["b"], "unresolved": []}')
+    cases = [
+        ("eval", "--out", other_dataset),
+        ("eval", "--signals-out", other_dataset),
+        ("batch", "--out", agentless),
+        ("batch", "--out", str(tmp_path / "new.jsonl"), "--failures-out", other_dataset),
+    ]
+    for command, *flags, target in cases:
+        before = Path(target).read_bytes()
+        proc = run(command, *common, *map(str, flags), str(target))
+        assert_clean_failure(proc)
+        assert "does not hold blagent's" in proc.stderr, proc.stderr
+        assert Path(target).read_bytes() == before
+    assert not (tmp_path / "new.jsonl").exists(), "nothing is created before every check"
+    llm = ("--pipeline", "blagent", "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m")
+    proc = run("calibrate", *common, *llm, "--out", str(report))
+    assert_clean_failure(proc)
+    assert "does not hold a blagent profile" in proc.stderr, proc.stderr
+    assert json.loads(report.read_text()) == {"resolved": ["b"], "unresolved": []}
+
+    twice = tmp_path / "twice.jsonl"
+    proc = run("eval", *common, "--out", str(twice), "--signals-out", str(twice))
+    assert_clean_failure(proc)
+    assert "give each output its own file" in proc.stderr, proc.stderr
+    assert not twice.exists()
+    ours = tmp_path / "preds.jsonl"
+    for _ in range(2):
+        proc = run("eval", *common, "--out", str(ours))
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_analyze_failures_replaces_only_its_own_files(tmp_path: Path) -> None:
+    flags = _analysis_inputs(tmp_path, "a", tmp_path / "checkout")
+    out = tmp_path / "analysis"
+    for _ in range(2):  # its own files are replaced
+        proc = run("analyze-failures", *flags, "--out-dir", str(out))
+        assert proc.returncode == 0, proc.stderr
+    assert (out / "chart.png").read_bytes().startswith(b"\x89PNG")
+    for name, foreign in [
+        ("chart.png", b"\x89PNG\r\n\x1a\nmy holiday photo"),
+        ("chart.svg", b"<svg><!-- my drawing --></svg>"),
+        ("summary.md", b"# My notes\n"),
+        ("summary.json", b'{"resolved": ["a"]}'),
+    ]:
+        mine = tmp_path / f"mine-{name}"
+        mine.mkdir()
+        (mine / name).write_bytes(foreign)
+        proc = run("analyze-failures", *flags, "--out-dir", str(mine))
+        assert_clean_failure(proc)
+        assert "does not hold what blagent analyze-failures writes" in proc.stderr, proc.stderr
+        assert [p.name for p in mine.iterdir()] == [name], "nothing else was written"
+        assert (mine / name).read_bytes() == foreign

@@ -209,10 +209,33 @@ pub fn render_chart(summary: &Summary) -> Result<std::result::Result<Chart, Stri
     let mut encoder = png::Encoder::new(&mut png, WIDTH, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
+    encoder
+        .add_text_chunk(PNG_KEYWORD.to_owned(), MARK.to_owned())
+        .map_err(encode)?;
     let mut writer = encoder.write_header().map_err(encode)?;
     writer.write_image_data(&pixels).map_err(encode)?;
     writer.finish().map_err(encode)?;
-    Ok(Ok(Chart { svg, png }))
+    Ok(Ok(Chart {
+        svg: format!("{SVG_MARK}\n{svg}"),
+        png,
+    }))
+}
+
+/// What the charts say wrote them: a comment before the SVG, a `Software` text chunk in the
+/// PNG. A chart file without it was not written by blagent, and is not written over.
+const MARK: &str = "blagent analyze-failures";
+const SVG_MARK: &str = "<!-- blagent analyze-failures -->";
+const PNG_KEYWORD: &str = "Software";
+
+/// Whether `bytes` are a chart SVG that blagent wrote.
+pub fn is_chart_svg(bytes: &[u8]) -> bool {
+    bytes.starts_with(SVG_MARK.as_bytes())
+}
+
+/// Whether `bytes` are a chart PNG that blagent wrote (its text chunk: keyword, NUL, text).
+pub fn is_chart_png(bytes: &[u8]) -> bool {
+    let chunk = [b"tEXt", PNG_KEYWORD.as_bytes(), b"\0", MARK.as_bytes()].concat();
+    bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.windows(chunk.len()).any(|w| w == chunk)
 }
 
 #[cfg(test)]
@@ -233,7 +256,11 @@ mod tests {
             assert!(font().unwrap_err().contains("no TrueType font"));
             return;
         };
-        assert!(chart.svg.starts_with("<svg"));
+        assert!(is_chart_svg(chart.svg.as_bytes()));
+        assert!(chart.svg.contains("\n<svg"));
+        assert!(is_chart_png(&chart.png));
+        assert!(!is_chart_png(b"\x89PNG\r\n\x1a\nsomeone else's picture"));
+        assert!(!is_chart_svg(b"<svg></svg>"));
         for label in ["file", "function", "line", "patch generation"] {
             assert!(
                 chart.svg.contains(&format!("\n{label}\n</text>")),

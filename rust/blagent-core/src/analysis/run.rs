@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::chart::render_chart;
+use super::chart::{is_chart_png, is_chart_svg, render_chart};
 use super::inputs::{load_gold, load_localizations, load_predictions, load_report, Outcome};
 use super::report::Summary;
 use super::stage::{classify, Criteria, FunctionRule, InstanceAnalysis};
 use crate::error::{Error, Result};
-use crate::repo::{any_content, is_json_object, open_output, Inputs, OutputMode};
+use crate::repo::{check_output, json_object_with, open_output, Inputs, OutputMode};
 
 /// What to analyse.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -229,69 +229,90 @@ fn file_names<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
         .collect()
 }
 
-/// Writes one output file: never an input, a special file or another run's file; `is_ours`
-/// says what an existing file there must hold to be replaced.
-fn write(
-    path: &Path,
-    bytes: &[u8],
-    inputs: &Inputs,
-    is_ours: fn(&[u8]) -> bool,
-) -> Result<PathBuf> {
-    let mode = OutputMode {
+/// An output file of the analysis, and what an existing file there must hold to be replaced:
+/// what blagent writes there.
+fn output_mode(is_ours: fn(&[u8]) -> bool) -> OutputMode {
+    OutputMode {
         append: false,
-        holds: "an analysis output",
+        holds: "what blagent analyze-failures writes there",
         is_ours,
-    };
-    open_output(path, mode, inputs, "analysis output")?
-        .write_all(bytes)
-        .map_err(|e| Error::io(path, e))?;
-    Ok(path.to_path_buf())
+    }
+}
+
+/// `summary.json`: the summary and the warnings.
+fn is_summary_json(bytes: &[u8]) -> bool {
+    json_object_with(bytes, &["summary", "warnings"])
+}
+
+/// `summary.md`: the report's Markdown, under its heading.
+fn is_summary_markdown(bytes: &[u8]) -> bool {
+    bytes.starts_with(MARKDOWN_HEADING.as_bytes())
+}
+
+/// The first line of `summary.md`.
+const MARKDOWN_HEADING: &str = "# Failure-stage analysis\n";
+
+/// `instances/<id>.json`: one instance's analysis.
+fn is_instance_json(bytes: &[u8]) -> bool {
+    json_object_with(bytes, &["instance_id", "outcome", "stage"])
 }
 
 /// Writes `out_dir/instances/<instance_id>.json` (one per instance), `out_dir/summary.md`,
 /// `out_dir/summary.json` (summary and warnings) and the chart as `out_dir/chart.svg` and
 /// `out_dir/chart.png`; returns the paths of the summaries and the chart, and why the chart
 /// is missing when no font for its text was found. No file written may be one of `inputs` or
-/// lie inside their folders.
+/// lie inside their folders, and a file already there is replaced only when blagent wrote it.
+/// Every file is checked before any is written, so a refusal leaves the folder as it was.
 pub fn write_outputs(
     report: &AnalysisReport,
     out_dir: &Path,
     inputs: &Inputs,
 ) -> Result<(Vec<PathBuf>, Option<String>)> {
-    // The summary JSON first: its check (a JSON object) is the strictest, so a folder of the
-    // user's own files is refused before anything is written; the instances' files last.
-    // Folders are made by `open_output`, after its checks.
     let summary = serde_json::json!({"summary": report.summary, "warnings": report.warnings});
-    let json = write(
-        &out_dir.join("summary.json"),
-        &serde_json::to_vec_pretty(&summary)?,
-        inputs,
-        is_json_object,
-    )?;
-    let markdown = write(
-        &out_dir.join("summary.md"),
-        report.summary.to_markdown().as_bytes(),
-        inputs,
-        any_content,
-    )?;
-    let mut written = vec![markdown, json];
+    let markdown = report.summary.to_markdown();
+    debug_assert!(is_summary_markdown(markdown.as_bytes()));
+    let mut files: Vec<(PathBuf, Vec<u8>, fn(&[u8]) -> bool)> = vec![
+        (
+            out_dir.join("summary.md"),
+            markdown.into_bytes(),
+            is_summary_markdown,
+        ),
+        (
+            out_dir.join("summary.json"),
+            serde_json::to_vec_pretty(&summary)?,
+            is_summary_json,
+        ),
+    ];
     let chart = render_chart(&report.summary)?;
     if let Ok(chart) = &chart {
-        let svg = out_dir.join("chart.svg");
-        written.push(write(&svg, chart.svg.as_bytes(), inputs, any_content)?);
-        let png = out_dir.join("chart.png");
-        written.push(write(&png, &chart.png, inputs, any_content)?);
+        files.push((
+            out_dir.join("chart.svg"),
+            chart.svg.clone().into_bytes(),
+            is_chart_svg,
+        ));
+        files.push((out_dir.join("chart.png"), chart.png.clone(), is_chart_png));
     }
+    let shown = files.len();
     let instances_dir = out_dir.join("instances");
     let names = file_names(report.instances.iter().map(|i| i.instance_id.as_str()));
     for (instance, name) in report.instances.iter().zip(names) {
-        write(
-            &instances_dir.join(name),
-            &serde_json::to_vec_pretty(instance)?,
-            inputs,
-            is_json_object,
-        )?;
+        files.push((
+            instances_dir.join(name),
+            serde_json::to_vec_pretty(instance)?,
+            is_instance_json,
+        ));
     }
+    for (path, _, is_ours) in &files {
+        crate::cancel::check()?;
+        check_output(path, output_mode(*is_ours), inputs, "analysis output")?;
+    }
+    // Folders are made by `open_output`, once every check has passed.
+    for (path, bytes, is_ours) in &files {
+        open_output(path, output_mode(*is_ours), inputs, "analysis output")?
+            .write_all(bytes)
+            .map_err(|e| Error::io(path, e))?;
+    }
+    let written = files.into_iter().take(shown).map(|f| f.0).collect();
     Ok((written, chart.err()))
 }
 

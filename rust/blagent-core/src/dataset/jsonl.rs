@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::repo::{is_instance_jsonl, open_output, Inputs, OutputMode};
+use crate::repo::{open_output, Inputs, OutputMode};
 
 /// The largest JSONL (or JSON array) file read: SWE-bench's full test split with its patches
 /// is about 100 MB.
@@ -139,17 +139,6 @@ impl JsonlWriter {
         })
     }
 
-    /// [`JsonlWriter::open`] emptying a file of `instance_id` lines (blagent's own output) and
-    /// refusing any other content.
-    pub fn replace(path: &Path, inputs: &Inputs, what: &str) -> Result<Self> {
-        let mode = OutputMode {
-            append: false,
-            holds: "JSON lines with an instance_id",
-            is_ours: is_instance_jsonl,
-        };
-        Self::open(path, mode, inputs, what)
-    }
-
     /// Writes `value` as one line and flushes it.
     pub fn write(&mut self, value: &impl Serialize) -> Result<()> {
         let mut line = serde_json::to_vec(value)?;
@@ -227,20 +216,24 @@ mod tests {
         let path = dir.path().join("sub/out.jsonl");
         let none = Inputs::new();
         let line = |n: u32| serde_json::json!({"instance_id": n.to_string()});
-        JsonlWriter::replace(&path, &none, "out")
+        let replace = OutputMode {
+            append: false,
+            holds: "lines",
+            is_ours: |b| crate::repo::json_lines_with(b, &["instance_id"], b"{\"instance_id\":"),
+        };
+        JsonlWriter::open(&path, replace, &none, "out")
             .and_then(|mut w| w.write(&line(1)))
             .expect("create");
         let append = OutputMode {
             append: true,
-            holds: "lines",
-            is_ours: is_instance_jsonl,
+            ..replace
         };
         JsonlWriter::open(&path, append, &none, "out")
             .and_then(|mut w| w.write(&line(2)))
             .expect("append");
         let text = std::fs::read_to_string(&path).expect("read");
         assert_eq!(text.lines().count(), 2);
-        JsonlWriter::replace(&path, &none, "out")
+        JsonlWriter::open(&path, replace, &none, "out")
             .and_then(|mut w| w.write(&line(3)))
             .expect("replace");
         assert_eq!(

@@ -19,7 +19,7 @@ use crate::agent::{
 };
 use crate::error::{Error, Result};
 use crate::interface::{DatasetConfig, Localizer};
-use crate::repo::{is_json_object, open_output, OutputMode};
+use crate::repo::{json_object_with, open_output, OutputMode};
 use crate::retrieve::{Ask, Granularity};
 
 /// What to calibrate on.
@@ -101,8 +101,10 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         &config.out,
         OutputMode {
             append: true,
-            holds: "a profile (a JSON object)",
-            is_ours: is_json_object,
+            holds: "a blagent profile (JSON with schema_version, model, pipeline, weight_scale)",
+            is_ours: |b| {
+                json_object_with(b, &["schema_version", "model", "pipeline", "weight_scale"])
+            },
         },
         &settings.inputs(),
         "--out",

@@ -17,7 +17,34 @@ use super::select::{progress_bar, select};
 use super::types::{DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Prediction};
 use crate::dataset::JsonlWriter;
 use crate::error::{Error, Result};
+use crate::repo::{check_distinct, check_output, json_lines_with, OutputMode};
 use crate::retrieve::Rewrites;
+
+/// What `eval --out` holds: one [`Prediction`] a line.
+const PREDICTIONS: OutputMode = OutputMode {
+    append: false,
+    holds: "blagent's predictions (JSON lines with instance_id, found_files, scores, index_ms)",
+    is_ours: |b| {
+        json_lines_with(
+            b,
+            &["instance_id", "found_files", "scores", "index_ms"],
+            b"{\"instance_id\":",
+        )
+    },
+};
+
+/// What `eval --signals-out` holds: one signal dump a line (its keys in sorted order).
+const SIGNALS: OutputMode = OutputMode {
+    append: false,
+    holds: "blagent's signal dump (JSON lines with instance_id, indexed_files and files)",
+    is_ours: |b| {
+        json_lines_with(
+            b,
+            &["instance_id", "indexed_files", "files"],
+            b"{\"files\":",
+        )
+    },
+};
 
 /// An evaluation's report and outputs while the run goes on.
 #[derive(Debug)]
@@ -46,17 +73,26 @@ impl EvalSink {
         let selection = select(&run.dataset, &run.repos, run.ids.as_deref())?;
         let trees = selection.present.iter().map(|(_, tree)| tree);
         let inputs = run.inputs().file(config.queries.as_ref()).folders(trees);
-        let open = |path: &std::path::Path, what: &str| JsonlWriter::replace(path, &inputs, what);
-        let out = config
-            .out
-            .as_deref()
-            .map(|p| open(p, "--out"))
-            .transpose()?;
-        let signals_out = config
-            .signals_out
-            .as_deref()
-            .map(|p| open(p, "--signals-out"))
-            .transpose()?;
+        let outputs = [
+            (config.out.as_deref(), PREDICTIONS, "--out"),
+            (config.signals_out.as_deref(), SIGNALS, "--signals-out"),
+        ];
+        let named: Vec<_> = outputs
+            .iter()
+            .filter_map(|&(path, _, what)| Some((path?, what)))
+            .collect();
+        // All checked before any is opened: a refusal creates and empties nothing.
+        check_distinct(&named)?;
+        for &(path, mode, what) in &outputs {
+            if let Some(path) = path {
+                check_output(path, mode, &inputs, what)?;
+            }
+        }
+        let [out, signals_out] = outputs.map(|(path, mode, what)| {
+            path.map(|p| JsonlWriter::open(p, mode, &inputs, what))
+                .transpose()
+        });
+        let (out, signals_out) = (out?, signals_out?);
         let mut given: HashMap<String, Rewrites> = config
             .queries
             .as_deref()

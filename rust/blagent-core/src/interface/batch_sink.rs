@@ -11,7 +11,27 @@ use super::resume::existing_ids;
 use super::SCHEMA_VERSION;
 use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance, JsonlWriter};
 use crate::error::{Error, Result};
-use crate::repo::{is_instance_jsonl, OutputMode};
+use crate::repo::{check_distinct, check_output, json_lines_with, OutputMode};
+
+/// What a batch output holds: Agentless lines that carry blagent's result, appended to.
+const BATCH_LINES: OutputMode = OutputMode {
+    append: true,
+    holds: "blagent's loc_outputs lines (JSON with instance_id, found_files and blagent)",
+    is_ours: |b| {
+        json_lines_with(
+            b,
+            &["instance_id", "found_files", "blagent"],
+            b"{\"instance_id\":",
+        )
+    },
+};
+
+/// What a failures file holds: one line per instance that failed, replaced by each run.
+const FAILURE_LINES: OutputMode = OutputMode {
+    append: false,
+    holds: "blagent's failure lines (JSON with instance_id, kind and error)",
+    is_ours: |b| json_lines_with(b, &["instance_id", "kind", "error"], b"{\"instance_id\":"),
+};
 
 /// A batch's output while the run goes on (see the module documentation).
 #[derive(Debug)]
@@ -68,26 +88,19 @@ impl BatchSink {
             .iter()
             .filter_map(|i| instance_tree(&config.run.repos, &i.instance_id).ok());
         let inputs = config.inputs().folders(trees);
-        let out = JsonlWriter::open(
-            &config.out,
-            OutputMode {
-                append: true,
-                holds: "loc_outputs lines (JSON with an instance_id)",
-                is_ours: is_instance_jsonl,
-            },
-            &inputs,
-            "batch output",
-        )?;
-        let (done, truncated) = existing_ids(&config.out)?;
         let failures_out = config.failures_path();
-        if same_path(&failures_out, &config.out) {
-            return Err(Error::InvalidInput(format!(
-                "the failures file and the output are both {}",
-                config.out.display()
-            )));
-        }
-        // This run's failures replace the last run's (a file of failure lines, nothing else).
-        let failures_file = JsonlWriter::replace(&failures_out, &inputs, "failures file")?;
+        // Both checked before either is opened: a refusal creates and empties nothing.
+        check_distinct(&[
+            (&config.out, "the batch output"),
+            (&failures_out, "the failures file"),
+        ])?;
+        check_output(&config.out, BATCH_LINES, &inputs, "batch output")?;
+        check_output(&failures_out, FAILURE_LINES, &inputs, "failures file")?;
+        let out = JsonlWriter::open(&config.out, BATCH_LINES, &inputs, "batch output")?;
+        let (done, truncated) = existing_ids(&config.out)?;
+        // This run's failures replace the last run's.
+        let failures_file =
+            JsonlWriter::open(&failures_out, FAILURE_LINES, &inputs, "failures file")?;
         let selected = instances.len();
         let todo: Vec<Instance> = instances
             .into_iter()
@@ -202,14 +215,6 @@ impl BatchSink {
         }
         self.report.seconds = self.start.elapsed().as_secs_f64();
         Ok(self.report)
-    }
-}
-
-/// Whether `a` and `b` name the same place (compared as given when either cannot be resolved).
-fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
-    match (std::path::absolute(a), std::path::absolute(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
     }
 }
 

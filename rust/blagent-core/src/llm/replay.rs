@@ -220,7 +220,7 @@ impl<M: ChatModel> RecordingModel<M> {
         let mode = OutputMode {
             append: true,
             holds: "cassette lines",
-            is_ours: |bytes| json_lines_with(bytes, "key", b"{\"key\":"),
+            is_ours: |bytes| json_lines_with(bytes, &["key", "request"], b"{\"key\":"),
         };
         let file = open_output(path, mode, inputs, "cassette")?;
         Ok(RecordingModel {

@@ -12,7 +12,7 @@ pub use self::lang::{
     PYTHON,
 };
 pub use self::output::{
-    any_content, is_instance_jsonl, is_json_object, json_lines_with, open_output, Inputs,
+    check_distinct, check_output, json_lines_with, json_object_with, open_output, Inputs,
     OutputMode,
 };
 pub use self::skipped::{SkipReason, Skipped};

@@ -58,12 +58,82 @@ impl Inputs {
 }
 
 /// Opens `path` for writing (its folder created when missing), locked for the life of the
-/// returned handle. Refused as bad input: an input of `inputs` (the same file under any name)
-/// or a path inside an input folder; a FIFO, device, socket or directory; a file another
-/// process holds open through this function; an existing file whose content is not
-/// [`OutputMode::is_ours`]. Without [`OutputMode::append`] the file is then emptied.
+/// returned handle. Refused as bad input: whatever [`check_output`] refuses, and a file
+/// another process holds open through this function. Without [`OutputMode::append`] the file
+/// is then emptied.
 pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<File> {
-    let refuse = |why: String| Error::InvalidInput(format!("{what} {}: {why}", path.display()));
+    let refuse = refusal(path, what);
+    vet(path, inputs, &refuse)?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let mut options = OpenOptions::new();
+    options.write(true).create(true);
+    options.append(mode.append);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A FIFO swapped in after the check fails to open instead of blocking.
+        options.custom_flags(super::read::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    check_target(&meta, inputs).map_err(&refuse)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(refuse(
+                "another blagent run is writing it; wait for that run or choose another file"
+                    .to_owned(),
+            ))
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(path, e)),
+    }
+    // Read under the lock: what another run wrote before it let go counts.
+    check_content(path, meta.len(), mode, what, &refuse)?;
+    if !mode.append {
+        file.set_len(0).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(file)
+}
+
+/// Whether [`open_output`] would accept `path`, without creating, locking or changing
+/// anything: for a run that writes several outputs, so that all are checked before any is
+/// opened. Refused as bad input: an input of `inputs` (the same file under any name) or a path
+/// inside an input folder; a FIFO, device, socket or directory; an existing file whose content
+/// is not [`OutputMode::is_ours`].
+pub fn check_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<()> {
+    let refuse = refusal(path, what);
+    vet(path, inputs, &refuse)?;
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    check_content(path, size, mode, what, &refuse)
+}
+
+/// Refuses, as [`check_output`] does for each, two outputs of one run that are the same file
+/// (under any name, or not yet created under the same path): one would empty the other.
+pub fn check_distinct(outputs: &[(&Path, &str)]) -> Result<()> {
+    let mut seen: Vec<(PathBuf, &str)> = Vec::new();
+    for &(path, what) in outputs {
+        let resolved = resolve(path).map_err(|e| Error::io(path, e))?;
+        if let Some((_, first)) = seen.iter().find(|(p, _)| *p == resolved) {
+            return Err(Error::InvalidInput(format!(
+                "{first} and {what} are both {}; give each output its own file",
+                path.display()
+            )));
+        }
+        seen.push((resolved, what));
+    }
+    Ok(())
+}
+
+/// The refusal of output `path` (named `what` in the message) for a reason.
+fn refusal<'a>(path: &'a Path, what: &'a str) -> impl Fn(String) -> Error + 'a {
+    move |why| Error::InvalidInput(format!("{what} {}: {why}", path.display()))
+}
+
+/// The checks made before anything is created: where `path` resolves (not inside an input
+/// folder, not through a dangling link), and what it is now, if it exists.
+fn vet(path: &Path, inputs: &Inputs, refuse: &impl Fn(String) -> Error) -> Result<()> {
     let resolved = resolve(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidInput => refuse(e.to_string()),
         _ => Error::io(path, e),
@@ -85,51 +155,34 @@ pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -
     if let Ok(meta) = std::fs::metadata(path) {
         check_target(&meta, inputs).map_err(refuse)?;
     }
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    Ok(())
+}
+
+/// Why the `size` bytes now at `path` may not be written over: they are not what `mode` says
+/// blagent writes there.
+fn check_content(
+    path: &Path,
+    size: u64,
+    mode: OutputMode,
+    what: &str,
+    refuse: &impl Fn(String) -> Error,
+) -> Result<()> {
+    if size == 0 {
+        return Ok(());
     }
-    let mut options = OpenOptions::new();
-    options.write(true).create(true);
-    options.append(mode.append);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // A FIFO swapped in after the check fails to open instead of blocking.
-        options.custom_flags(super::read::O_NONBLOCK);
+    let bytes = read_bounded(path, MAX_DATA_FILE_BYTES).map_err(|f| f.into_error(path, what))?;
+    if (mode.is_ours)(&bytes) {
+        return Ok(());
     }
-    let file = options.open(path).map_err(|e| Error::io(path, e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    check_target(&meta, inputs).map_err(refuse)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(refuse(
-                "another blagent run is writing it; wait for that run or choose another file"
-                    .to_owned(),
-            ))
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(path, e)),
-    }
-    if meta.len() > 0 {
-        let bytes =
-            read_bounded(path, MAX_DATA_FILE_BYTES).map_err(|f| f.into_error(path, what))?;
-        if !(mode.is_ours)(&bytes) {
-            let verb = if mode.append {
-                "append to"
-            } else {
-                "overwrite"
-            };
-            return Err(refuse(format!(
-                "exists and does not hold {}; refusing to {verb} it (remove it or choose \
-                 another file)",
-                mode.holds
-            )));
-        }
-    }
-    if !mode.append {
-        file.set_len(0).map_err(|e| Error::io(path, e))?;
-    }
-    Ok(file)
+    let verb = if mode.append {
+        "append to"
+    } else {
+        "overwrite"
+    };
+    Err(refuse(format!(
+        "exists and does not hold {}; refusing to {verb} it (remove it or choose another file)",
+        mode.holds
+    )))
 }
 
 /// `path` made absolute and resolved as the system will once its missing folders exist: each
@@ -203,40 +256,42 @@ fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
     false
 }
 
-/// Whether every non-blank line is a JSON object with a string `instance_id`: what blagent's
-/// JSONL outputs (predictions, failures, signals, batch lines) hold. A last line without its
-/// newline counts when it starts as blagent's lines do: an interrupted write.
-pub fn is_instance_jsonl(bytes: &[u8]) -> bool {
-    json_lines_with(bytes, "instance_id", b"{\"instance_id\":")
-}
-
-/// Whether every complete non-blank line is a JSON object with the string field `field`, and a
-/// last line without its newline starts with `prefix`.
-pub fn json_lines_with(bytes: &[u8], field: &str, prefix: &[u8]) -> bool {
+/// Whether `bytes` are JSON lines as blagent writes them: every complete non-blank line an
+/// object with all of `fields` (the fields every record of that output has, so that a dataset
+/// or another tool's JSONL with the same `instance_id` is not taken for ours), and a last line
+/// without its newline either such an object or, cut short by an interrupted write, starting
+/// with `prefix`, as blagent's lines do.
+pub fn json_lines_with(bytes: &[u8], fields: &[&str], prefix: &[u8]) -> bool {
     let (complete, tail) = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(end) => bytes.split_at(end + 1),
         None => (&[][..], bytes),
     };
     let tail = tail.trim_ascii();
-    (tail.is_empty() || tail.starts_with(prefix))
+    let tail_ok = tail.is_empty()
+        || match serde_json::from_slice::<serde_json::Value>(tail) {
+            Ok(value) => has_fields(&value, fields),
+            Err(_) => tail.starts_with(prefix),
+        };
+    tail_ok
         && complete
             .split(|&b| b == b'\n')
             .filter(|line| !line.trim_ascii().is_empty())
             .all(|line| {
                 serde_json::from_slice::<serde_json::Value>(line)
-                    .is_ok_and(|v| v.get(field).is_some_and(serde_json::Value::is_string))
+                    .is_ok_and(|v| has_fields(&v, fields))
             })
 }
 
-/// Whether the bytes are one JSON object (a profile, a summary).
-pub fn is_json_object(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v.is_object())
+/// Whether the bytes are one JSON object with all of `fields` (a profile, a summary).
+pub fn json_object_with(bytes: &[u8], fields: &[&str]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| has_fields(&v, fields))
 }
 
-/// Any content: for files only blagent has reason to write (a chart, a summary in the output
-/// folder the user named for them).
-pub fn any_content(_: &[u8]) -> bool {
-    true
+/// Whether `value` is an object holding every one of `fields`.
+fn has_fields(value: &serde_json::Value, fields: &[&str]) -> bool {
+    value
+        .as_object()
+        .is_some_and(|object| fields.iter().all(|f| object.contains_key(*f)))
 }
 
 #[cfg(test)]
@@ -246,7 +301,7 @@ mod tests {
     const JSONL: OutputMode = OutputMode {
         append: false,
         holds: "JSONL",
-        is_ours: is_instance_jsonl,
+        is_ours: |b| json_lines_with(b, &["instance_id"], b"{\"instance_id\":"),
     };
     const APPEND: OutputMode = OutputMode {
         append: true,
@@ -339,6 +394,39 @@ mod tests {
         drop(open_output(&ours, APPEND, &Inputs::new(), "--out").unwrap());
         drop(open_output(&ours, JSONL, &Inputs::new(), "--out").unwrap());
         assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
+    }
+
+    /// A dataset or another tool's output has an `instance_id` too: only lines with every
+    /// field blagent writes count as ours. Checking writes nothing; two outputs on one file
+    /// are refused.
+    #[test]
+    fn ours_means_every_field_blagent_writes_and_checks_create_nothing() {
+        let ours = |b: &[u8]| json_lines_with(b, &["instance_id", "scores"], b"{\"instance_id\":");
+        assert!(ours(
+            b"{\"instance_id\":\"a\",\"scores\":[]}\n{\"instance_id\":\"b\",\"sc"
+        ));
+        assert!(ours(b"{\"instance_id\":\"a\",\"scores\":[]}"));
+        assert!(!ours(b"{\"instance_id\":\"a\",\"repo\":\"x\"}\n"));
+        assert!(!ours(b"{\"instance_id\":\"a\",\"repo\":\"x\"}"));
+        assert!(json_object_with(b"{\"a\": 1, \"b\": 2}", &["a", "b"]));
+        assert!(!json_object_with(b"{\"a\": 1}", &["a", "b"]));
+        assert!(!json_object_with(b"[1]", &[]));
+
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new/out.jsonl");
+        check_output(&new, JSONL, &Inputs::new(), "--out").unwrap();
+        assert!(!dir.path().join("new").exists());
+        let theirs = dir.path().join("theirs.jsonl");
+        std::fs::write(&theirs, "{\"x\": 1}\n").unwrap();
+        let err = check_output(&theirs, JSONL, &Inputs::new(), "--out").unwrap_err();
+        assert!(err.to_string().contains("does not hold JSONL"), "{err}");
+        let err = check_distinct(&[
+            (&new, "--out"),
+            (&dir.path().join("x/../new/out.jsonl"), "--signals-out"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("its own file"), "{err}");
+        check_distinct(&[(&new, "--out"), (&theirs, "--signals-out")]).unwrap();
     }
 
     #[test]
