@@ -271,16 +271,16 @@ pub fn write_outputs(
     let summary = serde_json::json!({"summary": report.summary, "warnings": report.warnings});
     let markdown = report.summary.to_markdown();
     debug_assert!(is_summary_markdown(markdown.as_bytes()));
-    let mut files: Vec<(PathBuf, Vec<u8>, fn(&[u8]) -> bool)> = vec![
+    let mut files: Vec<(PathBuf, Vec<u8>, OutputMode)> = vec![
         (
             out_dir.join("summary.md"),
             markdown.into_bytes(),
-            is_summary_markdown,
+            output_mode(is_summary_markdown),
         ),
         (
             out_dir.join("summary.json"),
             serde_json::to_vec_pretty(&summary)?,
-            is_summary_json,
+            output_mode(is_summary_json),
         ),
     ];
     let chart = render_chart(&report.summary)?;
@@ -288,9 +288,13 @@ pub fn write_outputs(
         files.push((
             out_dir.join("chart.svg"),
             chart.svg.clone().into_bytes(),
-            is_chart_svg,
+            output_mode(is_chart_svg),
         ));
-        files.push((out_dir.join("chart.png"), chart.png.clone(), is_chart_png));
+        files.push((
+            out_dir.join("chart.png"),
+            chart.png.clone(),
+            output_mode(is_chart_png),
+        ));
     }
     let shown = files.len();
     let instances_dir = out_dir.join("instances");
@@ -299,16 +303,16 @@ pub fn write_outputs(
         files.push((
             instances_dir.join(name),
             serde_json::to_vec_pretty(instance)?,
-            is_instance_json,
+            output_mode(is_instance_json),
         ));
     }
-    for (path, _, is_ours) in &files {
+    for (path, _, mode) in &files {
         crate::cancel::check()?;
-        check_output(path, output_mode(*is_ours), inputs, "analysis output")?;
+        check_output(path, *mode, inputs, "analysis output")?;
     }
     // Folders are made by `open_output`, once every check has passed.
-    for (path, bytes, is_ours) in &files {
-        open_output(path, output_mode(*is_ours), inputs, "analysis output")?
+    for (path, bytes, mode) in &files {
+        open_output(path, *mode, inputs, "analysis output")?
             .write_all(bytes)
             .map_err(|e| Error::io(path, e))?;
     }
