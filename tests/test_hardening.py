@@ -653,3 +653,22 @@ def test_analyze_failures_replaces_only_its_own_files(tmp_path: Path) -> None:
         assert "does not hold what blagent analyze-failures writes" in proc.stderr, proc.stderr
         assert [p.name for p in mine.iterdir()] == [name], "nothing else was written"
         assert (mine / name).read_bytes() == foreign
+
+
+def test_a_cassette_is_not_recorded_inside_the_repository(repo: Path, tmp_path: Path) -> None:
+    cassette = repo / "rec.jsonl"
+    llm = ("--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m")
+    proc = run(
+        "localize", "--repo", str(repo), "--issue-text", ISSUE, *llm, "--llm-record", str(cassette)
+    )
+    assert_clean_failure(proc)
+    assert "which this run reads" in proc.stderr, proc.stderr
+    assert not cassette.exists()
+    # Through the Python API, with the repository named only when it is indexed.
+    outside = tmp_path / "rec.jsonl"
+    config = {"base_url": "http://127.0.0.1:9", "model": "m", "record": str(cassette)}
+    localizer = Localizer(llm_config_json=json.dumps(config))
+    with pytest.raises(InputError, match="which this run reads"):
+        localizer.localize(repo, ISSUE)
+    config["record"] = str(outside)
+    assert Localizer(llm_config_json=json.dumps(config)).localize(repo, ISSUE).files

@@ -1,5 +1,6 @@
 """Type stubs of the native module (rust/blagent-py). Results cross as JSON text."""
 
+from collections.abc import Sequence
 from os import PathLike
 from typing import Any, final
 
@@ -110,6 +111,7 @@ class Localizer:
         options_json: str | None = None,
         llm_options_json: str | None = None,
         llm_config_json: str | None = None,
+        reads: Sequence[str | PathLike[str]] = ...,
     ) -> Self: ...
     def options_json(self) -> str: ...
     def index(self, repo: str | PathLike[str]) -> RepoIndex: ...

@@ -172,11 +172,14 @@ def _options_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _localizer(args: argparse.Namespace) -> Localizer:
-    """The localizer of the command's flags, with the LLM of its `--llm-*` flags."""
+    """The localizer of the command's flags, with the LLM of its `--llm-*` flags, reading the
+    repository of `--repo` when the command has one."""
+    repo = getattr(args, "repo", None)
     return Localizer(
         top_k=getattr(args, "top_k", _core.DEFAULT_TOP_K),
         llm_options=llm_options(args) or None,
         llm_config_json=json.dumps(llm_config(args)),
+        reads=[repo] if repo else [],
         **_options_flags(args),
     )
 

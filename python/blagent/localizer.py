@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Union
 
 from . import _core, _io
@@ -48,6 +49,9 @@ class Localizer:
         llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON, as
             `blagent.cli.llm_config` builds it from the `--llm-*` flags); without it the LLM
             pipelines run with no model and every LLM stage falls back to retrieval.
+        reads: the repositories this localizer will index, when known. A cassette the LLM
+            configuration records to may not lie inside one: it is refused here, before it is
+            created (a repository named later is checked when it is indexed).
 
     Raises:
         InputError: for invalid options.
@@ -70,6 +74,7 @@ class Localizer:
         dense_max_tokens: int | None = None,
         llm_options: dict[str, Any] | None = None,
         llm_config_json: str | None = None,
+        reads: Sequence[PathLike] = (),
     ) -> None:
         options = localizer_options(
             include_tests=include_tests,
@@ -89,6 +94,7 @@ class Localizer:
             json.dumps(options),
             json.dumps(llm_options) if llm_options else None,
             llm_config_json,
+            [os.fspath(path) for path in reads],
         )
         self.options: dict[str, Any] = json.loads(self._inner.options_json())
 

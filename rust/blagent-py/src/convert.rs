@@ -3,6 +3,7 @@
 
 use blagent_core::agent::{LlmOptions, LlmRun};
 use blagent_core::llm::LlmConfig;
+use blagent_core::repo::Inputs;
 use blagent_core::Error;
 use pyo3::prelude::*;
 use serde::de::DeserializeOwned;
@@ -40,34 +41,32 @@ pub(crate) fn parse_required<T: DeserializeOwned>(what: &str, json: &str) -> PyR
         .map_err(|e| to_py(Error::InvalidInput(format!("invalid {what}: {e}"))))
 }
 
-/// The LLM run for the pipelines, when an LLM configuration or LLM options are given.
+/// The LLM run for the pipelines, when an LLM configuration or LLM options are given, in a
+/// run that reads `inputs`: a recorded cassette may not be one of them or lie inside.
 pub(crate) fn llm_run(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
-) -> PyResult<Option<LlmRun>> {
-    llm_run_reading(llm_options_json, llm_config_json, None)
-}
-
-/// [`llm_run`] for a dataset job: the `dataset` and `repos` its configuration JSON names are
-/// inputs, which a recorded cassette may not be or lie inside.
-pub(crate) fn llm_run_reading(
-    llm_options_json: Option<&str>,
-    llm_config_json: Option<&str>,
-    job_config_json: Option<&str>,
+    inputs: Inputs,
 ) -> PyResult<Option<LlmRun>> {
     if llm_options_json.is_none() && llm_config_json.is_none() {
         return Ok(None);
     }
     let options: LlmOptions = parse("LLM options", llm_options_json)?;
     let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
-    let job: serde_json::Value = job_config_json
-        .and_then(|j| serde_json::from_str(j).ok())
-        .unwrap_or_default();
-    let path = |key: &str| job.get(key).and_then(serde_json::Value::as_str);
-    let inputs = blagent_core::repo::Inputs::new()
-        .file(path("dataset"))
-        .folder(path("repos"));
     LlmRun::from_config_reading(options, &config, inputs)
         .map(Some)
         .map_err(to_py)
+}
+
+/// [`llm_run`] for a dataset job: the `dataset` and `repos` its configuration JSON names are
+/// inputs.
+pub(crate) fn llm_run_reading(
+    llm_options_json: Option<&str>,
+    llm_config_json: Option<&str>,
+    job_config_json: &str,
+) -> PyResult<Option<LlmRun>> {
+    let job: serde_json::Value = serde_json::from_str(job_config_json).unwrap_or_default();
+    let path = |key: &str| job.get(key).and_then(serde_json::Value::as_str);
+    let inputs = Inputs::new().file(path("dataset")).folder(path("repos"));
+    llm_run(llm_options_json, llm_config_json, inputs)
 }

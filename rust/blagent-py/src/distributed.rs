@@ -36,7 +36,7 @@ impl PyJobWorker {
         llm_options_json: Option<&str>,
         llm_config_json: Option<&str>,
     ) -> PyResult<Self> {
-        let llm = llm_run_reading(llm_options_json, llm_config_json, Some(config_json))?;
+        let llm = llm_run_reading(llm_options_json, llm_config_json, config_json)?;
         let (kind, config) = (kind.to_owned(), config_json.to_owned());
         let inner = run(py, move || job_worker(&kind, &config, llm))?;
         Ok(PyJobWorker {

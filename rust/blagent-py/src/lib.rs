@@ -84,16 +84,20 @@ impl PyLocalizer {
     ///     llm_options_json: `LlmOptions` as JSON, for the LLM pipelines.
     ///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON); without it
     ///         and without LLM options, the LLM pipelines run with no model and fall back.
+    ///     reads: the repositories the localizer will index, when known: a cassette it records
+    ///         may not lie inside one, and is refused before it is created.
     #[new]
-    #[pyo3(signature = (options_json=None, llm_options_json=None, llm_config_json=None))]
+    #[pyo3(signature = (options_json=None, llm_options_json=None, llm_config_json=None, reads=Vec::new()))]
     fn new(
         options_json: Option<&str>,
         llm_options_json: Option<&str>,
         llm_config_json: Option<&str>,
+        reads: Vec<PathBuf>,
     ) -> PyResult<Self> {
         let options: LocalizeOptions = parse("options", options_json)?;
         let mut inner = Localizer::new(options).map_err(to_py)?;
-        if let Some(run) = llm_run(llm_options_json, llm_config_json)? {
+        let inputs = blagent_core::repo::Inputs::new().folders(reads);
+        if let Some(run) = llm_run(llm_options_json, llm_config_json, inputs)? {
             inner = inner.with_llm(run);
         }
         Ok(PyLocalizer {
@@ -348,7 +352,7 @@ fn evaluate(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let llm = llm_run_reading(llm_options_json, llm_config_json, Some(config_json))?;
+    let llm = llm_run_reading(llm_options_json, llm_config_json, config_json)?;
     let config = parse_config::<EvalJob>(config_json, llm).map_err(to_py)?;
     run(py, move || to_json(&run_eval(&config)?))
 }
@@ -371,7 +375,7 @@ fn calibrate(
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
     let mut config: CalibrateConfig = parse_required("calibration config", config_json)?;
-    config.run.llm = llm_run_reading(llm_options_json, llm_config_json, Some(config_json))?;
+    config.run.llm = llm_run_reading(llm_options_json, llm_config_json, config_json)?;
     run(py, move || to_json(&run_calibration(&config)?))
 }
 
@@ -393,7 +397,7 @@ fn batch(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let llm = llm_run_reading(llm_options_json, llm_config_json, Some(config_json))?;
+    let llm = llm_run_reading(llm_options_json, llm_config_json, config_json)?;
     let config = parse_config::<BatchJob>(config_json, llm).map_err(to_py)?;
     run(py, move || to_json(&run_batch(&config)?))
 }

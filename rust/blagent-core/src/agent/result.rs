@@ -185,6 +185,9 @@ pub struct LlmRun {
     /// price table, tokenizer) and those given to [`LlmRun::from_config_reading`]. With the
     /// prompts folder and the profile they make [`LlmRun::inputs`].
     pub reads: crate::repo::Inputs,
+    /// The cassette the run records to (`LlmConfig::record`): it may not lie inside a
+    /// repository the run indexes.
+    pub recording: Option<std::path::PathBuf>,
 }
 
 impl LlmRun {
@@ -240,6 +243,7 @@ impl LlmRun {
             options,
             model_name: config.model.clone(),
             reads,
+            recording: config.record.clone(),
         })
     }
 }

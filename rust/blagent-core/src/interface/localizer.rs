@@ -73,8 +73,14 @@ impl Localizer {
 
     /// Indexes a repository (reusable across requests on the same tree), with its dense part
     /// when dense retrieval is on.
+    /// Refused as bad input, before anything is read: a repository that holds the cassette
+    /// the LLM run records to (its recording would change the tree it localizes in).
     pub fn index(&self, repo: &std::path::Path) -> Result<SearchIndex> {
         crate::fault::check(repo);
+        if let Some(cassette) = self.llm.as_ref().and_then(|run| run.recording.as_deref()) {
+            let repo_only = crate::repo::Inputs::new().folder(Some(repo));
+            crate::repo::check_place(cassette, &repo_only, "cassette")?;
+        }
         let lexical = RepoIndex::build(repo, &self.options.index)?;
         let dense = self.dense.as_ref().map(|m| m.index(&lexical)).transpose()?;
         Ok(SearchIndex {

@@ -12,8 +12,8 @@ pub use self::lang::{
     PYTHON,
 };
 pub use self::output::{
-    check_distinct, check_output, json_lines_with, json_object_with, open_output, Inputs,
-    OutputMode,
+    check_distinct, check_output, check_place, json_lines_with, json_object_with, open_output,
+    Inputs, OutputMode,
 };
 pub use self::skipped::{SkipReason, Skipped};
 pub use self::walk::{is_test_path, walk, SourceFile, WalkOptions, WalkOutput};

@@ -126,6 +126,12 @@ pub fn check_distinct(outputs: &[(&Path, &str)]) -> Result<()> {
     Ok(())
 }
 
+/// Whether output `path` lies outside every input folder of `inputs` and is none of its
+/// files: [`check_output`] without looking at what the file holds.
+pub fn check_place(path: &Path, inputs: &Inputs, what: &str) -> Result<()> {
+    vet(path, inputs, &refusal(path, what))
+}
+
 /// The refusal of output `path` (named `what` in the message) for a reason.
 fn refusal<'a>(path: &'a Path, what: &'a str) -> impl Fn(String) -> Error + 'a {
     move |why| Error::InvalidInput(format!("{what} {}: {why}", path.display()))

@@ -64,6 +64,7 @@ fn blagent(model: Arc<dyn ChatModel>) -> LlmRun {
         options: LlmOptions::default(),
         model_name: String::new(),
         reads: blagent_core::repo::Inputs::default(),
+        recording: None,
     }
 }
 

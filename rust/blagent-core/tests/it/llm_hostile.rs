@@ -225,6 +225,7 @@ fn huge_reported_usage_saturates() {
             },
             model_name: "m".to_owned(),
             reads: blagent_core::repo::Inputs::default(),
+            recording: None,
         });
     let mut request = LocalizeRequest::new("x", dir.path(), "apply_discount is wrong");
     request.pipeline = Pipeline::Blagent;
@@ -268,6 +269,7 @@ fn options_out_of_range_are_refused_before_running() {
             },
             model_name: String::new(),
             reads: blagent_core::repo::Inputs::default(),
+            recording: None,
         });
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.py"), "def f():\n    pass\n").unwrap();

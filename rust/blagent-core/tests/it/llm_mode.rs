@@ -29,6 +29,7 @@ fn run(model: Arc<dyn blagent_core::llm::ChatModel>) -> LlmRun {
         options: LlmOptions::default(),
         model_name: String::new(),
         reads: blagent_core::repo::Inputs::default(),
+        recording: None,
     }
 }
 
