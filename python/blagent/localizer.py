@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Union
 
 from . import _core, _io

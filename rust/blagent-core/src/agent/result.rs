@@ -263,6 +263,7 @@ impl std::fmt::Debug for LlmRun {
             .field("options", &self.options)
             .field("model_name", &self.model_name)
             .field("reads", &self.reads)
+            .field("recording", &self.recording)
             .finish()
     }
 }
