@@ -71,6 +71,7 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
                 options: LlmOptions::default(),
                 model_name: String::new(),
                 reads: blagent_core::repo::Inputs::default(),
+                recording: None,
             }),
             ..DatasetConfig::new(
                 dir.path().join("data.jsonl").clone(),
