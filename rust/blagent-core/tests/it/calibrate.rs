@@ -90,6 +90,7 @@ fn run(model: Arc<ScriptedModel>, options: LlmOptions) -> LlmRun {
         options,
         model_name: "knowing".to_owned(),
         reads: blagent_core::repo::Inputs::default(),
+        recording: None,
     }
 }
 
