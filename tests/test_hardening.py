@@ -672,3 +672,21 @@ def test_a_cassette_is_not_recorded_inside_the_repository(repo: Path, tmp_path: 
         localizer.localize(repo, ISSUE)
     config["record"] = str(outside)
     assert Localizer(llm_config_json=json.dumps(config)).localize(repo, ISSUE).files
+
+
+def test_ctrl_c_stops_a_long_compare(tmp_path: Path) -> None:
+    ids = [f"i{n}" for n in range(3000)]
+    data = tmp_path / "data.jsonl"
+    data.write_text(
+        "".join(json.dumps({"instance_id": i, "gold_files": ["a.py"]}) + "\n" for i in ids)
+    )
+    runs = []
+    for name, found in (("x", ["a.py"]), ("y", ["b.py", "a.py"])):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(
+            "".join(json.dumps({"instance_id": i, "found_files": found}) + "\n" for i in ids)
+        )
+        runs.append(str(path))
+    proc, took = _interrupt(["compare", *runs, "--dataset", str(data), "--resamples", "1000000"])
+    assert proc.returncode == 130, proc.stderr
+    assert took < 3, took

@@ -1,6 +1,6 @@
 //! Cancellation ([`blagent_core::cancel`]): a request in flight to a hanging endpoint, a retry's
 //! backoff and a batch all stop within a fraction of a second, and the batch writes no line for
-//! the instance it was cut short in. One test: the flag is process-wide.
+//! the instance it was cut short in; a repository walk stops too. One test: the flag is process-wide.
 
 mod support;
 
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
 use blagent_core::interface::{run_batch, BatchConfig, DatasetConfig};
 use blagent_core::llm::{model_from_config, ChatModel, LlmConfig, Message};
+use blagent_core::repo::{walk, WalkOptions};
 use blagent_core::{cancel, Error};
 use support::scripted_server::{Action, ScriptedServer};
 
@@ -89,6 +90,14 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
     assert!(took < Duration::from_secs(3), "{took:?}");
     let written = std::fs::read_to_string(dir.path().join("loc.jsonl")).unwrap_or_default();
     assert_eq!(written, "", "no line for the interrupted instance");
+
+    // The walk of a repository, asked to stop before it starts.
+    {
+        let _scope = cancel::Scope::enter();
+        cancel::request();
+        let walked = walk(&dir.path().join("trees"), &WalkOptions::default());
+        assert!(matches!(walked, Err(Error::Cancelled)), "{walked:?}");
+    }
 
     // A new scope starts clean.
     drop(cancel::Scope::enter());

@@ -163,7 +163,7 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
     }
     bar.finish_and_clear();
     let fit = fit(&samples, config.folds)?;
-    let gain_over_default = gain_over_default(&samples, fit.chosen.scale);
+    let gain_over_default = gain_over_default(&samples, fit.chosen.scale)?;
     let profile = LlmProfile {
         schema_version: PROFILE_SCHEMA_VERSION.to_owned(),
         model: run.model_name.clone(),
@@ -189,13 +189,13 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
 
 /// MRR at `scale` minus MRR at [`DEFAULT_SCALE`] on `samples`, with its paired bootstrap 95%
 /// interval (instances resampled).
-fn gain_over_default(samples: &[TrustSample], scale: f32) -> Interval {
+fn gain_over_default(samples: &[TrustSample], scale: f32) -> Result<Interval> {
     let series = (
         reciprocal_ranks(samples, DEFAULT_SCALE),
         reciprocal_ranks(samples, scale),
     );
     let mut rng = StdRng::seed_from_u64(GAIN_SEED);
-    bootstrap(&[series], DEFAULT_RESAMPLES, &mut rng)[0]
+    Ok(bootstrap(&[series], DEFAULT_RESAMPLES, &mut rng)?[0])
 }
 
 /// The scale a profile gets: the fit's choice, except that a scale above the default stands
@@ -230,13 +230,13 @@ mod tests {
     #[test]
     fn a_raised_scale_stands_only_on_a_significant_gain() {
         let many: Vec<TrustSample> = (0..30).map(|_| sample(true)).collect();
-        let gain = gain_over_default(&many, 8.0);
+        let gain = gain_over_default(&many, 8.0).unwrap();
         assert!(gain.delta > 0.4 && gain.low > 0.0, "{gain:?}");
         assert!((trusted_scale(8.0, &gain) - 8.0).abs() < f32::EPSILON);
 
         // One instance of ten where the model helps: the best scale by MRR, but by chance.
         let few: Vec<TrustSample> = (0..10).map(|i| sample(i == 0)).collect();
-        let gain = gain_over_default(&few, 8.0);
+        let gain = gain_over_default(&few, 8.0).unwrap();
         assert!(gain.delta > 0.0 && gain.low <= 0.0, "{gain:?}");
         assert!((trusted_scale(8.0, &gain) - DEFAULT_SCALE).abs() < f32::EPSILON);
         // Lowering the trust needs no evidence.

@@ -310,9 +310,9 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
     let scopes: Vec<(String, Vec<usize>)> = scopes.collect();
     for (run, score) in runs.iter().zip(&scored).skip(1) {
         for (scope, subset) in &scopes {
-            report
-                .differences
-                .push(difference(&run.0, scope, subset, &scored[0], score, config));
+            report.differences.push(difference(
+                &run.0, scope, subset, &scored[0], score, config,
+            )?);
         }
     }
     Ok(report)
@@ -370,7 +370,7 @@ fn difference(
     base: &Scores,
     other: &Scores,
     config: &CompareConfig,
-) -> Difference {
+) -> Result<Difference> {
     let pick = |v: &[f64]| subset.iter().map(|&i| v[i]).collect::<Vec<f64>>();
     // (baseline, run) per series: reciprocal ranks, then Acc@1, @5, @10 in both readings.
     let pairs: Vec<(Vec<f64>, Vec<f64>)> = base
@@ -379,8 +379,8 @@ fn difference(
         .map(|(b, o)| (pick(b), pick(o)))
         .collect();
     let mut rng = StdRng::seed_from_u64(config.seed);
-    let intervals = bootstrap(&pairs, config.resamples, &mut rng);
-    Difference {
+    let intervals = bootstrap(&pairs, config.resamples, &mut rng)?;
+    Ok(Difference {
         run: run.to_owned(),
         scope: scope.to_owned(),
         instances: subset.len(),
@@ -390,5 +390,5 @@ fn difference(
         mcnemar_acc1: mcnemar(&pairs[1].0, &pairs[1].1),
         mcnemar_acc1_any: mcnemar(&pairs[4].0, &pairs[4].1),
         wilcoxon_rr: wilcoxon(&pairs[0].0, &pairs[0].1),
-    }
+    })
 }

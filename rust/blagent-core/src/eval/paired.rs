@@ -56,12 +56,13 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
-/// Paired bootstrap of mean(other) − mean(base) for each series, all on the same resamples.
+/// Paired bootstrap of mean(other) − mean(base) for each series, all on the same resamples;
+/// Ctrl-C ([`crate::cancel`]) is heard between resamples.
 pub(super) fn bootstrap(
     series: &[(Vec<f64>, Vec<f64>)],
     resamples: usize,
     rng: &mut StdRng,
-) -> Vec<Interval> {
+) -> crate::error::Result<Vec<Interval>> {
     let n = series.first().map_or(0, |s| s.0.len());
     let deltas: Vec<Vec<f64>> = series
         .iter()
@@ -70,6 +71,7 @@ pub(super) fn bootstrap(
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); series.len()];
     if n > 0 {
         for _ in 0..resamples {
+            crate::cancel::check()?;
             let mut sums = vec![0.0; series.len()];
             for _ in 0..n {
                 let i = rng.random_range(0..n);
@@ -82,7 +84,7 @@ pub(super) fn bootstrap(
             }
         }
     }
-    deltas
+    Ok(deltas
         .iter()
         .zip(samples)
         .map(|(d, mut s)| {
@@ -100,7 +102,7 @@ pub(super) fn bootstrap(
                 high: at(0.975),
             }
         })
-        .collect()
+        .collect())
 }
 
 /// McNemar's exact test: P(X ≤ min(b, c)) × 2 for X ~ Binomial(b + c, ½), at most 1.
@@ -223,7 +225,8 @@ mod tests {
                 std::slice::from_ref(&pair),
                 2000,
                 &mut StdRng::seed_from_u64(seed),
-            )[0]
+            )
+            .unwrap()[0]
         };
         let a = run(7);
         assert!((a.delta - 0.3).abs() < 1e-12);

@@ -155,6 +155,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
     let mut candidates: Vec<(PathBuf, String, &'static Language)> = Vec::new();
     let mut own_skips = Vec::new();
     for entry in builder.build() {
+        crate::cancel::check()?;
         let entry = match entry {
             Ok(entry) => entry,
             Err(err) => {
