@@ -45,6 +45,48 @@ TOP_FOLDER = {
 DATASET_DIR = Path("princeton-nlp") / "SWE-bench_Lite"
 
 
+class OutputRefused(ValueError):
+    """An output that would overwrite an input, lie inside one, or replace a file this module
+    did not write."""
+
+
+def _holds_lines_with(path: Path, fields: tuple[str, ...]) -> bool:
+    """Whether every non-blank line of `path` is a JSON object with all of `fields`."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return all(isinstance(r, dict) and all(k in r for k in fields) for r in rows)
+
+
+def check_output(
+    out: Path,
+    fields: tuple[str, ...],
+    inputs: tuple[Path, ...] = (),
+    folders: tuple[Path, ...] = (),
+) -> None:
+    """Refuses (`OutputRefused`) to write `out` where it is one of `inputs` (under any name),
+    lies inside one of `folders`, is not a regular file, or holds anything but JSON lines
+    with `fields`: what this module writes there."""
+    resolved = out.resolve()
+    for folder in folders:
+        if resolved.is_relative_to(folder.resolve()):
+            raise OutputRefused(f"{out} is inside {folder}, which this command reads")
+    if not out.exists():
+        return
+    if not out.is_file():
+        raise OutputRefused(f"{out} is not a regular file")
+    for source in inputs:
+        if source.exists() and out.samefile(source):
+            raise OutputRefused(f"{out} is {source}, an input of this command")
+    if not _holds_lines_with(out, fields):
+        raise OutputRefused(
+            f"{out} exists and does not hold what this command writes (JSON lines with "
+            f"{', '.join(fields)}); remove it or choose another file"
+        )
+
+
 def _rows(dataset: Path, ids: set[str] | None) -> list[dict[str, Any]]:
     with dataset.open(encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
@@ -54,6 +96,7 @@ def _rows(dataset: Path, ids: set[str] | None) -> list[dict[str, Any]]:
 def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
     """Writes the selected rows where `load_dataset("princeton-nlp/SWE-bench_Lite")` finds them."""
     out = work / DATASET_DIR / "test.jsonl"
+    check_output(out, ("instance_id",), inputs=(dataset,))
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as f:
         for row in _rows(dataset, ids):
@@ -68,9 +111,14 @@ def write_structures(
     sys.path.insert(0, str(agentless_src))
     from get_repo_structure.get_repo_structure import create_structure  # Agentless's own code
 
+    rows = _rows(dataset, ids)
+    for row in rows:
+        check_output(
+            out / f"{row['instance_id']}.json", ("structure",), (dataset,), folders=(repos,)
+        )
     out.mkdir(parents=True, exist_ok=True)
     count = 0
-    for row in _rows(dataset, ids):
+    for row in rows:
         tree = repos / row["instance_id"]
         if not tree.is_dir():
             print(f"offline: no tree at {tree}; skipped", file=sys.stderr)
@@ -115,6 +163,7 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
     """Writes `start_file` with each `found_files` cut to what Agentless can open; returns
     (lines, paths dropped). A related-level line names the first `top_n` files kept (the
     `--top_n` of Agentless's edit-location stage)."""
+    check_output(out, ("instance_id", "found_files"), (start_file,), folders=(structures,))
     lines, dropped_total = 0, 0
     with start_file.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
         for text in src:
@@ -171,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     al.add_argument("--top-n", type=int, default=3, help="Agentless's --top_n (default 3)")
     args = parser.parse_args(argv)
     ids = set(args.ids.split(",")) if getattr(args, "ids", None) else None
+    try:
+        return _run(args, ids)
+    except OutputRefused as e:
+        print(f"offline: {e}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace, ids: set[str] | None) -> int:
     if args.command == "dataset":
         print(f"offline: wrote {write_dataset(args.dataset, args.work, ids)}", file=sys.stderr)
     elif args.command == "structures":

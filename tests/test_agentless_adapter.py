@@ -309,3 +309,31 @@ def test_proxy_reports_an_unreachable_upstream_and_bad_bodies() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_offline_outputs_never_replace_their_inputs_or_foreign_files(tmp_path: Path) -> None:
+    py = {"classes": [], "functions": [], "text": ["pass"]}
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    (structures / "i.json").write_text(json.dumps({"structure": {"a.py": py}}))
+    start = tmp_path / "start.jsonl"
+    start.write_text(json.dumps({"instance_id": "i", "found_files": ["a.py", "b.py"]}) + "\n")
+    before = start.read_text()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    for out, why in [
+        (start, "an input of this command"),
+        (structures / "aligned.jsonl", "which this command reads"),
+        (notes, "does not hold what this command writes"),
+    ]:
+        with pytest.raises(offline.OutputRefused, match=why):
+            offline.align(start, structures, out)
+    assert start.read_text() == before and notes.read_text() == "mine\n"
+    assert not (structures / "aligned.jsonl").exists()
+    # The dataset subcommand: the dataset is where Agentless would look for it.
+    work = tmp_path / "work"
+    dataset = work / offline.DATASET_DIR / "test.jsonl"
+    dataset.parent.mkdir(parents=True)
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    code = offline.main(["dataset", "--dataset", str(dataset), "--work", str(work)])
+    assert code == 1 and json.loads(dataset.read_text())["instance_id"] == "i"

@@ -454,8 +454,10 @@ def cmd_analyze_failures(args: argparse.Namespace) -> int:
         if getattr(args, flag) is None:
             continue
         path = Path(getattr(args, flag))
-        if not path.is_file():
+        if not path.exists():
             raise _core.InputError(f"--{flag}: no such file: {path}")
+        if not path.is_file():
+            raise _core.InputError(f"--{flag}: {path} is not a regular file")
     config = {
         "dataset": args.dataset,
         "locs": args.locs,

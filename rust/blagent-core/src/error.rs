@@ -71,6 +71,14 @@ impl Error {
             | Error::NotADirectory(_)
             | Error::InvalidInput(_)
             | Error::Dataset { .. } => ErrorKind::Input,
+            // A path the system cannot even look up (a NUL byte in it: refused by Rust, not
+            // by the system) is the caller's input.
+            Error::Io { source, .. }
+                if source.kind() == std::io::ErrorKind::InvalidInput
+                    && source.raw_os_error().is_none() =>
+            {
+                ErrorKind::Input
+            }
             Error::Io { .. } => ErrorKind::Io,
             Error::Model(_) => ErrorKind::Model,
             Error::Llm(_) => ErrorKind::Llm,
@@ -148,3 +156,18 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// `Result` with the core's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_with_a_nul_byte_is_bad_input_and_a_system_error_is_io() {
+        let nul = std::fs::metadata("repo\0x").unwrap_err();
+        assert_eq!(Error::io("repo\u{0}x", nul).kind(), ErrorKind::Input);
+        let system = std::io::Error::from_raw_os_error(22); // EINVAL from the system
+        assert_eq!(Error::io("x", system).kind(), ErrorKind::Io);
+        let missing = std::fs::metadata("/nonexistent/blagent").unwrap_err();
+        assert_eq!(Error::io("x", missing).kind(), ErrorKind::Io);
+    }
+}

@@ -53,6 +53,19 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
 /// line is an error naming the file and line.
 pub fn load_dataset(path: &Path) -> Result<Vec<Instance>> {
     let mut instances: Vec<Instance> = read_jsonl(path)?;
+    let max = crate::repo::read::MAX_ISSUE_BYTES;
+    if let Some(long) = instances
+        .iter()
+        .find(|i| i.problem_statement.len() as u64 > max)
+    {
+        return Err(crate::Error::InvalidInput(format!(
+            "{}: the problem_statement of {} is {}, more than an issue may be ({})",
+            path.display(),
+            long.instance_id,
+            crate::repo::read::human_bytes(long.problem_statement.len() as u64),
+            crate::repo::read::human_bytes(max)
+        )));
+    }
     for instance in &mut instances {
         if instance.gold_files.is_empty() {
             instance.gold_files = gold_files_from_patch(&instance.patch);
@@ -69,6 +82,20 @@ mod tests {
     fn gold_files_are_the_b_paths_once_each() {
         let patch = "diff --git a/x/a.py b/x/a.py\n--- a/x/a.py\n+++ b/x/a.py\n@@\ndiff --git a/old.py b/new.py\ndiff --git a/x/a.py b/x/a.py\n";
         assert_eq!(gold_files_from_patch(patch), ["x/a.py", "new.py"]);
+    }
+
+    #[test]
+    fn a_problem_statement_past_the_issue_bound_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("d.jsonl");
+        let long = "x".repeat((crate::repo::read::MAX_ISSUE_BYTES + 1) as usize);
+        let row = serde_json::json!({"instance_id": "big", "problem_statement": long});
+        std::fs::write(&path, format!("{row}\n")).expect("write");
+        let err = load_dataset(&path).expect_err("too long");
+        assert!(
+            err.is_input_error() && err.to_string().contains("of big is"),
+            "{err}"
+        );
     }
 
     #[test]

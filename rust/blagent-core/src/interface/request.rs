@@ -119,6 +119,14 @@ impl LocalizeRequest {
         if self.issue.trim().is_empty() {
             return Err(Error::InvalidInput("the issue text is empty".to_owned()));
         }
+        let max = crate::repo::read::MAX_ISSUE_BYTES;
+        if self.issue.len() as u64 > max {
+            return Err(Error::InvalidInput(format!(
+                "the issue text is {}, more than an issue may be ({})",
+                crate::repo::read::human_bytes(self.issue.len() as u64),
+                crate::repo::read::human_bytes(max)
+            )));
+        }
         Ok(())
     }
 }
@@ -135,6 +143,19 @@ mod tests {
             request.pipeline = pipeline;
             assert!(!request.is_quick(), "{pipeline:?}");
         }
+    }
+
+    #[test]
+    fn an_issue_past_the_bound_is_refused() {
+        let long = "x".repeat((crate::repo::read::MAX_ISSUE_BYTES + 1) as usize);
+        let err = LocalizeRequest::new("i", "repo", long)
+            .validate()
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("more than an issue may be (16 MiB)"),
+            "{err}"
+        );
     }
 
     #[test]
