@@ -88,7 +88,7 @@ def test_precisions_are_separate_models_to_the_cache() -> None:
 
 
 def test_bad_folders_and_kinds_are_clear_errors(tmp_path: Path, encoder: _core.Encoder) -> None:
-    with pytest.raises(_core.ModelError, match="model folder not found"):
+    with pytest.raises(_core.InputError, match="model folder not found"):
         _core.Encoder(str(tmp_path / "nope"))
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(_core.ModelError, match="lacks"):

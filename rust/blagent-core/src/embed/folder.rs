@@ -89,10 +89,12 @@ impl ModelFolder {
         self.max_seq_length = max_tokens;
     }
 
-    /// Reads the folder's configuration; errors name the missing or malformed file.
+    /// Reads the folder's configuration; errors name the missing or malformed file. A folder
+    /// that does not exist is bad input (the caller named it); one that lacks a model's files
+    /// is a model error.
     pub fn read(dir: &Path) -> Result<Self> {
         if !dir.is_dir() {
-            return Err(Error::Model(format!(
+            return Err(Error::InvalidInput(format!(
                 "model folder not found: {}",
                 dir.display()
             )));
