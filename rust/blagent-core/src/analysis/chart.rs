@@ -215,21 +215,27 @@ pub fn render_chart(summary: &Summary) -> Result<std::result::Result<Chart, Stri
     let mut writer = encoder.write_header().map_err(encode)?;
     writer.write_image_data(&pixels).map_err(encode)?;
     writer.finish().map_err(encode)?;
-    Ok(Ok(Chart {
-        svg: format!("{SVG_MARK}\n{svg}"),
-        png,
-    }))
+    // The mark goes right after the opening tag, so the file still starts as an SVG does.
+    let svg = match svg.find('>') {
+        Some(end) => format!("{}\n{SVG_MARK}{}", &svg[..=end], &svg[end + 1..]),
+        None => svg,
+    };
+    Ok(Ok(Chart { svg, png }))
 }
 
-/// What the charts say wrote them: a comment before the SVG, a `Software` text chunk in the
-/// PNG. A chart file without it was not written by blagent, and is not written over.
+/// What the charts say wrote them: a comment after the SVG's opening tag, a `Software` text
+/// chunk in the PNG. A chart file without it was not written by blagent, and is not written over.
 const MARK: &str = "blagent analyze-failures";
 const SVG_MARK: &str = "<!-- blagent analyze-failures -->";
 const PNG_KEYWORD: &str = "Software";
 
-/// Whether `bytes` are a chart SVG that blagent wrote.
+/// Whether `bytes` are a chart SVG that blagent wrote: its mark is on the second line.
 pub fn is_chart_svg(bytes: &[u8]) -> bool {
-    bytes.starts_with(SVG_MARK.as_bytes())
+    let mut lines = bytes.split(|&b| b == b'\n');
+    lines.next().is_some_and(|first| first.starts_with(b"<svg"))
+        && lines
+            .next()
+            .is_some_and(|second| second.starts_with(SVG_MARK.as_bytes()))
 }
 
 /// Whether `bytes` are a chart PNG that blagent wrote (its text chunk: keyword, NUL, text).
@@ -257,7 +263,7 @@ mod tests {
             return;
         };
         assert!(is_chart_svg(chart.svg.as_bytes()));
-        assert!(chart.svg.contains("\n<svg"));
+        assert!(chart.svg.starts_with("<svg"));
         assert!(is_chart_png(&chart.png));
         assert!(!is_chart_png(b"\x89PNG\r\n\x1a\nsomeone else's picture"));
         assert!(!is_chart_svg(b"<svg></svg>"));
