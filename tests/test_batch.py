@@ -88,7 +88,7 @@ def test_batch_recovers_from_an_interrupted_write(repo: Path, tmp_path: Path) ->
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "loc_outputs.jsonl"
     out.write_text(
-        '{"instance_id": "shop-1", "found_files": ["shop/pricing.py"], "additional_artifact_loc_file": {}, "file_traj": {}}\n{"instance_id": "shop-3", "found'
+        '{"instance_id": "shop-1", "found_files": ["shop/pricing.py"], "additional_artifact_loc_file": {}, "file_traj": {}, "blagent": {}}\n{"instance_id": "shop-3", "found'
     )
     proc = _batch(dataset, trees, out, "--ids", "shop-1,shop-3", "--quiet")
     assert proc.returncode == 0, proc.stderr
