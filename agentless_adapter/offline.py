@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -50,14 +51,36 @@ class OutputRefused(ValueError):
     did not write."""
 
 
-def _holds_lines_with(path: Path, fields: tuple[str, ...]) -> bool:
-    """Whether every non-blank line of `path` is a JSON object with all of `fields`."""
+#: What `align` adds under each line's `blagent` field: the mark that tells its output apart
+#: from a batch output or Agentless's own.
+ALIGNED_MARK = "aligned_for_agentless"
+
+
+def _is_aligned(row: dict[str, Any]) -> bool:
+    return isinstance(row.get("blagent"), dict) and row["blagent"].get(ALIGNED_MARK) is True
+
+
+def _holds_lines_with(path: Path, fields: tuple[str, ...], aligned: bool = False) -> bool:
+    """Whether every non-blank line of `path` is a JSON object with all of `fields` (and, with
+    `aligned`, `align`'s mark)."""
     try:
         with path.open(encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return False
-    return all(isinstance(r, dict) and all(k in r for k in fields) for r in rows)
+    return all(
+        isinstance(r, dict) and all(k in r for k in fields) and (not aligned or _is_aligned(r))
+        for r in rows
+    )
+
+
+def _write_whole(out: Path, text: str) -> None:
+    """Writes `text` to `out` in one step (a file beside it, renamed over it): an error half
+    way leaves `out` as it was."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(f".{out.name}.blagent-part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, out)
 
 
 def check_output(
@@ -65,10 +88,13 @@ def check_output(
     fields: tuple[str, ...],
     inputs: tuple[Path, ...] = (),
     folders: tuple[Path, ...] = (),
+    aligned: bool = False,
 ) -> None:
     """Refuses (`OutputRefused`) to write `out` where it is one of `inputs` (under any name),
-    lies inside one of `folders`, is not a regular file, or holds anything but JSON lines
-    with `fields`: what this module writes there."""
+    lies inside one of `folders`, is a link or not a regular file, or holds anything but JSON
+    lines with `fields` (and, with `aligned`, `align`'s mark): what this module writes there."""
+    if out.is_symlink():
+        raise OutputRefused(f"{out} is a symbolic link; outputs are not written through one")
     resolved = out.resolve()
     for folder in folders:
         if resolved.is_relative_to(folder.resolve()):
@@ -80,10 +106,11 @@ def check_output(
     for source in inputs:
         if source.exists() and out.samefile(source):
             raise OutputRefused(f"{out} is {source}, an input of this command")
-    if not _holds_lines_with(out, fields):
+    if not _holds_lines_with(out, fields, aligned):
+        mark = f" and blagent.{ALIGNED_MARK}" if aligned else ""
         raise OutputRefused(
             f"{out} exists and does not hold what this command writes (JSON lines with "
-            f"{', '.join(fields)}); remove it or choose another file"
+            f"{', '.join(fields)}{mark}); remove it or choose another file"
         )
 
 
@@ -97,10 +124,8 @@ def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
     """Writes the selected rows where `load_dataset("princeton-nlp/SWE-bench_Lite")` finds them."""
     out = work / DATASET_DIR / "test.jsonl"
     check_output(out, ("instance_id",), inputs=(dataset,))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as f:
-        for row in _rows(dataset, ids):
-            f.write(json.dumps(row) + "\n")
+    rows = _rows(dataset, ids)
+    _write_whole(out, "".join(json.dumps(row) + "\n" for row in rows))
     return out
 
 
@@ -113,6 +138,9 @@ def write_structures(
 
     rows = _rows(dataset, ids)
     for row in rows:
+        iid = row["instance_id"]
+        if not isinstance(iid, str) or Path(iid).name != iid or iid in (".", ".."):
+            raise OutputRefused(f"instance id {iid!r} is not a file name; no structure written")
         check_output(
             out / f"{row['instance_id']}.json", ("structure",), (dataset,), folders=(repos,)
         )
@@ -133,7 +161,7 @@ def write_structures(
             "structure": structure,
             "instance_id": row["instance_id"],
         }
-        (out / f"{row['instance_id']}.json").write_text(json.dumps(record))
+        _write_whole(out / f"{row['instance_id']}.json", json.dumps(record))
         count += 1
     return count
 
@@ -163,9 +191,12 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
     """Writes `start_file` with each `found_files` cut to what Agentless can open; returns
     (lines, paths dropped). A related-level line names the first `top_n` files kept (the
     `--top_n` of Agentless's edit-location stage)."""
-    check_output(out, ("instance_id", "found_files"), (start_file,), folders=(structures,))
+    check_output(
+        out, ("instance_id", "found_files"), (start_file,), folders=(structures,), aligned=True
+    )
     lines, dropped_total = 0, 0
-    with start_file.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
+    written: list[str] = []
+    with start_file.open(encoding="utf-8") as src:
         for text in src:
             if not text.strip():
                 continue
@@ -187,11 +218,14 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
                 }
             elif isinstance(related, dict):
                 line["found_related_locs"] = {f: v for f, v in related.items() if f in known}
+            extra = line.setdefault("blagent", {})
+            extra[ALIGNED_MARK] = True
             if dropped:
-                line.setdefault("blagent", {})["dropped_for_agentless"] = dropped
+                extra["dropped_for_agentless"] = dropped
                 dropped_total += len(dropped)
-            dst.write(json.dumps(line) + "\n")
+            written.append(json.dumps(line) + "\n")
             lines += 1
+    _write_whole(out, "".join(written))
     return lines, dropped_total
 
 
@@ -222,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     ids = set(args.ids.split(",")) if getattr(args, "ids", None) else None
     try:
         return _run(args, ids)
-    except OutputRefused as e:
+    except (OutputRefused, OSError) as e:
         print(f"offline: {e}", file=sys.stderr)
         return 1
 

@@ -321,7 +321,10 @@ def test_offline_outputs_never_replace_their_inputs_or_foreign_files(tmp_path: P
     before = start.read_text()
     notes = tmp_path / "notes.txt"
     notes.write_text("mine\n")
+    other_run = tmp_path / "other_batch.jsonl"
+    other_run.write_text(start.read_text())
     for out, why in [
+        (other_run, "does not hold what this command writes"),
         (start, "an input of this command"),
         (structures / "aligned.jsonl", "which this command reads"),
         (notes, "does not hold what this command writes"),
@@ -330,6 +333,10 @@ def test_offline_outputs_never_replace_their_inputs_or_foreign_files(tmp_path: P
             offline.align(start, structures, out)
     assert start.read_text() == before and notes.read_text() == "mine\n"
     assert not (structures / "aligned.jsonl").exists()
+    assert other_run.read_text() == before
+    aligned = tmp_path / "aligned.jsonl"
+    for _ in range(2):  # its own output is replaced
+        assert offline.align(start, structures, aligned) == (1, 1)
     # The dataset subcommand: the dataset is where Agentless would look for it.
     work = tmp_path / "work"
     dataset = work / offline.DATASET_DIR / "test.jsonl"

@@ -139,6 +139,14 @@ impl JsonlWriter {
         })
     }
 
+    /// A writer of `file`, an output already opened (see [`crate::repo::open_outputs`]).
+    pub fn from_file(path: &Path, file: File) -> Self {
+        JsonlWriter {
+            path: path.to_path_buf(),
+            file: BufWriter::new(file),
+        }
+    }
+
     /// Writes `value` as one line and flushes it.
     pub fn write(&mut self, value: &impl Serialize) -> Result<()> {
         let mut line = serde_json::to_vec(value)?;

@@ -19,7 +19,7 @@ use crate::agent::{
 };
 use crate::error::{Error, Result};
 use crate::interface::{DatasetConfig, Localizer};
-use crate::repo::{json_object_with, open_output, OutputMode};
+use crate::repo::{check_output, json_object_with, open_output, OutputMode};
 use crate::retrieve::{Ask, Granularity};
 
 /// What to calibrate on.
@@ -95,21 +95,19 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         ));
     }
     let ask = Ask::new(settings.top_k, Granularity::File)?;
-    // Checked and locked now, replaced only once the fit is done: an interrupted run leaves
-    // the last profile as it was.
-    let mut out = open_output(
-        &config.out,
-        OutputMode {
-            append: true,
-            holds: "a blagent profile (JSON with schema_version, model, pipeline, weight_scale)",
-            is_ours: |b| {
-                json_object_with(b, &["schema_version", "model", "pipeline", "weight_scale"])
-            },
-        },
-        &settings.inputs(),
-        "--out",
-    )?;
     let selection = select(&settings.dataset, &settings.repos, settings.ids.as_deref())?;
+    // Checked now (with every instance's tree an input), written only once the fit is done: an
+    // interrupted or failed run leaves the last profile as it was, and no new file.
+    let profile_mode = OutputMode {
+        append: false,
+        holds: "a blagent profile (JSON with schema_version, model, pipeline, weight_scale)",
+        is_ours: |b| json_object_with(b, &["schema_version", "model", "pipeline", "weight_scale"]),
+    };
+    let inputs = settings
+        .inputs()
+        .folders(selection.present.iter().map(|(_, tree)| tree));
+    check_output(&config.out, profile_mode, &inputs, "--out")?;
+    settings.check_recording(&[(&config.out, "--out")], &inputs)?;
     let mut failures = selection.refused;
     let mut no_gold = Vec::new();
     let mut totals = LlmTotals {
@@ -172,8 +170,8 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         fit,
     };
     let text = serde_json::to_string_pretty(&profile)?;
-    out.set_len(0)
-        .and_then(|()| out.write_all((text + "\n").as_bytes()))
+    open_output(&config.out, profile_mode, &inputs, "--out")?
+        .write_all((text + "\n").as_bytes())
         .map_err(|e| Error::io(&config.out, e))?;
     Ok(CalibrationReport {
         profile,

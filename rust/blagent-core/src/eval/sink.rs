@@ -17,7 +17,7 @@ use super::select::{progress_bar, select};
 use super::types::{DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Prediction};
 use crate::dataset::JsonlWriter;
 use crate::error::{Error, Result};
-use crate::repo::{check_distinct, check_output, json_lines_with, OutputMode};
+use crate::repo::{json_lines_with, open_outputs, OutputMode};
 use crate::retrieve::Rewrites;
 
 /// What `eval --out` holds: one [`Prediction`] a line.
@@ -73,26 +73,23 @@ impl EvalSink {
         let selection = select(&run.dataset, &run.repos, run.ids.as_deref())?;
         let trees = selection.present.iter().map(|(_, tree)| tree);
         let inputs = run.inputs().file(config.queries.as_ref()).folders(trees);
-        let outputs = [
-            (config.out.as_deref(), PREDICTIONS, "--out"),
-            (config.signals_out.as_deref(), SIGNALS, "--signals-out"),
-        ];
-        let named: Vec<_> = outputs
-            .iter()
-            .filter_map(|&(path, _, what)| Some((path?, what)))
-            .collect();
-        // All checked before any is opened: a refusal creates and empties nothing.
-        check_distinct(&named)?;
-        for &(path, mode, what) in &outputs {
-            if let Some(path) = path {
-                check_output(path, mode, &inputs, what)?;
-            }
-        }
-        let [out, signals_out] = outputs.map(|(path, mode, what)| {
-            path.map(|p| JsonlWriter::open(p, mode, &inputs, what))
-                .transpose()
-        });
-        let (out, signals_out) = (out?, signals_out?);
+        let mut outputs = Vec::new();
+        outputs.extend(config.out.as_deref().map(|p| (p, PREDICTIONS, "--out")));
+        outputs.extend(
+            config
+                .signals_out
+                .as_deref()
+                .map(|p| (p, SIGNALS, "--signals-out")),
+        );
+        let named: Vec<_> = outputs.iter().map(|&(p, _, w)| (p, w)).collect();
+        run.check_recording(&named, &inputs)?;
+        // A refusal creates and empties nothing (see `open_outputs`).
+        let mut files = open_outputs(&outputs, &inputs)?.into_iter();
+        let mut writer = |path: Option<&std::path::Path>| {
+            path.map(|p| JsonlWriter::from_file(p, files.next().expect("one file per output")))
+        };
+        let out = writer(config.out.as_deref());
+        let signals_out = writer(config.signals_out.as_deref());
         let mut given: HashMap<String, Rewrites> = config
             .queries
             .as_deref()

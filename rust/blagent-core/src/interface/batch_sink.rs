@@ -11,7 +11,7 @@ use super::resume::existing_ids;
 use super::SCHEMA_VERSION;
 use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance, JsonlWriter};
 use crate::error::{Error, Result};
-use crate::repo::{check_distinct, check_output, json_lines_with, OutputMode};
+use crate::repo::{json_lines_with, open_outputs, OutputMode};
 
 /// What a batch output holds: Agentless lines that carry blagent's result, appended to.
 const BATCH_LINES: OutputMode = OutputMode {
@@ -89,18 +89,20 @@ impl BatchSink {
             .filter_map(|i| instance_tree(&config.run.repos, &i.instance_id).ok());
         let inputs = config.inputs().folders(trees);
         let failures_out = config.failures_path();
-        // Both checked before either is opened: a refusal creates and empties nothing.
-        check_distinct(&[
-            (&config.out, "the batch output"),
-            (&failures_out, "the failures file"),
-        ])?;
-        check_output(&config.out, BATCH_LINES, &inputs, "batch output")?;
-        check_output(&failures_out, FAILURE_LINES, &inputs, "failures file")?;
-        let out = JsonlWriter::open(&config.out, BATCH_LINES, &inputs, "batch output")?;
+        let outputs = [
+            (config.out.as_path(), BATCH_LINES, "the batch output"),
+            (failures_out.as_path(), FAILURE_LINES, "the failures file"),
+        ];
+        let named: Vec<_> = outputs.iter().map(|&(p, _, w)| (p, w)).collect();
+        config.run.check_recording(&named, &inputs)?;
+        // A refusal creates and empties nothing (see `open_outputs`); this run's failures
+        // replace the last run's.
+        let [out, failures_file]: [std::fs::File; 2] = open_outputs(&outputs, &inputs)?
+            .try_into()
+            .expect("one file per output");
+        let out = JsonlWriter::from_file(&config.out, out);
+        let failures_file = JsonlWriter::from_file(&failures_out, failures_file);
         let (done, truncated) = existing_ids(&config.out)?;
-        // This run's failures replace the last run's.
-        let failures_file =
-            JsonlWriter::open(&failures_out, FAILURE_LINES, &inputs, "failures file")?;
         let selected = instances.len();
         let todo: Vec<Instance> = instances
             .into_iter()

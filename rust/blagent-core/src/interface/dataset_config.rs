@@ -66,4 +66,21 @@ impl DatasetConfig {
             .file(Some(&self.dataset))
             .folder(Some(&self.repos))
     }
+
+    /// Refuses the cassette the run records to (made at its first exchange) where it would be
+    /// one of the run's `outputs` or lie among `inputs` (with every instance's tree): checked
+    /// with the outputs, before any is created.
+    pub fn check_recording(
+        &self,
+        outputs: &[(&std::path::Path, &str)],
+        inputs: &Inputs,
+    ) -> crate::error::Result<()> {
+        let Some(cassette) = self.llm.as_ref().and_then(|l| l.recording.as_deref()) else {
+            return Ok(());
+        };
+        crate::repo::check_place(cassette, inputs, "cassette")?;
+        let mut all = outputs.to_vec();
+        all.push((cassette, "--llm-record"));
+        crate::repo::check_distinct(&all)
+    }
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ChatModel, ChatRequest, ChatResponse, Message};
 use crate::error::{Error, Result};
-use crate::repo::{json_lines_with, open_output, Inputs, OutputMode};
+use crate::repo::{check_output, json_lines_with, open_output, Inputs, OutputMode};
 
 /// A request as a cassette stores it: the model name and everything sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,6 +195,13 @@ fn read_cassette(path: &Path) -> Result<Vec<CassetteEntry>> {
     crate::dataset::read_jsonl_appended(path)
 }
 
+/// What a cassette holds: one exchange a line, appended to.
+pub const CASSETTE: OutputMode = OutputMode {
+    append: true,
+    holds: "cassette lines (JSON with key and request)",
+    is_ours: |bytes| json_lines_with(bytes, &["key", "request"], b"{\"key\":"),
+};
+
 /// Wraps a model and appends each exchange (answer or error) to a cassette, one flushed line
 /// per request; safe when several threads share it.
 #[derive(Debug)]
@@ -202,14 +209,17 @@ pub struct RecordingModel<M> {
     inner: M,
     model: String,
     path: PathBuf,
-    file: Mutex<File>,
+    inputs: Inputs,
+    /// Opened at the first exchange, so a run refused before it asks anything leaves no
+    /// cassette behind.
+    file: Mutex<Option<File>>,
 }
 
 impl<M: ChatModel> RecordingModel<M> {
     /// Records `inner`'s exchanges, keyed with `model` (the name it sends), to `path`
-    /// (appended to; created with its folder if missing). The cassette is locked while the
-    /// model lives; a special file, or a file that holds anything but cassette lines, is
-    /// refused.
+    /// (appended to; created with its folder at the first exchange). A special file, or a
+    /// file that holds anything but cassette lines, is refused now; the cassette is locked
+    /// from its first exchange while the model lives.
     /// `inputs` are what the run reads: the cassette may not be one of them, nor lie inside.
     pub fn create(
         inner: M,
@@ -217,19 +227,46 @@ impl<M: ChatModel> RecordingModel<M> {
         path: &Path,
         inputs: &Inputs,
     ) -> Result<Self> {
-        let mode = OutputMode {
-            append: true,
-            holds: "cassette lines",
-            is_ours: |bytes| json_lines_with(bytes, &["key", "request"], b"{\"key\":"),
-        };
-        let file = open_output(path, mode, inputs, "cassette")?;
+        check_output(path, CASSETTE, inputs, "cassette")?;
         Ok(RecordingModel {
             inner,
             model: model.into(),
             path: path.to_owned(),
-            file: Mutex::new(file),
+            inputs: inputs.clone(),
+            file: Mutex::new(None),
         })
     }
+
+    /// Appends `line` to the cassette, opening it first if this is the first exchange.
+    fn append(&self, line: &str) -> Result<()> {
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        if file.is_none() {
+            *file = Some(open_cassette(&self.path, &self.inputs)?);
+        }
+        let file = file.as_mut().expect("opened above");
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|e| Error::io(&self.path, e))
+    }
+}
+
+/// Opens the cassette `path` for appending, its last line completed first: one cut short by
+/// an interrupted write is dropped, a whole one without its newline gets it.
+fn open_cassette(path: &Path, inputs: &Inputs) -> Result<File> {
+    let mut file = open_output(path, CASSETTE, inputs, "cassette")?;
+    let bytes = crate::repo::read::read_bounded(path, crate::repo::read::MAX_DATA_FILE_BYTES)
+        .map_err(|f| f.into_error(path, "cassette"))?;
+    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let tail = &bytes[end..];
+    if tail.trim_ascii().is_empty() {
+        return Ok(file);
+    }
+    if serde_json::from_slice::<CassetteEntry>(tail).is_ok() {
+        file.write_all(b"\n").map_err(|e| Error::io(path, e))?;
+    } else {
+        file.set_len(end as u64).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(file)
 }
 
 impl<M: ChatModel> ChatModel for RecordingModel<M> {
@@ -257,10 +294,7 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
         };
         let mut line = serde_json::to_string(&entry)?;
         line.push('\n');
-        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        file.write_all(line.as_bytes())
-            .and_then(|()| file.flush())
-            .map_err(|e| Error::io(&self.path, e))?;
+        self.append(&line)?;
         result
     }
 }
@@ -371,5 +405,37 @@ mod tests {
             .contains("a, b"));
         let b = ReplayModel::open_with_model(&path, "b").unwrap();
         assert_eq!(b.chat(&ask("s", "x")).unwrap().content, "x");
+    }
+
+    /// Nothing is created before the first exchange; a last line cut short is dropped and a
+    /// whole one without its newline completed before the next is appended.
+    #[test]
+    fn the_cassette_is_made_at_the_first_exchange_and_its_last_line_mended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/c.jsonl");
+        let recorder = RecordingModel::create(Echo, "m", &path, &Inputs::new()).unwrap();
+        assert!(!path.exists());
+        recorder.chat(&ask("s", "one")).unwrap();
+        drop(recorder);
+        let whole = std::fs::read_to_string(&path).unwrap();
+        for (damaged, kept) in [
+            (whole.trim_end().to_owned(), 1),
+            (format!("{whole}{}", &whole[..20]), 1),
+        ] {
+            std::fs::write(&path, &damaged).unwrap();
+            RecordingModel::create(Echo, "m", &path, &Inputs::new())
+                .unwrap()
+                .chat(&ask("s", "two"))
+                .unwrap();
+            let replay = ReplayModel::open(&path).unwrap();
+            assert_eq!(
+                replay.chat(&ask("s", "two")).unwrap().content,
+                Echo.chat(&ask("s", "two")).unwrap().content
+            );
+            assert_eq!(
+                std::fs::read_to_string(&path).unwrap().lines().count(),
+                kept + 1
+            );
+        }
     }
 }

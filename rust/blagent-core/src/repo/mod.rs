@@ -13,7 +13,7 @@ pub use self::lang::{
 };
 pub use self::output::{
     check_distinct, check_output, check_place, json_lines_with, json_object_with, open_output,
-    Inputs, OutputMode,
+    open_outputs, Inputs, OutputMode,
 };
 pub use self::skipped::{SkipReason, Skipped};
 pub use self::walk::{is_test_path, walk, SourceFile, WalkOptions, WalkOutput};

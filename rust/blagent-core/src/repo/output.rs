@@ -62,6 +62,15 @@ impl Inputs {
 /// another process holds open through this function. Without [`OutputMode::append`] the file
 /// is then emptied.
 pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<File> {
+    let file = open_output_kept(path, mode, inputs, what)?;
+    if !mode.append {
+        file.set_len(0).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(file)
+}
+
+/// [`open_output`] leaving what the file holds as it is.
+fn open_output_kept(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<File> {
     let refuse = refusal(path, what);
     vet(path, inputs, &refuse)?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -91,10 +100,42 @@ pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -
     }
     // Read under the lock: what another run wrote before it let go counts.
     check_content(path, meta.len(), mode, what, &refuse)?;
-    if !mode.append {
-        file.set_len(0).map_err(|e| Error::io(path, e))?;
-    }
     Ok(file)
+}
+
+/// Opens every output of a run at once: all are checked ([`check_distinct`], [`check_output`])
+/// before any is created, all are opened and locked before any is emptied, and when one fails
+/// to open, those this call created are removed again. So a refusal leaves every file as it was.
+pub fn open_outputs(outputs: &[(&Path, OutputMode, &str)], inputs: &Inputs) -> Result<Vec<File>> {
+    let named: Vec<(&Path, &str)> = outputs.iter().map(|&(p, _, w)| (p, w)).collect();
+    check_distinct(&named)?;
+    for &(path, mode, what) in outputs {
+        check_output(path, mode, inputs, what)?;
+    }
+    let mut opened: Vec<(File, bool)> = Vec::with_capacity(outputs.len());
+    for (i, &(path, mode, what)) in outputs.iter().enumerate() {
+        let existed = std::fs::symlink_metadata(path).is_ok();
+        match open_output_kept(path, mode, inputs, what) {
+            Ok(file) => opened.push((file, existed)),
+            Err(e) => {
+                for (&(made, _, _), (file, existed)) in outputs[..i].iter().zip(opened) {
+                    drop(file);
+                    if !existed {
+                        let _ = std::fs::remove_file(made);
+                    }
+                }
+                return Err(e);
+            }
+        }
+    }
+    let mut files = Vec::with_capacity(opened.len());
+    for (&(path, mode, _), (file, _)) in outputs.iter().zip(opened) {
+        if !mode.append {
+            file.set_len(0).map_err(|e| Error::io(path, e))?;
+        }
+        files.push(file);
+    }
+    Ok(files)
 }
 
 /// Whether [`open_output`] would accept `path`, without creating, locking or changing
@@ -115,7 +156,12 @@ pub fn check_distinct(outputs: &[(&Path, &str)]) -> Result<()> {
     let mut seen: Vec<(PathBuf, &str)> = Vec::new();
     for &(path, what) in outputs {
         let resolved = resolve(path).map_err(|e| Error::io(path, e))?;
-        if let Some((_, first)) = seen.iter().find(|(p, _)| *p == resolved) {
+        let same = |p: &PathBuf| {
+            *p == resolved
+                || matches!((std::fs::metadata(p), std::fs::metadata(&resolved)),
+                    (Ok(a), Ok(b)) if same_file(&a, &b))
+        };
+        if let Some((_, first)) = seen.iter().find(|(p, _)| same(p)) {
             return Err(Error::InvalidInput(format!(
                 "{first} and {what} are both {}; give each output its own file",
                 path.display()
@@ -160,6 +206,21 @@ fn vet(path: &Path, inputs: &Inputs, refuse: &impl Fn(String) -> Error) -> Resul
     }
     if let Ok(meta) = std::fs::metadata(path) {
         check_target(&meta, inputs).map_err(refuse)?;
+    } else if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return Err(refuse("names a folder; give a file name".to_owned()));
+    }
+    // Every folder above it that exists must be a folder: else creating it fails after other
+    // outputs were opened.
+    for ancestor in resolved.ancestors().skip(1) {
+        if let Ok(meta) = std::fs::metadata(ancestor) {
+            if !meta.is_dir() {
+                return Err(refuse(format!(
+                    "{} is not a folder, so nothing can be written under it",
+                    ancestor.display()
+                )));
+            }
+            break;
+        }
     }
     Ok(())
 }
@@ -276,7 +337,8 @@ pub fn json_lines_with(bytes: &[u8], fields: &[&str], prefix: &[u8]) -> bool {
     let tail_ok = tail.is_empty()
         || match serde_json::from_slice::<serde_json::Value>(tail) {
             Ok(value) => has_fields(&value, fields),
-            Err(_) => tail.starts_with(prefix),
+            // Cut short anywhere, even inside the prefix.
+            Err(_) => tail.starts_with(prefix) || prefix.starts_with(tail),
         };
     tail_ok
         && complete
@@ -433,6 +495,46 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("its own file"), "{err}");
         check_distinct(&[(&new, "--out"), (&theirs, "--signals-out")]).unwrap();
+    }
+
+    /// Found by a hostile review: an output emptied, or created and left, when a later one of
+    /// the same run could not be opened.
+    #[test]
+    fn outputs_opened_together_are_all_left_as_they_were_when_one_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("preds.jsonl");
+        std::fs::write(&ours, "{\"instance_id\": \"a\"}\n").unwrap();
+        let new = dir.path().join("new.jsonl");
+        let notes = dir.path().join("notes.txt");
+        std::fs::write(&notes, "mine\n").unwrap();
+        let none = Inputs::new();
+        for second in [notes.join("s.jsonl"), dir.path().join("folder/")] {
+            let outputs = [
+                (ours.as_path(), JSONL, "--out"),
+                (second.as_path(), JSONL, "--x"),
+            ];
+            let message = refused(open_outputs(&outputs, &none).map(|_| unreachable!()));
+            assert!(message.contains("folder"), "{message}");
+        }
+        let held = dir.path().join("held.jsonl");
+        let holder = open_output(&held, APPEND, &none, "--y").unwrap();
+        let outputs = [
+            (new.as_path(), JSONL, "--out"),
+            (ours.as_path(), JSONL, "--x"),
+            (held.as_path(), JSONL, "--y"),
+        ];
+        let message = refused(open_outputs(&outputs, &none).map(|_| unreachable!()));
+        assert!(message.contains("another blagent run"), "{message}");
+        drop(holder);
+        assert!(!new.exists(), "the file this call created is removed");
+        assert_eq!(
+            std::fs::read_to_string(&ours).unwrap(),
+            "{\"instance_id\": \"a\"}\n"
+        );
+        assert_eq!(open_outputs(&outputs, &none).unwrap().len(), 3);
+        assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
+        let cut = b"{\"instance_id\": \"a\"}\n{\"inst";
+        assert!(json_lines_with(cut, &["instance_id"], b"{\"instance_id\":"));
     }
 
     #[test]
