@@ -622,10 +622,12 @@ def test_outputs_over_files_blagent_did_not_write_are_refused_and_left_intact(
     assert json.loads(report.read_text()) == {"resolved": ["b"], "unresolved": []}
 
     twice = tmp_path / "twice.jsonl"
-    proc = run("eval", *common, "--out", str(twice), "--signals-out", str(twice))
-    assert_clean_failure(proc)
-    assert "give each output its own file" in proc.stderr, proc.stderr
-    assert not twice.exists()
+    for flag in ("--signals-out", "--llm-record"):
+        extra = llm if flag == "--llm-record" else ()
+        proc = run("eval", *common, *extra, "--out", str(twice), flag, str(twice))
+        assert_clean_failure(proc)
+        assert "give each output its own file" in proc.stderr, proc.stderr
+        assert not twice.exists()
     ours = tmp_path / "preds.jsonl"
     for _ in range(2):
         proc = run("eval", *common, "--out", str(ours))
@@ -663,6 +665,11 @@ def test_a_cassette_is_not_recorded_inside_the_repository(repo: Path, tmp_path: 
     )
     assert_clean_failure(proc)
     assert "which this run reads" in proc.stderr, proc.stderr
+    assert not cassette.exists()
+    request = tmp_path / "req.json"
+    request.write_text(json.dumps({"repo_path": str(repo), "issue": ISSUE}))
+    proc = run("localize", "--request-json", str(request), *llm, "--llm-record", str(cassette))
+    assert_clean_failure(proc)
     assert not cassette.exists()
     # Through the Python API, with the repository named only when it is indexed.
     outside = tmp_path / "rec.jsonl"
