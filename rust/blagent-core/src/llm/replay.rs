@@ -218,8 +218,9 @@ pub struct RecordingModel<M> {
 impl<M: ChatModel> RecordingModel<M> {
     /// Records `inner`'s exchanges, keyed with `model` (the name it sends), to `path`
     /// (appended to; created with its folder at the first exchange). A special file, or a
-    /// file that holds anything but cassette lines, is refused now; the cassette is locked
-    /// from its first exchange while the model lives.
+    /// file that holds anything but cassette lines, is refused now; a cassette that exists is
+    /// opened and locked now (a second run on it is refused at once), a new one from its first
+    /// exchange, while the model lives.
     /// `inputs` are what the run reads: the cassette may not be one of them, nor lie inside.
     pub fn create(
         inner: M,
@@ -228,12 +229,17 @@ impl<M: ChatModel> RecordingModel<M> {
         inputs: &Inputs,
     ) -> Result<Self> {
         check_output(path, CASSETTE, inputs, "cassette")?;
+        let file = if path.exists() {
+            Some(open_cassette(path, inputs)?)
+        } else {
+            None
+        };
         Ok(RecordingModel {
             inner,
             model: model.into(),
             path: path.to_owned(),
             inputs: inputs.clone(),
-            file: Mutex::new(None),
+            file: Mutex::new(file),
         })
     }
 
