@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_cli import run
-from test_hardening import assert_clean_failure
+from test_hardening import _analysis_inputs, assert_clean_failure
 from test_localizer import ISSUE
 
 
@@ -217,3 +217,72 @@ def test_a_failed_write_is_an_io_error_with_exit_3(
     )
     assert_clean_failure(proc, code=3)
     assert str(out) in proc.stderr, proc.stderr
+
+
+# Outputs recognise their own files by the fields blagent writes, not by an `instance_id`.
+
+
+def test_outputs_over_files_blagent_did_not_write_are_refused_and_left_intact(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    data, trees = run_inputs
+    common = ("--dataset", str(data), "--repos", str(trees), "--quiet")
+    other_dataset = tmp_path / "verified.jsonl"
+    agentless = tmp_path / "loc_outputs.jsonl"
+    report = tmp_path / "report.json"
+    other_dataset.write_text('{"instance_id":"b","repo":"x/y","patch":""}\n')
+    agentless.write_text('{"instance_id":"b","found_files":["y.py"],"file_traj":{}}\n')
+    report.write_text('{"resolved": ["b"], "unresolved": []}')
+    cases = [
+        ("eval", "--out", other_dataset),
+        ("eval", "--signals-out", other_dataset),
+        ("batch", "--out", agentless),
+        ("batch", "--out", str(tmp_path / "new.jsonl"), "--failures-out", other_dataset),
+    ]
+    for command, *flags, target in cases:
+        before = Path(target).read_bytes()
+        proc = run(command, *common, *map(str, flags), str(target))
+        assert_clean_failure(proc)
+        assert "does not hold blagent's" in proc.stderr, proc.stderr
+        assert Path(target).read_bytes() == before
+    assert not (tmp_path / "new.jsonl").exists(), "nothing is created before every check"
+    llm = ("--pipeline", "blagent", "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m")
+    proc = run("calibrate", *common, *llm, "--out", str(report))
+    assert_clean_failure(proc)
+    assert "does not hold a blagent profile" in proc.stderr, proc.stderr
+    assert json.loads(report.read_text()) == {"resolved": ["b"], "unresolved": []}
+
+    twice = tmp_path / "twice.jsonl"
+    for flag in ("--signals-out", "--llm-record"):
+        extra = llm if flag == "--llm-record" else ()
+        proc = run("eval", *common, *extra, "--out", str(twice), flag, str(twice))
+        assert_clean_failure(proc)
+        assert "give each output its own file" in proc.stderr, proc.stderr
+        assert not twice.exists()
+    ours = tmp_path / "preds.jsonl"
+    for _ in range(2):
+        proc = run("eval", *common, "--out", str(ours))
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_analyze_failures_replaces_only_its_own_files(tmp_path: Path) -> None:
+    flags = _analysis_inputs(tmp_path, "a", tmp_path / "checkout")
+    out = tmp_path / "analysis"
+    for _ in range(2):  # its own files are replaced
+        proc = run("analyze-failures", *flags, "--out-dir", str(out))
+        assert proc.returncode == 0, proc.stderr
+    assert (out / "chart.png").read_bytes().startswith(b"\x89PNG")
+    for name, foreign in [
+        ("chart.png", b"\x89PNG\r\n\x1a\nmy holiday photo"),
+        ("chart.svg", b"<svg><!-- my drawing --></svg>"),
+        ("summary.md", b"# My notes\n"),
+        ("summary.json", b'{"resolved": ["a"]}'),
+    ]:
+        mine = tmp_path / f"mine-{name}"
+        mine.mkdir()
+        (mine / name).write_bytes(foreign)
+        proc = run("analyze-failures", *flags, "--out-dir", str(mine))
+        assert_clean_failure(proc)
+        assert "does not hold what blagent analyze-failures writes" in proc.stderr, proc.stderr
+        assert [p.name for p in mine.iterdir()] == [name], "nothing else was written"
+        assert (mine / name).read_bytes() == foreign
