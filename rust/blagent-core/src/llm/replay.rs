@@ -228,10 +228,11 @@ impl<M: ChatModel> RecordingModel<M> {
         path: &Path,
         inputs: &Inputs,
     ) -> Result<Self> {
-        check_output(path, CASSETTE, inputs, "cassette")?;
+        // An existing cassette is checked as it is opened; a new one only where it would go.
         let file = if path.exists() {
             Some(open_cassette(path, inputs)?)
         } else {
+            check_output(path, CASSETTE, inputs, "cassette")?;
             None
         };
         Ok(RecordingModel {
