@@ -62,6 +62,32 @@ def test_text_format_lists_ranks_and_evidence(repo: Path) -> None:
     assert sum(added) == pytest.approx(score, abs=0.01 * len(added))
 
 
+def test_localize_ranks_functions_with_what_their_evidence_added(repo: Path) -> None:
+    proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--granularity", "function")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["granularity"] == "function"
+    entities = result["entities"]
+    # The innermost frame's function, named in backticks, leads, and says so.
+    assert entities[0]["id"] == "shop/pricing.py::apply_discount"
+    assert {"frame", "name"} <= set(entities[0]["contributions"])
+    for e in entities:
+        assert sum(e["contributions"].values()) == pytest.approx(e["score"], abs=1e-5)
+        assert blagent.Entity.from_dict(e).to_dict() == e
+    text = run(
+        "localize", "--repo", str(repo), "--issue-text", ISSUE, "--granularity", "function",
+        "--format", "text",
+    )  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    listed = text.stdout.split("functions (", 1)[1].splitlines()[1:]
+    assert listed[0].startswith("  1. shop/pricing.py::apply_discount  lines ")
+    assert "frame +" in listed[0]
+    assert len(listed) == min(len(entities), 10)
+    # A file-level run lists no functions.
+    plain = run("localize", "--repo", str(repo), "--issue-text", ISSUE, "--format", "text")
+    assert "functions (" not in plain.stdout
+
+
 def test_bad_input_exits_1_with_a_message(repo: Path, tmp_path: Path) -> None:
     missing = run("localize", "--repo", str(tmp_path / "nope"), "--issue-text", ISSUE)
     assert missing.returncode == 1

@@ -89,6 +89,9 @@ def test_function_granularity_lists_entities_of_the_top_files(repo: Path) -> Non
     assert {e.path for e in result.entities} <= set(result.paths)
     scores = [e.score for e in result.entities]
     assert scores == sorted(scores, reverse=True)
+    for e in result.entities:  # what each feature added, summing to the score
+        assert sum(e.contributions.values()) == pytest.approx(e.score, abs=1e-5)
+    assert result.entities[0].contributions["frame"] > 0
 
 
 def test_hints_boost_the_suspected_file_and_warn_about_the_rest(repo: Path) -> None:

@@ -56,12 +56,20 @@ def _read_issue(args: argparse.Namespace) -> str:
     return _io.read_stdin(_io.MAX_ISSUE_BYTES, "issue").decode("utf-8", errors="replace")
 
 
+# Functions `--format text` lists (the JSON result carries every ranked one).
+TEXT_FUNCTIONS = 10
+
+
+def _added(contributions: dict[str, float]) -> list[str]:
+    """What each signal or feature added to a score, largest first."""
+    return [f"{k} {v:+.2f}" for k, v in sorted(contributions.items(), key=lambda kv: -kv[1])]
+
+
 def _print_ranking(result: dict[str, Any]) -> None:
     p = _io.printable  # file names and evidence come from the repository: no raw control characters
     for f in result["files"]:
-        # What each signal added to the score, largest first; raw scores for older results.
-        added = sorted(f.get("contributions", {}).items(), key=lambda kv: -kv[1])
-        parts = [f"{k} +{v:.2f}" for k, v in added] or [
+        # What each signal added to the score; raw scores for older results.
+        parts = _added(f.get("contributions", {})) or [
             f"{k}={v:.2f}" for k, v in f["signals"].items()
         ]
         print(f"{f['rank']:>3}. {p(f['path'])}  score={f['score']:.3f}  [{', '.join(parts)}]")
@@ -72,6 +80,15 @@ def _print_ranking(result: dict[str, Any]) -> None:
             where = f" lines {e['lines'][0]}-{e['lines'][1]}" if e.get("lines") else ""
             symbol = f" in {p(e['symbol'])}" if e.get("symbol") else ""
             print(f"       - {e['signal']}: {p(e['detail'])}{where}{symbol}")
+    entities = result.get("entities")
+    if entities is None:
+        return
+    print(f"functions ({min(len(entities), TEXT_FUNCTIONS)} of {len(entities)}):")
+    for rank, e in enumerate(entities[:TEXT_FUNCTIONS], 1):
+        lines = f"lines {e['lines'][0]}-{e['lines'][1]}"
+        parts = _added(e.get("contributions", {}))
+        why = f"  [{', '.join(parts)}]" if parts else ""
+        print(f"{rank:>3}. {p(e['id'])}  {lines}  score={e['score']:.3f}{why}")
 
 
 def _read_request(source: str) -> dict[str, Any]:
@@ -214,10 +231,14 @@ def cmd_localize(args: argparse.Namespace) -> int:
         request = _read_request(args.request_json)
         if args.pipeline != _core.DEFAULTS["pipeline"]:
             request.setdefault("pipeline", args.pipeline)
+        if args.granularity != _core.DEFAULTS["granularity"]:
+            request.setdefault("granularity", args.granularity)
         result = localizer.localize_request(request).to_dict()
     else:
         issue = _read_issue(args)
-        result = localizer.localize(args.repo, issue, pipeline=args.pipeline).to_dict()
+        result = localizer.localize(
+            args.repo, issue, pipeline=args.pipeline, granularity=args.granularity
+        ).to_dict()
     _warn_llm(result.get("llm"))
     if args.format == "text":
         _print_ranking(result)
@@ -546,6 +567,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     loc.add_argument("--format", choices=["json", "text"], default="json")
     loc.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _add_granularity_flag(
+        loc,
+        "function: rank the functions and methods of the top files too, each with what its "
+        "evidence added (text lists the first 10; a request's own granularity wins)",
+    )
     _add_retrieval_flags(loc)
     add_llm_flags(loc)
     loc.set_defaults(func=cmd_localize)

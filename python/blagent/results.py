@@ -77,7 +77,9 @@ class FileHit:
 
 @dataclass(frozen=True)
 class Entity:
-    """A class, function or method of a returned file: `id` is `path::Class.method`."""
+    """A class, function or method of a returned file: `id` is `path::Class.method`; what each
+    feature added to its LLM-free function score (they sum to it; empty for one only the model
+    named)."""
 
     id: str
     path: str
@@ -86,14 +88,28 @@ class Entity:
     lines: tuple[int, int]
     score: float
     file_rank: int
+    contributions: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Entity:
         lines = (int(d["lines"][0]), int(d["lines"][1]))
-        return cls(d["id"], d["path"], d["name"], d["kind"], lines, d["score"], d["file_rank"])
+        return cls(
+            d["id"],
+            d["path"],
+            d["name"],
+            d["kind"],
+            lines,
+            d["score"],
+            d["file_rank"],
+            dict(d.get("contributions", {})),
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "lines": list(self.lines)}
+        return {
+            **asdict(self),
+            "lines": list(self.lines),
+            "contributions": dict(self.contributions),
+        }
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,7 @@ mod tests {
             lines: (1, 2),
             score: 0.5,
             file_rank: 1,
+            contributions: std::collections::BTreeMap::new(),
         }
     }
 

@@ -229,6 +229,7 @@ mod tests {
             lines: (1, 2),
             score: 1.0,
             file_rank: 1,
+            contributions: std::collections::BTreeMap::new(),
         };
         let file = |path: &str| crate::interface::FileHit {
             rank: 0,

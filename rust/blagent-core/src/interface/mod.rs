@@ -50,5 +50,5 @@ pub use crate::retrieve::{Entity, SearchIndex, MAX_FUNCTIONS};
 /// Version of the request and result formats, `major.minor`: a request of another major version
 /// is refused; minor versions only add optional fields (1.1: one result for every pipeline,
 /// with `pipeline`, `query`, `skipped`, `stats`, `llm`, and `dense_ms` / `index_reused` in
-/// `timings`).
-pub const SCHEMA_VERSION: &str = "1.2";
+/// `timings`; 1.2: the files' `contributions`; 1.3: the entities' `contributions`).
+pub const SCHEMA_VERSION: &str = "1.3";

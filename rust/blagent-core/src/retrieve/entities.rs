@@ -4,6 +4,8 @@
 //! related-level stage and function-level metrics address. The LLM-free ranking lists functions
 //! and methods ([`super::rank_functions`]); a model may name classes too.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::Symbol;
@@ -26,6 +28,12 @@ pub struct Entity {
     pub score: f32,
     /// Rank of its file.
     pub file_rank: usize,
+    /// What each feature added to its LLM-free function score: its weight times its value
+    /// (`frame`, `qualified`, `chunk_issue`, …; those that added nothing left out). They sum to
+    /// that score, which is `score` unless a model named the entity; empty for an entity only
+    /// the model named.
+    #[serde(default)]
+    pub contributions: BTreeMap<String, f32>,
 }
 
 impl Entity {
@@ -39,6 +47,7 @@ impl Entity {
             lines: (symbol.start_line, symbol.end_line),
             score,
             file_rank,
+            contributions: BTreeMap::new(),
         }
     }
 }

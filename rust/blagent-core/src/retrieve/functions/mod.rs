@@ -122,12 +122,15 @@ pub fn rank_functions(
         .into_iter()
         .map(|(score, c)| {
             let file = &index.repo.files[c.file];
-            Entity::of(
-                file.path(),
-                &file.parsed.symbols[c.symbol],
-                score,
-                c.file_rank,
-            )
+            Entity {
+                contributions: weights.contributions(&c.features),
+                ..Entity::of(
+                    file.path(),
+                    &file.parsed.symbols[c.symbol],
+                    score,
+                    c.file_rank,
+                )
+            }
         })
         .filter(|entity| seen.insert(entity.id.clone()))
         .take(MAX_FUNCTIONS)

@@ -132,6 +132,12 @@ fn a_qualified_mention_ranks_its_method_first() {
     assert_eq!(ranked[0].id, "shop/cart.py::Cart.total");
     assert_eq!(ranked[0].kind, "method");
     assert!(ranked.windows(2).all(|w| w[0].score >= w[1].score));
+    // Each says why: what each feature added, summing to its score.
+    assert!(ranked[0].contributions["qualified"] > 0.0);
+    for entity in &ranked {
+        let sum: f32 = entity.contributions.values().sum();
+        assert!((sum - entity.score).abs() < 1e-5, "{entity:?}");
+    }
 }
 
 #[test]

@@ -71,6 +71,17 @@ impl FunctionWeights {
     pub fn score(&self, features: &Features) -> f32 {
         features.iter().zip(&self.weights).map(|(f, w)| f * w).sum()
     }
+
+    /// What each feature adds to [`Self::score`] (its weight times its value), by feature
+    /// name, those that add nothing left out: a ranked function's `contributions`.
+    pub fn contributions(&self, features: &Features) -> BTreeMap<String, f32> {
+        Feature::ALL
+            .into_iter()
+            .map(|feature| (feature, features[feature.index()] * self.weight(feature)))
+            .filter(|(_, added)| *added != 0.0)
+            .map(|(feature, added)| (feature.name().to_owned(), added))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -89,5 +100,19 @@ mod tests {
         assert!((weights.weight(Feature::Name) - 2.0).abs() < f32::EPSILON);
         assert!(weights.weight(Feature::FileRank).abs() < f32::EPSILON);
         assert!(FunctionWeights::from_json(r#"{"version": 1, "weights": {"nope": 1}}"#).is_err());
+    }
+
+    #[test]
+    fn contributions_name_what_each_feature_added_and_sum_to_the_score() {
+        let weights = FunctionWeights::default();
+        let mut features = [0.0; NUM_FEATURES];
+        features[Feature::FileScore.index()] = 0.9;
+        features[Feature::Frame.index()] = 0.5;
+        features[Feature::Dense.index()] = 0.7; // weighs 0: adds nothing, not listed
+        let added = weights.contributions(&features);
+        assert_eq!(added.keys().collect::<Vec<_>>(), ["file_score", "frame"]);
+        assert!((added["frame"] - 0.5 * weights.weight(Feature::Frame)).abs() < 1e-6);
+        let sum: f32 = added.values().sum();
+        assert!((sum - weights.score(&features)).abs() < 1e-6);
     }
 }
