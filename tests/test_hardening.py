@@ -624,3 +624,48 @@ def test_ctrl_c_stops_a_long_compare(tmp_path: Path) -> None:
     proc, took = _interrupt(["compare", *runs, "--dataset", str(data), "--resamples", "1000000"])
     assert proc.returncode == 130, proc.stderr
     assert took < 3, took
+
+
+def test_standard_output_that_fails_or_closes_gives_one_line(repo: Path) -> None:
+    """A reader that goes away, a full disk, a closed stream: a one-line error (exit 3), or
+    the run as usual when standard output was closed before it started, never a traceback."""
+    args = [sys.executable, "-m", "blagent", "localize", "--repo", str(repo), "--issue-text", ISSUE]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the result is written: the write meets a broken pipe
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 3, err
+    assert err.startswith("blagent: error:") and "Traceback" not in err, err
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            failed = subprocess.run(
+                args, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120
+            )
+        assert_clean_failure(failed, 3)
+        assert "No space left" in failed.stderr, failed.stderr
+    closed = subprocess.run(
+        args, stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=lambda: os.close(1)
+    )
+    assert closed.returncode == 0, closed.stderr
+    assert "Traceback" not in closed.stderr, closed.stderr
+
+
+def test_arguments_that_are_not_utf8_are_named(repo: Path, tmp_path: Path) -> None:
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/o\xff.jsonl")
+    proc = run("eval", "--dataset", str(tmp_path / "d.jsonl"), "--repos", str(repo), "--out", out)
+    assert_clean_failure(proc)
+    assert "--out" in proc.stderr and "not UTF-8 (byte 0xff)" in proc.stderr, proc.stderr
+
+
+def test_eval_refuses_ids_its_dataset_lacks(repo: Path, tmp_path: Path) -> None:
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    (trees / "shop-1").symlink_to(repo, target_is_directory=True)
+    data = tmp_path / "data.jsonl"
+    row = {"instance_id": "shop-1", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]}
+    data.write_text(json.dumps(row) + "\n")
+    common = ["--dataset", str(data), "--repos", str(trees), "--quiet"]
+    proc = run("eval", *common, "--ids", "shop-1,typo")
+    assert_clean_failure(proc)
+    assert "1 selected id(s) not in" in proc.stderr and "typo" in proc.stderr, proc.stderr
+    assert run("eval", *common, "--ids", "shop-1").returncode == 0

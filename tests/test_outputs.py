@@ -75,6 +75,66 @@ def test_outputs_inside_the_trees_folder_are_refused(run_inputs: tuple[Path, Pat
     assert not inside.exists()
 
 
+def test_outputs_beside_the_trees_through_dot_dot_are_written(
+    run_inputs: tuple[Path, Path],
+) -> None:
+    data, trees = run_inputs
+    beside = trees / ".." / "preds.jsonl"
+    proc = run(
+        "eval", "--dataset", str(data), "--repos", str(trees), "--out", str(beside), "--quiet"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (trees.parent / "preds.jsonl").is_file()
+
+
+def test_an_output_with_another_name_in_a_tree_is_refused(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A hard link gives one file two names: the output's other name may be a tree's source,
+    which the run reads and must not change, however much the content looks like ours."""
+    data, trees = run_inputs
+    preds = tmp_path / "preds.jsonl"
+    common = ["--dataset", str(data), "--repos", str(trees), "--quiet"]
+    assert run("eval", *common, "--out", str(preds)).returncode == 0
+    source = trees / "shop-1" / "shop" / "evil.py"
+    os.link(preds, source)
+    before = source.read_bytes()
+    for command in ("eval", "batch"):
+        proc = run(command, *common, "--out", str(preds))
+        assert_clean_failure(proc)
+        assert "hard links" in proc.stderr, proc.stderr
+        assert source.read_bytes() == before
+
+
+def test_an_output_that_is_standard_output_is_refused(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`--out f > f`: the report written to standard output would land in the predictions."""
+    data, trees = run_inputs
+    out = tmp_path / "same.jsonl"
+    with out.open("w") as stdout:
+        proc = subprocess.run(
+            [sys.executable, "-m", "blagent", "eval", "--dataset", str(data), "--repos",
+             str(trees), "--out", str(out), "--quiet"],
+            stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120,
+        )  # fmt: skip
+    assert_clean_failure(proc)
+    assert "standard output" in proc.stderr, proc.stderr
+    assert out.read_bytes() == b""
+
+
+def test_a_cassette_may_not_be_the_issue_file(repo: Path, tmp_path: Path) -> None:
+    issue = tmp_path / "issue.md"
+    issue.write_text(ISSUE)
+    proc = run(
+        "localize", "--repo", str(repo), "--issue", str(issue), "--pipeline", "rrl",
+        "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m", "--llm-record", str(issue),
+    )  # fmt: skip
+    assert_clean_failure(proc)
+    assert "an input of this run" in proc.stderr, proc.stderr
+    assert issue.read_text() == ISSUE
+
+
 def test_the_failures_file_is_never_deleted_and_a_foreign_one_is_refused(
     run_inputs: tuple[Path, Path], tmp_path: Path
 ) -> None:

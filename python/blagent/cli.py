@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -190,13 +191,13 @@ def _options_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 def _localizer(args: argparse.Namespace) -> Localizer:
     """The localizer of the command's flags, with the LLM of its `--llm-*` flags, reading the
-    repository of `--repo` when the command has one."""
-    repo = getattr(args, "repo", None)
+    repository of `--repo` and the issue or request file when the command has them."""
+    named = [getattr(args, flag, None) for flag in ("repo", "issue", "request_json")]
     return Localizer(
         top_k=getattr(args, "top_k", _core.DEFAULT_TOP_K),
         llm_options=llm_options(args) or None,
         llm_config_json=json.dumps(llm_config(args)),
-        reads=[repo] if repo else [],
+        reads=[path for path in named if path and path != "-"],
         **_options_flags(args),
     )
 
@@ -316,7 +317,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             _core.evaluate(config, llm_options_json(args), json.dumps(llm_config(args)))
         )
     if report["overall"]["instances"] == 0:
-        print(f"no instance of {args.dataset} has a tree under {args.repos}", file=sys.stderr)
+        print(
+            f"blagent: error: no instance of {args.dataset} has a tree under {args.repos}",
+            file=sys.stderr,
+        )
         return EXIT_INPUT
     if args.format == "json":
         json.dump(report, sys.stdout, indent=2)
@@ -682,7 +686,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare localization runs side by side, with paired significance of each difference",
         description="Each run's MRR, Acc@k (both readings) and MAP@k on the same instances, overall and per "
         "repository, of files or (--granularity function) of functions; then each run against the "
-        "first (the baseline): ΔMRR and ΔAcc@1/5/10 in both readings with a paired bootstrap 95%% "
+        "first (the baseline): ΔMRR and ΔAcc@1/5/10 in both readings with a paired bootstrap 95% "
         "interval, McNemar's exact test on Acc@1 in both readings and Wilcoxon's signed-rank test on "
         "the reciprocal ranks. A run without a line for an instance ranks nothing there.",
     )
@@ -757,13 +761,61 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "localize" and (args.request_json is None) == (args.repo is None):
-        parser.error("localize needs --repo (with an issue) or --request-json, not both")
+def _open_standard_streams() -> None:
+    """Standard output or error closed at start (`>&-`) are opened on the null device: the
+    run's report is dropped as asked, and no file the run opens takes their number, where the
+    report or the progress bar would land in it."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, "w", closefd=False))
+
+
+def _drop_standard_output() -> None:
+    """After a failed write to standard output: what is still buffered goes to the null device,
+    so that the flush at exit does not fail again with a traceback."""
     try:
-        return int(args.func(args))
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuses an argument that is not UTF-8 (a file name with other bytes): the core takes
+    paths and options as UTF-8 JSON. `--issue` is read here, so any name works there."""
+    for name, value in vars(args).items():
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str) or name == "issue":
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as err:
+                flag = name if name == "runs" else "--" + name.replace("_", "-")
+                byte = ord(text[err.start]) & 0xFF
+                raise _core.InputError(
+                    f"{flag} '{_io.printable(text)}' is not UTF-8 (byte 0x{byte:02x}); "
+                    "blagent takes paths and options in UTF-8: rename the file or link to it"
+                ) from err
+
+
+def main(argv: list[str] | None = None) -> int:
+    _open_standard_streams()
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        _check_arguments(args)
+        if args.command == "localize" and (args.request_json is None) == (args.repo is None):
+            parser.error("localize needs --repo (with an issue) or --request-json, not both")
+        status = int(args.func(args))
+        sys.stdout.flush()  # a write that fails fails here, not at exit
+        return status
     except KeyboardInterrupt:
         # Batch and eval lines written so far are complete (each is flushed); run again to resume.
         print("blagent: interrupted", file=sys.stderr)
@@ -778,6 +830,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"blagent: error: {_io.printable_lines(str(err))}", file=sys.stderr)
         kind = next((kind for cls, kind in EXIT_BY_ERROR if isinstance(err, cls)), "internal")
         return _core.EXIT_CODES[kind]
+    except BrokenPipeError:
+        _drop_standard_output()
+        print("blagent: error: standard output was closed by its reader", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as err:  # writing standard output (a full disk), or another I/O failure
+        _drop_standard_output()
+        print(f"blagent: error: {_io.printable_lines(str(err))}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -49,9 +49,10 @@ class Localizer:
         llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON, as
             `blagent.cli.llm_config` builds it from the `--llm-*` flags); without it the LLM
             pipelines run with no model and every LLM stage falls back to retrieval.
-        reads: the repositories this localizer will index, when known. A cassette the LLM
-            configuration records to may not lie inside one: it is refused here, before it is
-            created (a repository named later is checked when it is indexed).
+        reads: what this localizer's runs read, when known: the repositories it will index
+            and files such as the issue's. A cassette the LLM configuration records to may not
+            be one of those files or lie inside one of those repositories: it is refused here,
+            before it is created (a repository named later is checked when it is indexed).
 
     Raises:
         InputError: for invalid options.

@@ -84,8 +84,9 @@ impl PyLocalizer {
     ///     llm_options_json: `LlmOptions` as JSON, for the LLM pipelines.
     ///     llm_config_json: the LLM endpoint configuration (`LlmConfig` as JSON); without it
     ///         and without LLM options, the LLM pipelines run with no model and fall back.
-    ///     reads: the repositories the localizer will index, when known: a cassette it records
-    ///         may not lie inside one, and is refused before it is created.
+    ///     reads: what the localizer's runs read, when known: the repositories it will index
+    ///         (a cassette it records may not lie inside one) and files such as an issue file
+    ///         (a cassette may not be one); refused before the cassette is created.
     #[new]
     #[pyo3(signature = (options_json=None, llm_options_json=None, llm_config_json=None, reads=Vec::new()))]
     fn new(
@@ -96,7 +97,12 @@ impl PyLocalizer {
     ) -> PyResult<Self> {
         let options: LocalizeOptions = parse("options", options_json)?;
         let mut inner = Localizer::new(options).map_err(to_py)?;
-        let inputs = blagent_core::repo::Inputs::new().folders(reads);
+        let (folders, files): (Vec<PathBuf>, Vec<PathBuf>) =
+            reads.into_iter().partition(|path| path.is_dir());
+        let inputs = files.into_iter().fold(
+            blagent_core::repo::Inputs::new().folders(folders),
+            |inputs, file| inputs.file(Some(file)),
+        );
         if let Some(run) = llm_run(llm_options_json, llm_config_json, inputs)? {
             inner = inner.with_llm(run);
         }

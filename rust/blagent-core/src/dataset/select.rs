@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::Instance;
 use crate::error::{Error, Result};
 
 /// The tree of instance `id` under `repos`, or an input error when the id would leave it.
@@ -39,6 +40,41 @@ pub fn instance_tree(repos: &Path, id: &str) -> Result<PathBuf> {
 pub fn first_of_each_id<T>(items: &mut Vec<T>, id: impl Fn(&T) -> &str) {
     let mut seen = HashSet::new();
     items.retain(|item| seen.insert(id(item).to_owned()));
+}
+
+/// The instances of `dataset` (read into `instances`) that `ids` selects, all of them when
+/// `None`, in dataset order and each id once. An id the dataset lacks is an input error, not
+/// an instance silently left out (`batch`, `eval` and `calibrate` alike).
+pub fn select_ids(
+    mut instances: Vec<Instance>,
+    ids: Option<&[String]>,
+    dataset: &Path,
+) -> Result<Vec<Instance>> {
+    if let Some(ids) = ids {
+        let known: HashSet<&str> = instances.iter().map(|i| i.instance_id.as_str()).collect();
+        let unknown: Vec<&str> = ids
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !known.contains(id))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "{} selected id(s) not in {}: {}",
+                unknown.len(),
+                dataset.display(),
+                unknown
+                    .iter()
+                    .take(5)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        instances.retain(|i| wanted.contains(i.instance_id.as_str()));
+    }
+    first_of_each_id(&mut instances, |i| &i.instance_id);
+    Ok(instances)
 }
 
 #[cfg(test)]

@@ -1,11 +1,10 @@
 //! The instances of an evaluation or a calibration, and the progress bar over them.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance};
+use crate::dataset::{instance_tree, load_dataset, select_ids, Instance};
 use crate::error::{Error, Result};
 
 /// The instances of a run: those selected whose tree exists, with it.
@@ -18,19 +17,14 @@ pub(super) struct Selection {
     pub refused: Vec<(String, String)>,
 }
 
-/// The instances of `dataset` (only `ids` when given, each id once) and their trees under
-/// `repos`.
+/// The instances of `dataset` (only `ids` when given, each id once; an unknown id is an input
+/// error) and their trees under `repos`.
 pub(super) fn select(
     dataset: &std::path::Path,
     repos: &std::path::Path,
     ids: Option<&[String]>,
 ) -> Result<Selection> {
-    let mut instances = load_dataset(dataset)?;
-    if let Some(ids) = ids {
-        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
-        instances.retain(|i| wanted.contains(i.instance_id.as_str()));
-    }
-    first_of_each_id(&mut instances, |i| &i.instance_id);
+    let instances = select_ids(load_dataset(dataset)?, ids, dataset)?;
     let mut selection = Selection {
         present: Vec::new(),
         missing: Vec::new(),

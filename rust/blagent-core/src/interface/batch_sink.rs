@@ -9,7 +9,7 @@ use super::batch_types::{BatchConfig, BatchFailure, BatchOutcome, BatchReport};
 use super::progress::Progress;
 use super::resume::existing_ids;
 use super::SCHEMA_VERSION;
-use crate::dataset::{first_of_each_id, instance_tree, load_dataset, Instance, JsonlWriter};
+use crate::dataset::{instance_tree, load_dataset, select_ids, Instance, JsonlWriter};
 use crate::error::{Error, Result};
 use crate::repo::{json_lines_with, open_outputs, OutputMode};
 
@@ -48,32 +48,8 @@ pub struct BatchSink {
 /// The selected instances of `config`, in dataset order, each id once; unknown `ids` are an
 /// input error.
 fn selected(config: &BatchConfig) -> Result<Vec<Instance>> {
-    let mut instances = load_dataset(&config.run.dataset)?;
-    if let Some(ids) = &config.run.ids {
-        let known: HashSet<&str> = instances.iter().map(|i| i.instance_id.as_str()).collect();
-        let unknown: Vec<&str> = ids
-            .iter()
-            .map(String::as_str)
-            .filter(|id| !known.contains(id))
-            .collect();
-        if !unknown.is_empty() {
-            return Err(Error::InvalidInput(format!(
-                "{} selected id(s) not in {}: {}",
-                unknown.len(),
-                config.run.dataset.display(),
-                unknown
-                    .iter()
-                    .take(5)
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
-        instances.retain(|i| wanted.contains(i.instance_id.as_str()));
-    }
-    first_of_each_id(&mut instances, |i| &i.instance_id);
-    Ok(instances)
+    let instances = load_dataset(&config.run.dataset)?;
+    select_ids(instances, config.run.ids.as_deref(), &config.run.dataset)
 }
 
 impl BatchSink {

@@ -190,9 +190,10 @@ fn vet(path: &Path, inputs: &Inputs, refuse: &impl Fn(String) -> Error) -> Resul
         std::io::ErrorKind::InvalidInput => refuse(e.to_string()),
         _ => Error::io(path, e),
     })?;
-    // Compared as written and with symlinks resolved, on both sides: a tree that is a symlink
-    // (`trees/a -> checkout`) holds its target's files under either name.
-    let written = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
+    // Compared as written (`..` taken lexically) and with symlinks resolved, on both sides: a
+    // tree that is a symlink (`trees/a -> checkout`) holds its target's files under either
+    // name, and `trees/../x` lies beside the trees, not in them.
+    let written = lexical(&std::path::absolute(path).map_err(|e| Error::io(path, e))?);
     for folder in &inputs.folders {
         let names = [std::path::absolute(folder).ok(), folder.canonicalize().ok()];
         for name in names.iter().flatten() {
@@ -252,6 +253,21 @@ fn check_content(
     )))
 }
 
+/// `path` with `.` dropped and each `..` taking away the name before it, as written.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// `path` made absolute and resolved as the system will once its missing folders exist: each
 /// existing component canonicalized (symlinks followed), each missing one kept as written (it
 /// will be a plain folder, or the file), and `..` after a missing folder taken as written, so
@@ -309,7 +325,55 @@ fn check_target(meta: &std::fs::Metadata, inputs: &Inputs) -> std::result::Resul
             input.display()
         ));
     }
+    if let Some(stream) = standard_stream(meta) {
+        return Err(format!(
+            "is this run's standard {stream}, which blagent writes its report or progress to"
+        ));
+    }
+    let links = hard_links(meta);
+    if links > 1 {
+        return Err(format!(
+            "has {links} names (hard links); writing it would change the file under its other \
+             names too, which may be inputs"
+        ));
+    }
     Ok(())
+}
+
+/// `output` or `error` when `meta` is the file this process's standard output or error is.
+#[cfg(unix)]
+fn standard_stream(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::fd::AsFd;
+    let is = |fd: std::os::fd::BorrowedFd<'_>| {
+        fd.try_clone_to_owned()
+            .ok()
+            .and_then(|owned| File::from(owned).metadata().ok())
+            .is_some_and(|m| same_file(&m, meta))
+    };
+    if is(std::io::stdout().as_fd()) {
+        Some("output")
+    } else if is(std::io::stderr().as_fd()) {
+        Some("error")
+    } else {
+        None
+    }
+}
+
+#[cfg(not(unix))]
+fn standard_stream(_: &std::fs::Metadata) -> Option<&'static str> {
+    None
+}
+
+/// The number of names (hard links) of the file `meta` describes.
+#[cfg(unix)]
+fn hard_links(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink()
+}
+
+#[cfg(not(unix))]
+fn hard_links(_: &std::fs::Metadata) -> u64 {
+    1
 }
 
 #[cfg(unix)]
@@ -434,6 +498,33 @@ mod tests {
         let fine = dir.path().join("new/sub/../out.jsonl");
         open_output(&fine, JSONL, &inputs, "--out").unwrap();
         assert!(dir.path().join("new/out.jsonl").is_file());
+        // `..` out of the trees leads beside them: allowed, as the system resolves it.
+        let beside = dir.path().join("trees/a/../../beside.jsonl");
+        open_output(&beside, JSONL, &inputs, "--out").unwrap();
+        assert!(dir.path().join("beside.jsonl").is_file());
+    }
+
+    /// A file with another name (a hard link) may be any file, a tree's source among them:
+    /// writing it would change that file too, even when its content looks like ours.
+    #[cfg(unix)]
+    #[test]
+    fn an_output_with_other_hard_links_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("preds.jsonl");
+        let line = "{\"instance_id\": \"a\"}\n";
+        std::fs::write(&ours, line).unwrap();
+        std::fs::create_dir(dir.path().join("tree")).unwrap();
+        std::fs::hard_link(&ours, dir.path().join("tree/evil.py")).unwrap();
+        for mode in [JSONL, APPEND] {
+            let message = refused(open_output(&ours, mode, &Inputs::new(), "--out"));
+            assert!(message.contains("hard links"), "{message}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("tree/evil.py")).unwrap(),
+            line
+        );
+        std::fs::remove_file(dir.path().join("tree/evil.py")).unwrap();
+        open_output(&ours, JSONL, &Inputs::new(), "--out").unwrap();
     }
 
     #[test]
