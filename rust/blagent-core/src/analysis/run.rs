@@ -194,9 +194,12 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
     Ok(report)
 }
 
+/// The longest id kept whole in a file name: file systems take names of 255 bytes.
+const MAX_NAME_ID: usize = 200;
+
 /// A file name for an instance id: characters other than letters, digits, `-`, `_` and `.`
-/// become `_`. Two ids that read alike then (`acme/shop`, `acme_shop`) are told apart by
-/// [`file_names`].
+/// become `_`; an id longer than [`MAX_NAME_ID`] is cut there and told by its hash. Two ids
+/// that read alike then (`acme/shop`, `acme_shop`) are told apart by [`file_names`].
 fn file_name(instance_id: &str) -> String {
     let safe: String = instance_id
         .chars()
@@ -208,7 +211,15 @@ fn file_name(instance_id: &str) -> String {
             }
         })
         .collect();
+    if safe.len() > MAX_NAME_ID {
+        return format!("{}-{}.json", &safe[..MAX_NAME_ID], id_hash(instance_id));
+    }
     format!("{safe}.json")
+}
+
+/// The first 8 hex digits of `instance_id`'s hash.
+fn id_hash(instance_id: &str) -> String {
+    blake3::hash(instance_id.as_bytes()).to_hex()[..8].to_owned()
 }
 
 /// Each instance's file name ([`file_name`]); a name an earlier id already took gets the first
@@ -220,8 +231,7 @@ fn file_names<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
         .map(|id| {
             let mut name = file_name(id);
             if !taken.insert(name.clone()) {
-                let hash = blake3::hash(id.as_bytes()).to_hex();
-                name = format!("{}-{}.json", name.trim_end_matches(".json"), &hash[..8]);
+                name = format!("{}-{}.json", name.trim_end_matches(".json"), id_hash(id));
                 taken.insert(name.clone());
             }
             name
@@ -331,6 +341,13 @@ mod tests {
             "django__django-11099.json"
         );
         assert_eq!(file_name("../x y"), ".._x_y.json");
+        let long = "a".repeat(300);
+        let name = file_name(&long);
+        assert!(
+            name.len() < 255 && name.starts_with(&long[..MAX_NAME_ID]),
+            "{name}"
+        );
+        assert_ne!(name, file_name(&"a".repeat(301)), "told apart by the hash");
     }
 
     #[test]
