@@ -103,6 +103,14 @@ def test_bad_input_exits_1_with_a_message(repo: Path, tmp_path: Path) -> None:
 def test_usage_errors_exit_2(repo: Path) -> None:
     assert run("localize").returncode == 2
     assert run("localize", "--repo", str(repo), "--top-k", "many").returncode == 2
+    # Out of range: named by argparse, not passed on for the core to reject in its own words.
+    for flag, value in [
+        ("--top-k", "1" + "0" * 20),
+        ("--llm-timeout", "nan"),
+        ("--llm-seed", "-1"),
+    ]:
+        proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, flag, value)
+        assert proc.returncode == 2 and f"argument {flag}: must be" in proc.stderr, proc.stderr
     assert run("frobnicate").returncode == 2
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any, Callable
 
 from . import _core
@@ -19,7 +20,32 @@ LLM_HELP = (
 #: Each flag: {"flag", "key", "kind", "metavar", "help"} (see rust/blagent-core/src/llm/flags.rs).
 CONFIG_FLAGS: list[dict[str, str]] = json.loads(_core.LLM_CONFIG_FLAGS)
 
-_KINDS: dict[str, Callable[[str], Any]] = {"str": str, "path": str, "float": float, "int": int}
+#: The largest count or seed a flag takes (the core reads them as 32-bit or wider).
+MAX_INT = 2**32 - 1
+
+
+def bounded_int(text: str, least: int) -> int:
+    """A flag's whole number, from `least` to `MAX_INT`."""
+    value = int(text)
+    if not least <= value <= MAX_INT:
+        raise argparse.ArgumentTypeError(f"must be from {least} to {MAX_INT}: {text}")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    """A flag's number of at least 0 (a temperature, seconds)."""
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0: {text}")
+    return value
+
+
+_KINDS: dict[str, Callable[[str], Any]] = {
+    "str": str,
+    "path": str,
+    "float": _finite_float,
+    "int": lambda text: bounded_int(text, 0),
+}
 
 
 def add_llm_flags(parser: argparse.ArgumentParser) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -17,6 +18,7 @@ from . import _core, _io, _ray
 from ._llm_flags import (
     add_llm_flags,
     add_pipeline_flags,
+    bounded_int,
     check_llm_flags,
     llm_client,
     llm_config,
@@ -185,7 +187,7 @@ def _options_flags(args: argparse.Namespace) -> dict[str, Any]:
         "index_kind": args.index_kind,
         "progress": not getattr(args, "quiet", False),
         "dense_max_tokens": args.dense_max_tokens,
-        "weights": json.loads(args.weights) if getattr(args, "weights", None) else None,
+        "weights": _weights(args.weights) if getattr(args, "weights", None) else None,
     }
 
 
@@ -505,18 +507,27 @@ def cmd_analyze_failures(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _weights(text: str) -> dict[str, float]:
+    """`--weights`: a JSON object of finite numbers (the core names an unknown signal)."""
+    weights = json.loads(text)
+    if not isinstance(weights, dict):
+        raise _core.InputError("--weights must be a JSON object of signal weights")
+    for name, value in weights.items():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise _core.InputError(f"--weights: {name} must be a finite number, not {value!r}")
+    return weights
+
+
 def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0: {text}")
-    return value
+    return bounded_int(text, 0)
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
-    return value
+    return bounded_int(text, 1)
 
 
 LABELLED_DATASET = "JSONL with instance_id, problem_statement, gold_files or patch"
@@ -717,7 +728,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         help=f"bootstrap resamples (default {_core.DEFAULTS['resamples']})",
     )
-    co.add_argument("--seed", type=int, help="bootstrap seed (default 0)")
+    co.add_argument("--seed", type=_non_negative_int, help="bootstrap seed (default 0)")
     co.add_argument("--format", choices=["json", "text"], default="text")
     co.set_defaults(func=cmd_compare)
 
