@@ -14,6 +14,12 @@ pub enum SkipReason {
         /// The file's size.
         bytes: u64,
     },
+    /// An ignore file with more rules than blagent compiles (a rule with `**` costs memory
+    /// and time to build): [`super::ignores`]'s per-file and per-repository budgets.
+    TooManyRules {
+        /// The file's rules (lines that are not blank or comments).
+        rules: usize,
+    },
     /// Contains NUL bytes.
     Binary,
     /// A symlink whose target lies outside the repository.
