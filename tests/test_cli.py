@@ -7,17 +7,22 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 import blagent
 import pytest
 from test_localizer import ISSUE
 
 
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, stdin: str | None = None, stdout: IO[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`blagent ARGS`, its output captured (standard output to `stdout` when given)."""
     return subprocess.run(
         [sys.executable, "-m", "blagent", *args],
         input=stdin,
-        capture_output=True,
+        stdout=stdout or subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         timeout=120,
     )

@@ -59,8 +59,7 @@ def test_no_command_writes_over_its_dataset(run_inputs: tuple[Path, Path]) -> No
     ]
     for args in cases:
         proc = run(*args)
-        assert_clean_failure(proc)
-        assert "input of this run" in proc.stderr, proc.stderr
+        assert_clean_failure(proc, because="input of this run")
         assert data.read_bytes() == before, args
 
 
@@ -70,8 +69,7 @@ def test_outputs_inside_the_trees_folder_are_refused(run_inputs: tuple[Path, Pat
     proc = run(
         "eval", "--dataset", str(data), "--repos", str(trees), "--out", str(inside), "--quiet"
     )
-    assert_clean_failure(proc)
-    assert "which this run reads" in proc.stderr, proc.stderr
+    assert_clean_failure(proc, because="which this run reads")
     assert not inside.exists()
 
 
@@ -101,8 +99,7 @@ def test_an_output_with_another_name_in_a_tree_is_refused(
     before = source.read_bytes()
     for command in ("eval", "batch"):
         proc = run(command, *common, "--out", str(preds))
-        assert_clean_failure(proc)
-        assert "hard links" in proc.stderr, proc.stderr
+        assert_clean_failure(proc, because="hard links")
         assert source.read_bytes() == before
 
 
@@ -113,13 +110,9 @@ def test_an_output_that_is_standard_output_is_refused(
     data, trees = run_inputs
     out = tmp_path / "same.jsonl"
     with out.open("w") as stdout:
-        proc = subprocess.run(
-            [sys.executable, "-m", "blagent", "eval", "--dataset", str(data), "--repos",
-             str(trees), "--out", str(out), "--quiet"],
-            stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120,
-        )  # fmt: skip
-    assert_clean_failure(proc)
-    assert "standard output" in proc.stderr, proc.stderr
+        common = ["--dataset", str(data), "--repos", str(trees), "--quiet"]
+        proc = run("eval", *common, "--out", str(out), stdout=stdout)
+    assert_clean_failure(proc, because="standard output")
     assert out.read_bytes() == b""
 
 
@@ -130,8 +123,7 @@ def test_a_cassette_may_not_be_the_issue_file(repo: Path, tmp_path: Path) -> Non
         "localize", "--repo", str(repo), "--issue", str(issue), "--pipeline", "rrl",
         "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m", "--llm-record", str(issue),
     )  # fmt: skip
-    assert_clean_failure(proc)
-    assert "an input of this run" in proc.stderr, proc.stderr
+    assert_clean_failure(proc, because="an input of this run")
     assert issue.read_text() == ISSUE
 
 
@@ -154,8 +146,7 @@ def test_the_failures_file_is_never_deleted_and_a_foreign_one_is_refused(
         str(notes),
         "--quiet",
     )
-    assert_clean_failure(proc)
-    assert "refusing to overwrite" in proc.stderr, proc.stderr
+    assert_clean_failure(proc, because="refusing to overwrite")
     assert notes.read_text() == "my notes\n"
     # The last run's own failures file is replaced by this run's (empty: nothing failed).
     failures = tmp_path / "failures.jsonl"
@@ -208,8 +199,7 @@ def test_special_files_are_refused_as_outputs(
         proc = subprocess.run(
             [sys.executable, "-m", "blagent", *args], capture_output=True, text=True, timeout=60
         )
-        assert_clean_failure(proc)
-        assert "FIFO" in proc.stderr, proc.stderr
+        assert_clean_failure(proc, because="FIFO")
         assert fifo.exists() and not fifo.is_file()
 
 
@@ -233,8 +223,7 @@ def test_a_second_batch_on_the_same_output_is_refused(
         proc = run(
             "batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--quiet"
         )
-        assert_clean_failure(proc)
-        assert "another blagent run is writing it" in proc.stderr, proc.stderr
+        assert_clean_failure(proc, because="another blagent run is writing it")
     finally:
         holder.kill()
         holder.wait()
@@ -302,22 +291,19 @@ def test_outputs_over_files_blagent_did_not_write_are_refused_and_left_intact(
     for command, *flags, target in cases:
         before = Path(target).read_bytes()
         proc = run(command, *common, *map(str, flags), str(target))
-        assert_clean_failure(proc)
-        assert "does not hold blagent's" in proc.stderr, proc.stderr
+        assert_clean_failure(proc, because="does not hold blagent's")
         assert Path(target).read_bytes() == before
     assert not (tmp_path / "new.jsonl").exists(), "nothing is created before every check"
     llm = ("--pipeline", "blagent", "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m")
     proc = run("calibrate", *common, *llm, "--out", str(report))
-    assert_clean_failure(proc)
-    assert "does not hold a blagent profile" in proc.stderr, proc.stderr
+    assert_clean_failure(proc, because="does not hold a blagent profile")
     assert json.loads(report.read_text()) == {"resolved": ["b"], "unresolved": []}
 
     twice = tmp_path / "twice.jsonl"
     for flag in ("--signals-out", "--llm-record"):
         extra = llm if flag == "--llm-record" else ()
         proc = run("eval", *common, *extra, "--out", str(twice), flag, str(twice))
-        assert_clean_failure(proc)
-        assert "give each output its own file" in proc.stderr, proc.stderr
+        assert_clean_failure(proc, because="give each output its own file")
         assert not twice.exists()
     ours = tmp_path / "preds.jsonl"
     for _ in range(2):
@@ -342,7 +328,6 @@ def test_analyze_failures_replaces_only_its_own_files(tmp_path: Path) -> None:
         mine.mkdir()
         (mine / name).write_bytes(foreign)
         proc = run("analyze-failures", *flags, "--out-dir", str(mine))
-        assert_clean_failure(proc)
-        assert "does not hold what blagent analyze-failures writes" in proc.stderr, proc.stderr
+        assert_clean_failure(proc, because="does not hold what blagent analyze-failures writes")
         assert [p.name for p in mine.iterdir()] == [name], "nothing else was written"
         assert (mine / name).read_bytes() == foreign
