@@ -673,3 +673,50 @@ def test_eval_refuses_ids_its_dataset_lacks(repo: Path, tmp_path: Path) -> None:
         proc = run("eval", *common, "--weights", weights)
         assert_clean_failure(proc)
         assert why in proc.stderr, proc.stderr
+
+
+def test_an_interrupt_stops_the_call_in_progress_not_later_ones_in_other_threads(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A KeyboardInterrupt handled in one thread used to fail every later call of the others
+    (the stop flag stayed up while any call was open)."""
+    big = tmp_path / "big"
+    for i in range(600):  # slow enough to index that the interrupt finds it in progress
+        module = big / f"pkg{i % 20}" / f"mod{i}.py"
+        module.parent.mkdir(parents=True, exist_ok=True)
+        module.write_text("".join(f"def f{i}_{j}(x):\n    return x + {j}\n\n" for j in range(60)))
+    localizer = Localizer(top_k=3)
+    stop = threading.Event()
+    outcomes: list[tuple[float, str]] = []
+
+    def worker() -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                localizer.localize(repo, ISSUE)
+                outcomes.append((started, "ok"))
+            except BaseException as err:  # the outcome is what is measured
+                outcomes.append((started, type(err).__name__))
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(KeyboardInterrupt):
+            localizer.localize(big, "f3_7 returns the wrong value")
+        handled = time.monotonic()
+        time.sleep(2.0)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+    later = [outcome for started, outcome in outcomes if started >= handled + 0.5]
+    assert later and set(later) == {"ok"}, later

@@ -3,7 +3,10 @@
 //! (a request in flight, a retry's backoff) check it and end with [`Error::Cancelled`].
 //!
 //! The flag is process-wide, as the signal is: a request cancels every call in progress. Each
-//! call runs inside a [`Scope`]; the first scope to open clears a request left from before.
+//! call runs inside a [`Scope`]. The flag is cleared when the last of them ends, and a call that
+//! starts while cancelled ones are still stopping waits for them (they stop at their next
+//! check, within a moment): a stop reaches the calls in progress when it was asked for, never
+//! one that starts later, in another thread or after the interrupted one was handled.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -20,19 +23,31 @@ pub const POLL: Duration = Duration::from_millis(50);
 #[derive(Debug)]
 pub struct Scope(());
 
+/// How often a scope waiting for cancelled calls to stop looks again.
+const DRAIN_POLL: Duration = Duration::from_millis(5);
+
 impl Scope {
-    /// Opens a scope; when no other is open, a stale cancellation request is cleared.
+    /// Opens a scope, first waiting for the calls a pending request cancelled to end (see the
+    /// module documentation). A request with no call in progress is stale and cleared.
     pub fn enter() -> Scope {
-        if ACTIVE.fetch_add(1, Ordering::SeqCst) == 0 {
-            REQUESTED.store(false, Ordering::SeqCst);
+        while REQUESTED.load(Ordering::SeqCst) {
+            if ACTIVE.load(Ordering::SeqCst) == 0 {
+                REQUESTED.store(false, Ordering::SeqCst);
+            } else {
+                std::thread::sleep(DRAIN_POLL);
+            }
         }
+        // A request made between the loop and here finds this call in progress: it stops too.
+        ACTIVE.fetch_add(1, Ordering::SeqCst);
         Scope(())
     }
 }
 
 impl Drop for Scope {
     fn drop(&mut self) {
-        ACTIVE.fetch_sub(1, Ordering::SeqCst);
+        if ACTIVE.fetch_sub(1, Ordering::SeqCst) == 1 {
+            REQUESTED.store(false, Ordering::SeqCst);
+        }
     }
 }
 

@@ -101,6 +101,25 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
 
     // A new scope starts clean.
     drop(cancel::Scope::enter());
-    let _scope = cancel::Scope::enter();
+    let scope = cancel::Scope::enter();
     assert!(!cancel::is_requested());
+    drop(scope);
+
+    // A call that starts while a cancelled one is stopping waits for it, then runs clean: a
+    // stop reaches only the calls in progress when it was asked for (a Ctrl-C handled in one
+    // Python thread failed every later call of the others).
+    let cancelled = cancel::Scope::enter();
+    cancel::request();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let later = std::thread::spawn(move || {
+        let _scope = cancel::Scope::enter();
+        tx.send(cancel::is_requested()).unwrap();
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "it waits while the cancelled call is in progress"
+    );
+    drop(cancelled);
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(false));
+    later.join().unwrap();
 }

@@ -34,7 +34,9 @@ pub(crate) fn run_cancellable<T: Send + 'static>(
     work: impl FnOnce() -> blagent_core::Result<T> + Send + 'static,
     to_py: impl FnOnce(Error) -> PyErr,
 ) -> PyResult<T> {
-    let _scope = cancel::Scope::enter();
+    // Without the GIL: it may wait for calls a Ctrl-C cancelled to stop, and their callers
+    // need the GIL to finish.
+    let _scope = py.detach(cancel::Scope::enter);
     let (tx, rx) = mpsc::channel::<Outcome<T>>();
     workers::submit(Box::new(move || {
         let _ = tx.send(catch_unwind(AssertUnwindSafe(work)));
