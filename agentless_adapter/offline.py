@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -75,12 +76,45 @@ def _holds_lines_with(path: Path, fields: tuple[str, ...], aligned: bool = False
 
 
 def _write_whole(out: Path, text: str) -> None:
-    """Writes `text` to `out` in one step (a file beside it, renamed over it): an error half
-    way leaves `out` as it was."""
+    """Writes `text` to `out` in one step (a new file beside it, created exclusively so that
+    nothing already there is written through, then renamed over it): an error half way leaves
+    `out` as it was and removes the new file."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    part = out.with_name(f".{out.name}.blagent-part")
-    part.write_text(text, encoding="utf-8")
-    os.replace(part, out)
+    name = out.with_name(f".{out.name}.{os.getpid()}-{secrets.token_hex(4)}.blagent-part")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(name, flags, 0o666)  # the umask's mode, as any file this command writes
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as part:
+            part.write(text)
+        os.replace(name, out)
+    except BaseException:
+        os.unlink(name)
+        raise
+
+
+class BadInput(ValueError):
+    """A line or structure that is not what this command reads."""
+
+
+def _file_name_id(iid: object) -> str:
+    """`iid` when it can name a file in a folder of structures (`<id>.json`), else `BadInput`:
+    no structure is written or read outside that folder."""
+    if not isinstance(iid, str) or not iid or Path(iid).name != iid or iid in (".", ".."):
+        raise BadInput(f"instance id {iid!r} is not a file name")
+    if "\0" in iid:
+        raise BadInput(f"instance id {iid!r} holds a NUL")
+    return iid
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    """`text` parsed as a JSON object, else `BadInput` naming `what`."""
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise BadInput(f"{what} is not JSON: {err}") from err
+    if not isinstance(value, dict):
+        raise BadInput(f"{what} is not a JSON object")
+    return value
 
 
 def check_output(
@@ -138,9 +172,10 @@ def write_structures(
 
     rows = _rows(dataset, ids)
     for row in rows:
-        iid = row["instance_id"]
-        if not isinstance(iid, str) or Path(iid).name != iid or iid in (".", ".."):
-            raise OutputRefused(f"instance id {iid!r} is not a file name; no structure written")
+        try:
+            _file_name_id(row["instance_id"])
+        except BadInput as err:
+            raise OutputRefused(f"{err}; no structure written") from err
         check_output(
             out / f"{row['instance_id']}.json", ("structure",), (dataset,), folders=(repos,)
         )
@@ -194,18 +229,29 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
     check_output(
         out, ("instance_id", "found_files"), (start_file,), folders=(structures,), aligned=True
     )
+    if top_n < 1:
+        raise BadInput(f"--top-n must be at least 1, not {top_n}")
     lines, dropped_total = 0, 0
     written: list[str] = []
     with start_file.open(encoding="utf-8") as src:
-        for text in src:
+        for number, text in enumerate(src, 1):
             if not text.strip():
                 continue
-            line = json.loads(text)
-            known = python_files(
-                json.loads((structures / f"{line['instance_id']}.json").read_text())["structure"]
-            )
-            kept = [f for f in line["found_files"] if f in known]
-            dropped = [f for f in line["found_files"] if f not in known]
+            where = f"{start_file} line {number}"
+            line = _json_object(text, where)
+            found = line.get("found_files")
+            if not isinstance(found, list) or not all(isinstance(f, str) for f in found):
+                raise BadInput(f"{where}: found_files is not a list of paths")
+            if not isinstance(line.get("blagent", {}), dict):
+                raise BadInput(f"{where}: blagent is not a JSON object")
+            iid = _file_name_id(line.get("instance_id"))
+            structure_file = structures / f"{iid}.json"
+            record = _json_object(structure_file.read_text(encoding="utf-8"), str(structure_file))
+            if not isinstance(record.get("structure"), dict):
+                raise BadInput(f"{structure_file} has no structure object")
+            known = python_files(record["structure"])
+            kept = [f for f in found if f in known]
+            dropped = [f for f in found if f not in known]
             line["found_files"] = kept
             related = line.get("found_related_locs")
             more = line.get("blagent_related_locs")
@@ -256,8 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     ids = set(args.ids.split(",")) if getattr(args, "ids", None) else None
     try:
         return _run(args, ids)
-    except (OutputRefused, OSError) as e:
+    except (OutputRefused, BadInput, OSError, UnicodeDecodeError) as e:
         print(f"offline: {e}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print("offline: an input is nested too deeply", file=sys.stderr)
         return 1
 
 

@@ -337,6 +337,12 @@ def test_offline_outputs_never_replace_their_inputs_or_foreign_files(tmp_path: P
     aligned = tmp_path / "aligned.jsonl"
     for _ in range(2):  # its own output is replaced
         assert offline.align(start, structures, aligned) == (1, 1)
+    # A file left where the new output is first written, linked to the input, is not written
+    # through: the new output is always a new file.
+    leftover = tmp_path / ".fresh.jsonl.blagent-part"
+    leftover.symlink_to(start)
+    assert offline.align(start, structures, tmp_path / "fresh.jsonl") == (1, 1)
+    assert start.read_text() == before and not (tmp_path / "fresh.jsonl").is_symlink()
     # The dataset subcommand: the dataset is where Agentless would look for it.
     work = tmp_path / "work"
     dataset = work / offline.DATASET_DIR / "test.jsonl"
@@ -344,3 +350,34 @@ def test_offline_outputs_never_replace_their_inputs_or_foreign_files(tmp_path: P
     dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
     code = offline.main(["dataset", "--dataset", str(dataset), "--work", str(work)])
     assert code == 1 and json.loads(dataset.read_text())["instance_id"] == "i"
+
+
+def test_align_refuses_lines_it_cannot_read_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    py = {"classes": [], "functions": [], "text": ["pass"]}
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    (structures / "i.json").write_text(json.dumps({"structure": {"a.py": py}}))
+    (tmp_path / "secret.json").write_text(json.dumps({"structure": {"a.py": py}}))
+    start = tmp_path / "start.jsonl"
+    cases = [
+        ('{"instance_id": "i", "found_files": null}', "found_files is not a list"),
+        ('{"instance_id": "i", "found_files": "a.py"}', "found_files is not a list"),
+        ('{"instance_id": "i", "found_files": ["a.py"], "blagent": 5}', "blagent is not"),
+        ("[1]", "is not a JSON object"),
+        ("not json", "is not JSON"),
+        ('{"instance_id": "../secret", "found_files": ["a.py"]}', "is not a file name"),
+        ('{"instance_id": "", "found_files": ["a.py"]}', "is not a file name"),
+    ]
+    args = ["align", "--start-file", str(start), "--structures", str(structures)]
+    for line, why in cases:
+        start.write_text(line + "\n")
+        out = tmp_path / "out.jsonl"
+        assert offline.main([*args, "--out", str(out)]) == 1, line
+        err = capsys.readouterr().err
+        assert err.startswith("offline: ") and why in err, (line, err)
+        assert not out.exists()
+    start.write_text(json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n")
+    assert offline.main([*args, "--out", str(tmp_path / "o.jsonl"), "--top-n", "0"]) == 1
+    assert "--top-n must be at least 1" in capsys.readouterr().err
