@@ -167,3 +167,15 @@ def test_compare_at_function_level_reads_found_functions_in_both_readings(
     assert "functions; baseline" in text and "McNemar any b=1 c=0" in text
     no_trees = run("compare", *args)
     assert no_trees.returncode == 1 and "base trees" in no_trees.stderr
+
+
+def test_names_from_the_dataset_cannot_forge_lines_of_the_text_report(tmp_path: Path) -> None:
+    dataset, base, other = setup(tmp_path)
+    rows = [json.loads(line) for line in dataset.read_text().splitlines()]
+    for row in rows:
+        row["repo"] = "o/m\nFORGED: every run MRR 1.000"
+    write(dataset, rows)
+    proc = run("compare", str(base), str(other), "--dataset", str(dataset), "--resamples", "100")
+    assert proc.returncode == 0, proc.stderr
+    assert not any(line.startswith("FORGED") for line in proc.stdout.splitlines()), proc.stdout
+    assert "o/m\\x0aFORGED" in proc.stdout

@@ -1,8 +1,12 @@
-"""Text reports of `blagent eval` and `blagent calibrate`."""
+"""Text reports of `blagent eval`, `blagent compare` and `blagent calibrate`. Names a dataset
+or a run file gives (repositories, runs, instance ids, warnings) are escaped where they are
+put in a line, so a newline in one cannot start a line of its own."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from ._io import printable as _p
 
 HEADER = f"{'':<28} {'n':>4}  {'MRR':<5}  {'Acc@1 @3    @5    @10':<23}  {'any@1 @3    @5    @10':<23}  MAP@1 @5    @10"
 READINGS = (
@@ -15,7 +19,7 @@ def _metrics_row(name: str, m: dict[str, Any]) -> str:
     acc = " ".join(f"{v:.3f}" for v in m["acc"])
     any_ = " ".join(f"{v:.3f}" for v in m["acc_any"])
     maps = " ".join(f"{v:.3f}" for v in m["map"])
-    return f"{name:<28} {m['instances']:>4}  {m['mrr']:.3f}  {acc}  {any_}  {maps}"
+    return f"{_p(name):<28} {m['instances']:>4}  {m['mrr']:.3f}  {acc}  {any_}  {maps}"
 
 
 def _llm_line(llm: dict[str, Any]) -> str:
@@ -54,7 +58,7 @@ def format_report(report: dict[str, Any]) -> str:
     if report["missing_trees"]:
         lines.append(f"instances without a tree: {len(report['missing_trees'])}")
     for iid, err in report["failures"]:
-        lines.append(f"failed: {iid}: {err}")
+        lines.append(f"failed: {_p(iid)}: {_p(err)}")
     rewrites = report.get("rewrites")
     if rewrites:
         lines.append(f"with the given rewrites ({rewrites['instances']} instances):")
@@ -86,13 +90,16 @@ def format_comparison(report: dict[str, Any]) -> str:
     """`blagent compare`: each run's metrics (overall, then per repository), then each run
     against the baseline with its paired tests."""
     items = "functions" if report.get("granularity") == "function" else "files"
-    lines = [f"{report['instances']} instances, {items}; baseline: {report['baseline']}", HEADER]
+    lines = [
+        f"{report['instances']} instances, {items}; baseline: {_p(report['baseline'])}",
+        HEADER,
+    ]
     for run in report["runs"]:
         missing = f" ({run['missing']} without a line)" if run["missing"] else ""
         lines.append(_metrics_row(run["name"][:28], run["overall"]) + missing)
     repos = sorted(report["runs"][0]["per_repo"])
     for repo in repos:
-        lines.append(f"{repo}:")
+        lines.append(f"{_p(repo)}:")
         lines += [
             _metrics_row(f"  {run['name'][:26]}", run["per_repo"][repo]) for run in report["runs"]
         ]
@@ -108,14 +115,14 @@ def format_comparison(report: dict[str, Any]) -> str:
         acc = "  ".join(f"ΔAcc@{k} {_interval(i)}" for k, i in zip((1, 5, 10), d["acc"]))
         any_ = "  ".join(f"Δany@{k} {_interval(i)}" for k, i in zip((1, 5, 10), d["acc_any"]))
         lines.append(
-            f"{d['run'][:28]:<28} {d['scope']:<22} n={d['instances']:<4} "
+            f"{_p(d['run'][:28]):<28} {_p(d['scope']):<22} n={d['instances']:<4} "
             f"ΔMRR {_interval(d['mrr'])}  {acc}  {any_}  "
             f"McNemar b={m['baseline_only']} c={m['run_only']} p={m['p']:.3g}  "
             f"McNemar any b={m_any['baseline_only']} c={m_any['run_only']} p={m_any['p']:.3g}  "
             f"Wilcoxon p={w['p']:.3g}"
         )
     for warning in report["warnings"]:
-        lines.append(f"warning: {warning}")
+        lines.append(f"warning: {_p(warning)}")
     return "\n".join(lines)
 
 
@@ -155,7 +162,7 @@ def format_calibration(report: dict[str, Any]) -> str:
             f"instances without a gold file in the index (left out): {len(report['no_gold'])}"
         )
     for iid, err in report["failures"]:
-        lines.append(f"failed: {iid}: {err}")
+        lines.append(f"failed: {_p(iid)}: {_p(err)}")
     lines.append(_llm_line(report["llm"]))
     lines.append(f"seconds: {report['seconds']:.1f}")
     return "\n".join(lines)
