@@ -9,6 +9,7 @@ from pathlib import Path
 import blagent
 import pytest
 from blagent import (
+    SCHEMA_VERSION,
     FileLocalizer,
     Hints,
     InputError,
@@ -131,12 +132,46 @@ def test_a_prebuilt_index_answers_requests_too(repo: Path) -> None:
         {"instance_id": "a", "repo_path": "/r", "issue": "x", "schema_version": "2.0"},
         {"instance_id": "a", "repo_path": "/r", "issue": "x", "granularity": "line"},
         {"instance_id": "a", "repo_path": "/r", "issue": "   "},
+        {"instance_id": "a", "repo_path": "/r", "issue": "x", "hints": {"filez": ["a.py"]}},
+        {
+            "instance_id": "a",
+            "repo_path": "/r",
+            "issue": "x",
+            "rewrites": {"structural": "s", "behavioral": "b", "typo": 1},
+        },
     ],
 )
 def test_invalid_requests_are_input_errors_and_schema_invalid(bad: dict[str, object]) -> None:
     assert not schema_validator("localize-request").is_valid(bad)
     with pytest.raises(InputError):
         Localizer().localize_request(bad)
+    if set(bad) & {"hints", "rewrites", "topk"}:
+        with pytest.raises(InputError):  # unknown keys, here too
+            LocalizeRequest.from_dict(bad)
+
+
+def test_requests_the_api_cannot_send_are_input_errors(repo: Path) -> None:
+    localizer = Localizer()
+    nested: dict[str, object] = {}
+    for _ in range(2000):
+        nested = {"x": nested}
+    for bad in (
+        [SCHEMA_VERSION, "a", str(repo), "issue"],  # an array: read by position before
+        {"instance_id": "a", "repo_path": str(repo), "issue": "x", "deep": nested},
+        {"instance_id": "a", "repo_path": str(repo), "issue": "x", "odd": {1, 2}},
+    ):
+        with pytest.raises(InputError):
+            localizer.localize_request(bad)  # type: ignore[arg-type]
+    with pytest.raises(InputError):
+        Localizer(llm_options=[1])  # type: ignore[arg-type]
+    with pytest.raises(InputError):
+        Localizer(reads="abc")  # type: ignore[arg-type]
+    with pytest.raises(InputError):
+        Hints(files=None)  # type: ignore[arg-type]
+    generated = Hints(files=(p for p in ["shop/inventory.py"]))
+    assert generated.files == ["shop/inventory.py"]
+    hinted = localizer.localize_request(request_for(repo, top_k=10, hints=generated))
+    assert any(f.hinted for f in hinted.files)
 
 
 def test_another_localizer_can_build_schema_valid_results() -> None:

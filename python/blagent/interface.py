@@ -14,6 +14,7 @@ The JSON forms are specified by `schemas/localize-request.schema.json` and
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union, runtime_checkable
 
@@ -24,10 +25,22 @@ from .results import LocalizationResult
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _check_paths(files: Any) -> None:
-    """Refuses a string where a list of paths is expected (it would be read as its characters)."""
-    if isinstance(files, (str, bytes, os.PathLike)) or not all(isinstance(f, str) for f in files):
+def _check_paths(files: Any) -> list[str]:
+    """`files` as a list, refusing a string (it would be read as its characters) or anything
+    that is not an iterable of path strings; a generator is read once, here."""
+    if isinstance(files, (str, bytes, os.PathLike)) or not isinstance(files, Iterable):
         raise InputError(f"Hints.files must be a list of path strings, not {files!r}")
+    listed = list(files)
+    if not all(isinstance(f, str) for f in listed):
+        raise InputError(f"Hints.files must be a list of path strings, not {listed!r}")
+    return listed
+
+
+def _check_keys(d: dict[str, Any], known: tuple[str, ...], what: str) -> None:
+    """Refuses keys of `d` outside `known`, as the request's schema does."""
+    unknown = sorted(str(k) for k in d if k not in known)
+    if unknown:
+        raise InputError(f"{what} has unknown keys: {', '.join(unknown)}")
 
 
 @dataclass(frozen=True)
@@ -46,7 +59,7 @@ class Hints:
     language: str | None = None
 
     def __post_init__(self) -> None:
-        _check_paths(self.files)
+        object.__setattr__(self, "files", _check_paths(self.files))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"files": list(self.files)}
@@ -56,8 +69,8 @@ class Hints:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hints:
-        files = d.get("files", [])
-        return cls(files if isinstance(files, (str, bytes)) else list(files), d.get("language"))
+        _check_keys(d, ("files", "language"), "the request's hints")
+        return cls(d.get("files", []), d.get("language"))
 
 
 @dataclass(frozen=True)
@@ -84,7 +97,22 @@ class Rewrites:
         missing = [k for k in ("structural", "behavioral") if k not in d]
         if missing:
             raise TypeError(f"LocalizeRequest.rewrites is missing {', '.join(missing)}")
+        _check_keys(d, ("structural", "behavioral"), "LocalizeRequest.rewrites")
         return cls(d["structural"], d["behavioral"])
+
+
+#: The keys of a request (`schemas/localize-request.schema.json`); others are refused.
+REQUEST_KEYS = (
+    "schema_version",
+    "instance_id",
+    "repo_path",
+    "issue",
+    "hints",
+    "top_k",
+    "granularity",
+    "pipeline",
+    "rewrites",
+)
 
 
 @dataclass(frozen=True)
@@ -163,6 +191,7 @@ class LocalizeRequest:
         missing = [k for k in ("instance_id", "repo_path", "issue") if k not in d]
         if missing:
             raise InputError(f"the request is missing {', '.join(missing)}")
+        _check_keys(d, REQUEST_KEYS, "the request")
         hints = d.get("hints", {})
         if not isinstance(hints, dict):
             raise InputError(f"the request's hints must be an object, not {type(hints).__name__}")

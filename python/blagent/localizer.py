@@ -90,6 +90,12 @@ class Localizer:
             progress=progress,
             dense_max_tokens=dense_max_tokens,
         )
+        if llm_options is not None and not isinstance(llm_options, dict):
+            raise _core.InputError(
+                f"llm_options must be a dict of options, not {type(llm_options).__name__}"
+            )
+        if isinstance(reads, (str, bytes, os.PathLike)):
+            raise _core.InputError("reads must be a list of paths, not one path")
         self.top_k = top_k
         self._inner = _core.Localizer(
             json.dumps(options),
@@ -163,10 +169,25 @@ class Localizer:
             InputError: an invalid request, a missing repository, an empty issue.
         """
         data = request.to_dict() if isinstance(request, LocalizeRequest) else request
-        _io.check_encodable(json.dumps(data, ensure_ascii=False), "the request")
-        text = json.dumps(data)
+        if not isinstance(data, dict):
+            raise _core.InputError(
+                f"a request must be a JSON object (a dict), not {type(data).__name__}"
+            )
+        text = _request_json(data)
         raw = self._inner.localize(text) if index is None else self._inner.localize_in(index, text)
         return LocalizationResult.from_dict(json.loads(raw))
+
+
+def _request_json(data: dict[str, Any]) -> str:
+    """`data` as JSON, or an `InputError`: nested too deeply, holding what JSON cannot carry (a
+    set, bytes), or text that is not Unicode."""
+    try:
+        _io.check_encodable(json.dumps(data, ensure_ascii=False), "the request")
+        return json.dumps(data)
+    except RecursionError as err:
+        raise _core.InputError("the request is nested too deeply") from err
+    except (TypeError, ValueError) as err:
+        raise _core.InputError(f"the request holds a value JSON cannot carry: {err}") from err
 
 
 def localizer_options(

@@ -13,6 +13,7 @@ use crate::query::{behavioral_query, structural_query, Reformulation};
 /// The structural (T0) and behavioral (T1) rewrites of an issue, written by an LLM or recorded
 /// from one; without them the rule-based rewrites of [`crate::query`] are used.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Rewrites {
     /// Structural (T0): identifiers, modules, traceback cues.
     pub structural: String,
