@@ -179,3 +179,20 @@ def test_names_from_the_dataset_cannot_forge_lines_of_the_text_report(tmp_path: 
     assert proc.returncode == 0, proc.stderr
     assert not any(line.startswith("FORGED") for line in proc.stdout.splitlines()), proc.stdout
     assert "o/m\\x0aFORGED" in proc.stdout
+
+
+def test_runs_whose_found_files_are_not_paths_are_named(tmp_path: Path) -> None:
+    dataset, base, _ = setup(tmp_path)
+    rows = [{"instance_id": i, "found_files": [f"{i}.py"]} for i in IDS]
+    rows[0]["found_files"] = None
+    del rows[1]["found_files"]
+    lax = write(tmp_path / "lax.jsonl", rows)
+    args = ["--dataset", str(dataset), "--resamples", "100", "--format", "json"]
+    proc = run("compare", str(base), str(lax), *args)
+    assert proc.returncode == 0, proc.stderr
+    warnings = json.loads(proc.stdout)["warnings"]
+    assert any("2 record(s) without a `found_files` list" in w for w in warnings), warnings
+    rows[0]["found_files"] = [1, 2]
+    bad = write(tmp_path / "bad.jsonl", rows)
+    proc = run("compare", str(base), str(bad), *args)
+    assert proc.returncode == 1 and "is not a list of paths" in proc.stderr, proc.stderr

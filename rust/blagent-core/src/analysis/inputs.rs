@@ -77,17 +77,21 @@ pub fn load_localizations(
     warnings: &mut Vec<String>,
 ) -> Result<HashMap<String, Localization>> {
     let mut out = HashMap::new();
+    let mut without = Vec::new();
     for (id, map) in read_records(path, warnings)? {
         let found_files: Vec<String> = match map.get("found_files") {
-            Some(Value::Array(items)) => items
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
                 .iter()
                 .filter_map(Value::as_str)
                 .map(str::to_owned)
                 .collect(),
-            Some(Value::Null) | None => Vec::new(),
+            Some(Value::Null) | None => {
+                without.push(id.clone());
+                Vec::new()
+            }
             Some(_) => {
                 return Err(Error::InvalidInput(format!(
-                    "{}: {id}: `found_files` is not a list",
+                    "{}: {id}: `found_files` is not a list of paths",
                     path.display()
                 )))
             }
@@ -105,6 +109,19 @@ pub fn load_localizations(
                 entries,
             },
         );
+    }
+    if !without.is_empty() {
+        warnings.push(format!(
+            "{}: {} record(s) without a `found_files` list rank no file: {}",
+            path.display(),
+            without.len(),
+            without
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     Ok(out)
 }
