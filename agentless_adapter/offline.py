@@ -149,9 +149,15 @@ def check_output(
 
 
 def _rows(dataset: Path, ids: set[str] | None) -> list[dict[str, Any]]:
+    """The dataset's rows that `ids` selects (all when `None`); an id it lacks is `BadInput`."""
     with dataset.open(encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    return [r for r in rows if ids is None or r["instance_id"] in ids]
+        rows = [
+            _json_object(line, f"{dataset} line {n}") for n, line in enumerate(f, 1) if line.strip()
+        ]
+    unknown = sorted((ids or set()) - {r.get("instance_id") for r in rows})
+    if unknown:
+        raise BadInput(f"{len(unknown)} selected id(s) not in {dataset}: {', '.join(unknown[:5])}")
+    return [r for r in rows if ids is None or r.get("instance_id") in ids]
 
 
 def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
@@ -296,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     al = sub.add_parser("align")
     al.add_argument("--start-file", type=Path, required=True)
     al.add_argument("--structures", type=Path, required=True, help="the PROJECT_FILE_LOC folder")
-    al.add_argument("--out", type=Path, required=True)
+    al.add_argument("--out", required=True, help="the aligned file (not a folder)")
     al.add_argument("--top-n", type=int, default=3, help="Agentless's --top_n (default 3)")
     args = parser.parse_args(argv)
     ids = set(args.ids.split(",")) if getattr(args, "ids", None) else None
@@ -317,7 +323,9 @@ def _run(args: argparse.Namespace, ids: set[str] | None) -> int:
         count = write_structures(args.dataset, args.repos, args.out, args.agentless_src, ids)
         print(f"offline: wrote {count} structures to {args.out}", file=sys.stderr)
     else:
-        lines, dropped = align(args.start_file, args.structures, args.out, args.top_n)
+        if args.out.endswith(os.sep):  # Path() would drop the slash and write a file there
+            raise OutputRefused(f"--out {args.out} names a folder; give a file name")
+        lines, dropped = align(args.start_file, args.structures, Path(args.out), args.top_n)
         print(
             f"offline: {lines} lines to {args.out}; {dropped} paths Agentless cannot open dropped",
             file=sys.stderr,

@@ -381,3 +381,10 @@ def test_align_refuses_lines_it_cannot_read_in_one_line(
     start.write_text(json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n")
     assert offline.main([*args, "--out", str(tmp_path / "o.jsonl"), "--top-n", "0"]) == 1
     assert "--top-n must be at least 1" in capsys.readouterr().err
+    assert offline.main([*args, "--out", f"{tmp_path}/new/"]) == 1
+    assert "names a folder" in capsys.readouterr().err and not (tmp_path / "new").exists()
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    work = ["dataset", "--dataset", str(dataset), "--work", str(tmp_path / "w")]
+    assert offline.main([*work, "--ids", "i,typo"]) == 1
+    assert "1 selected id(s) not in" in capsys.readouterr().err
