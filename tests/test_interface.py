@@ -98,7 +98,12 @@ def test_function_granularity_lists_entities_of_the_top_files(repo: Path) -> Non
 def test_hints_boost_the_suspected_file_and_warn_about_the_rest(repo: Path) -> None:
     plain = Localizer().localize_request(request_for(repo, top_k=10))
     hints = Hints(
-        files=["shop/inventory.py", "shop/nowhere.py", "shop/tests/test_pricing.py"],
+        files=[
+            "shop/inventory.py",
+            "shop/nowhere.py",
+            "shop/tests/test_pricing.py",
+            "shop/nowhere.py",
+        ],
         language="rust",
     )
     hinted = Localizer().localize_request(request_for(repo, top_k=10, hints=hints))

@@ -70,7 +70,9 @@ pub(super) fn apply_hints(
     repo_path: &Path,
 ) -> AppliedHints {
     let mut applied = AppliedHints::default();
-    for hint in hints {
+    let mut seen = std::collections::HashSet::new();
+    // Each hint once: a list repeating one unknown path warns once.
+    for hint in hints.iter().filter(|hint| seen.insert(hint.as_str())) {
         let path = normalize(hint, &index.root);
         let path = if path.starts_with('/') {
             normalize(&path, repo_path)
