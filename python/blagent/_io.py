@@ -92,12 +92,20 @@ def decode_strict(data: bytes, what: str) -> str:
 
 
 def check_encodable(text: str, what: str) -> None:
-    """Refuses text that cannot be UTF-8 encoded (a lone surrogate, as JSON's "\\ud800" gives)."""
+    """Refuses text that cannot be UTF-8 encoded: a byte that is not UTF-8 (a file name or
+    argument the system decoded with `surrogateescape`), or a lone surrogate (as JSON's
+    "\\ud800" gives)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
+        code = ord(text[err.start])
+        if 0xDC80 <= code <= 0xDCFF:
+            raise _core.InputError(
+                f"{what} is not UTF-8 (byte 0x{code & 0xFF:02x}); blagent reads paths, "
+                "options and text as UTF-8 (a file so named: rename it or link to it)"
+            ) from err
         raise _core.InputError(
-            f"{what} holds a lone surrogate (U+{ord(text[err.start]):04X} at character {err.start}), "
+            f"{what} holds a lone surrogate (U+{code:04X} at character {err.start}), "
             "which is not valid Unicode text"
         ) from err
 

@@ -45,8 +45,7 @@ EXIT_BY_ERROR: tuple[tuple[type[BaseException], str], ...] = (
 
 
 def _read_issue(args: argparse.Namespace) -> str:
-    if args.issue_text is not None:
-        _io.check_encodable(args.issue_text, "--issue-text")
+    if args.issue_text is not None:  # checked with every argument (`_check_arguments`)
         return args.issue_text
     if args.issue is not None:
         return _io.read_file(args.issue, _io.MAX_ISSUE_BYTES, "issue file").decode(
@@ -106,11 +105,7 @@ def _read_request(source: str) -> dict[str, Any]:
         raise _core.InputError("the request JSON is nested too deeply") from err
     if not isinstance(request, dict):
         raise _core.InputError("the request must be a JSON object")
-    try:
-        _io.check_encodable(json.dumps(request, ensure_ascii=False), "the request")
-    except RecursionError as err:
-        raise _core.InputError("the request JSON is nested too deeply") from err
-    return request
+    return request  # its text is checked where every request's is (`localize_request`)
 
 
 def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
@@ -772,6 +767,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _null_onto(fd: int) -> None:
+    """Puts the null device on descriptor `fd`."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    if null != fd:
+        os.dup2(null, fd)
+        os.close(null)
+
+
 def _open_standard_streams() -> None:
     """Standard output or error closed at start (`>&-`) are opened on the null device: the
     run's report is dropped as asked, and no file the run opens takes their number, where the
@@ -780,10 +783,7 @@ def _open_standard_streams() -> None:
         try:
             os.fstat(fd)
         except OSError:
-            null = os.open(os.devnull, os.O_WRONLY)
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
+            _null_onto(fd)
             setattr(sys, name, open(fd, "w", closefd=False))
 
 
@@ -791,9 +791,7 @@ def _drop_standard_output() -> None:
     """After a failed write to standard output: what is still buffered goes to the null device,
     so that the flush at exit does not fail again with a traceback."""
     try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
+        _null_onto(sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):
         pass
 
@@ -803,17 +801,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
     paths and options as UTF-8 JSON. `--issue` is read here, so any name works there."""
     for name, value in vars(args).items():
         for text in value if isinstance(value, list) else [value]:
-            if not isinstance(text, str) or name == "issue":
-                continue
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as err:
+            if isinstance(text, str) and name != "issue":
                 flag = name if name == "runs" else "--" + name.replace("_", "-")
-                byte = ord(text[err.start]) & 0xFF
-                raise _core.InputError(
-                    f"{flag} '{_io.printable(text)}' is not UTF-8 (byte 0x{byte:02x}); "
-                    "blagent takes paths and options in UTF-8: rename the file or link to it"
-                ) from err
+                _io.check_encodable(text, f"{flag} '{_io.printable(text)}'")
 
 
 def main(argv: list[str] | None = None) -> int:

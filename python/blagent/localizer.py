@@ -182,12 +182,13 @@ def _request_json(data: dict[str, Any]) -> str:
     """`data` as JSON, or an `InputError`: nested too deeply, holding what JSON cannot carry (a
     set, bytes), or text that is not Unicode."""
     try:
-        _io.check_encodable(json.dumps(data, ensure_ascii=False), "the request")
-        return json.dumps(data)
+        text = json.dumps(data, ensure_ascii=False)
     except RecursionError as err:
         raise _core.InputError("the request is nested too deeply") from err
     except (TypeError, ValueError) as err:
         raise _core.InputError(f"the request holds a value JSON cannot carry: {err}") from err
+    _io.check_encodable(text, "the request")
+    return text
 
 
 def localizer_options(

@@ -105,11 +105,7 @@ class Entity:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            **asdict(self),
-            "lines": list(self.lines),
-            "contributions": dict(self.contributions),
-        }
+        return {**asdict(self), "lines": list(self.lines)}
 
 
 @dataclass(frozen=True)

@@ -122,18 +122,16 @@ pub fn rank_functions(
         .into_iter()
         .map(|(score, c)| {
             let file = &index.repo.files[c.file];
-            Entity {
-                contributions: weights.contributions(&c.features),
-                ..Entity::of(
-                    file.path(),
-                    &file.parsed.symbols[c.symbol],
-                    score,
-                    c.file_rank,
-                )
-            }
+            let symbol = &file.parsed.symbols[c.symbol];
+            (Entity::of(file.path(), symbol, score, c.file_rank), c)
         })
-        .filter(|entity| seen.insert(entity.id.clone()))
+        .filter(|(entity, _)| seen.insert(entity.id.clone()))
         .take(MAX_FUNCTIONS)
+        // What each feature added, for the listed ones only.
+        .map(|(entity, c)| Entity {
+            contributions: weights.contributions(&c.features),
+            ..entity
+        })
         .collect())
 }
 
