@@ -669,7 +669,11 @@ def test_eval_refuses_ids_its_dataset_lacks(repo: Path, tmp_path: Path) -> None:
     assert_clean_failure(proc)
     assert "1 selected id(s) not in" in proc.stderr and "typo" in proc.stderr, proc.stderr
     assert run("eval", *common, "--ids", "shop-1").returncode == 0
-    for weights, why in [("[]", "JSON object"), ('{"definition": 1e999}', "finite number")]:
+    for weights, why in [
+        ("[]", "JSON object"),
+        ('{"definition": 1e999}', "finite number"),
+        ('{"definition": 1e308}', "at most 3.4028235e38"),  # finite, but past an f32
+    ]:
         proc = run("eval", *common, "--weights", weights)
         assert_clean_failure(proc)
         assert why in proc.stderr, proc.stderr

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import _core, _io, _ray
 from ._llm_flags import (
@@ -302,29 +302,40 @@ def cmd_eval(args: argparse.Namespace) -> int:
         queries=args.queries,
         granularity=args.granularity,
     )
-    if args.ray is not None:
-        report = _ray.run_eval(
-            json.loads(config),
-            llm_options_json(args),
-            json.dumps(llm_config(args)),
-            _ray_options(args),
-        )
-    else:
-        report = json.loads(
-            _core.evaluate(config, llm_options_json(args), json.dumps(llm_config(args)))
-        )
+    report = _run_job(args, config, here=_core.evaluate, on_ray=_ray.run_eval)
     if report["overall"]["instances"] == 0:
         print(
             f"blagent: error: no instance of {args.dataset} has a tree under {args.repos}",
             file=sys.stderr,
         )
         return EXIT_INPUT
+    _print_report(args, report, format_report)
+    return EXIT_OK
+
+
+def _run_job(
+    args: argparse.Namespace,
+    config: str,
+    *,
+    here: Callable[[str, str, str], str],
+    on_ray: Callable[..., dict[str, Any]],
+) -> dict[str, Any]:
+    """Runs an `eval` or `batch` job here, or on Ray with --ray; both give the same report."""
+    llm_options, llm = llm_options_json(args), json.dumps(llm_config(args))
+    if args.ray is not None:
+        return on_ray(json.loads(config), llm_options, llm, _ray_options(args))
+    return json.loads(here(config, llm_options, llm))
+
+
+def _print_report(
+    args: argparse.Namespace, report: dict[str, Any], as_text: Callable[[dict[str, Any]], str]
+) -> None:
+    """The report as JSON, or as text with --format text."""
     if args.format == "json":
         json.dump(report, sys.stdout, indent=2)
         print()
     else:
-        print(_io.printable_lines(format_report(report)))
-    return EXIT_OK
+        print(_io.printable_lines(as_text(report)))
 
 
 def _ray_options(args: argparse.Namespace) -> _ray.RayOptions:
@@ -360,13 +371,10 @@ def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     config = _run_config(args, folds=args.folds, out=args.out)
-    raw = _core.calibrate(config, llm_options_json(args), json.dumps(llm_config(args)))
-    report = json.loads(raw)
-    if args.format == "json":
-        json.dump(report, sys.stdout, indent=2)
-        print()
-    else:
-        print(_io.printable_lines(format_calibration(report)))
+    report = json.loads(
+        _core.calibrate(config, llm_options_json(args), json.dumps(llm_config(args)))
+    )
+    _print_report(args, report, format_calibration)
     return EXIT_OK
 
 
@@ -382,17 +390,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         related_locs=args.related_locs,
         **explicit,
     )
-    if args.ray is not None:
-        report = _ray.run_batch(
-            json.loads(config),
-            llm_options_json(args),
-            json.dumps(llm_config(args)),
-            _ray_options(args),
-        )
-    else:
-        report = json.loads(
-            _core.batch(config, llm_options_json(args), json.dumps(llm_config(args)))
-        )
+    report = _run_job(args, config, here=_core.batch, on_ray=_ray.run_batch)
     json.dump(report, sys.stdout, indent=2)
     print()
     done = report["resumed"] + report["written"]
@@ -463,11 +461,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     report = json.loads(
         _core.compare(json.dumps({k: v for k, v in config.items() if v is not None}))
     )
-    if args.format == "json":
-        json.dump(report, sys.stdout, indent=2)
-        print()
-    else:
-        print(_io.printable_lines(format_comparison(report)))
+    _print_report(args, report, format_comparison)
     return EXIT_OK
 
 

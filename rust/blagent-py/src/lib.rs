@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use blagent_core::analysis::{analyze_failures as run_analysis, AnalysisConfig};
-use blagent_core::eval::{run_calibration, run_eval, CalibrateConfig, EvalJob};
-use blagent_core::interface::{parse_config, run_batch, BatchJob, LocalizeRequest};
+use blagent_core::eval::{run_calibration, CalibrateConfig, EvalJob};
+use blagent_core::interface::{parse_config, run_job, BatchJob, Job, LocalizeRequest};
 use blagent_core::llm::{LlmClient, Message};
 use blagent_core::{Error, LocalizeOptions, Localizer, SearchIndex};
 use pyo3::prelude::*;
@@ -358,9 +358,7 @@ fn evaluate(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let llm = llm_run_reading(llm_options_json, llm_config_json, config_json)?;
-    let config = parse_config::<EvalJob>(config_json, llm).map_err(to_py)?;
-    run(py, move || to_json(&run_eval(&config)?))
+    run_job_json::<EvalJob>(py, config_json, llm_options_json, llm_config_json)
 }
 
 /// Calibrates a model's trust on labelled instances and writes its profile; returns the
@@ -403,9 +401,20 @@ fn batch(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
+    run_job_json::<BatchJob>(py, config_json, llm_options_json, llm_config_json)
+}
+
+/// `evaluate` and `batch`: the job `J` read from its config and LLM settings, and run; its
+/// report as JSON.
+fn run_job_json<J: Job>(
+    py: Python<'_>,
+    config_json: &str,
+    llm_options_json: Option<&str>,
+    llm_config_json: Option<&str>,
+) -> PyResult<String> {
     let llm = llm_run_reading(llm_options_json, llm_config_json, config_json)?;
-    let config = parse_config::<BatchJob>(config_json, llm).map_err(to_py)?;
-    run(py, move || to_json(&run_batch(&config)?))
+    let config = parse_config::<J>(config_json, llm).map_err(to_py)?;
+    run(py, move || to_json(&run_job::<J>(&config)?))
 }
 
 /// Finds, for every unresolved instance of an APR run, the first stage that failed (file,

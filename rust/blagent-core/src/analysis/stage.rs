@@ -218,14 +218,7 @@ pub fn classify(
         &mut notes,
     );
 
-    let mut gold_files = gold_files_from_patch(&gold.patch);
-    if gold_files.is_empty() {
-        gold_files = gold_view
-            .files
-            .iter()
-            .map(|f| f.patch.path.clone())
-            .collect();
-    }
+    let gold_files = gold_files_from_patch(&gold.patch);
     if loc.is_none() {
         notes.push("no localization output".to_owned());
     }

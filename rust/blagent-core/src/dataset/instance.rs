@@ -34,16 +34,25 @@ pub struct Instance {
 }
 
 /// The `b/` paths of a unified diff's `diff --git` headers (the rule BLAgent and LocAgent use),
-/// each once, in patch order.
+/// each once, in patch order. A diff without such headers (`diff -u`, `git diff --no-prefix`
+/// pasted without them) gives the paths of its `---` / `+++` headers where it parses, and
+/// none where it does not.
 pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
-    let mut files: Vec<String> = Vec::new();
-    for line in patch.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            if let Some((_, b)) = rest.split_once(" b/") {
-                if !files.iter().any(|f| f == b) {
-                    files.push(b.to_owned());
-                }
-            }
+    let git_headers: Vec<String> = patch
+        .lines()
+        .filter_map(|line| line.strip_prefix("diff --git "))
+        .filter_map(|rest| rest.split_once(" b/").map(|(_, b)| b.to_owned()))
+        .collect();
+    let paths = if git_headers.is_empty() {
+        let files = crate::analysis::parse_patch(patch).unwrap_or_default();
+        files.into_iter().map(|f| f.path).collect()
+    } else {
+        git_headers
+    };
+    let mut files: Vec<String> = Vec::with_capacity(paths.len());
+    for path in paths {
+        if !files.contains(&path) {
+            files.push(path);
         }
     }
     files
@@ -82,6 +91,14 @@ mod tests {
     fn gold_files_are_the_b_paths_once_each() {
         let patch = "diff --git a/x/a.py b/x/a.py\n--- a/x/a.py\n+++ b/x/a.py\n@@\ndiff --git a/old.py b/new.py\ndiff --git a/x/a.py b/x/a.py\n";
         assert_eq!(gold_files_from_patch(patch), ["x/a.py", "new.py"]);
+    }
+
+    #[test]
+    fn a_diff_without_git_headers_gives_its_file_headers_paths() {
+        let plain = "--- a/pkg/one.py\t2024-01-01\n+++ b/pkg/one.py\n@@ -1 +1 @@\n-a\n+b\n\
+                     --- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1 @@\n+c\n";
+        assert_eq!(gold_files_from_patch(plain), ["pkg/one.py", "pkg/new.py"]);
+        assert!(gold_files_from_patch("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n?bad\n").is_empty());
     }
 
     #[test]

@@ -137,6 +137,13 @@ impl TryFrom<WeightsObject> for FusionWeights {
             let value = value
                 .as_f64()
                 .ok_or_else(|| format!("fusion weight {name} must be a number, not {value}"))?;
+            if value.abs() > f64::from(f32::MAX) {
+                // A weight is an f32: past its range it would be read as infinite.
+                return Err(format!(
+                    "fusion weight {name} must be at most {:e}, not {value:e}",
+                    f32::MAX
+                ));
+            }
             *weights.weight_mut(*signal) = value as f32;
         }
         Ok(weights)
