@@ -23,11 +23,13 @@ mod docstrings;
 mod functions;
 mod inputs;
 mod lines;
-mod patch;
 mod report;
 mod run;
 mod stage;
 mod view;
+
+// Unified diffs are read where datasets are; the submodules reach them as `super::patch`.
+use crate::dataset::patch;
 
 pub use self::chart::{render_chart, Chart, FONT_FILES};
 pub use self::docstrings::{docstring_mask, hunk_docstring_mask};
@@ -40,10 +42,6 @@ pub use self::lines::{
     code_lines, is_blank_or_comment, line_similarity, match_first_lines, CodeLine, LineMatch,
     LineVerdict, APPROX_LINE_DISTANCE, APPROX_SIMILARITY, EXACT_LINE_DISTANCE,
 };
-pub use self::patch::{
-    apply, locate_hunks, parse_patch, ChangeKind, FilePatch, Hunk, HunkLine, Placement,
-    MAX_HUNK_OFFSET,
-};
 pub use self::report::{StageCount, Summary};
 pub use self::run::{
     analyze_failures, write_outputs, AnalysisConfig, AnalysisReport, DEFAULT_ANALYSIS_TOP_K,
@@ -53,3 +51,7 @@ pub use self::stage::{
     InstanceAnalysis, Stage,
 };
 pub use self::view::{FileView, PatchView};
+pub use crate::dataset::patch::{
+    apply, locate_hunks, parse_patch, ChangeKind, FilePatch, Hunk, HunkLine, Placement,
+    MAX_HUNK_OFFSET,
+};

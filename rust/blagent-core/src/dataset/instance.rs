@@ -44,7 +44,7 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
         .filter_map(|rest| rest.split_once(" b/").map(|(_, b)| b.to_owned()))
         .collect();
     let paths = if git_headers.is_empty() {
-        let files = crate::analysis::parse_patch(patch).unwrap_or_default();
+        let files = super::patch::parse_patch(patch).unwrap_or_default();
         files.into_iter().map(|f| f.path).collect()
     } else {
         git_headers

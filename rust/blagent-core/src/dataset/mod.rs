@@ -1,9 +1,11 @@
 //! Datasets and the JSONL files every run reads and writes: one instance type for SWE-bench and
-//! Long Code Arena rows, gold files from a reference patch, and the one JSONL reader and writer
-//! that evaluation, batch runs, failure analysis and LLM cassettes share.
+//! Long Code Arena rows, unified diffs (a row's reference patch, a run's generated one) and the
+//! gold files they touch, and the one JSONL reader and writer that evaluation, batch runs,
+//! failure analysis and LLM cassettes share.
 
 mod instance;
 mod jsonl;
+pub(crate) mod patch;
 mod select;
 
 pub use self::instance::{gold_files_from_patch, load_dataset, Instance};
