@@ -10,8 +10,6 @@ use crate::error::{Error, Result};
 /// The largest `model_weight`: the largest scale a calibration tries, at which the model's
 /// order already decides the ranking.
 pub const MAX_MODEL_WEIGHT: f32 = 1000.0;
-/// The largest sampling temperature (as `LlmConfig` accepts).
-const MAX_TEMPERATURE: f32 = 2.0;
 /// The most agent turns and repair requests (more would only spend tokens).
 const MAX_STEPS: usize = 1000;
 /// The largest token budget or size an option may name.
@@ -34,13 +32,6 @@ impl LlmOptions {
                     format!("a number from 0 to {MAX_MODEL_WEIGHT}"),
                 );
             }
-        }
-        if !(self.temperature.is_finite() && (0.0..=MAX_TEMPERATURE).contains(&self.temperature)) {
-            return bad(
-                "temperature",
-                self.temperature.to_string(),
-                format!("a number from 0 to {MAX_TEMPERATURE}"),
-            );
         }
         let counts = [
             ("max_steps", self.max_steps, 1, MAX_STEPS),
@@ -103,7 +94,6 @@ mod tests {
             max_retries: 0,
             phase1_budget_tokens: 0,
             max_prompt_tokens: Some(0),
-            temperature: 2.0,
             ..LlmOptions::default()
         };
         options.validate().unwrap();
@@ -125,13 +115,9 @@ mod tests {
             };
             assert!(error(&options).contains("model_weight"), "{weight}");
         }
-        for temperature in [-0.5, 3.0, f32::NAN] {
-            let options = LlmOptions {
-                temperature,
-                ..LlmOptions::default()
-            };
-            assert!(error(&options).contains("temperature"), "{temperature}");
-        }
+        // The temperature is the configuration's (`LlmConfig` checks it), not an option.
+        let refused = serde_json::from_str::<LlmOptions>(r#"{"temperature": 0.7}"#).unwrap_err();
+        assert!(refused.to_string().contains("unknown field `temperature`"), "{refused}");
         let cases: [(&str, LlmOptions); 5] = [
             (
                 "max_steps",

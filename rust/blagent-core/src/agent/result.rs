@@ -57,7 +57,10 @@ pub struct LlmOptions {
     /// default model weight by their agreement (Kendall's τ-b, negatives cut to 0) when it is
     /// significant (p ≤ 0.05; else by 0). One more call, about 2k prompt tokens.
     pub permutation_check: bool,
-    /// Sampling temperature.
+    /// Sampling temperature: the run's configuration's (`LlmConfig::temperature`, set by
+    /// [`LlmRun::from_config`]), not an option a caller gives (as one it is refused as unknown:
+    /// it used to be taken and then overwritten).
+    #[serde(skip)]
     pub temperature: f32,
     /// Sampling seed.
     pub seed: Option<u64>,
