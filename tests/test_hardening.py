@@ -519,7 +519,7 @@ def test_a_megabyte_of_dotted_text_is_localized_within_the_bound(
 def test_python_api_arguments_of_the_wrong_type_say_so(repo: Path) -> None:
     with pytest.raises(TypeError, match="hints must be a Hints"):
         Localizer(progress=False).localize(repo, ISSUE, hints="a.py")  # type: ignore[arg-type]
-    with pytest.raises(InputError, match="missing instance_id, repo_path, issue"):
+    with pytest.raises(InputError, match="missing repo_path, issue"):
         LocalizeRequest.from_dict({})
     with pytest.raises(InputError, match="must be a str"):
         LocalizeRequest.from_dict({"instance_id": 1, "repo_path": str(repo), "issue": ISSUE})

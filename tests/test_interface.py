@@ -46,6 +46,10 @@ def test_request_round_trips_and_validates_against_the_schema(repo: Path) -> Non
     minimal = {"instance_id": "a", "repo_path": "/r", "issue": "boom"}
     schema_validator("localize-request").validate(minimal)
     assert LocalizeRequest.from_dict(minimal).top_k == 10
+    # What Localizer.localize sends without an id, and what the core takes: no id, or an empty one.
+    for anonymous in ({"repo_path": "/r", "issue": "boom"}, {**minimal, "instance_id": ""}):
+        schema_validator("localize-request").validate(anonymous)
+        assert LocalizeRequest.from_dict(anonymous).instance_id == ""
 
 
 def test_a_request_carries_rewrites_through_json(repo: Path) -> None:

@@ -188,7 +188,7 @@ class LocalizeRequest:
         `InputError`."""
         if not isinstance(d, dict):
             raise InputError(f"a request must be a JSON object, not {type(d).__name__}")
-        missing = [k for k in ("instance_id", "repo_path", "issue") if k not in d]
+        missing = [k for k in ("repo_path", "issue") if k not in d]
         if missing:
             raise InputError(f"the request is missing {', '.join(missing)}")
         _check_keys(d, REQUEST_KEYS, "the request")
@@ -203,7 +203,7 @@ class LocalizeRequest:
     @classmethod
     def _from_fields(cls, d: dict[str, Any], hints: dict[str, Any]) -> LocalizeRequest:
         return cls(
-            instance_id=d["instance_id"],
+            instance_id=d.get("instance_id", ""),
             repo_path=d["repo_path"],
             issue=d["issue"],
             hints=Hints.from_dict(hints),

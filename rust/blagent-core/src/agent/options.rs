@@ -117,7 +117,10 @@ mod tests {
         }
         // The temperature is the configuration's (`LlmConfig` checks it), not an option.
         let refused = serde_json::from_str::<LlmOptions>(r#"{"temperature": 0.7}"#).unwrap_err();
-        assert!(refused.to_string().contains("unknown field `temperature`"), "{refused}");
+        assert!(
+            refused.to_string().contains("unknown field `temperature`"),
+            "{refused}"
+        );
         let cases: [(&str, LlmOptions); 5] = [
             (
                 "max_steps",

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::functions::{collect_entries, LocEntry};
-use crate::dataset::{read_records, Instance};
+use crate::dataset::{first_of_each_id, load_dataset, read_records, Instance};
 use crate::error::{Error, Result};
 
 /// Localization fields read for function-level entries (see [`collect_entries`]).
@@ -57,18 +57,22 @@ fn string_field(map: &Map<String, Value>, key: &str) -> String {
         .to_owned()
 }
 
-/// Reads the dataset: `instance_id`, `patch` (the gold patch), `repo`.
+/// Reads the dataset as `eval` and `batch` do ([`load_dataset`]: gold files from a row's
+/// `gold_files`, else from its `patch`); an id listed twice is analyzed at its first line, and
+/// a warning counts the later ones.
 pub fn load_gold(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Instance>> {
-    let records = read_records(path, warnings)?;
-    Ok(records
-        .into_iter()
-        .map(|(instance_id, map)| Instance {
-            repo: string_field(&map, "repo"),
-            patch: string_field(&map, "patch"),
-            instance_id,
-            ..Instance::default()
-        })
-        .collect())
+    let mut instances = load_dataset(path)?;
+    let listed = instances.len();
+    first_of_each_id(&mut instances, |i| &i.instance_id);
+    if instances.len() < listed {
+        warnings.push(format!(
+            "{}: {} later record(s) of an instance listed twice ignored; each is analyzed at \
+             its first line",
+            path.display(),
+            listed - instances.len()
+        ));
+    }
+    Ok(instances)
 }
 
 /// Reads localization outputs: `found_files` plus the function-level fields.
@@ -267,6 +271,34 @@ mod tests {
         let locs = load_localizations(&l, &mut w).unwrap();
         assert_eq!(locs["a"].found_files, ["x.py"]);
         assert_eq!(locs["a"].entries.len(), 1);
+    }
+
+    #[test]
+    fn the_dataset_is_read_as_eval_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Vec::new();
+        let patch = "diff --git a/x.py b/x.py\n";
+        let rows = serde_json::json!([
+            {"instance_id": "a", "patch": patch},
+            {"instance_id": "b", "patch": patch, "gold_files": ["y.py"]},
+            {"instance_id": "a", "patch": "diff --git a/z.py b/z.py\n"},
+        ]);
+        let jsonl: String = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{r}\n"))
+            .collect();
+        for (name, text) in [("d.jsonl", jsonl), ("d.json", rows.to_string())] {
+            let gold = load_gold(&write(&dir, name, &text), &mut w).unwrap();
+            let files: Vec<(&str, &[String])> = gold
+                .iter()
+                .map(|i| (i.instance_id.as_str(), i.gold_files.as_slice()))
+                .collect();
+            let (x, y) = (["x.py".to_owned()], ["y.py".to_owned()]);
+            assert_eq!(files, [("a", &x[..]), ("b", &y[..])], "{name}");
+            assert!(w.pop().unwrap().contains("1 later record(s)"), "{name}");
+        }
     }
 
     #[test]

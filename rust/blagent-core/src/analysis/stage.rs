@@ -218,7 +218,11 @@ pub fn classify(
         &mut notes,
     );
 
-    let gold_files = gold_files_from_patch(&gold.patch);
+    let gold_files = if gold.gold_files.is_empty() {
+        gold_files_from_patch(&gold.patch)
+    } else {
+        gold.gold_files.clone()
+    };
     if loc.is_none() {
         notes.push("no localization output".to_owned());
     }

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::jsonl::read_jsonl;
+use super::jsonl::read_jsonl_or_array;
 use crate::error::Result;
 
 /// One dataset row: a SWE-bench instance or a Long Code Arena task in blagent's shape.
@@ -58,10 +58,10 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
     files
 }
 
-/// Reads a JSONL dataset; gold files missing from a row are derived from its patch. A malformed
-/// line is an error naming the file and line.
+/// Reads a dataset (JSONL, or one JSON array); gold files missing from a row are derived from
+/// its patch. A malformed line is an error naming the file and line.
 pub fn load_dataset(path: &Path) -> Result<Vec<Instance>> {
-    let mut instances: Vec<Instance> = read_jsonl(path)?;
+    let mut instances: Vec<Instance> = read_jsonl_or_array(path)?;
     let max = crate::repo::read::MAX_ISSUE_BYTES;
     if let Some(long) = instances
         .iter()

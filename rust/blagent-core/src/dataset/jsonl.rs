@@ -70,6 +70,35 @@ fn rows<T: DeserializeOwned>(path: &Path, tolerate_unterminated_tail: bool) -> R
     Ok(rows.into_iter().map(|(_, row)| row).collect())
 }
 
+/// `(line number, value)` of every line of a JSONL file, or of every item of a file holding one
+/// JSON array (numbered from 1).
+fn lines_or_items(path: &Path) -> Result<Vec<(usize, Value)>> {
+    let text = read_text(path, MAX_JSONL_BYTES)?;
+    if !text.trim_start().starts_with('[') {
+        return lines(path, &text, false);
+    }
+    match serde_json::from_str::<Value>(&text)
+        .map_err(|e| malformed(path, e.line(), e.to_string()))?
+    {
+        Value::Array(items) => Ok(items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (i + 1, v))
+            .collect()),
+        _ => Err(malformed(path, 1, "expected a JSON array")),
+    }
+}
+
+/// Reads `T` from a JSONL file or from a file holding one JSON array (datasets come in both).
+pub fn read_jsonl_or_array<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    lines_or_items(path)?
+        .into_iter()
+        .map(|(line, value)| {
+            serde_json::from_value(value).map_err(|e| malformed(path, line, e.to_string()))
+        })
+        .collect()
+}
+
 /// One record of a file read by [`read_records`]: its `instance_id` and its fields.
 pub type Record = (String, Map<String, Value>);
 
@@ -77,21 +106,7 @@ pub type Record = (String, Map<String, Value>);
 /// record that is not an object with a string `instance_id` is an error; a repeated id
 /// replaces the earlier record and adds a warning.
 pub fn read_records(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Record>> {
-    let text = read_text(path, MAX_JSONL_BYTES)?;
-    let values: Vec<(usize, Value)> = if text.trim_start().starts_with('[') {
-        match serde_json::from_str::<Value>(&text)
-            .map_err(|e| malformed(path, e.line(), e.to_string()))?
-        {
-            Value::Array(items) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| (i + 1, v))
-                .collect(),
-            _ => return Err(malformed(path, 1, "expected a JSON array")),
-        }
-    } else {
-        lines(path, &text, false)?
-    };
+    let values = lines_or_items(path)?;
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut records: Vec<Record> = Vec::new();
     for (line, value) in values {

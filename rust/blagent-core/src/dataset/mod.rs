@@ -10,6 +10,7 @@ mod select;
 
 pub use self::instance::{gold_files_from_patch, load_dataset, Instance};
 pub use self::jsonl::{
-    read_jsonl, read_jsonl_appended, read_records, JsonlWriter, Record, MAX_JSONL_BYTES,
+    read_jsonl, read_jsonl_appended, read_jsonl_or_array, read_records, JsonlWriter, Record,
+    MAX_JSONL_BYTES,
 };
 pub use self::select::{first_of_each_id, instance_tree, select_ids};
