@@ -234,6 +234,11 @@ def test_eval_tables_and_batch_lines_escape_control_characters_from_the_dataset(
     lines = run("batch", *common, "--out", str(tmp_path / "loc.jsonl"))
     assert lines.returncode == 0, lines.stderr
     assert "\x1b" not in lines.stderr and "\x07" not in lines.stderr, lines.stderr
+    # eval's and calibrate's progress is batch's: a line per instance off a terminal, escaped.
+    progress = run("eval", *common)
+    assert progress.returncode == 0, progress.stderr
+    assert "\x1b" not in progress.stderr and "\x07" not in progress.stderr, progress.stderr
+    assert "[1/1] evil\\u{1b}]0;pwned\\u{7}: " in progress.stderr, progress.stderr
 
 
 def test_hint_files_must_be_a_list() -> None:

@@ -283,12 +283,13 @@ mod tests {
             {"instance_id": "b", "patch": patch, "gold_files": ["y.py"]},
             {"instance_id": "a", "patch": "diff --git a/z.py b/z.py\n"},
         ]);
-        let jsonl: String = rows
+        let lines: Vec<String> = rows
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| format!("{r}\n"))
+            .map(ToString::to_string)
             .collect();
+        let jsonl = lines.join("\n") + "\n";
         for (name, text) in [("d.jsonl", jsonl), ("d.json", rows.to_string())] {
             let gold = load_gold(&write(&dir, name, &text), &mut w).unwrap();
             let files: Vec<(&str, &[String])> = gold

@@ -12,13 +12,14 @@ use serde::{Deserialize, Serialize};
 
 use super::llm::{LlmInstanceStats, LlmTotals};
 use super::paired::{bootstrap, Interval};
-use super::select::{progress_bar, select};
+use super::select::select;
 use super::DEFAULT_RESAMPLES;
 use crate::agent::{
     fit, reciprocal_ranks, LlmProfile, Pipeline, TrustSample, DEFAULT_SCALE, PROFILE_SCHEMA_VERSION,
 };
 use crate::error::{Error, Result};
-use crate::interface::{DatasetConfig, Localizer};
+use crate::interface::progress::Progress;
+use crate::interface::{catch_panic, DatasetConfig, Localizer};
 use crate::repo::{check_output, json_object_with, open_output, OutputMode};
 use crate::retrieve::{Ask, Granularity};
 
@@ -117,12 +118,13 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
     };
     let localizer = Localizer::new(settings.options.clone())?;
     let weights = &settings.options.weights;
-    let bar = progress_bar(selection.present.len(), settings.progress)?;
+    let mut progress = Progress::new(settings.progress, selection.present.len() as u64);
     let mut samples = Vec::new();
     for (instance, tree) in &selection.present {
         crate::cancel::check()?;
-        bar.set_message(instance.instance_id.clone());
-        let outcome = localizer.index(tree).and_then(|index| {
+        progress.start(&instance.instance_id);
+        let outcome = catch_panic(|| {
+            let index = localizer.index(tree)?;
             let ranking = crate::agent::localize(
                 &index,
                 &instance.problem_statement,
@@ -142,8 +144,12 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
                 .collect();
             Ok((ranking, gold))
         });
-        bar.inc(1);
         crate::cancel::check()?;
+        let done = match &outcome {
+            Ok(_) => "done".to_owned(),
+            Err(err) => format!("FAILED: {err}"),
+        };
+        progress.finish_one(&instance.instance_id, &done);
         match outcome {
             Ok((ranking, gold)) => {
                 totals.add(&LlmInstanceStats::from(&ranking.llm));
@@ -159,7 +165,7 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
             Err(err) => failures.push((instance.instance_id.clone(), err.to_string())),
         }
     }
-    bar.finish_and_clear();
+    progress.finish();
     let fit = fit(&samples, config.folds)?;
     let gain_over_default = gain_over_default(&samples, fit.chosen.scale)?;
     let profile = LlmProfile {

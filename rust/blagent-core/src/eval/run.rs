@@ -134,10 +134,10 @@ mod fault_tests {
     use super::{run_eval, EvalConfig};
     use crate::interface::{run_batch, BatchConfig};
 
-    /// Two instances with trees; indexing `panics-here` panics.
-    fn setup(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    /// Instances `ids` with trees and gold files; indexing `panics-here` panics.
+    fn setup(dir: &Path, ids: &[&str]) -> (std::path::PathBuf, std::path::PathBuf) {
         let trees = dir.join("trees");
-        for id in ["works", "panics-here"] {
+        for id in ids {
             fs::create_dir_all(trees.join(id).join("shop")).unwrap();
             fs::write(
                 trees.join(id).join("shop/cart.py"),
@@ -146,7 +146,7 @@ mod fault_tests {
             .unwrap();
         }
         let dataset = dir.join("d.jsonl");
-        let rows: Vec<String> = ["works", "panics-here"]
+        let rows: Vec<String> = ids
             .iter()
             .map(|id| {
                 serde_json::json!({"instance_id": id, "repo": "a/shop",
@@ -162,7 +162,7 @@ mod fault_tests {
     #[test]
     fn a_panic_in_one_instance_is_its_failure_in_batch_and_eval() {
         let dir = tempfile::tempdir().unwrap();
-        let (dataset, trees) = setup(dir.path());
+        let (dataset, trees) = setup(dir.path(), &["works", "panics-here"]);
         let out = dir.path().join("loc_outputs.jsonl");
         let batch = run_batch(&BatchConfig::new(
             dataset.clone(),
@@ -185,6 +185,43 @@ mod fault_tests {
         assert_eq!(eval.overall.instances, 1);
         assert_eq!(eval.failures.len(), 1);
         let (id, why) = &eval.failures[0];
+        assert_eq!(id, "panics-here");
+        assert!(
+            why.contains("panic") && why.contains("fault injected"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_panic_in_one_instance_is_its_failure_in_calibrate() {
+        use crate::agent::{LlmOptions, LlmRun, Pipeline};
+        use crate::eval::{run_calibration, CalibrateConfig};
+        use crate::interface::DatasetConfig;
+
+        let dir = tempfile::tempdir().unwrap();
+        let (dataset, trees) = setup(dir.path(), &["works", "works-too", "panics-here"]);
+        // A model whose every answer is invalid: its stages fall back, the run goes on.
+        let model = std::sync::Arc::new(crate::llm::ScriptedModel::from_fn(|_| "{}".to_owned()));
+        let config = CalibrateConfig {
+            run: DatasetConfig {
+                pipeline: Pipeline::Blagent,
+                llm: Some(LlmRun {
+                    model,
+                    options: LlmOptions::default(),
+                    model_name: "scripted".to_owned(),
+                    reads: crate::repo::Inputs::default(),
+                    recording: None,
+                }),
+                ..DatasetConfig::new(dataset, trees)
+            },
+            folds: 2,
+            out: dir.path().join("profile.json"),
+        };
+        let report = run_calibration(&config).expect("the calibration goes on");
+        assert_eq!(report.profile.fit.instances, 2);
+        let [(id, why)] = &report.failures[..] else {
+            panic!("one failure expected: {:?}", report.failures);
+        };
         assert_eq!(id, "panics-here");
         assert!(
             why.contains("panic") && why.contains("fault injected"),

@@ -2,10 +2,8 @@
 
 use std::path::PathBuf;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
 use crate::dataset::{instance_tree, load_dataset, select_ids, Instance};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The instances of a run: those selected whose tree exists, with it.
 pub(super) struct Selection {
@@ -40,20 +38,4 @@ pub(super) fn select(
         }
     }
     Ok(selection)
-}
-
-/// A progress bar over `len` instances, drawn only when `shown`.
-pub(super) fn progress_bar(len: usize, shown: bool) -> Result<ProgressBar> {
-    let bar = ProgressBar::new(len as u64);
-    if shown {
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} [{elapsed_precise}<{eta_precise}] {msg}",
-            )
-            .map_err(|e| Error::Internal(e.to_string()))?,
-        );
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    Ok(bar)
 }

@@ -4,19 +4,17 @@
 //! distributed run reports exactly what a local one does.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::time::Instant;
-
-use indicatif::ProgressBar;
 
 use super::functions::FunctionAccumulator;
 use super::llm::LlmTotals;
 use super::metrics::{first_hit_rank, GroupedAccumulator};
 use super::rewrites::{load_rewrites, RewriteAccumulator};
-use super::select::{progress_bar, select};
+use super::select::select;
 use super::types::{DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Prediction};
 use crate::dataset::JsonlWriter;
 use crate::error::{Error, Result};
+use crate::interface::progress::Progress;
 use crate::repo::{json_lines_with, open_outputs, OutputMode};
 use crate::retrieve::Rewrites;
 
@@ -55,7 +53,7 @@ pub struct EvalSink {
     written_k: usize,
     out: Option<JsonlWriter>,
     signals_out: Option<JsonlWriter>,
-    bar: ProgressBar,
+    progress: Progress,
     report: EvalReport,
     files: GroupedAccumulator,
     functions: Option<FunctionAccumulator>,
@@ -106,14 +104,14 @@ impl EvalSink {
                 instance,
             })
             .collect();
-        let bar = progress_bar(todo.len(), run.progress)?;
+        let progress = Progress::new(run.progress, todo.len() as u64);
         Ok(EvalSink {
             held: BTreeMap::new(),
             next: 0,
             written_k: run.top_k,
             out,
             signals_out,
-            bar,
+            progress,
             report: EvalReport {
                 missing_trees: selection.missing,
                 failures: selection.refused,
@@ -136,16 +134,12 @@ impl EvalSink {
 
     /// Shows that `instance_id` is being worked on.
     pub fn started(&self, instance_id: &str) {
-        self.bar.set_message(instance_id.to_owned());
+        self.progress.start(instance_id);
     }
 
-    /// A note above the progress bar (a line on stderr when the bar is not drawn).
+    /// A note above the progress bar (or a line of it).
     pub fn note(&self, message: &str) {
-        if self.bar.is_hidden() {
-            let _ = writeln!(std::io::stderr(), "{message}");
-        } else {
-            self.bar.println(message);
-        }
+        self.progress.note(message);
     }
 
     /// Adds one outcome: held until those before it are in, then added and written. An
@@ -169,7 +163,17 @@ impl EvalSink {
                 outcome.instance_id
             )));
         }
-        self.bar.inc(1);
+        let done = match (&outcome.evaluated, &outcome.error) {
+            (Some(evaluated), _) => {
+                let gold = &self.todo[position].instance.gold_files;
+                match first_hit_rank(&evaluated.ranked, gold) {
+                    Some(rank) => format!("first gold file at rank {rank}"),
+                    None => "no gold file ranked".to_owned(),
+                }
+            }
+            (None, error) => format!("FAILED: {}", error.as_deref().unwrap_or("no result")),
+        };
+        self.progress.finish_one(&outcome.instance_id, &done);
         self.held.insert(position, outcome);
         while let Some(ready) = self.held.remove(&self.next) {
             self.add(ready)?;
@@ -229,7 +233,7 @@ impl EvalSink {
     /// The report, once every instance has its outcome (else an input error naming one that
     /// has none). `seconds` counts from [`EvalSink::open`].
     pub fn finish(self) -> Result<EvalReport> {
-        self.bar.finish_and_clear();
+        self.progress.finish();
         if let Some(missing) = self.todo.get(self.next) {
             return Err(Error::InvalidInput(format!(
                 "{} instance(s) of the evaluation have no outcome, {} among them",

@@ -69,6 +69,17 @@ pub trait JobSink<J: Job>: Sized + Send {
     fn finish(self) -> Result<J::Report>;
 }
 
+/// `work()`, a panic in it made an internal error (with the panic's message), so that it fails
+/// one instance of a loop and not the loop.
+pub fn catch_panic<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        Err(Error::Internal(format!(
+            "panic: {}",
+            panic_message(&*panic)
+        )))
+    })
+}
+
 /// `work` on `item`, a panic in it made the item's `internal` failure.
 pub fn run_one<J: Job>(
     item: &J::Item,

@@ -18,7 +18,7 @@ mod dataset_config;
 mod hints;
 mod job;
 mod localizer;
-mod progress;
+pub(crate) mod progress;
 mod request;
 mod result;
 mod resume;
@@ -35,8 +35,8 @@ pub use self::batch_worker::BatchWorker;
 pub use self::dataset_config::DatasetConfig;
 pub use self::hints::HINT_SIGNAL;
 pub use self::job::{
-    drive, json_sink, json_worker, parse_config, run_job, run_one, AnySink, AnyWorker, Job,
-    JobSink, JobWorker, JsonSink, JsonWorker,
+    catch_panic, drive, json_sink, json_worker, parse_config, run_job, run_one, AnySink, AnyWorker,
+    Job, JobSink, JobWorker, JsonSink, JsonWorker,
 };
 pub use self::localizer::{LocalizeOptions, Localizer};
 pub use self::request::{Hints, LocalizeRequest};

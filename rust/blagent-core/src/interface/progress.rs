@@ -1,4 +1,4 @@
-//! Batch progress on stderr: an indicatif bar on a terminal, one line per instance otherwise
+//! Progress of `batch`, `eval` and `calibrate` on stderr: an indicatif bar on a terminal, one line per instance otherwise
 //! (logs and CI), nothing when turned off.
 
 use std::io::{IsTerminal, Write};
@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How progress is shown.
 #[derive(Debug)]
-pub(super) enum Progress {
+pub(crate) enum Progress {
     /// A bar redrawn in place.
     Bar(ProgressBar),
     /// One line per finished instance.
