@@ -73,12 +73,12 @@ impl BatchSink {
         config.run.check_recording(&named, &inputs)?;
         // A refusal creates and empties nothing (see `open_outputs`); this run's failures
         // replace the last run's.
-        let [out, failures_file]: [std::fs::File; 2] = open_outputs(&outputs, &inputs)?
+        let [mut out, failures_file]: [std::fs::File; 2] = open_outputs(&outputs, &inputs)?
             .try_into()
             .expect("one file per output");
+        let (done, truncated) = existing_ids(&config.out, &mut out)?;
         let out = JsonlWriter::from_file(&config.out, out);
         let failures_file = JsonlWriter::from_file(&failures_out, failures_file);
-        let (done, truncated) = existing_ids(&config.out)?;
         let selected = instances.len();
         let todo: Vec<Instance> = instances
             .into_iter()

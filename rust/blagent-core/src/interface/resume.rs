@@ -2,49 +2,22 @@
 //! that an interrupted run left half-written.
 
 use std::collections::HashSet;
+use std::fs::File;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::repo::read::{read_bounded, MAX_DATA_FILE_BYTES};
+use crate::repo::complete_last_line;
 
-/// The instance ids of the complete lines of `out` (empty when it does not exist), and whether
-/// an incomplete last line (no final newline, not valid JSON) was cut off the file.
+/// The instance ids of the complete lines of the batch output `file` (opened to append, `out`
+/// naming it), and whether an incomplete last line (no final newline, not valid JSON) was cut
+/// off the file ([`complete_last_line`]).
 ///
 /// A complete line that is not a JSON object with a string `instance_id` is an input error:
 /// the file is not a `loc_outputs.jsonl`, and appending to it would be wrong.
-pub(super) fn existing_ids(out: &Path) -> Result<(HashSet<String>, bool)> {
-    let bytes = match read_bounded(out, MAX_DATA_FILE_BYTES) {
-        Ok(bytes) => bytes,
-        Err(e) if e.is_not_found() => return Ok((HashSet::new(), false)),
-        Err(e) => return Err(e.into_error(out, "batch output")),
-    };
-    let mut truncated = false;
-    let complete = if bytes.last().is_none_or(|&b| b == b'\n') {
-        bytes.len()
-    } else {
-        bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
-    };
-    if complete < bytes.len() {
-        let tail = &bytes[complete..];
-        if serde_json::from_slice::<serde_json::Value>(tail).is_ok() {
-            // A whole line that only lacks its newline: keep it, and end it.
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(out)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, b"\n"))
-                .map_err(|e| Error::io(out, e))?;
-            return existing_ids(out);
-        }
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(out)
-            .map_err(|e| Error::io(out, e))?;
-        file.set_len(complete as u64)
-            .map_err(|e| Error::io(out, e))?;
-        truncated = true;
-    }
+pub(super) fn existing_ids(out: &Path, file: &mut File) -> Result<(HashSet<String>, bool)> {
+    let (bytes, truncated) = complete_last_line(file, out)?;
     let mut ids = HashSet::new();
-    for (i, line) in bytes[..complete].split(|&b| b == b'\n').enumerate() {
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -70,17 +43,28 @@ pub(super) fn existing_ids(out: &Path) -> Result<(HashSet<String>, bool)> {
 mod tests {
     use super::*;
 
+    /// `out` opened as a batch opens its output: to append and read back.
+    fn read_ids(out: &Path) -> Result<(HashSet<String>, bool)> {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .read(true)
+            .create(true)
+            .open(out)
+            .expect("open");
+        existing_ids(out, &mut file)
+    }
+
     #[test]
     fn reads_ids_and_cuts_a_half_written_last_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let out = dir.path().join("loc.jsonl");
-        assert!(existing_ids(&out).expect("missing is empty").0.is_empty());
+        assert!(read_ids(&out).expect("missing is empty").0.is_empty());
         std::fs::write(
             &out,
             "{\"instance_id\": \"a\"}\n{\"instance_id\": \"b\"}\n{\"instance_id\": \"c\", \"fou",
         )
         .expect("write");
-        let (ids, truncated) = existing_ids(&out).expect("reads");
+        let (ids, truncated) = read_ids(&out).expect("reads");
         assert!(truncated);
         assert_eq!(ids, HashSet::from(["a".to_owned(), "b".to_owned()]));
         assert!(std::fs::read_to_string(&out)
@@ -93,10 +77,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let out = dir.path().join("loc.jsonl");
         std::fs::write(&out, "{\"instance_id\": \"a\"}").expect("write");
-        let (ids, truncated) = existing_ids(&out).expect("reads");
+        let (ids, truncated) = read_ids(&out).expect("reads");
         assert!(!truncated && ids.contains("a"));
         assert!(std::fs::read_to_string(&out).expect("read").ends_with('\n'));
         std::fs::write(&out, "not json\n").expect("write");
-        assert!(existing_ids(&out).expect_err("foreign").is_input_error());
+        assert!(read_ids(&out).expect_err("foreign").is_input_error());
     }
 }

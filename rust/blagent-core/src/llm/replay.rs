@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{ChatModel, ChatRequest, ChatResponse, Message};
 use crate::error::{Error, Result};
-use crate::repo::{check_output, json_lines_with, open_output, Inputs, OutputMode};
+use crate::repo::{
+    check_output, complete_last_line, json_lines_with, open_output, Inputs, OutputMode,
+};
 
 /// A request as a cassette stores it: the model name and everything sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -258,21 +260,11 @@ impl<M: ChatModel> RecordingModel<M> {
 }
 
 /// Opens the cassette `path` for appending, its last line completed first: one cut short by
-/// an interrupted write is dropped, a whole one without its newline gets it.
+/// an interrupted write is dropped, whole JSON without its newline gets it
+/// ([`complete_last_line`]).
 fn open_cassette(path: &Path, inputs: &Inputs) -> Result<File> {
     let mut file = open_output(path, CASSETTE, inputs, "cassette")?;
-    let bytes = crate::repo::read::read_bounded(path, crate::repo::read::MAX_DATA_FILE_BYTES)
-        .map_err(|f| f.into_error(path, "cassette"))?;
-    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let tail = &bytes[end..];
-    if tail.trim_ascii().is_empty() {
-        return Ok(file);
-    }
-    if serde_json::from_slice::<CassetteEntry>(tail).is_ok() {
-        file.write_all(b"\n").map_err(|e| Error::io(path, e))?;
-    } else {
-        file.set_len(end as u64).map_err(|e| Error::io(path, e))?;
-    }
+    complete_last_line(&mut file, path)?;
     Ok(file)
 }
 
@@ -444,5 +436,16 @@ mod tests {
                 kept + 1
             );
         }
+        // Whole JSON that is not an exchange blagent wrote is ended, not cut: it is not
+        // blagent's to drop (it used to be).
+        let foreign = r#"{"key": "k", "request": "GET /a", "note": "kept"}"#;
+        std::fs::write(&path, format!("{whole}{foreign}")).unwrap();
+        RecordingModel::create(Echo, "m", &path, &Inputs::new())
+            .unwrap()
+            .chat(&ask("s", "three"))
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(&format!("{foreign}\n")), "{text}");
+        assert_eq!(text.lines().count(), 3, "{text}");
     }
 }

@@ -78,7 +78,8 @@ fn open_output_kept(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) 
     }
     let mut options = OpenOptions::new();
     options.write(true).create(true);
-    options.append(mode.append);
+    // An output appended to is read back through this handle ([`complete_last_line`]).
+    options.append(mode.append).read(mode.append);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -377,6 +378,30 @@ fn hard_links(_: &std::fs::Metadata) -> u64 {
 }
 
 #[cfg(unix)]
+/// Ends the JSON-lines output `file` (opened by [`open_output`] to append; `path` names it)
+/// with a complete line before a run appends to it: after the last newline, whole JSON gets
+/// its newline (whatever it holds: a line saved without one loses nothing), anything else (a
+/// line an interrupted write cut short) is cut off. Read and repaired through the open, locked
+/// handle, never by its path again. Returns the file's complete lines and whether a cut-short
+/// line was dropped.
+pub fn complete_last_line(file: &mut File, path: &Path) -> Result<(Vec<u8>, bool)> {
+    let mut bytes = super::read::read_open_bounded(file, MAX_DATA_FILE_BYTES)
+        .map_err(|f| f.into_error(path, "output"))?;
+    let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let tail = &bytes[end..];
+    if tail.trim_ascii().is_empty() {
+        return Ok((bytes, false));
+    }
+    if serde_json::from_slice::<serde_json::Value>(tail).is_ok() {
+        std::io::Write::write_all(file, b"\n").map_err(|e| Error::io(path, e))?;
+        bytes.push(b'\n');
+        return Ok((bytes, false));
+    }
+    file.set_len(end as u64).map_err(|e| Error::io(path, e))?;
+    bytes.truncate(end);
+    Ok((bytes, true))
+}
+
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     a.dev() == b.dev() && a.ino() == b.ino()

@@ -3,7 +3,7 @@
 //! and never more than a stated number of bytes (past it, an error names the bound).
 
 use std::fs::{File, OpenOptions};
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -131,9 +131,19 @@ pub fn open_regular(path: &Path) -> std::result::Result<File, ReadFailure> {
 
 /// The bytes of the regular file `path`, at most `limit` of them (more is an error).
 pub fn read_bounded(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, ReadFailure> {
-    let file = open_regular(path)?;
+    read_open_bounded(&open_regular(path)?, limit)
+}
+
+/// The bytes of the open file `file` from its start, at most `limit` of them (more is an
+/// error): for a file already opened and checked, so that what is read is what was checked.
+pub fn read_open_bounded(file: &File, limit: u64) -> std::result::Result<Vec<u8>, ReadFailure> {
+    let mut reader = file;
+    reader
+        .seek(std::io::SeekFrom::Start(0))
+        .map_err(ReadFailure::Io)?;
     let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1))
+    reader
+        .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(ReadFailure::Io)?;
     if bytes.len() as u64 > limit {
