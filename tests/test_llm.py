@@ -332,6 +332,20 @@ def test_calibrate_writes_a_profile_that_eval_loads_for_its_model_only(
         str(profile),
     )
     assert other.returncode == 1 and "fitted for model" in other.stderr
+    # A cassette's model is the run's model when none is named: a profile of another is
+    # refused as well (it used to be taken).
+    cassette = tmp_path / "other.jsonl"
+    recorded = run_cli(
+        "eval", *common, "--llm-model", "other", "--pipeline", "blagent",
+        "--llm-record", str(cassette),
+    )  # fmt: skip
+    assert recorded.returncode == 0, recorded.stderr
+    replayed = ["--dataset", str(data), "--repos", str(trees), "--quiet", "--pipeline", "blagent"]
+    replayed += ["--llm-replay", str(cassette), "--llm-profile", str(profile)]
+    refused = run_cli("eval", *replayed)
+    assert refused.returncode == 1 and "this run's model is \"other\"" in refused.stderr, (
+        refused.stderr
+    )
     fused = run_cli(
         "calibrate", *common, "--llm-model", "coder", "--out", str(profile), "--pipeline", "fused"
     )
@@ -356,7 +370,24 @@ class _Hostile(BaseHTTPRequestHandler):
         scheme, _, credentials = auth.partition(" ")
         decoded = base64.b64decode(credentials).decode() if scheme == "Basic" else credentials
         echoed = f"you sent {auth} ({decoded})"
-        if model == "dribble":
+        if model == "redirect" and (self.headers.get("Host") or "").startswith("127.0.0.1"):
+            # Elsewhere (another origin: localhost), where the same prompt would be answered.
+            port = self.server.server_address[1]
+            self.send_response(307)
+            self.send_header("Location", f"http://localhost:{port}{self.path}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if model in ("redirect", "terminal"):
+            # The redirect followed, or an error body that would drive a terminal.
+            code = 200 if model == "redirect" else 400
+            reply = "followed" if model == "redirect" else "\x1b]0;PWNED\x07\x1b[2Jbad request"
+            body = json.dumps(
+                {"choices": [{"message": {"role": "assistant", "content": reply}}]}
+                if code == 200
+                else {"error": {"message": reply}}
+            ).encode()
+        elif model == "dribble":
             body = json.dumps(
                 {
                     "choices": [
@@ -477,6 +508,51 @@ def test_echoed_secrets_never_show_in_any_form(hostile: str, tmp_path: Path) -> 
     for text in [recorded, *(proc.stdout + proc.stderr for proc in runs)]:
         for form in secrets:
             assert form not in text, (form, text)
+
+
+def test_a_token_given_as_the_url_user_never_shows(hostile: str, tmp_path: Path) -> None:
+    token = "sk-USERTOKEN123"
+    url = hostile.replace("http://", f"http://{token}@")
+    cassette = tmp_path / "c.jsonl"
+    runs = [
+        run_cli("llm-check", "--llm-base-url", url, "--llm-model", "echo-401"),
+        run_cli(
+            "llm-check", "--llm-base-url", url, "--llm-model", "echo-200",
+            "--llm-record", str(cassette),
+        ),
+    ]  # fmt: skip
+    assert [proc.returncode for proc in runs] == [3, 0], [proc.stderr for proc in runs]
+    assert json.loads(runs[1].stdout)["reply"] == "you sent Basic <redacted> (<redacted>)"
+    for text in [cassette.read_text(), *(proc.stdout + proc.stderr for proc in runs)]:
+        for form in [*_forms(token), *_forms(f"{token}:")]:
+            assert form not in text, (form, text)
+
+
+def test_credentials_outside_ascii_are_refused_unshown() -> None:
+    proc = run_cli(
+        "llm-check", "--llm-base-url", "http://alice:p%C3%A4ssw%C3%B6rd@127.0.0.1:9/v1",
+        "--llm-model", "m",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "printable ASCII" in proc.stderr, proc.stderr
+    assert "ssw" not in proc.stderr, proc.stderr
+
+
+def test_a_redirect_to_another_origin_is_not_followed(hostile: str) -> None:
+    proc = run_cli("llm-check", "--llm-base-url", hostile, "--llm-model", "redirect")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "307" in proc.stderr and "followed" not in proc.stdout + proc.stderr, proc.stderr
+
+
+def test_a_fallback_warning_cannot_drive_the_terminal(repo: Path, hostile: str) -> None:
+    proc = run_cli(
+        "localize", "--repo", str(repo), "--issue-text", "apply_discount fails",
+        "--pipeline", "blagent", "--llm-base-url", hostile, "--llm-model", "terminal",
+        "--llm-max-retries", "0",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "fell back to retrieval" in proc.stderr and "PWNED" in proc.stderr, proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr, proc.stderr
 
 
 def test_llm_options_are_checked_by_range(repo: Path) -> None:

@@ -247,10 +247,12 @@ def cmd_localize(args: argparse.Namespace) -> int:
 
 
 def _warn_llm(llm: dict[str, Any] | None) -> None:
-    """Says on stderr when LLM stages fell back to retrieval."""
+    """Says on stderr, in one line, when LLM stages fell back to retrieval (the reason may
+    quote the endpoint's reply: it is escaped, so a server cannot drive the terminal)."""
     if llm and llm["fallbacks"]:
+        first = _io.printable(llm["fallbacks"][0])
         print(
-            f"blagent: {len(llm['fallbacks'])} LLM stage(s) fell back to retrieval: {llm['fallbacks'][0]}",
+            f"blagent: {len(llm['fallbacks'])} LLM stage(s) fell back to retrieval: {first}",
             file=sys.stderr,
         )
 

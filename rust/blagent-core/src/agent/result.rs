@@ -182,7 +182,8 @@ pub struct LlmRun {
     pub model: std::sync::Arc<dyn crate::llm::ChatModel>,
     /// The pipeline options (`top_k` is set by the run).
     pub options: LlmOptions,
-    /// The configured model name (`LlmConfig::model`), which profiles are fitted for.
+    /// The name of the model the run asks (`LlmConfig::model`, or the replayed cassette's when
+    /// that is not set), which profiles are fitted for.
     pub model_name: String,
     /// What the run reads besides its options' files: the configuration's (replay cassette,
     /// price table, tokenizer) and those given to [`LlmRun::from_config_reading`]. With the
@@ -226,25 +227,26 @@ impl LlmRun {
         }
         options.validate()?;
         super::prompts::Prompts::load(options.prompts_dir.as_deref())?;
+        let reads = config.reads(inputs);
+        let (model, model_name) =
+            crate::llm::model_named_reading(config, &with_options(&reads, &options))?;
         if let Some(path) = &options.profile {
             let profile = LlmProfile::load(path)?;
-            if !config.model.is_empty() && profile.model != config.model {
+            if !model_name.is_empty() && profile.model != model_name {
                 return Err(crate::Error::InvalidInput(format!(
                     "LLM profile {} was fitted for model {:?}, this run's model is {:?}: \
                      calibrate this model (blagent calibrate) or leave the profile out",
                     path.display(),
                     profile.model,
-                    config.model
+                    model_name
                 )));
             }
             options.trust = Some(profile);
         }
-        let reads = config.reads(inputs);
-        let model = crate::llm::model_reading(config, &with_options(&reads, &options))?.into();
         Ok(LlmRun {
-            model,
+            model: model.into(),
             options,
-            model_name: config.model.clone(),
+            model_name,
             reads,
             recording: config.record.clone(),
         })

@@ -25,17 +25,38 @@ pub fn model_from_config(config: &LlmConfig) -> Result<Box<dyn ChatModel>> {
 /// configuration's own files: [`LlmConfig::reads`]), which the cassette it records may not
 /// be, nor lie inside.
 pub fn model_reading(config: &LlmConfig, inputs: &Inputs) -> Result<Box<dyn ChatModel>> {
+    model_named_reading(config, inputs).map(|(model, _)| model)
+}
+
+/// [`model_reading`] and the name of the model the run asks: the configured one, or, replaying
+/// a cassette without one, the cassette's (what a profile must have been fitted for).
+pub fn model_named_reading(
+    config: &LlmConfig,
+    inputs: &Inputs,
+) -> Result<(Box<dyn ChatModel>, String)> {
     let config = config.clone().validated()?;
     let replay = match &config.replay {
         Some(path) if config.model.is_empty() => Some(ReplayModel::open(path)?),
         Some(path) => Some(ReplayModel::open_with_model(path, &config.model)?),
         None => None,
     };
+    let name = replay
+        .as_ref()
+        .map_or(config.model.clone(), |r| r.model().to_owned());
+    Ok((model_around(replay, &config, inputs)?, name))
+}
+
+/// The model of `config` (validated) around the cassette `replay` it replays, if any.
+fn model_around(
+    replay: Option<ReplayModel>,
+    config: &LlmConfig,
+    inputs: &Inputs,
+) -> Result<Box<dyn ChatModel>> {
     let model: Box<dyn ChatModel> = match (replay, &config.base_url) {
         (Some(replay), None) => return Ok(Box::new(replay)),
         (None, None) => return Ok(Box::new(NoModel)),
-        (None, Some(_)) => Box::new(HttpModel::new(&config)?),
-        (Some(replay), Some(_)) => Box::new(replay.then_live(Box::new(HttpModel::new(&config)?))),
+        (None, Some(_)) => Box::new(HttpModel::new(config)?),
+        (Some(replay), Some(_)) => Box::new(replay.then_live(Box::new(HttpModel::new(config)?))),
     };
     Ok(match &config.record {
         Some(path) => Box::new(RecordingModel::create(

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::redact::{redact_url_passwords, url_secrets, Redactor, Secret};
+use super::redact::{
+    proxy_secrets, redact_url_credentials, url_credentials_are_ascii, url_secrets, Redactor,
+    Secret,
+};
 use super::{ChatRequest, Message};
 use crate::error::{Error, Result};
 
@@ -168,6 +171,14 @@ impl LlmConfig {
                 );
             }
         }
+        // The same for credentials in the base URL, which go out as basic authentication.
+        if !self.base_url.as_deref().is_none_or(url_credentials_are_ascii) {
+            return bad(
+                "the base URL's user or password holds characters other than printable ASCII; \
+                 credentials are ASCII"
+                    .to_owned(),
+            );
+        }
         if self.replay.is_some() && self.replay == self.record {
             return bad("replay and record need two cassettes".to_owned());
         }
@@ -189,12 +200,16 @@ impl LlmConfig {
         Duration::from_secs_f64(self.request_timeout_s)
     }
 
-    /// The redactor of this configuration's secrets: the API key, and the base URL's password
-    /// and `user:password` pair ([`url_secrets`]).
+    /// The redactor of this configuration's secrets: the API key, the base URL's credentials
+    /// ([`url_secrets`]) and, with an endpoint, those of the proxies the HTTP client takes from
+    /// the environment ([`proxy_secrets`]).
     pub fn redactor(&self) -> Redactor {
         let mut secrets: Vec<Secret> = self.api_key.iter().cloned().collect();
         if let Some(url) = &self.base_url {
             secrets.extend(url_secrets(url));
+        }
+        if self.base_url.is_some() {
+            secrets.extend(proxy_secrets());
         }
         Redactor::new(&secrets)
     }
@@ -218,7 +233,7 @@ impl LlmConfig {
 /// `/openai/v1`) are kept as given.
 pub fn normalize_base_url(url: &str) -> Result<String> {
     let bad = |why: &str| {
-        Error::InvalidInput(redact_url_passwords(&format!(
+        Error::InvalidInput(redact_url_credentials(&format!(
             "LLM base URL {url:?}: {why}"
         )))
     };
@@ -248,7 +263,7 @@ fn serialize_redacted_url<S: Serializer>(
     serializer: S,
 ) -> std::result::Result<S::Ok, S::Error> {
     match url {
-        Some(url) => serializer.serialize_some(&redact_url_passwords(url)),
+        Some(url) => serializer.serialize_some(&redact_url_credentials(url)),
         None => serializer.serialize_none(),
     }
 }
@@ -337,8 +352,8 @@ mod tests {
         let err = normalize_base_url("ftp://user:hunter2@h/v1").unwrap_err();
         assert!(!err.to_string().contains("hunter2"), "{err}");
         assert_eq!(
-            redact_url_passwords("see https://a:b@h/x and http://h/ and http://u@h/"),
-            "see https://a:<redacted>@h/x and http://h/ and http://u@h/"
+            redact_url_credentials("see https://a:b@h/x and http://h/ and http://u@h/"),
+            "see https://a:<redacted>@h/x and http://h/ and http://<redacted>@h/"
         );
     }
 

@@ -124,6 +124,25 @@ struct WireUsage {
     completion_tokens: u64,
 }
 
+/// The most redirects a request follows.
+const MAX_REDIRECTS: usize = 5;
+
+/// Redirects are followed only within the endpoint's origin (scheme, host and port), at most
+/// [`MAX_REDIRECTS`]: a prompt carries the repository's code, and a redirect elsewhere would
+/// send it to a host the user never named. Any other redirect is the endpoint's answer, an
+/// HTTP error.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first();
+        let same_origin = first.is_some_and(|from| from.origin() == attempt.url().origin());
+        if !same_origin || attempt.previous().len() > MAX_REDIRECTS {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 impl HttpModel {
     /// A model for `config`'s endpoint (validated first). Loads the configured tokenizer for
     /// estimates, if any.
@@ -135,6 +154,7 @@ impl HttpModel {
         let client = reqwest::blocking::Client::builder()
             .connect_timeout(config.connect_timeout())
             .timeout(config.request_timeout())
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|e| Error::Llm(format!("cannot create the HTTP client: {}", chain(&e))))?;
         Ok(HttpModel {

@@ -24,7 +24,7 @@ mod scripted;
 use serde::{Deserialize, Serialize};
 
 pub use self::backoff::{parse_retry_after, Backoff, BACKOFF_CAP, RETRY_AFTER_CAP};
-pub use self::client::{model_from_config, model_reading, LlmClient};
+pub use self::client::{model_from_config, model_named_reading, model_reading, LlmClient};
 pub use self::config::{
     normalize_base_url, LlmConfig, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, MAX_TIMEOUT_S,
 };
@@ -32,7 +32,7 @@ pub use self::flags::{config_flags, ConfigFlag};
 pub use self::http::{HttpModel, RETRYABLE_STATUSES};
 pub use self::limit::{ConcurrencyLimit, Permit};
 pub use self::prices::{ModelPrice, PriceTable};
-pub use self::redact::{redact_url_passwords, url_secrets, Redactor, Secret, REDACTED};
+pub use self::redact::{redact_url_credentials, url_secrets, Redactor, Secret, REDACTED};
 pub use self::replay::{request_key, CassetteEntry, RecordedRequest, RecordingModel, ReplayModel};
 pub use self::scripted::ScriptedModel;
 pub use self::usage::{

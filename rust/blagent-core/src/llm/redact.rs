@@ -68,7 +68,7 @@ const PATTERN_SIZE_LIMIT: usize = 64 << 20;
 const MAX_VARIANT_CHARS: usize = 1024;
 
 /// Replaces secrets, in every form a server could send them back in, with [`REDACTED`]; then
-/// the password of any URL in the text ([`redact_url_passwords`]). Its `Debug` output shows no
+/// the password of any URL in the text ([`redact_url_credentials`]). Its `Debug` output shows no
 /// secret.
 #[derive(Clone, Default)]
 pub struct Redactor {
@@ -122,7 +122,7 @@ impl Redactor {
             Some(pattern) => pattern.replace_all(text, REDACTED).into_owned(),
             None => text.to_owned(),
         };
-        redact_url_passwords(&scrubbed)
+        redact_url_credentials(&scrubbed)
     }
 
     /// Whether there is a secret to redact (URL passwords are redacted anyway).
@@ -230,38 +230,73 @@ fn json_short_escape(c: char) -> Option<&'static str> {
     })
 }
 
-/// `text` with the password of every URL in it (`scheme://user:password@host`) replaced by
-/// [`REDACTED`].
-pub fn redact_url_passwords(text: &str) -> String {
-    static USERINFO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+/// `text` with the credentials of every URL in it replaced by [`REDACTED`]: the password of
+/// `scheme://user:password@host`, and the user of `scheme://user@host`, which is sent as basic
+/// authentication too (`user:`), so a token given there is a credential.
+pub fn redact_url_credentials(text: &str) -> String {
+    static PASSWORD: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:)[^/?#\s]*@")
             .expect("a valid pattern")
     });
-    USERINFO
-        .replace_all(text, format!("${{head}}{REDACTED}@").as_str())
+    static USER_ONLY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s:<>]+@")
+            .expect("a valid pattern")
+    });
+    let replacement = format!("${{head}}{REDACTED}@");
+    let text = PASSWORD.replace_all(text, replacement.as_str());
+    USER_ONLY
+        .replace_all(&text, replacement.as_str())
         .into_owned()
 }
 
-/// The credentials of a URL that must never show: its password, and the `user:password` pair
-/// that goes out as basic authentication, each as written in the URL and percent-decoded (the
-/// header carries the decoded pair). None without a password.
+/// The shortest user name (of a URL without a password) redacted wherever it appears, not
+/// only as the basic-authentication pair: a token is long, a short name would blot out words.
+const MIN_USER_TOKEN_CHARS: usize = 8;
+
+/// The credentials of a URL that must never show, each as written in the URL and
+/// percent-decoded (the header carries the decoded pair): its password and the `user:password`
+/// pair that goes out as basic authentication; without a password, the pair `user:` and (a
+/// token given as the user name) the user itself. None without either.
 pub fn url_secrets(url: &str) -> Vec<Secret> {
     let Ok(parsed) = reqwest::Url::parse(url) else {
         return Vec::new();
     };
-    let Some(password) = parsed.password().filter(|p| !p.is_empty()) else {
-        return Vec::new();
-    };
     let user = parsed.username();
+    let password = parsed.password().unwrap_or_default();
+    if user.is_empty() && password.is_empty() {
+        return Vec::new();
+    }
     let mut out = vec![
-        password.to_owned(),
         format!("{user}:{password}"),
-        percent_decode(password),
         format!("{}:{}", percent_decode(user), percent_decode(password)),
     ];
+    if !password.is_empty() {
+        out.extend([password.to_owned(), percent_decode(password)]);
+    } else if percent_decode(user).chars().count() >= MIN_USER_TOKEN_CHARS {
+        out.extend([user.to_owned(), percent_decode(user)]);
+    }
     out.sort();
     out.dedup();
     out.into_iter().map(Secret::new).collect()
+}
+
+/// Whether the user and password of `url` (percent-decoded) are printable ASCII, or absent.
+pub(super) fn url_credentials_are_ascii(url: &str) -> bool {
+    reqwest::Url::parse(url).map_or(true, |parsed| {
+        let pair = format!("{}:{}", parsed.username(), parsed.password().unwrap_or_default());
+        percent_decode(&pair).bytes().all(|b| b.is_ascii_graphic())
+    })
+}
+
+/// The credentials of the proxies the HTTP client takes from the environment (`HTTP_PROXY`,
+/// `HTTPS_PROXY`, `ALL_PROXY`, in either case): a proxy may echo them, as an endpoint may.
+pub fn proxy_secrets() -> Vec<Secret> {
+    ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]
+        .iter()
+        .flat_map(|name| [name.to_string(), name.to_lowercase()])
+        .filter_map(|name| std::env::var(name).ok())
+        .flat_map(|url| url_secrets(&url))
+        .collect()
 }
 
 fn percent_decode(text: &str) -> String {
@@ -357,7 +392,16 @@ mod tests {
             secrets,
             ["al ice:s@cret", "al%20ice:s%40cret", "s%40cret", "s@cret"]
         );
-        assert!(url_secrets("http://user@h/").is_empty());
+        let token: Vec<String> = url_secrets("http://sk-USERTOKEN123@h/")
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
+        assert_eq!(token, ["sk-USERTOKEN123", "sk-USERTOKEN123:"]);
+        let name: Vec<String> = url_secrets("http://al@h/")
+            .iter()
+            .map(|s| s.expose().to_owned())
+            .collect();
+        assert_eq!(name, ["al:"], "a short name is redacted as the pair only");
         assert!(url_secrets("http://h/").is_empty());
         assert!(url_secrets("not a url").is_empty());
     }
