@@ -343,7 +343,7 @@ def test_calibrate_writes_a_profile_that_eval_loads_for_its_model_only(
     replayed = ["--dataset", str(data), "--repos", str(trees), "--quiet", "--pipeline", "blagent"]
     replayed += ["--llm-replay", str(cassette), "--llm-profile", str(profile)]
     refused = run_cli("eval", *replayed)
-    assert refused.returncode == 1 and "this run's model is \"other\"" in refused.stderr, (
+    assert refused.returncode == 1 and 'this run\'s model is "other"' in refused.stderr, (
         refused.stderr
     )
     fused = run_cli(
