@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,7 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from blagent import Hints, InputError, Localizer, LocalizeRequest
+from blagent import Hints, InputError, Localizer, LocalizeRequest, ModelError, _core
+from blagent.models import default_model_dir
 from test_cli import run
 from test_localizer import ISSUE
 
@@ -729,3 +731,26 @@ def test_an_interrupt_stops_the_call_in_progress_not_later_ones_in_other_threads
             thread.join(timeout=60)
     later = [outcome for started, outcome in outcomes if started >= handled + 0.5]
     assert later and set(later) == {"ok"}, later
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("num_attention_heads", 0, "num_attention_heads must be from 1"),
+        ("num_attention_heads", 7, "does not split over 7 attention heads"),
+        ("max_position_embeddings", 100_000_000, "max_position_embeddings must be from 1"),
+    ],
+)
+def test_a_model_folder_whose_sizes_no_model_has_is_a_clear_error(
+    tmp_path: Path, field: str, value: int, why: str
+) -> None:
+    """A head count of 0 divided by zero (a panic through the Python API); sizes that build
+    tables before any weight is read asked for unbounded memory."""
+    folder = tmp_path / "model"
+    shutil.copytree(default_model_dir(), folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, field: value}))
+    with pytest.raises(ModelError, match=why):
+        _core.Encoder(str(folder))
+    with pytest.raises(ModelError, match=why):
+        Localizer(dense=True, model_dir=folder)

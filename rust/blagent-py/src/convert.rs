@@ -26,11 +26,18 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> blagent_core::Result<St
 
 /// `T` from JSON text (`what` names it in the error), its default when `None`.
 pub(crate) fn parse<T: DeserializeOwned + Default>(what: &str, json: Option<&str>) -> PyResult<T> {
+    parse_or_default(what, json).map_err(to_py)
+}
+
+fn parse_or_default<T: DeserializeOwned + Default>(
+    what: &str,
+    json: Option<&str>,
+) -> blagent_core::Result<T> {
     json.map_or_else(
         || Ok(T::default()),
         |text| {
             serde_json::from_str(text)
-                .map_err(|e| to_py(Error::InvalidInput(format!("invalid {what}: {e}"))))
+                .map_err(|e| Error::InvalidInput(format!("invalid {what}: {e}")))
         },
     )
 }
@@ -43,22 +50,20 @@ pub(crate) fn parse_required<T: DeserializeOwned>(what: &str, json: &str) -> PyR
 
 /// The LLM run for the pipelines, when an LLM configuration or LLM options are given, in a
 /// run that reads `inputs`: a recorded cassette may not be one of them or lie inside.
-pub(crate) fn llm_run(
+pub(crate) fn core_llm_run(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
     inputs: Inputs,
-) -> PyResult<Option<LlmRun>> {
+) -> blagent_core::Result<Option<LlmRun>> {
     if llm_options_json.is_none() && llm_config_json.is_none() {
         return Ok(None);
     }
-    let options: LlmOptions = parse("LLM options", llm_options_json)?;
-    let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}")).map_err(to_py)?;
-    LlmRun::from_config_reading(options, &config, inputs)
-        .map(Some)
-        .map_err(to_py)
+    let options: LlmOptions = parse_or_default("LLM options", llm_options_json)?;
+    let config = LlmConfig::from_json(llm_config_json.unwrap_or("{}"))?;
+    LlmRun::from_config_reading(options, &config, inputs).map(Some)
 }
 
-/// [`llm_run`] for a dataset job: the `dataset` and `repos` its configuration JSON names are
+/// [`core_llm_run`] for a dataset job: the `dataset` and `repos` its configuration JSON names are
 /// inputs.
 pub(crate) fn llm_run_reading(
     llm_options_json: Option<&str>,
@@ -68,5 +73,5 @@ pub(crate) fn llm_run_reading(
     let job: serde_json::Value = serde_json::from_str(job_config_json).unwrap_or_default();
     let path = |key: &str| job.get(key).and_then(serde_json::Value::as_str);
     let inputs = Inputs::new().file(path("dataset")).folder(path("repos"));
-    llm_run(llm_options_json, llm_config_json, inputs)
+    core_llm_run(llm_options_json, llm_config_json, inputs).map_err(to_py)
 }

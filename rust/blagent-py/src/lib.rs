@@ -25,7 +25,7 @@ mod convert;
 mod distributed;
 mod errors;
 
-use convert::{llm_run, llm_run_reading, parse, parse_required, run, to_json};
+use convert::{core_llm_run, llm_run_reading, parse, parse_required, run, to_json};
 use errors::{
     to_py, BlagentError, BlagentIOError, InputError, InternalError, LlmError, ModelError,
 };
@@ -90,22 +90,35 @@ impl PyLocalizer {
     #[new]
     #[pyo3(signature = (options_json=None, llm_options_json=None, llm_config_json=None, reads=Vec::new()))]
     fn new(
+        py: Python<'_>,
         options_json: Option<&str>,
         llm_options_json: Option<&str>,
         llm_config_json: Option<&str>,
         reads: Vec<PathBuf>,
     ) -> PyResult<Self> {
         let options: LocalizeOptions = parse("options", options_json)?;
-        let mut inner = Localizer::new(options).map_err(to_py)?;
         let (folders, files): (Vec<PathBuf>, Vec<PathBuf>) =
             reads.into_iter().partition(|path| path.is_dir());
         let inputs = files.into_iter().fold(
             blagent_core::repo::Inputs::new().folders(folders),
             |inputs, file| inputs.file(Some(file)),
         );
-        if let Some(run) = llm_run(llm_options_json, llm_config_json, inputs)? {
-            inner = inner.with_llm(run);
-        }
+        let llm_options_json = llm_options_json.map(str::to_owned);
+        let llm_config_json = llm_config_json.map(str::to_owned);
+        // Loading the encoder and a cassette can take a while (and fail any way): it runs
+        // as every call does, interruptible, a panic an error.
+        let inner = run(py, move || {
+            let inner = Localizer::new(options)?;
+            let llm = core_llm_run(
+                llm_options_json.as_deref(),
+                llm_config_json.as_deref(),
+                inputs,
+            )?;
+            Ok(match llm {
+                Some(llm) => inner.with_llm(llm),
+                None => inner,
+            })
+        })?;
         Ok(PyLocalizer {
             inner: Arc::new(inner),
         })

@@ -136,11 +136,42 @@ impl Encoder {
             Architecture::Bert => {
                 let config: bert::Config = serde_json::from_value(folder.config.clone())
                     .map_err(|e| Error::Model(format!("config.json: {e}")))?;
+                check_sizes(&[
+                    (
+                        "num_attention_heads",
+                        config.num_attention_heads,
+                        1,
+                        MAX_WIDTH,
+                    ),
+                    ("hidden_size", config.hidden_size, 1, MAX_WIDTH),
+                    ("num_hidden_layers", config.num_hidden_layers, 1, MAX_LAYERS),
+                    (
+                        "max_position_embeddings",
+                        config.max_position_embeddings,
+                        1,
+                        MAX_POSITIONS,
+                    ),
+                ])?;
+                check_heads(config.hidden_size, config.num_attention_heads)?;
                 Model::Bert(Bert::load(&vb, &config, precision).map_err(model_err)?)
             }
             Architecture::NomicBert => {
                 let config: nomic_bert::Config = serde_json::from_value(folder.config.clone())
                     .map_err(|e| Error::Model(format!("config.json: {e}")))?;
+                check_sizes(&[
+                    ("n_head", config.n_head, 1, MAX_WIDTH),
+                    ("n_embd", config.n_embd, 1, MAX_WIDTH),
+                    ("n_layer", config.n_layer, 1, MAX_LAYERS),
+                    ("n_positions", config.n_positions, 1, MAX_POSITIONS),
+                ])?;
+                check_heads(config.n_embd, config.n_head)?;
+                // The rotary tables (positions × rotated dimensions) are built from these alone.
+                let fraction = config.rotary_emb_fraction;
+                if !(fraction > 0.0 && fraction <= 1.0) {
+                    return Err(Error::Model(format!(
+                        "config.json: rotary_emb_fraction must be above 0 and at most 1, not {fraction}"
+                    )));
+                }
                 Model::NomicBert(nomic_bert::NomicBertModel::load(vb, &config).map_err(model_err)?)
             }
         };
@@ -275,6 +306,37 @@ fn l2_normalize(x: &Tensor) -> candle_core::Result<Tensor> {
         .sqrt()?
         .clamp(1e-12, f64::MAX)?;
     x.broadcast_div(&norm)
+}
+
+/// The widest hidden layer a model folder may declare (the largest encoders have 4,096).
+const MAX_WIDTH: usize = 16_384;
+/// The most layers a model folder may declare.
+const MAX_LAYERS: usize = 256;
+/// The most positions a model folder may declare: tables of this length are built before any
+/// weight is read, so a lying `config.json` could ask for any amount of memory.
+const MAX_POSITIONS: usize = 65_536;
+
+/// Each `(name, value, least, most)` of `config.json` within its range, else a model error
+/// naming it (a zero head count divided by zero; huge sizes asked for unbounded memory).
+fn check_sizes(sizes: &[(&str, usize, usize, usize)]) -> Result<()> {
+    for &(name, value, least, most) in sizes {
+        if !(least..=most).contains(&value) {
+            return Err(Error::Model(format!(
+                "config.json: {name} must be from {least} to {most}, not {value}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The hidden width splits evenly over the attention heads.
+fn check_heads(width: usize, heads: usize) -> Result<()> {
+    if !width.is_multiple_of(heads) {
+        return Err(Error::Model(format!(
+            "config.json: the hidden width {width} does not split over {heads} attention heads"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

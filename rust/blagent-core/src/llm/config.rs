@@ -8,8 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::redact::{
-    proxy_secrets, redact_url_credentials, url_credentials_are_ascii, url_secrets, Redactor,
-    Secret,
+    proxy_secrets, redact_url_credentials, url_credentials_are_ascii, url_secrets, Redactor, Secret,
 };
 use super::{ChatRequest, Message};
 use crate::error::{Error, Result};
@@ -172,7 +171,11 @@ impl LlmConfig {
             }
         }
         // The same for credentials in the base URL, which go out as basic authentication.
-        if !self.base_url.as_deref().is_none_or(url_credentials_are_ascii) {
+        if !self
+            .base_url
+            .as_deref()
+            .is_none_or(url_credentials_are_ascii)
+        {
             return bad(
                 "the base URL's user or password holds characters other than printable ASCII; \
                  credentials are ASCII"

@@ -283,7 +283,11 @@ pub fn url_secrets(url: &str) -> Vec<Secret> {
 /// Whether the user and password of `url` (percent-decoded) are printable ASCII, or absent.
 pub(super) fn url_credentials_are_ascii(url: &str) -> bool {
     reqwest::Url::parse(url).map_or(true, |parsed| {
-        let pair = format!("{}:{}", parsed.username(), parsed.password().unwrap_or_default());
+        let pair = format!(
+            "{}:{}",
+            parsed.username(),
+            parsed.password().unwrap_or_default()
+        );
         percent_decode(&pair).bytes().all(|b| b.is_ascii_graphic())
     })
 }
