@@ -47,13 +47,26 @@ impl TokenCounter {
         Ok(TokenCounter::Tokenizer(Box::new(tokenizer)))
     }
 
-    /// Tokens in `text`.
+    /// Tokens in `text`. A tokenizer reads at most [`MAX_TOKENIZED_BYTES`] of it (it takes
+    /// some 185 bytes of memory per character) and the rest is counted at the rate of that
+    /// part.
     pub fn count(&self, text: &str) -> u64 {
         match self {
             TokenCounter::CharsPerToken => text.chars().count().div_ceil(CHARS_PER_TOKEN) as u64,
-            TokenCounter::Tokenizer(tokenizer) => tokenizer
-                .encode(text, false)
-                .map_or_else(|_| Self::CharsPerToken.count(text), |e| e.len() as u64),
+            TokenCounter::Tokenizer(tokenizer) => {
+                let mut cut = text.len().min(MAX_TOKENIZED_BYTES);
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                let head = &text[..cut];
+                let tokens = tokenizer
+                    .encode(head, false)
+                    .map_or_else(|_| Self::CharsPerToken.count(head), |e| e.len() as u64);
+                if cut == text.len() || cut == 0 {
+                    return tokens;
+                }
+                (tokens as f64 * text.len() as f64 / cut as f64).ceil() as u64
+            }
         }
     }
 
@@ -70,6 +83,9 @@ impl TokenCounter {
         }
     }
 }
+
+/// The most bytes of one text a tokenizer counts; the rest is extrapolated.
+pub const MAX_TOKENIZED_BYTES: usize = 1 << 20;
 
 /// Tokens and calls of one stage (or of all, in [`UsageSummary::total`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -238,6 +254,12 @@ mod tests {
         assert!(matches!(counter, TokenCounter::Tokenizer(_)));
         // Four words; the chars/4 fallback would say 5.
         assert_eq!(counter.count("hello world foo bar"), 4);
+        // A reply past the tokenized part (20 MB of it once took 3.8 GB) is counted at that
+        // part's rate: "hello " is one token in six bytes.
+        let long = "hello ".repeat(4 * MAX_TOKENIZED_BYTES / 6);
+        let counted = counter.count(&long);
+        let words = (long.len() / 6) as u64;
+        assert!(counted.abs_diff(words) <= words / 1000, "{counted} against {words}");
     }
 
     /// A 600-byte file asking for padding to 10^11 tokens once made counting allocate 400 GB
