@@ -8,6 +8,8 @@ import json
 import os
 import pty
 import re
+import shutil
+import struct
 import subprocess
 import sys
 import threading
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from blagent import InputError, Localizer
+from blagent.models import default_model_dir
 from conftest import PRECISION_SUFFIX, expected_encoder_precision
 
 ISSUE = (
@@ -91,7 +94,9 @@ def test_texts_are_truncated_at_128_tokens_unless_asked(repo: Path, tmp_path: Pa
         (manifest,) = manifests(cache)
         model = json.loads(manifest.read_text())["model"]
         suffix = PRECISION_SUFFIX[expected_encoder_precision()]
-        assert model.endswith(suffix) and model.removesuffix(suffix).endswith(length), model
+        # Then a hash of the weights and tokenizer, then the precision.
+        assert model.endswith(suffix), model
+        assert re.search(f"{length}/c[0-9a-f]{{16}}$", model.removesuffix(suffix)), model
 
 
 def test_cli_dense_flag(repo: Path, tmp_path: Path) -> None:
@@ -223,3 +228,18 @@ def test_eval_with_given_rewrites_reports_the_pool(repo: Path, tmp_path: Path) -
         [*base, "--queries", str(queries)], capture_output=True, text=True, check=False
     )
     assert without_dense.returncode == 1 and "needs --dense" in without_dense.stderr
+
+
+def test_a_model_of_the_same_name_and_sizes_gets_its_own_cache(repo: Path, tmp_path: Path) -> None:
+    """A fine-tune as large as its base (here: one weight changed) used to read the base's
+    cached vectors: the identity named only the model's name and sizes."""
+    tuned = tmp_path / "tuned"
+    shutil.copytree(default_model_dir(), tuned)
+    weights = tuned / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-4:] = struct.pack("<f", struct.unpack("<f", bytes(data[-4:]))[0] + 0.5)
+    weights.write_bytes(bytes(data))
+    cache = tmp_path / "cache"
+    localize(repo, cache)
+    localize(repo, cache, model_dir=tuned)
+    assert len([p for p in (cache / "embeddings").iterdir() if p.is_dir()]) == 2

@@ -63,16 +63,17 @@ impl EmbeddingCache {
         self.dir.join(&name[..2]).join(&name[2..])
     }
 
-    /// The cached vector for `text`, if a sound entry exists. A corrupt entry is removed;
-    /// the second value says whether that happened.
-    pub fn get(&self, text: &str, kind: TextKind) -> (Option<Vec<f32>>, bool) {
+    /// The cached vector for `text`, if a sound entry of `dimension` floats exists. A corrupt
+    /// entry (or a sound one of another size) is removed; the second value says whether that
+    /// happened.
+    pub fn get(&self, text: &str, kind: TextKind, dimension: usize) -> (Option<Vec<f32>>, bool) {
         let path = self.path(text, kind);
         // An entry is a few kilobytes; anything else in its place (a FIFO, a huge file) is
         // a miss, read no further.
         let Ok(bytes) = read_bounded(&path, MAX_SMALL_FILE_BYTES) else {
             return (None, false);
         };
-        if let Some(vector) = decode(&bytes) {
+        if let Some(vector) = decode(&bytes).filter(|v| v.len() == dimension) {
             (Some(vector), false)
         } else {
             let _ = fs::remove_file(&path);
@@ -85,6 +86,10 @@ impl EmbeddingCache {
         let path = self.path(text, kind);
         let parent = path.parent().expect("entries live in a shard folder");
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        if path.is_dir() {
+            // Not an entry, and not blagent's to remove: this vector is just not stored.
+            return Ok(());
+        }
         let mut file = tempfile::NamedTempFile::new_in(parent).map_err(|e| Error::io(parent, e))?;
         file.write_all(&encode(vector))
             .map_err(|e| Error::io(file.path(), e))?;
@@ -114,8 +119,9 @@ impl EmbeddingCache {
         let mut stats = CacheStats::default();
         let mut out: Vec<Option<Vec<f32>>> = Vec::with_capacity(texts.len());
         let mut missing = Vec::new();
+        let dimension = encoder.folder().dimension;
         for (i, text) in texts.iter().enumerate() {
-            let (vector, discarded) = self.get(text, kind);
+            let (vector, discarded) = self.get(text, kind, dimension);
             stats.discarded += usize::from(discarded);
             if vector.is_none() {
                 missing.push(i);
@@ -191,13 +197,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            a.get("# x.py\ndef f(): pass", TextKind::Document).0,
+            a.get("# x.py\ndef f(): pass", TextKind::Document, 3).0,
             Some(vec![1.0, -2.5, 3.25])
         );
-        assert_eq!(a.get("# x.py\ndef f(): pass", TextKind::Query).0, None);
-        assert_eq!(b.get("# x.py\ndef f(): pass", TextKind::Document).0, None);
+        assert_eq!(a.get("# x.py\ndef f(): pass", TextKind::Query, 3).0, None);
         assert_eq!(
-            a.get("# y.py\ndef f(): pass", TextKind::Document).0,
+            b.get("# x.py\ndef f(): pass", TextKind::Document, 3).0,
+            None
+        );
+        assert_eq!(
+            a.get("# y.py\ndef f(): pass", TextKind::Document, 3).0,
             None,
             "the path header is part of the key"
         );
@@ -217,9 +226,19 @@ mod tests {
                 bytes[12] ^= 0x40;
             }
             fs::write(&path, bytes).unwrap();
-            assert_eq!(cache.get(text, TextKind::Document), (None, true));
+            assert_eq!(cache.get(text, TextKind::Document, 8), (None, true));
             assert!(!path.exists(), "a corrupt entry is removed");
         }
+        // Sound, but of another model's size: it failed every run until the cache was cleared.
+        cache.put("short", TextKind::Document, &[0.5; 4]).unwrap();
+        assert_eq!(cache.get("short", TextKind::Document, 8), (None, true));
+        assert!(!cache.path("short", TextKind::Document).exists());
+        // A folder in an entry's place is not removed, and the vector is just not stored.
+        let folder = cache.path("folder", TextKind::Document);
+        fs::create_dir_all(folder.join("inside")).unwrap();
+        cache.put("folder", TextKind::Document, &[0.5; 8]).unwrap();
+        assert_eq!(cache.get("folder", TextKind::Document, 8), (None, false));
+        assert!(folder.join("inside").is_dir());
     }
 
     /// A FIFO or a device in an entry's place once blocked (or filled memory): it is a miss,
@@ -241,7 +260,7 @@ mod tests {
             } else {
                 std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
             }
-            assert_eq!(cache.get(text, TextKind::Document), (None, false));
+            assert_eq!(cache.get(text, TextKind::Document, 8), (None, false));
             assert!(fs::symlink_metadata(&path).is_ok());
         }
     }
@@ -255,7 +274,7 @@ mod tests {
                 scope.spawn(|| {
                     for _ in 0..20 {
                         cache.put("same", TextKind::Document, &[1.0, 2.0]).unwrap();
-                        if let (Some(v), _) = cache.get("same", TextKind::Document) {
+                        if let (Some(v), _) = cache.get("same", TextKind::Document, 2) {
                             assert_eq!(v, vec![1.0, 2.0]);
                         }
                     }
@@ -263,7 +282,7 @@ mod tests {
             }
         });
         assert_eq!(
-            cache.get("same", TextKind::Document).0,
+            cache.get("same", TextKind::Document, 2).0,
             Some(vec![1.0, 2.0])
         );
     }

@@ -109,14 +109,14 @@ impl Encoder {
             Architecture::Bert => precision,
             Architecture::NomicBert => Precision::F32,
         };
-        match precision.runnable().map_err(Error::InvalidInput)? {
-            Precision::Bf16Amx => folder.identity.push_str(BF16_IDENTITY),
-            Precision::Bf16Avx512 => folder.identity.push_str(BF16_AVX512_IDENTITY),
-            Precision::F32 => {}
-        }
+        let precision = precision.runnable().map_err(Error::InvalidInput)?;
         let tokenizer_path = dir.join("tokenizer.json");
         let tokenizer_bytes = read_bounded(&tokenizer_path, MAX_DATA_FILE_BYTES)
             .map_err(|f| f.into_error(&tokenizer_path, "model file"))?;
+        // The caches key vectors by what makes them: two folders alike in name and sizes (a
+        // fine-tune of the same size) must not share them.
+        let mut contents = blake3::Hasher::new();
+        contents.update(&tokenizer_bytes);
         let mut tokenizer = Tokenizer::from_bytes(tokenizer_bytes)
             .map_err(|e| Error::Model(format!("{}: {e}", tokenizer_path.display())))?;
         tokenizer
@@ -130,6 +130,16 @@ impl Encoder {
         let weights_path = dir.join("model.safetensors");
         let weights = read_bounded(&weights_path, MAX_MODEL_BYTES)
             .map_err(|f| f.into_error(&weights_path, "model file"))?;
+        contents.update(&weights);
+        folder.identity.push_str("/c");
+        folder
+            .identity
+            .push_str(&contents.finalize().to_hex()[..16]);
+        match precision {
+            Precision::Bf16Amx => folder.identity.push_str(BF16_IDENTITY),
+            Precision::Bf16Avx512 => folder.identity.push_str(BF16_AVX512_IDENTITY),
+            Precision::F32 => {}
+        }
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(model_err)?;
         let model = match folder.architecture {

@@ -257,9 +257,12 @@ mod tests {
         // A reply past the tokenized part (20 MB of it once took 3.8 GB) is counted at that
         // part's rate: "hello " is one token in six bytes.
         let long = "hello ".repeat(4 * MAX_TOKENIZED_BYTES / 6);
-        let counted = counter.count(&long);
+        let estimate = counter.count(&long);
         let words = (long.len() / 6) as u64;
-        assert!(counted.abs_diff(words) <= words / 1000, "{counted} against {words}");
+        assert!(
+            estimate.abs_diff(words) <= words / 1000,
+            "{estimate} against {words}"
+        );
     }
 
     /// A 600-byte file asking for padding to 10^11 tokens once made counting allocate 400 GB
