@@ -280,7 +280,8 @@ pub fn url_secrets(url: &str) -> Vec<Secret> {
     out.into_iter().map(Secret::new).collect()
 }
 
-/// Whether the user and password of `url` (percent-decoded) are printable ASCII, or absent.
+/// Whether the user and password of `url` (percent-decoded) are printable ASCII (spaces
+/// included: they travel base64-encoded), or absent.
 pub(super) fn url_credentials_are_ascii(url: &str) -> bool {
     reqwest::Url::parse(url).map_or(true, |parsed| {
         let pair = format!(
@@ -288,7 +289,9 @@ pub(super) fn url_credentials_are_ascii(url: &str) -> bool {
             parsed.username(),
             parsed.password().unwrap_or_default()
         );
-        percent_decode(&pair).bytes().all(|b| b.is_ascii_graphic())
+        percent_decode(&pair)
+            .bytes()
+            .all(|b| b == b' ' || b.is_ascii_graphic())
     })
 }
 
