@@ -1,6 +1,7 @@
 """The `blagent` command line: JSON on stdout, progress and logs on stderr.
 
-Exit codes: 0 success, 1 bad input, 2 usage error, 3 I/O failure or internal error.
+Exit codes: 0 success, 1 bad input, 2 usage error, 3 I/O, model, LLM or internal failure,
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
