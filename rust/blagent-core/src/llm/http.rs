@@ -151,16 +151,6 @@ impl HttpModel {
         })
     }
 
-    /// The model name sent with each request.
-    pub fn model(&self) -> &str {
-        &self.model
-    }
-
-    /// The endpoint URL requests go to.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
     /// One attempt, holding a concurrency permit. The request runs on a thread of its own, so
     /// that neither a cancellation nor the request timeout waits for a hanging or dribbling
     /// endpoint: the attempt ends at its deadline, one request timeout after it was sent,
@@ -441,7 +431,7 @@ mod tests {
     #[test]
     fn url_name_and_debug_hide_the_key() {
         let m = model();
-        assert_eq!(m.url(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(m.url, "http://127.0.0.1:9/v1/chat/completions");
         assert_eq!(m.name(), "http:m");
         assert!(!format!("{m:?}").contains("sk-test-key"));
         let err = m.error("server said: bad key sk-test-key").to_string();
