@@ -139,12 +139,7 @@ impl JsonlWriter {
 
     /// Writes `value` as one line and flushes it.
     pub fn write(&mut self, value: &impl Serialize) -> Result<()> {
-        let mut line = serde_json::to_vec(value)?;
-        line.push(b'\n');
-        self.file
-            .write_all(&line)
-            .and_then(|()| self.file.flush())
-            .map_err(|e| Error::io(&self.path, e))
+        self.write_raw(&serde_json::to_string(value)?)
     }
 
     /// Writes `json`, one line of JSON text already serialized (no newline), as one line and
