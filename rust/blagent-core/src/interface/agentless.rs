@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn related_level_lines_name_the_top_files_functions_as_agentless_writes_them() {
         let entity = |path: &str, name: &str, kind: &str| Entity {
-            id: format!("{path}::{name}"),
+            id: crate::retrieve::entity_id(path, name),
             path: path.to_owned(),
             name: name.to_owned(),
             kind: kind.to_owned(),
