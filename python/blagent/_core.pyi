@@ -39,7 +39,6 @@ __all__ = [
     "encoder_precision",
     "evaluate",
     "parse_source",
-    "reformulate",
 ]
 
 __version__: str
@@ -51,8 +50,8 @@ GRANULARITIES: list[str]
 INDEX_KINDS: list[str]
 #: The jobs a `JobWorker` / `JobSink` runs: batch, eval.
 JOB_KINDS: list[str]
-#: The core's default of each setting: pipeline, granularity, top_k, index_kind,
-#: dense_max_tokens, folds, resamples, max_issue_bytes.
+#: The core's default of each setting: pipeline, granularity, index_kind, dense_max_tokens,
+#: folds, resamples, max_issue_bytes (the default top_k is DEFAULT_TOP_K).
 DEFAULTS: dict[str, Any]
 #: The languages blagent indexes, by name: python, java, kotlin.
 LANGUAGES: list[str]
@@ -156,7 +155,6 @@ def calibrate(
 ) -> str: ...
 def analyze_failures(config_json: str) -> str: ...
 def compare(config_json: str) -> str: ...
-def reformulate(issue: str) -> str: ...
 def parse_source(path: str, text: str) -> str: ...
 def blas_core() -> str: ...
 def encoder_precision() -> str: ...

@@ -1,6 +1,7 @@
 """The `blagent` command line: JSON on stdout, progress and logs on stderr.
 
-Exit codes: 0 success, 1 bad input, 2 usage error, 3 I/O failure or internal error.
+Exit codes: 0 success, 1 bad input, 2 usage error, 3 I/O, model, LLM or internal failure,
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -547,13 +548,8 @@ def _add_id_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ids-file", help="file with one instance id per line")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="blagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--version", action="version", version=f"blagent {_core.__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_localize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `localize` subcommand."""
     loc = sub.add_parser("localize", help="rank the files of a repository for a bug report")
     loc.add_argument("--repo", help="repository checkout (required unless --request-json)")
     src = loc.add_mutually_exclusive_group()
@@ -582,6 +578,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_llm_flags(loc)
     loc.set_defaults(func=cmd_localize)
 
+
+def _add_batch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `batch` subcommand."""
     ba = sub.add_parser(
         "batch",
         help="localize many instances into an Agentless loc_outputs.jsonl (resumable)",
@@ -617,6 +616,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ray_flags(ba)
     ba.set_defaults(func=cmd_batch)
 
+
+def _add_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `eval` subcommand."""
     ev = sub.add_parser("eval", help="measure localization on a SWE-bench-style dataset")
     _add_dataset_flags(ev, LABELLED_DATASET)
     ev.add_argument(
@@ -647,6 +649,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ray_flags(ev)
     ev.set_defaults(func=cmd_eval)
 
+
+def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `calibrate` subcommand."""
     ca = sub.add_parser(
         "calibrate",
         help="fit how far the final ranking trusts a model, on labelled instances; writes a profile for --llm-profile",
@@ -669,6 +674,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_llm_flags(ca)
     ca.set_defaults(func=cmd_calibrate, pipeline="blagent")
 
+
+def _add_llm_check(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `llm-check` subcommand."""
     ck = sub.add_parser(
         "llm-check",
         help="send one short request to the configured LLM and print the reply, usage and cost",
@@ -683,6 +691,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_llm_flags(ck)
     ck.set_defaults(func=cmd_llm_check)
 
+
+def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `compare` subcommand."""
     co = sub.add_parser(
         "compare",
         help="compare localization runs side by side, with paired significance of each difference",
@@ -723,6 +734,9 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--format", choices=["json", "text"], default="text")
     co.set_defaults(func=cmd_compare)
 
+
+def _add_analyze_failures(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `analyze-failures` subcommand."""
     an = sub.add_parser(
         "analyze-failures",
         help="find the stage (file, function, line, patch generation) where APR runs failed",
@@ -760,6 +774,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="write instances/<id>.json, summary.md, summary.json, chart.svg, chart.png here",
     )
     an.set_defaults(func=cmd_analyze_failures)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="blagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"blagent {_core.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (
+        _add_localize,
+        _add_batch,
+        _add_eval,
+        _add_calibrate,
+        _add_llm_check,
+        _add_compare,
+        _add_analyze_failures,
+    ):
+        add(sub)
     return parser
 
 

@@ -456,15 +456,6 @@ fn compare(py: Python<'_>, config_json: &str) -> PyResult<String> {
     })
 }
 
-/// Reformulates an issue into the extracted fields; returns JSON.
-#[pyfunction]
-fn reformulate(py: Python<'_>, issue: &str) -> PyResult<String> {
-    let issue = issue.to_owned();
-    run(py, move || {
-        to_json(&blagent_core::query::reformulate(&issue))
-    })
-}
-
 /// Parses a file's text into chunks, symbols and skeleton; returns JSON.
 ///
 /// Args:
@@ -513,7 +504,6 @@ fn defaults(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let d = pyo3::types::PyDict::new(py);
     d.set_item("pipeline", Pipeline::default().name())?;
     d.set_item("granularity", interface::Granularity::default().name())?;
-    d.set_item("top_k", interface::DEFAULT_TOP_K)?;
     d.set_item("index_kind", dense::VectorIndexKind::default().name())?;
     d.set_item("dense_max_tokens", dense::DEFAULT_MAX_TOKENS)?;
     d.set_item("folds", eval::DEFAULT_FOLDS)?;
@@ -579,7 +569,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
-    m.add_function(wrap_pyfunction!(reformulate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_source, m)?)?;
     m.add_function(wrap_pyfunction!(blas_core, m)?)?;
     m.add_function(wrap_pyfunction!(encoder_precision, m)?)?;

@@ -12,17 +12,8 @@ use std::borrow::Cow;
 pub enum Shape {
     /// Any string.
     Str,
-    /// A number in `[min, max]`; a numeric string is accepted.
-    Number {
-        /// Lowest allowed.
-        min: f64,
-        /// Highest allowed.
-        max: f64,
-    },
     /// A list of items of one shape.
     List(Box<Shape>),
-    /// An object with arbitrary keys whose values have one shape.
-    Map(Box<Shape>),
     /// An object with these fields: `(name, shape, required)`.
     Object(Vec<(&'static str, Shape, bool)>),
 }
@@ -40,14 +31,6 @@ impl Shape {
                 .is_string()
                 .then_some(())
                 .ok_or_else(|| format!("{at} must be a string, got {}", got())),
-            Shape::Number { min, max } => {
-                let n = as_number(value)
-                    .ok_or_else(|| format!("{at} must be a number, got {}", got()))?;
-                (*min..=*max)
-                    .contains(&n)
-                    .then_some(())
-                    .ok_or_else(|| format!("{at} must be between {min} and {max}, got {n}"))
-            }
             Shape::List(item) => {
                 let items = value
                     .as_array()
@@ -56,13 +39,6 @@ impl Shape {
                     .iter()
                     .enumerate()
                     .try_for_each(|(i, v)| item.check_at(v, &format!("{at}[{i}]")))
-            }
-            Shape::Map(item) => {
-                let map = value
-                    .as_object()
-                    .ok_or_else(|| format!("{at} must be an object, got {}", got()))?;
-                map.iter()
-                    .try_for_each(|(k, v)| item.check_at(v, &format!("{at}[{k:?}]")))
             }
             Shape::Object(fields) => {
                 let map = value
@@ -376,27 +352,24 @@ mod tests {
         let shape = Shape::Object(vec![
             ("query", Shape::Str, true),
             (
-                "scores",
-                Shape::Map(Box::new(Shape::Number {
-                    min: 0.0,
-                    max: 10.0,
-                })),
+                "file",
+                Shape::Object(vec![("path", Shape::Str, true)]),
                 false,
             ),
             ("paths", Shape::List(Box::new(Shape::Str)), false),
         ]);
         assert!(shape
-            .check(&json!({"query": "x", "scores": {"a": "7"}}))
+            .check(&json!({"query": "x", "file": {"path": "a.py"}, "paths": null}))
             .is_ok());
         assert_eq!(
-            shape.check(&json!({"scores": {}})).unwrap_err(),
+            shape.check(&json!({"file": {}})).unwrap_err(),
             "$ is missing the key \"query\""
         );
         assert_eq!(
             shape
-                .check(&json!({"query": "x", "scores": {"a.py": 11}}))
+                .check(&json!({"query": "x", "file": {"path": 11}}))
                 .unwrap_err(),
-            "$.scores[\"a.py\"] must be between 0 and 10, got 11"
+            "$.file.path must be a string, got 11"
         );
         assert_eq!(
             shape

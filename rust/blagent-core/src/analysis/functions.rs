@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::chunk::Symbol;
+use crate::retrieve::entity_id;
 
 /// A function (or class, for changes in a class body) of a file.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -19,9 +20,9 @@ pub struct FunctionRef {
 }
 
 impl FunctionRef {
-    /// `path::Class.method`, the form used in reports.
+    /// `path::Class.method` ([`entity_id`]), the form used in reports.
     pub fn id(&self) -> String {
-        format!("{}::{}", self.path, self.qualified)
+        entity_id(&self.path, &self.qualified)
     }
 }
 
@@ -252,9 +253,7 @@ mod tests {
         let names: Vec<String> = out
             .iter()
             .map(|e| match e {
-                LocEntry::Function { path, name } => {
-                    format!("{}::{name}", path.as_deref().unwrap_or(""))
-                }
+                LocEntry::Function { path, name } => entity_id(path.as_deref().unwrap_or(""), name),
                 LocEntry::Lines { path, .. } => path.clone(),
             })
             .collect();

@@ -190,34 +190,108 @@ pub fn classify(
             "the evaluation reported an error for this instance; analysed as unresolved".to_owned(),
         );
     }
-    let gold_parsed = parse_patch(&gold.patch)
+    let views = parse_views(&gold.patch, model_patch, tree, &mut notes);
+    let file = file_stage(gold, loc, criteria, &mut notes);
+
+    let function = function_stage(
+        &views.gold,
+        &views.generated,
+        loc.map(|l| l.entries.as_slice()).unwrap_or_default(),
+        criteria,
+        tree.is_some(),
+    );
+    if tree.is_some() && views.gold_parses && function.gold.is_empty() {
+        notes.push(
+            "the gold patch changes no function or method of the base commit (module-level code, class bodies or new functions only)"
+                .to_owned(),
+        );
+    }
+
+    let gold_line = views.gold.first_code_line();
+    let gen_line = gold_line
+        .and_then(|g| views.generated.first_code_line_in(&g.path))
+        .or_else(|| views.generated.first_code_line());
+    let line = match_first_lines(gold_line, gen_line);
+
+    let stage = decide_stage(outcome, &views, &file, &function, &line, &mut notes);
+    InstanceAnalysis {
+        instance_id: gold.instance_id.clone(),
+        repo: gold.repo.clone(),
+        outcome,
+        stage,
+        tree_found: tree.is_some(),
+        patch_empty: views.empty,
+        file,
+        function,
+        line,
+        notes,
+    }
+}
+
+/// The gold and generated patches of an instance, parsed and mapped onto the base tree.
+struct Views {
+    /// Whether the gold patch parses.
+    gold_parses: bool,
+    /// The gold patch on the base tree (no file when it does not parse).
+    gold: PatchView,
+    /// Whether the generated patch is empty (or missing).
+    empty: bool,
+    /// Whether the generated patch parses (an empty one does).
+    generated_parses: bool,
+    /// The generated patch on the base tree (no file when it is empty or does not parse).
+    generated: PatchView,
+}
+
+/// Parses the gold patch and the generated one (`None`: the predictions hold no line for the
+/// instance) and maps both onto `tree`; what could not be parsed or mapped goes to `notes`.
+fn parse_views(
+    gold_patch: &str,
+    model_patch: Option<&str>,
+    tree: Option<&Path>,
+    notes: &mut Vec<String>,
+) -> Views {
+    let parsed_gold = parse_patch(gold_patch)
         .map_err(|e| notes.push(format!("gold patch does not parse: {e}")))
         .ok();
-    let gold_view = PatchView::new(
-        gold_parsed.clone().unwrap_or_default(),
-        tree,
-        "gold patch",
-        &mut notes,
-    );
+    let gold_parses = parsed_gold.is_some();
+    let gold = PatchView::new(parsed_gold.unwrap_or_default(), tree, "gold patch", notes);
     let model_patch = model_patch.unwrap_or_else(|| {
         notes.push("no generated patch in the predictions".to_owned());
         ""
     });
     let empty = model_patch.trim().is_empty();
-    let generated = if empty {
+    let parsed_generated = if empty {
         Some(Vec::new())
     } else {
         parse_patch(model_patch)
             .map_err(|e| notes.push(format!("generated patch does not parse: {e}")))
             .ok()
     };
-    let gen_view = PatchView::new(
-        generated.clone().unwrap_or_default(),
+    let generated_parses = parsed_generated.is_some();
+    let generated = PatchView::new(
+        parsed_generated.unwrap_or_default(),
         tree,
         "generated patch",
-        &mut notes,
+        notes,
     );
+    Views {
+        gold_parses,
+        gold,
+        empty,
+        generated_parses,
+        generated,
+    }
+}
 
+/// The file stage: the instance's gold files (`gold_files`, else those its patch changes)
+/// against the top `criteria.top_k` files of the localization output (none without one, which
+/// `notes` records).
+fn file_stage(
+    gold: &Instance,
+    loc: Option<&Localization>,
+    criteria: &Criteria,
+    notes: &mut Vec<String>,
+) -> FileEvidence {
     let gold_files = if gold.gold_files.is_empty() {
         gold_files_from_patch(&gold.patch)
     } else {
@@ -234,40 +308,34 @@ pub fn classify(
         .filter(|g| !localized.contains(g))
         .cloned()
         .collect();
-    let file = FileEvidence {
+    FileEvidence {
         passed: !gold_files.is_empty() && missing.is_empty(),
         gold: gold_files,
         localized,
         missing,
-    };
-
-    let function = function_stage(
-        &gold_view,
-        &gen_view,
-        loc.map(|l| l.entries.as_slice()).unwrap_or_default(),
-        criteria,
-        tree.is_some(),
-    );
-    if tree.is_some() && gold_parsed.is_some() && function.gold.is_empty() {
-        notes.push(
-            "the gold patch changes no function or method of the base commit (module-level code, class bodies or new functions only)"
-                .to_owned(),
-        );
     }
+}
 
-    let gold_line = gold_view.first_code_line();
-    let gen_line = gold_line
-        .and_then(|g| gen_view.first_code_line_in(&g.path))
-        .or_else(|| gen_view.first_code_line());
-    let line = match_first_lines(gold_line, gen_line);
-
-    // With a report, empty patches are counted apart, as the study does. Without one, an
-    // empty patch still has its localization judged: it lands at the first localization stage
-    // that failed, else at the empty patch (a function stage that could only be read from the
-    // patch's edits is not judged on an empty one).
+/// The stage an instance ends up at, from the report's `outcome` and the evidence of each
+/// stage, in pipeline order: the first that failed, else patch generation (or, without a
+/// report, localized).
+///
+/// With a report, empty patches are counted apart, as the study does. Without one, an empty
+/// patch still has its localization judged: it lands at the first localization stage that
+/// failed, else at the empty patch (a function stage that could only be read from the patch's
+/// edits is not judged on an empty one).
+fn decide_stage(
+    outcome: Outcome,
+    views: &Views,
+    file: &FileEvidence,
+    function: &FunctionEvidence,
+    line: &LineMatch,
+    notes: &mut Vec<String>,
+) -> Stage {
+    let empty = views.empty;
     let evaluated = outcome != Outcome::NotEvaluated;
     let function_judged = !empty || function.source == FunctionSource::Localization;
-    let stage = if outcome == Outcome::Resolved {
+    if outcome == Outcome::Resolved {
         Stage::Resolved
     } else if outcome == Outcome::EmptyPatch || (empty && evaluated) {
         if outcome != Outcome::EmptyPatch {
@@ -277,7 +345,7 @@ pub fn classify(
             );
         }
         Stage::EmptyPatch
-    } else if gold_parsed.is_none() || file.gold.is_empty() {
+    } else if !views.gold_parses || file.gold.is_empty() {
         Stage::Unclassified
     } else if !file.passed {
         Stage::File
@@ -285,7 +353,7 @@ pub fn classify(
         Stage::Function
     } else if empty {
         Stage::EmptyPatch
-    } else if generated.is_none() {
+    } else if !views.generated_parses {
         Stage::PatchGeneration
     } else if line.verdict == LineVerdict::Failed {
         if function.passed.is_none() {
@@ -297,18 +365,6 @@ pub fn classify(
         Stage::Localized
     } else {
         Stage::PatchGeneration
-    };
-    InstanceAnalysis {
-        instance_id: gold.instance_id.clone(),
-        repo: gold.repo.clone(),
-        outcome,
-        stage,
-        tree_found: tree.is_some(),
-        patch_empty: empty,
-        file,
-        function,
-        line,
-        notes,
     }
 }
 

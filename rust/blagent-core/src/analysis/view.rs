@@ -17,8 +17,6 @@ use crate::repo::{language_for_path, SourceFile};
 pub struct FileView {
     /// The parsed file patch.
     pub patch: FilePatch,
-    /// Where each hunk was found in the base file; empty without a tree.
-    pub placements: Vec<Placement>,
     /// Its changed code lines, in patch order.
     pub code_lines: Vec<CodeLine>,
     /// Functions and methods of the base file that its code lines fall in; empty without a
@@ -112,7 +110,6 @@ fn view_file(
         return FileView {
             code_lines: code_lines(&patch, None, None),
             patch,
-            placements: Vec::new(),
             functions: Vec::new(),
             added: Vec::new(),
             class_edits: Vec::new(),
@@ -130,9 +127,8 @@ fn view_file(
         }
         text
     };
-    let mut placements = Vec::new();
     if let Some(base) = base.as_deref().filter(|_| !patch.is_new) {
-        placements = locate_hunks(base, &mut patch);
+        let placements = locate_hunks(base, &mut patch);
         for (hunk, placement) in patch.hunks.iter().zip(&placements) {
             match placement {
                 Placement::Unmatched => notes.push(format!(
@@ -187,7 +183,6 @@ fn view_file(
     }
     FileView {
         patch,
-        placements,
         code_lines: code,
         functions: functions.into_iter().collect(),
         added: added.into_iter().collect(),

@@ -11,7 +11,6 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::repo::{open_output, Inputs, OutputMode};
 
 /// The largest JSONL (or JSON array) file read: SWE-bench's full test split with its patches
 /// is about 100 MB.
@@ -143,18 +142,9 @@ pub struct JsonlWriter {
 }
 
 impl JsonlWriter {
-    /// Opens the output `path` (see [`open_output`]: never an input of the run, a special file
-    /// or another run's output), locked while the writer lives. `what` names it in errors
-    /// (`--out`).
-    pub fn open(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<Self> {
-        let file = open_output(path, mode, inputs, what)?;
-        Ok(JsonlWriter {
-            path: path.to_path_buf(),
-            file: BufWriter::new(file),
-        })
-    }
-
-    /// A writer of `file`, an output already opened (see [`crate::repo::open_outputs`]).
+    /// A writer of `file`, an output already opened (see [`crate::repo::open_outputs`]: never
+    /// an input of the run, a special file or another run's output, and locked while the file
+    /// is open).
     pub fn from_file(path: &Path, file: File) -> Self {
         JsonlWriter {
             path: path.to_path_buf(),
@@ -164,12 +154,7 @@ impl JsonlWriter {
 
     /// Writes `value` as one line and flushes it.
     pub fn write(&mut self, value: &impl Serialize) -> Result<()> {
-        let mut line = serde_json::to_vec(value)?;
-        line.push(b'\n');
-        self.file
-            .write_all(&line)
-            .and_then(|()| self.file.flush())
-            .map_err(|e| Error::io(&self.path, e))
+        self.write_raw(&serde_json::to_string(value)?)
     }
 
     /// Writes `json`, one line of JSON text already serialized (no newline), as one line and
@@ -183,16 +168,12 @@ impl JsonlWriter {
             .and_then(|()| self.file.flush())
             .map_err(|e| Error::io(&self.path, e))
     }
-
-    /// The file written.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repo::{open_outputs, Inputs, OutputMode};
 
     #[test]
     fn malformed_lines_name_file_and_line_and_special_files_are_refused() {
@@ -244,21 +225,21 @@ mod tests {
             holds: "lines",
             is_ours: |b| crate::repo::json_lines_with(b, &["instance_id"], b"{\"instance_id\":"),
         };
-        JsonlWriter::open(&path, replace, &none, "out")
-            .and_then(|mut w| w.write(&line(1)))
-            .expect("create");
+        // As a run opens its outputs: every one at once, then a writer for each.
+        let write = |mode: OutputMode, n: u32| {
+            open_outputs(&[(path.as_path(), mode, "out")], &none).and_then(|mut files| {
+                JsonlWriter::from_file(&path, files.remove(0)).write(&line(n))
+            })
+        };
+        write(replace, 1).expect("create");
         let append = OutputMode {
             append: true,
             ..replace
         };
-        JsonlWriter::open(&path, append, &none, "out")
-            .and_then(|mut w| w.write(&line(2)))
-            .expect("append");
+        write(append, 2).expect("append");
         let text = std::fs::read_to_string(&path).expect("read");
         assert_eq!(text.lines().count(), 2);
-        JsonlWriter::open(&path, replace, &none, "out")
-            .and_then(|mut w| w.write(&line(3)))
-            .expect("replace");
+        write(replace, 3).expect("replace");
         assert_eq!(
             std::fs::read_to_string(&path).expect("read"),
             "{\"instance_id\":\"3\"}\n"

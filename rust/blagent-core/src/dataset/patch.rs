@@ -56,16 +56,6 @@ pub struct FilePatch {
     pub hunks: Vec<Hunk>,
 }
 
-impl FilePatch {
-    /// The changed lines of every hunk, in patch order.
-    pub fn changed_lines(&self) -> impl Iterator<Item = &HunkLine> {
-        self.hunks
-            .iter()
-            .flat_map(|h| h.lines.iter())
-            .filter(|l| l.change.is_some())
-    }
-}
-
 static HUNK_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@").expect("valid pattern")
 });
@@ -334,6 +324,14 @@ pub fn apply(base: &str, file: &FilePatch) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The changed lines of every hunk of `file`, in patch order.
+    fn changed_lines(file: &FilePatch) -> impl Iterator<Item = &HunkLine> {
+        file.hunks
+            .iter()
+            .flat_map(|h| h.lines.iter())
+            .filter(|l| l.change.is_some())
+    }
+
     const PATCH: &str = "diff --git a/pkg/mod.py b/pkg/mod.py\nindex 1..2 100644\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -2,4 +2,4 @@ def f():\n a = 1\n-b = 2\n+b = 3\n c = 4\n d = 5\n@@ -10,2 +10,3 @@\n x\n+y\n z\n";
 
     #[test]
@@ -341,8 +339,7 @@ mod tests {
         let files = parse_patch(PATCH).unwrap();
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].path, "pkg/mod.py");
-        let changed: Vec<_> = files[0]
-            .changed_lines()
+        let changed: Vec<_> = changed_lines(&files[0])
             .map(|l| (l.change.unwrap(), l.base_line, l.new_line, l.text.as_str()))
             .collect();
         assert_eq!(
@@ -362,8 +359,7 @@ mod tests {
         assert!(files[0].is_new && !files[0].is_deleted);
         assert_eq!(files[0].path, "new.py");
         assert_eq!(
-            files[0]
-                .changed_lines()
+            changed_lines(&files[0])
                 .map(|l| l.new_line)
                 .collect::<Vec<_>>(),
             [1, 2]
@@ -377,7 +373,7 @@ mod tests {
         let patch = "--- a/x.py\t2020-01-01\n+++ b/x.py\t2020-01-02\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n";
         let files = parse_patch(patch).unwrap();
         assert_eq!(files[0].path, "x.py");
-        assert_eq!(files[0].changed_lines().count(), 2);
+        assert_eq!(changed_lines(&files[0]).count(), 2);
     }
 
     #[test]
@@ -422,7 +418,7 @@ mod tests {
         assert!(apply(base, &file).is_none(), "not where the headers say");
         let placements = locate_hunks(base, &mut file);
         assert_eq!(placements, [Placement::Found(3), Placement::Found(2)]);
-        let removed = file.changed_lines().next().unwrap();
+        let removed = changed_lines(&file).next().unwrap();
         assert_eq!((removed.base_line, removed.new_line), (6, 6));
         assert_eq!(
             apply(base, &file).unwrap(),
@@ -438,11 +434,11 @@ mod tests {
         let base = "def f(x):\n    return x\n    pass\n\n\n\n\ndef g(x):\n    return x\n    pass\n";
         let mut file = parse_patch(patch).unwrap().remove(0);
         assert_eq!(locate_hunks(base, &mut file), [Placement::Found(-3)]);
-        assert_eq!(file.changed_lines().next().unwrap().base_line, 3);
+        assert_eq!(changed_lines(&file).next().unwrap().base_line, 3);
         let mut file = parse_patch(patch).unwrap().remove(0);
         assert_eq!(locate_hunks("a\nb\n", &mut file), [Placement::Unmatched]);
         assert_eq!(
-            file.changed_lines().next().unwrap().base_line,
+            changed_lines(&file).next().unwrap().base_line,
             6,
             "left as stated"
         );

@@ -64,20 +64,6 @@ pub fn default_cache_dir() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/blagent")))
 }
 
-impl DenseOptions {
-    /// Options for the model in `model_dir`, no cache, other settings at their defaults.
-    pub fn new(model_dir: impl Into<PathBuf>) -> Self {
-        DenseOptions {
-            model_dir: model_dir.into(),
-            cache_dir: None,
-            kind: VectorIndexKind::Exact,
-            chunks_per_query: DEFAULT_CHUNKS_PER_QUERY,
-            progress: false,
-            max_tokens: None,
-        }
-    }
-}
-
 /// What building a dense index cost.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DenseStats {
@@ -154,11 +140,6 @@ impl DenseModel {
             cache,
             options,
         })
-    }
-
-    /// The encoder.
-    pub fn encoder(&self) -> &Encoder {
-        &self.encoder
     }
 
     /// Embeds every chunk of `repo` (through the cache) and builds, or loads when a sound stored
@@ -274,16 +255,6 @@ impl DenseModel {
 }
 
 impl DenseIndex {
-    /// Number of chunk vectors.
-    pub fn len(&self) -> usize {
-        self.vectors.len()
-    }
-
-    /// Whether there are no chunk vectors.
-    pub fn is_empty(&self) -> bool {
-        self.vectors.is_empty()
-    }
-
     /// Embeds a query (through the cache when there is one).
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
         let encoder = &self.model.encoder;

@@ -8,7 +8,7 @@
 
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -71,11 +71,6 @@ impl IndexStore {
     /// The store in `dir` (created when saving).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         IndexStore { dir: dir.into() }
-    }
-
-    /// The folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// Loads the stored index if it was built exactly as `expected` says (checksum aside).

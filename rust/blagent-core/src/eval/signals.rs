@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use crate::dataset::Instance;
 use crate::index::RepoIndex;
-use crate::retrieve::{Candidate, Feature, FileSignals, Signal};
+use crate::retrieve::{entity_id, Candidate, Feature, FileSignals, Signal};
 
 /// Files per signal kept in a signal dump (the union over signals is dumped).
 const DUMP_TOP_PER_SIGNAL: usize = 50;
@@ -81,11 +81,7 @@ pub(super) fn function_dump(
         .iter()
         .map(|c| {
             let file = &index.files[c.file];
-            let id = format!(
-                "{}::{}",
-                file.path(),
-                file.parsed.symbols[c.symbol].qualified
-            );
+            let id = entity_id(file.path(), &file.parsed.symbols[c.symbol].qualified);
             serde_json::json!({"id": id, "file_rank": c.file_rank, "features": c.features})
         })
         .collect();

@@ -38,8 +38,6 @@ impl Default for Bm25Params {
 pub trait Statistics {
     /// Number of documents.
     fn num_docs(&self) -> usize;
-    /// Mean document length in tokens.
-    fn average_length(&self) -> f32;
     /// Number of documents containing the term with this id.
     fn doc_freq(&self, term: u32) -> usize;
 
@@ -72,16 +70,12 @@ impl Statistics for Bm25 {
         self.doc_lengths.len()
     }
 
-    fn average_length(&self) -> f32 {
-        self.average_length
-    }
-
     fn doc_freq(&self, term: u32) -> usize {
         self.postings.get(term as usize).map_or(0, Vec::len)
     }
 }
 
-/// The term counts of a text outside the collection ([`Bm25::text_counts`]).
+/// The term counts of a text outside the collection ([`TextCounter::count`]).
 #[derive(Debug, Clone, Default)]
 pub struct TextCounts {
     /// `(term id, count)`, in id order.
@@ -90,7 +84,7 @@ pub struct TextCounts {
     length: u32,
 }
 
-/// Counts the terms of texts outside the collection ([`Bm25::text_counts`]), remembering the
+/// Counts the terms of texts outside the collection, for [`Bm25::score_counts`], remembering the
 /// tokens of each word it has read: source code repeats its words, and tokenizing (splitting,
 /// stemming) is most of the work.
 pub struct TextCounter<'b, 't> {
@@ -280,36 +274,6 @@ impl Bm25 {
         idf * tf * (self.params.k1 + 1.0) / (tf + norm)
     }
 
-    /// Number of tokens of document `doc`.
-    pub fn doc_length(&self, doc: usize) -> u32 {
-        self.doc_lengths[doc]
-    }
-
-    /// BM25 score for weighted term ids of a text that is not one of the documents (made of
-    /// `pieces`, as if joined), with the collection's term statistics and average length: how
-    /// a part of a document (one method of a class kept as one chunk) would score on its own.
-    pub fn score_text<'t>(
-        &self,
-        weights: &HashMap<u32, f32>,
-        pieces: impl IntoIterator<Item = &'t str>,
-    ) -> f32 {
-        self.score_counts(
-            weights,
-            &self.text_counts(pieces, |id| weights.contains_key(&id)),
-        )
-    }
-
-    /// The counts of the terms of a text that is not one of the documents (made of `pieces`,
-    /// as if joined), for the term ids `wanted` keeps, and its length: what
-    /// [`Bm25::score_counts`] scores, for texts scored against several queries.
-    pub fn text_counts<'t>(
-        &self,
-        pieces: impl IntoIterator<Item = &'t str>,
-        wanted: impl Fn(u32) -> bool,
-    ) -> TextCounts {
-        TextCounter::new(self).count(pieces, wanted)
-    }
-
     /// The BM25 score of counted text for weighted term ids (terms the counts lack add 0).
     pub fn score_counts(&self, weights: &HashMap<u32, f32>, counts: &TextCounts) -> f32 {
         let norm = self.length_norm(counts.length);
@@ -339,16 +303,23 @@ mod tests {
         let index = Bm25::build(docs, Bm25Params::default());
         let terms = index.query_terms("beta gamma");
         let scores = index.score_terms(&terms);
+        // A text counted for the query's terms and scored on its own, as the function stage
+        // scores a method of a chunk.
+        let score_text = |pieces: &[&str]| {
+            let counts = TextCounter::new(&index)
+                .count(pieces.iter().copied(), |id| terms.contains_key(&id));
+            index.score_counts(&terms, &counts)
+        };
         for (doc, text) in docs.iter().enumerate() {
-            let pieces = text.split_inclusive(' ');
-            let own = index.score_text(&terms, pieces);
+            let pieces: Vec<&str> = text.split_inclusive(' ').collect();
+            let own = score_text(&pieces);
             assert!(
                 (own - scores[doc]).abs() < 1e-5,
                 "{doc}: {own} vs {}",
                 scores[doc]
             );
         }
-        assert!(index.score_text(&terms, ["nothing here"]).abs() < f32::EPSILON);
+        assert!(score_text(&["nothing here"]).abs() < f32::EPSILON);
         // A counter that has read other texts counts the same as a fresh one, to the bit, and
         // both count what the tokenizer emits, whether a word is the collection's (looked up)
         // or new to it (tokenized).
@@ -359,7 +330,7 @@ mod tests {
         ];
         for text in docs.iter().chain(&others) {
             let shared = counter.count([*text], |_| true);
-            let fresh = index.text_counts([*text], |_| true);
+            let fresh = TextCounter::new(&index).count([*text], |_| true);
             assert_eq!((&shared.terms, shared.length), (&fresh.terms, fresh.length));
             let tokens = tokenize(text);
             let mut expected: HashMap<u32, u32> = HashMap::new();
@@ -374,7 +345,7 @@ mod tests {
             );
             assert_eq!(
                 index.score_counts(&terms, &shared).to_bits(),
-                index.score_text(&terms, [*text]).to_bits()
+                score_text(&[*text]).to_bits()
             );
         }
     }

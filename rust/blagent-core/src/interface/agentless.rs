@@ -5,7 +5,7 @@
 //! (repository-relative paths, best first; an empty list makes it skip the instance), and,
 //! because `additional_artifact_loc_file` is present, `file_traj` too. Its own `fl/combine.py`
 //! writes both as `{}`, and so do we. Keys it does not know it ignores: our whole result rides
-//! along under [`EXTRA_KEY`].
+//! along under `blagent`.
 //!
 //! When `found_related_locs` is present it reads the related level as done and takes it with
 //! `additional_artifact_loc_related` and `related_loc_traj` (all three, or a `KeyError`); its
@@ -24,16 +24,12 @@ use crate::retrieve::Entity;
 
 /// Files whose functions a related-level line names (Agentless's `--top_n` default).
 pub const RELATED_TOP_FILES: usize = 3;
-/// Files whose locations a related-level line also carries under [`RELATED_MORE_KEY`], so a
-/// step that drops files Agentless cannot open can name the next ones without blagent.
+/// Files whose locations a related-level line also carries under `blagent_related_locs` (a key
+/// Agentless ignores), so a step that drops files Agentless cannot open can name the next ones
+/// without blagent.
 pub const RELATED_MORE_FILES: usize = 10;
-/// The key of those locations (Agentless ignores it).
-pub const RELATED_MORE_KEY: &str = "blagent_related_locs";
 /// Functions (or classes) named per file at most, best first.
 pub const RELATED_PER_FILE: usize = 5;
-
-/// The key under which a line carries blagent's own result.
-pub const EXTRA_KEY: &str = "blagent";
 
 /// An empty JSON object, as Agentless's `combine.py` writes for the file-level artifacts.
 fn empty_object() -> serde_json::Map<String, serde_json::Value> {
@@ -68,7 +64,7 @@ pub struct AgentlessLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub related_loc_traj: Option<Vec<serde_json::Value>>,
     /// The locations of the top [`RELATED_MORE_FILES`] files, in rank order (related-level
-    /// lines only), written under [`RELATED_MORE_KEY`].
+    /// lines only), written under `blagent_related_locs`.
     #[serde(
         rename = "blagent_related_locs",
         default,
@@ -77,7 +73,8 @@ pub struct AgentlessLine {
         deserialize_with = "ordered::deserialize"
     )]
     pub related_locs_more: Option<Vec<(String, Vec<String>)>>,
-    /// blagent's full result (scores, evidence, entities, timings, usage, warnings).
+    /// blagent's full result (scores, evidence, entities, timings, usage, warnings), under
+    /// `blagent` (a key Agentless ignores).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blagent: Option<LocalizationResult>,
 }
@@ -117,7 +114,7 @@ fn location(entity: &Entity) -> String {
 }
 
 impl AgentlessLine {
-    /// The line for `result`, which it carries whole under [`EXTRA_KEY`].
+    /// The line for `result`, which it carries whole under `blagent`.
     pub fn from_result(result: LocalizationResult) -> Self {
         AgentlessLine {
             instance_id: result.instance_id.clone(),
@@ -135,7 +132,7 @@ impl AgentlessLine {
     /// The related-level line: the file-level line plus, for each of the top
     /// [`RELATED_TOP_FILES`] files, the locations of its best [`RELATED_PER_FILE`] entities
     /// (an empty string for a file without any, which Agentless leaves out of its prompt),
-    /// and the same for the top [`RELATED_MORE_FILES`] under [`RELATED_MORE_KEY`]. A class
+    /// and the same for the top [`RELATED_MORE_FILES`] under `blagent_related_locs`. A class
     /// is named only in a file none of whose functions or methods is ranked: Agentless shows
     /// a named class whole, which for a large one fills the prompt. Needs a result of
     /// function granularity (its entities).
@@ -208,7 +205,7 @@ mod tests {
             keys,
             [
                 "additional_artifact_loc_file",
-                EXTRA_KEY,
+                "blagent",
                 "file_traj",
                 "found_files",
                 "instance_id"
@@ -222,7 +219,7 @@ mod tests {
     #[test]
     fn related_level_lines_name_the_top_files_functions_as_agentless_writes_them() {
         let entity = |path: &str, name: &str, kind: &str| Entity {
-            id: format!("{path}::{name}"),
+            id: crate::retrieve::entity_id(path, name),
             path: path.to_owned(),
             name: name.to_owned(),
             kind: kind.to_owned(),
@@ -276,7 +273,7 @@ mod tests {
             !related.contains_key("e.py"),
             "only the top 3 in found_related_locs"
         );
-        let more = value[RELATED_MORE_KEY].as_object().unwrap();
+        let more = value["blagent_related_locs"].as_object().unwrap();
         assert_eq!(more.len(), 5, "every file up to {RELATED_MORE_FILES}");
         assert_eq!(more["d.py"], serde_json::json!(["function: far"]));
         assert_eq!(

@@ -24,10 +24,7 @@ mod result;
 mod resume;
 mod run;
 
-pub use self::agentless::{
-    AgentlessLine, EXTRA_KEY, RELATED_MORE_FILES, RELATED_MORE_KEY, RELATED_PER_FILE,
-    RELATED_TOP_FILES,
-};
+pub use self::agentless::{AgentlessLine, RELATED_MORE_FILES, RELATED_PER_FILE, RELATED_TOP_FILES};
 pub use self::batch::{run_batch, BatchJob};
 pub use self::batch_sink::BatchSink;
 pub use self::batch_types::{BatchConfig, BatchFailure, BatchOutcome, BatchReport};

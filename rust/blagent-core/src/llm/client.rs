@@ -69,9 +69,11 @@ fn model_around(
     })
 }
 
-/// A chat model with its configuration, prices and a token ledger. Stages call
-/// [`LlmClient::chat`]; a batch run shares the model (and so its concurrency limit) across
-/// instances and gives each its own ledger with [`LlmClient::for_instance`].
+/// A chat model with its configuration, prices and a token ledger, behind the Python
+/// `LlmClient` (`blagent llm-check` asks the endpoint through it). [`LlmClient::chat`] asks the
+/// model and counts each call, or its failure, under its stage in the ledger. Batch and
+/// evaluation runs do not use it: they share the model itself across instances (the agent's
+/// `LlmRun`).
 #[derive(Clone)]
 pub struct LlmClient {
     model: Arc<dyn ChatModel>,
@@ -112,15 +114,6 @@ impl LlmClient {
             prices: Arc::new(prices),
             ledger: Arc::new(TokenLedger::new()),
         })
-    }
-
-    /// The same model, configuration and prices with an empty ledger of its own.
-    #[must_use]
-    pub fn for_instance(&self) -> Self {
-        LlmClient {
-            ledger: Arc::new(TokenLedger::new()),
-            ..self.clone()
-        }
     }
 
     /// The model's name (`http:…`, `replay:…`, `none`).
@@ -208,7 +201,7 @@ mod tests {
     }
 
     #[test]
-    fn chat_uses_the_configured_sampling_and_counts_per_instance() {
+    fn chat_uses_the_configured_sampling_and_counts_per_stage() {
         let config = LlmConfig {
             model: "gpt-4o".into(),
             temperature: 0.5,
@@ -225,11 +218,13 @@ mod tests {
             usage.total.cost_usd,
             Some((1000.0 * 2.5 + 100.0 * 10.0) / 1e6)
         );
-
-        let other = client.for_instance();
-        assert_eq!(other.usage().total.calls, 0);
-        other.chat("t1", vec![]).unwrap();
-        assert_eq!(client.usage().total.calls, 1, "ledgers are separate");
+        assert_eq!(
+            (
+                usage.stages["t0"].calls,
+                usage.stages["broken"].failed_calls
+            ),
+            (1, 1)
+        );
     }
 
     /// A cassette named inside a folder the run reads (its prompts), or naming one of the

@@ -171,16 +171,6 @@ impl HttpModel {
         })
     }
 
-    /// The model name sent with each request.
-    pub fn model(&self) -> &str {
-        &self.model
-    }
-
-    /// The endpoint URL requests go to.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
     /// One attempt, holding a concurrency permit. The request runs on a thread of its own, so
     /// that neither a cancellation nor the request timeout waits for a hanging or dribbling
     /// endpoint: the attempt ends at its deadline, one request timeout after it was sent,
@@ -195,6 +185,15 @@ impl HttpModel {
         if crate::cancel::is_requested() {
             return Err(Failure::Cancelled);
         }
+        let (receiver, deadline) = self.send(body);
+        let exchange = self.wait(&receiver, deadline)?;
+        let text = self.answer(exchange)?;
+        self.parse_answer(&text, request)
+    }
+
+    /// Sends `body` on a thread of its own, which reads the answer until the deadline (one
+    /// request timeout from now, returned too) and then sends what it saw on the channel.
+    fn send(&self, body: &[u8]) -> (mpsc::Receiver<Exchange>, Instant) {
         let mut builder = self
             .client
             .post(&self.url)
@@ -224,18 +223,28 @@ impl HttpModel {
             };
             let _ = tx.send(exchange);
         });
-        let exchange = loop {
+        (rx, deadline)
+    }
+
+    /// What the request thread saw, awaited until `deadline` (its end is fatal: not retried)
+    /// or a cancellation, whichever comes first.
+    fn wait(
+        &self,
+        receiver: &mpsc::Receiver<Exchange>,
+        deadline: Instant,
+    ) -> std::result::Result<Exchange, Failure> {
+        loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let waited = if left.is_zero() {
-                rx.try_recv().map_err(|e| match e {
+                receiver.try_recv().map_err(|e| match e {
                     mpsc::TryRecvError::Empty => mpsc::RecvTimeoutError::Timeout,
                     mpsc::TryRecvError::Disconnected => mpsc::RecvTimeoutError::Disconnected,
                 })
             } else {
-                rx.recv_timeout(left.min(crate::cancel::POLL))
+                receiver.recv_timeout(left.min(crate::cancel::POLL))
             };
             match waited {
-                Ok(exchange) => break exchange,
+                Ok(exchange) => return Ok(exchange),
                 Err(mpsc::RecvTimeoutError::Timeout) if crate::cancel::is_requested() => {
                     return Err(Failure::Cancelled)
                 }
@@ -251,7 +260,13 @@ impl HttpModel {
                     return Err(Failure::Fatal("the request thread ended abnormally".into()))
                 }
             }
-        };
+        }
+    }
+
+    /// The body text of a successful answer; a request that was not sent, a body that could
+    /// not be read or is too large, and an error status are failures (retried or not, by their
+    /// kind).
+    fn answer(&self, exchange: Exchange) -> std::result::Result<String, Failure> {
         let (status, retry_after, body) = match exchange {
             Exchange::NotSent(e) => {
                 return Err(transport_failure(&e.without_url(), self.request_timeout_s))
@@ -291,11 +306,22 @@ impl HttpModel {
                 Failure::Fatal(message)
             });
         }
-        let wire: WireResponse = serde_json::from_str(&text).map_err(|e| {
-            Failure::retry(format!("malformed response body ({e}): {}", snippet(&text)))
+        Ok(text)
+    }
+
+    /// The response in a successful answer's body `text`: its first choice, redacted, with the
+    /// usage the server reported or, without one, an estimate. A body that is not a chat
+    /// completion is retried.
+    fn parse_answer(
+        &self,
+        text: &str,
+        request: &ChatRequest,
+    ) -> std::result::Result<ChatResponse, Failure> {
+        let wire: WireResponse = serde_json::from_str(text).map_err(|e| {
+            Failure::retry(format!("malformed response body ({e}): {}", snippet(text)))
         })?;
         let choice = wire.choices.into_iter().next().ok_or_else(|| {
-            Failure::retry(format!("response without choices: {}", snippet(&text)))
+            Failure::retry(format!("response without choices: {}", snippet(text)))
         })?;
         let content = self
             .redactor
@@ -461,7 +487,7 @@ mod tests {
     #[test]
     fn url_name_and_debug_hide_the_key() {
         let m = model();
-        assert_eq!(m.url(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(m.url, "http://127.0.0.1:9/v1/chat/completions");
         assert_eq!(m.name(), "http:m");
         assert!(!format!("{m:?}").contains("sk-test-key"));
         let err = m.error("server said: bad key sk-test-key").to_string();

@@ -8,7 +8,6 @@ use std::sync::{Condvar, Mutex, PoisonError};
 pub struct ConcurrencyLimit {
     available: Mutex<usize>,
     freed: Condvar,
-    permits: usize,
 }
 
 /// A held slot, returned to its [`ConcurrencyLimit`] on drop.
@@ -20,17 +19,10 @@ pub struct Permit<'a> {
 impl ConcurrencyLimit {
     /// A limit of `permits` (at least 1).
     pub fn new(permits: usize) -> Self {
-        let permits = permits.max(1);
         ConcurrencyLimit {
-            available: Mutex::new(permits),
+            available: Mutex::new(permits.max(1)),
             freed: Condvar::new(),
-            permits,
         }
-    }
-
-    /// The limit.
-    pub fn permits(&self) -> usize {
-        self.permits
     }
 
     /// Waits for a free slot and holds it until the permit drops.
@@ -93,7 +85,7 @@ mod tests {
     #[test]
     fn zero_means_one() {
         let limit = ConcurrencyLimit::new(0);
-        assert_eq!(limit.permits(), 1);
+        assert_eq!(*limit.available.lock().unwrap(), 1);
         drop(limit.acquire());
         drop(limit.acquire());
     }

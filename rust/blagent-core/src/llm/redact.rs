@@ -28,13 +28,6 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
-
-    /// Replaces the secret in `text`, in every form a [`Redactor`] knows (as written,
-    /// percent-encoded, JSON-escaped, base64), with [`REDACTED`] (for text a server sent, which
-    /// might echo it).
-    pub fn scrub(&self, text: &str) -> String {
-        Redactor::new([self]).redact(text)
-    }
 }
 
 impl fmt::Debug for Secret {
@@ -123,11 +116,6 @@ impl Redactor {
             None => text.to_owned(),
         };
         redact_url_credentials(&scrubbed)
-    }
-
-    /// Whether there is a secret to redact (URL passwords are redacted anyway).
-    pub fn is_empty(&self) -> bool {
-        self.pattern.is_none()
     }
 }
 
@@ -378,7 +366,7 @@ mod tests {
             assert_eq!(r.redact(&format!("x {form} y")), "x <redacted> y", "{form}");
         }
         assert_eq!(redactor(&[]).redact("nothing secret"), "nothing secret");
-        assert!(redactor(&["", ""]).is_empty());
+        assert!(redactor(&["", ""]).pattern.is_none());
         assert!(!format!("{r:?}").contains('?'));
     }
 

@@ -13,8 +13,10 @@ use crate::error::{Error, Result};
 pub const MAX_DATA_FILE_BYTES: u64 = 1 << 30;
 /// The most bytes read from an issue or a request.
 pub const MAX_ISSUE_BYTES: u64 = 16 << 20;
-/// The most bytes read from an ignore file (`.gitignore`, `.ignore`, `.git/info/exclude`) or a
-/// prompt override.
+/// The most bytes read from a small file: an ignore file (`.gitignore`, `.ignore`,
+/// `.git/info/exclude`), a prompt override, an LLM profile, a price table, the embedding
+/// model's JSON configuration files, an embedding cache entry, a stored vector index's manifest,
+/// and the first window of a repository's README (the agent's `view_readme` tool).
 pub const MAX_SMALL_FILE_BYTES: u64 = 1 << 20;
 
 /// `O_NONBLOCK`: opening a FIFO with it never waits for a writer.

@@ -104,12 +104,49 @@ fn selected_languages(names: &[String]) -> Result<Vec<&'static Language>> {
 pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
     let languages = selected_languages(&options.languages)?;
     let root = canonical_root(root)?;
-    let skipped = Arc::new(Mutex::new(Vec::new()));
-    let mut modules = Vec::new();
+    let test_skips = Arc::new(Mutex::new(Vec::new()));
     // Ignore files are read by `Ignores` (bounded, regular files inside the repository only),
     // never by the `ignore` crate, which would block on a FIFO and follow links out.
     let ignores = Arc::new(Ignores::new(&root));
-    let mut builder = WalkBuilder::new(&root);
+    let builder = walk_builder(&root, options.include_tests, &ignores, &test_skips);
+    let mut listing = Listing::default();
+    for entry in builder.build() {
+        crate::cancel::check()?;
+        listing.add(&root, &languages, entry);
+    }
+
+    let Listing {
+        candidates,
+        mut modules,
+        skipped: mut own_skips,
+    } = listing;
+    let (files, read_skips) = read_sources(candidates, options);
+    own_skips.extend(read_skips);
+    modules.sort();
+    modules.dedup();
+    let mut skipped =
+        std::mem::take(&mut *test_skips.lock().unwrap_or_else(PoisonError::into_inner));
+    skipped.extend(own_skips);
+    skipped.extend(ignores.take_skipped());
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(WalkOutput {
+        root,
+        files,
+        skipped,
+        modules,
+    })
+}
+
+/// The walker of `root`: hidden files and what `ignores` ignores left out, links not
+/// followed, entries in file-name order; without `include_tests`, test files and folders left
+/// out too, each recorded in `test_skips`.
+fn walk_builder(
+    root: &Path,
+    include_tests: bool,
+    ignores: &Arc<Ignores>,
+    test_skips: &Arc<Mutex<Vec<Skipped>>>,
+) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(root);
     builder
         .hidden(true)
         .git_ignore(false)
@@ -119,120 +156,150 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         .parents(false)
         .follow_links(false)
         .sort_by_file_name(std::cmp::Ord::cmp);
-    {
-        let (root, skipped, ignores) = (root.clone(), Arc::clone(&skipped), Arc::clone(&ignores));
-        let include_tests = options.include_tests;
-        builder.filter_entry(move |entry| {
-            if entry.depth() == 0 {
-                return true;
-            }
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            if ignores.is_ignored(entry.path(), is_dir) {
-                return false;
-            }
-            let name = entry.file_name().to_string_lossy();
-            let parent = entry
-                .path()
-                .parent()
-                .and_then(Path::file_name)
-                .map(|p| p.to_string_lossy());
-            if !include_tests && is_test_entry(&name, is_dir, parent.as_deref()) {
-                if let Some(rel) = relative(&root, entry.path()) {
-                    skipped
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(Skipped {
-                            path: rel,
-                            reason: SkipReason::Test,
-                        });
-                }
-                return false;
-            }
-            true
-        });
-    }
+    let (root, test_skips, ignores) = (
+        root.to_path_buf(),
+        Arc::clone(test_skips),
+        Arc::clone(ignores),
+    );
+    builder
+        .filter_entry(move |entry| keep_entry(entry, &root, include_tests, &ignores, &test_skips));
+    builder
+}
 
-    let mut candidates: Vec<(PathBuf, String, &'static Language)> = Vec::new();
-    let mut own_skips = Vec::new();
-    for entry in builder.build() {
-        crate::cancel::check()?;
+/// Whether the walk keeps `entry` (and, for a folder, enters it): not when `ignores` ignores
+/// it, nor, without `include_tests`, when it is a test file or folder ([`is_test_entry`]),
+/// which is recorded in `test_skips`.
+fn keep_entry(
+    entry: &ignore::DirEntry,
+    root: &Path,
+    include_tests: bool,
+    ignores: &Ignores,
+    test_skips: &Mutex<Vec<Skipped>>,
+) -> bool {
+    if entry.depth() == 0 {
+        return true;
+    }
+    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+    if ignores.is_ignored(entry.path(), is_dir) {
+        return false;
+    }
+    let name = entry.file_name().to_string_lossy();
+    let parent = entry
+        .path()
+        .parent()
+        .and_then(Path::file_name)
+        .map(|p| p.to_string_lossy());
+    if !include_tests && is_test_entry(&name, is_dir, parent.as_deref()) {
+        if let Some(rel) = relative(root, entry.path()) {
+            test_skips
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Skipped {
+                    path: rel,
+                    reason: SkipReason::Test,
+                });
+        }
+        return false;
+    }
+    true
+}
+
+/// What the walk lists before reading anything: the source files to read, the build modules,
+/// and the entries it leaves out itself.
+#[derive(Default)]
+struct Listing {
+    /// `(absolute path, repository-relative path, language)` of each source file to read.
+    candidates: Vec<(PathBuf, String, &'static Language)>,
+    /// Folders below the root holding a build file ([`BUILD_FILES`]), in walk order.
+    modules: Vec<String>,
+    /// Unreadable entries, non-UTF-8 paths, links and special files, in walk order.
+    skipped: Vec<Skipped>,
+}
+
+impl Listing {
+    /// Files one entry of the walk: a source file of one of `languages` to read, or why it is
+    /// left out; a build file also makes its folder a module. Folders and files of other
+    /// languages are passed over.
+    fn add(
+        &mut self,
+        root: &Path,
+        languages: &[&'static Language],
+        entry: std::result::Result<ignore::DirEntry, ignore::Error>,
+    ) {
         let entry = match entry {
             Ok(entry) => entry,
             Err(err) => {
                 let path = err_path(&err).unwrap_or_default();
-                own_skips.push(Skipped {
-                    path: relative(&root, &path).unwrap_or_default(),
+                self.skipped.push(Skipped {
+                    path: relative(root, &path).unwrap_or_default(),
                     reason: SkipReason::Unreadable {
                         message: err.to_string(),
                     },
                 });
-                continue;
+                return;
             }
         };
         let Some(file_type) = entry.file_type() else {
-            continue;
+            return;
         };
         if file_type.is_dir() {
-            continue;
+            return;
         }
         if BUILD_FILES.iter().any(|b| entry.file_name() == *b) && entry.depth() > 1 {
-            if let Some(folder) = entry.path().parent().and_then(|p| relative(&root, p)) {
-                modules.push(folder);
+            if let Some(folder) = entry.path().parent().and_then(|p| relative(root, p)) {
+                self.modules.push(folder);
             }
         }
-        let Some(rel) = relative(&root, entry.path()) else {
-            let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-            own_skips.push(Skipped {
+        let Some(rel) = relative(root, entry.path()) else {
+            let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            self.skipped.push(Skipped {
                 path: rel.to_string_lossy().replace('\\', "/"),
                 reason: SkipReason::NonUtf8Path,
             });
-            continue;
+            return;
         };
         let Some(language) =
             language_for_path(&rel).filter(|l| languages.iter().any(|s| std::ptr::eq(*s, *l)))
         else {
-            continue;
+            return;
         };
         if file_type.is_symlink() {
-            own_skips.push(Skipped {
+            self.skipped.push(Skipped {
                 path: rel,
-                reason: symlink_reason(&root, entry.path()),
+                reason: symlink_reason(root, entry.path()),
             });
-            continue;
+            return;
         }
         if !file_type.is_file() {
-            own_skips.push(Skipped {
+            self.skipped.push(Skipped {
                 path: rel,
                 reason: SkipReason::NotRegularFile,
             });
-            continue;
+            return;
         }
-        candidates.push((entry.into_path(), rel, language));
+        self.candidates.push((entry.into_path(), rel, language));
     }
+}
 
+/// Reads the listed source files in parallel: those read and those left out while reading,
+/// each in listing order.
+fn read_sources(
+    candidates: Vec<(PathBuf, String, &'static Language)>,
+    options: &WalkOptions,
+) -> (Vec<SourceFile>, Vec<Skipped>) {
     let read: Vec<std::result::Result<SourceFile, Skipped>> = candidates
         .into_par_iter()
         .map(|(abs, rel, language)| read_source(&abs, rel, language, options))
         .collect();
-    modules.sort();
-    modules.dedup();
-    let mut output = WalkOutput {
-        root,
-        modules,
-        ..WalkOutput::default()
-    };
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
     for item in read {
         match item {
-            Ok(file) => output.files.push(file),
-            Err(skip) => own_skips.push(skip),
+            Ok(file) => files.push(file),
+            Err(skip) => skipped.push(skip),
         }
     }
-    let mut skipped = std::mem::take(&mut *skipped.lock().unwrap_or_else(PoisonError::into_inner));
-    skipped.extend(own_skips);
-    skipped.extend(ignores.take_skipped());
-    skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    output.skipped = skipped;
-    Ok(output)
+    (files, skipped)
 }
 
 /// Canonical form of the repository root, with clear errors for a missing or non-directory path.

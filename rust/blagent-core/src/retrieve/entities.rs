@@ -10,10 +10,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::chunk::Symbol;
 
+/// The id of the class, function or method `qualified` (`Class.method`) of the file `path`:
+/// `path::Class.method`, as LocAgent and SWE-bench-style function-level metrics spell it.
+pub fn entity_id(path: &str, qualified: &str) -> String {
+    format!("{path}::{qualified}")
+}
+
 /// A class, function or method of a top file, for `granularity = "function"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entity {
-    /// `path::Qualified.name`, as LocAgent and SWE-bench-style function-level metrics spell it.
+    /// `path::Qualified.name` ([`entity_id`]).
     pub id: String,
     /// The file.
     pub path: String,
@@ -40,7 +46,7 @@ impl Entity {
     /// The entity of `symbol` in the file `path` ranked `file_rank`.
     pub fn of(path: &str, symbol: &Symbol, score: f32, file_rank: usize) -> Self {
         Entity {
-            id: format!("{path}::{}", symbol.qualified),
+            id: entity_id(path, &symbol.qualified),
             path: path.to_owned(),
             name: symbol.qualified.clone(),
             kind: symbol.kind.name().to_owned(),

@@ -13,7 +13,7 @@ mod signals;
 use serde::{Deserialize, Serialize};
 
 pub use self::dense::{add_dense_view, dense_signals, Rewrites};
-pub use self::entities::Entity;
+pub use self::entities::{entity_id, Entity};
 pub use self::functions::{
     function_candidates, rank_functions, Candidate, Feature, Features, FunctionWeights,
     FUNCTION_FILES, MAX_FUNCTIONS, NUM_FEATURES,

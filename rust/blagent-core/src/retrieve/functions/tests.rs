@@ -2,7 +2,7 @@ use std::fs;
 
 use super::*;
 use crate::index::{IndexOptions, RepoIndex};
-use crate::retrieve::{complete, score, FusionWeights};
+use crate::retrieve::{complete, entity_id, score, FusionWeights};
 
 const CART: &str = r#"TAX = 0.2
 
@@ -57,10 +57,9 @@ fn candidates_for(index: &SearchIndex, issue: &str) -> (Scored, Vec<usize>, Vec<
 /// A candidate's `path::Class.method` id.
 fn id_of(index: &SearchIndex, candidate: &Candidate) -> String {
     let file = &index.repo.files[candidate.file];
-    format!(
-        "{}::{}",
+    entity_id(
         file.path(),
-        file.parsed.symbols[candidate.symbol].qualified
+        &file.parsed.symbols[candidate.symbol].qualified,
     )
 }
 
@@ -206,11 +205,7 @@ fn linked_lines_point_at_the_functions_that_hold_them() {
         .map(|c| {
             let file = &index.repo.files[c.file];
             let value = c.get(Feature::LineLink);
-            let id = format!(
-                "{}::{}",
-                file.path(),
-                file.parsed.symbols[c.symbol].qualified
-            );
+            let id = entity_id(file.path(), &file.parsed.symbols[c.symbol].qualified);
             format!("{id} {value}")
         })
         .collect();
