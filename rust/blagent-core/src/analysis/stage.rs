@@ -10,7 +10,7 @@ use super::inputs::{Localization, Outcome};
 use super::lines::{match_first_lines, LineMatch, LineVerdict};
 use super::patch::parse_patch;
 use super::view::PatchView;
-use crate::dataset::{gold_files_from_patch, Instance};
+use crate::dataset::Instance;
 
 /// Where an instance ended up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -283,20 +283,16 @@ fn parse_views(
     }
 }
 
-/// The file stage: the instance's gold files (`gold_files`, else those its patch changes)
-/// against the top `criteria.top_k` files of the localization output (none without one, which
-/// `notes` records).
+/// The file stage: the instance's gold files (as [`crate::dataset::load_dataset`] fills them:
+/// its `gold_files`, else those its patch changes) against the top `criteria.top_k` files of
+/// the localization output (none without one, which `notes` records).
 fn file_stage(
     gold: &Instance,
     loc: Option<&Localization>,
     criteria: &Criteria,
     notes: &mut Vec<String>,
 ) -> FileEvidence {
-    let gold_files = if gold.gold_files.is_empty() {
-        gold_files_from_patch(&gold.patch)
-    } else {
-        gold.gold_files.clone()
-    };
+    let gold_files = gold.gold_files.clone();
     if loc.is_none() {
         notes.push("no localization output".to_owned());
     }
@@ -435,6 +431,7 @@ fn function_stage(
 mod tests {
     use super::super::functions::LocEntry;
     use super::*;
+    use crate::dataset::gold_files_from_patch;
 
     const BASE: &str = "class Pricer:\n    def discount(self, price, percent):\n        # percent is 0..100\n        factor = 1 - percent / 100\n        return price * factor\n\n    def total(self, items):\n        subtotal = 0\n        for item in items:\n            subtotal += item.price\n        taxed = subtotal * 1.2\n        shipping = 5 if taxed < 50 else 0\n        rounded = round(taxed + shipping, 2)\n        return rounded\n";
     const PATH: &str = "shop/pricing.py";
@@ -455,13 +452,23 @@ mod tests {
         )
     }
 
-    fn gold() -> Instance {
+    /// An instance as `load_dataset` gives it: gold files from its patch.
+    fn instance(id: &str, repo: &str, patch: String) -> Instance {
         Instance {
-            instance_id: "i".into(),
-            repo: "acme/shop".into(),
-            patch: patch("percent / 100", "min(percent, 100) / 100"),
+            instance_id: id.into(),
+            repo: repo.into(),
+            gold_files: gold_files_from_patch(&patch),
+            patch,
             ..Instance::default()
         }
+    }
+
+    fn gold() -> Instance {
+        instance(
+            "i",
+            "acme/shop",
+            patch("percent / 100", "min(percent, 100) / 100"),
+        )
     }
 
     fn loc(files: &[&str], functions: &[&str]) -> Localization {
@@ -679,11 +686,7 @@ mod tests {
                 similar::TextDiff::from_lines(base, to).unified_diff()
             )
         };
-        let gold = Instance {
-            instance_id: "i".into(),
-            patch: diff(new),
-            ..Instance::default()
-        };
+        let gold = instance("i", "", diff(new));
         let generated = diff(&base.replacen("return price\n", "return price * 2\n", 1));
         let files = Localization {
             found_files: vec!["p.py".into()],

@@ -179,7 +179,8 @@ impl Encoder {
                 let fraction = config.rotary_emb_fraction;
                 if !(fraction > 0.0 && fraction <= 1.0) {
                     return Err(Error::Model(format!(
-                        "config.json: rotary_emb_fraction must be above 0 and at most 1, not {fraction}"
+                        "config.json: rotary_emb_fraction must be above 0 and at most 1, \
+                         not {fraction}"
                     )));
                 }
                 Model::NomicBert(nomic_bert::NomicBertModel::load(vb, &config).map_err(model_err)?)

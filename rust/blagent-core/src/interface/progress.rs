@@ -1,5 +1,5 @@
-//! Progress of `batch`, `eval` and `calibrate` on stderr: an indicatif bar on a terminal, one line per instance otherwise
-//! (logs and CI), nothing when turned off.
+//! Progress of `batch`, `eval` and `calibrate` on stderr: an indicatif bar on a terminal, one
+//! line per instance otherwise (logs and CI), nothing when turned off.
 
 use std::io::{IsTerminal, Write};
 

@@ -377,7 +377,6 @@ fn hard_links(_: &std::fs::Metadata) -> u64 {
     1
 }
 
-#[cfg(unix)]
 /// Ends the JSON-lines output `file` (opened by [`open_output`] to append; `path` names it)
 /// with a complete line before a run appends to it: after the last newline, whole JSON gets
 /// its newline (whatever it holds: a line saved without one loses nothing), anything else (a
@@ -402,6 +401,7 @@ pub fn complete_last_line(file: &mut File, path: &Path) -> Result<(Vec<u8>, bool
     Ok((bytes, true))
 }
 
+#[cfg(unix)]
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     a.dev() == b.dev() && a.ino() == b.ino()
