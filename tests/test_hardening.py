@@ -733,6 +733,29 @@ def test_an_interrupt_stops_the_call_in_progress_not_later_ones_in_other_threads
     assert later and set(later) == {"ok"}, later
 
 
+# A pre-tokenizer regex that backtracks past Oniguruma's retry limit on a run of letters: the
+# tokenizer panics inside the search.
+BACKTRACKING_SPLIT = {
+    "type": "Split",
+    "pattern": {"Regex": r"(\w|\w\w)*\W(?<=q)"},
+    "behavior": "Isolated",
+    "invert": False,
+}
+
+
+def test_a_tokenizer_that_gives_up_on_a_text_is_a_model_error(tmp_path: Path) -> None:
+    """It was an internal error (a panic in the tokenizer's regex search)."""
+    folder = tmp_path / "model"
+    shutil.copytree(default_model_dir(), folder)
+    tokenizer = json.loads((folder / "tokenizer.json").read_text())
+    tokenizer["pre_tokenizer"] = BACKTRACKING_SPLIT
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer))
+    encoder = _core.Encoder(str(folder))
+    assert len(encoder.embed(["short words"])) == 1
+    with pytest.raises(ModelError, match="the tokenizer of .* failed on a text .*retry-limit"):
+        encoder.embed(["a" * 60])
+
+
 @pytest.mark.parametrize(
     ("field", "value", "why"),
     [

@@ -154,6 +154,22 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
+/// What `tokenize` returns, or, where the tokenizer panics on the text (a pre-tokenizer regex
+/// that Oniguruma gives up on panics rather than failing), [`Error::Model`] saying that the
+/// tokenizer of `source` failed, with the panic's message.
+pub fn tokenize_or_refuse<T>(
+    source: &std::path::Path,
+    tokenize: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(tokenize)).unwrap_or_else(|panic| {
+        Err(Error::Model(format!(
+            "the tokenizer of {} failed on a text ({}); use another tokenizer",
+            source.display(),
+            panic_message(&*panic)
+        )))
+    })
+}
+
 /// `Result` with the core's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 

@@ -1,6 +1,6 @@
 //! Cancellation ([`blagent_core::cancel`]): a request in flight to a hanging endpoint, a retry's
 //! backoff and a batch all stop within a fraction of a second, and the batch writes no line for
-//! the instance it was cut short in; a repository walk stops too. One test: the flag is process-wide.
+//! the instance it was cut short in; a repository walk and a JSONL read stop too. One test: the flag is process-wide.
 
 mod support;
 
@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blagent_core::agent::{LlmOptions, LlmRun, Pipeline};
+use blagent_core::dataset::read_jsonl;
 use blagent_core::interface::{run_batch, BatchConfig, DatasetConfig};
 use blagent_core::llm::{model_from_config, ChatModel, LlmConfig, Message};
 use blagent_core::repo::{walk, WalkOptions};
@@ -97,6 +98,9 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
         cancel::request();
         let walked = walk(&dir.path().join("trees"), &WalkOptions::default());
         assert!(matches!(walked, Err(Error::Cancelled)), "{walked:?}");
+        // Reading a dataset or a cassette (300 MB once took 4 s before a stop was seen).
+        let rows = read_jsonl::<serde_json::Value>(&dir.path().join("data.jsonl"));
+        assert!(matches!(rows, Err(Error::Cancelled)), "{rows:?}");
     }
 
     // A new scope starts clean.

@@ -31,7 +31,7 @@ fn malformed(path: &Path, line: usize, message: impl Into<String>) -> Error {
 
 /// `(line number, value)` of every non-blank line. With `tolerate_unterminated_tail`, a
 /// malformed last line that lacks its newline (an interrupted write) is dropped instead of
-/// being an error.
+/// being an error. A stop asked for (Ctrl-C) ends the reading between two lines.
 fn lines<T: DeserializeOwned>(
     path: &Path,
     text: &str,
@@ -40,6 +40,7 @@ fn lines<T: DeserializeOwned>(
     let lines: Vec<&str> = text.split('\n').collect();
     let mut rows = Vec::new();
     for (i, line) in lines.iter().enumerate() {
+        crate::cancel::check()?;
         if line.trim().is_empty() {
             continue;
         }

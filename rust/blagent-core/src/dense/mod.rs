@@ -3,6 +3,7 @@
 //! query; a file's score is the best of its chunks.
 
 mod index;
+mod layout;
 mod store;
 mod vectors;
 

@@ -108,6 +108,10 @@ impl IndexStore {
                 "index file checksum mismatch".to_owned(),
             ));
         }
+        // A checksum is no proof against a file crafted with its manifest: Faiss would
+        // allocate whatever lengths the file declares.
+        super::layout::check(&bytes, manifest.kind, manifest.dim, manifest.len)
+            .map_err(|why| StoreMiss::Corrupt(format!("index file: {why}")))?;
         let index = FaissIndex::load(&path, manifest.kind)
             .map_err(|e| StoreMiss::Corrupt(e.to_string()))?;
         if index.len() != manifest.len || index.dim() != manifest.dim {
@@ -225,6 +229,34 @@ mod tests {
         assert!(matches!(store.load(&manifest), Err(StoreMiss::Corrupt(_))));
         fs::write(dir.path().join(MANIFEST), b"{ not json").unwrap();
         assert!(matches!(store.load(&manifest), Err(StoreMiss::Corrupt(_))));
+    }
+
+    /// A file crafted with its manifest (checksum recomputed) once made Faiss allocate what
+    /// the file declared: 2.4 GB from 21 KB.
+    #[test]
+    fn a_crafted_index_with_a_matching_checksum_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = IndexStore::new(dir.path());
+        let (index, manifest) = index();
+        store.save(&index, &manifest).unwrap();
+        let path = dir.path().join(VECTORS);
+        let mut bytes = fs::read(&path).unwrap();
+        // The vectors' length, after the type and the header (4 + 4 + 8 + 16 + 1 + 4 bytes).
+        bytes[37..45].copy_from_slice(&(1u64 << 39).to_le_bytes());
+        fs::write(&path, &bytes).unwrap();
+        let forged = Manifest {
+            checksum: blake3::hash(&bytes).to_hex().to_string(),
+            ..manifest.clone()
+        };
+        fs::write(
+            dir.path().join(MANIFEST),
+            serde_json::to_string(&forged).unwrap(),
+        )
+        .unwrap();
+        match store.load(&manifest) {
+            Err(StoreMiss::Corrupt(why)) => assert!(why.contains("left in the file"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     /// A FIFO in place of the manifest or the vectors once blocked the load: each is corrupt.

@@ -212,10 +212,9 @@ impl Encoder {
             TextKind::Document => &self.folder.document_prefix,
         };
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let encodings = self
-            .tokenizer
-            .encode_batch(inputs, true)
-            .map_err(model_err)?;
+        let encodings = crate::error::tokenize_or_refuse(&self.folder.dir, || {
+            self.tokenizer.encode_batch(inputs, true).map_err(model_err)
+        })?;
         let batches = length_batches(&encodings);
         let embedded: Vec<Vec<(usize, Vec<f32>)>> = batches
             .par_iter()

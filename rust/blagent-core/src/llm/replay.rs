@@ -122,7 +122,7 @@ impl ReplayModel {
         Ok(Self::from_entries(path, model.to_owned(), entries))
     }
 
-    fn from_entries(path: &Path, model: String, entries: Vec<CassetteEntry>) -> Self {
+    fn from_entries(path: &Path, model: String, entries: Vec<ReplayEntry>) -> Self {
         let mut queues: HashMap<_, VecDeque<_>> = HashMap::new();
         for entry in entries {
             let outcome = match (entry.response, entry.error) {
@@ -191,9 +191,26 @@ impl ChatModel for ReplayModel {
     }
 }
 
+/// What replay keeps of a cassette line: the conversation is left unread, since the key
+/// stands for it, so a cassette takes about the size of its answers in memory.
+#[derive(Deserialize)]
+struct ReplayEntry {
+    key: String,
+    request: ReplayRequest,
+    #[serde(default)]
+    response: Option<ChatResponse>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ReplayRequest {
+    model: String,
+}
+
 /// Reads every entry; a malformed last line without a newline (an interrupted recording) is
 /// dropped, any other malformed line is an error naming it.
-fn read_cassette(path: &Path) -> Result<Vec<CassetteEntry>> {
+fn read_cassette(path: &Path) -> Result<Vec<ReplayEntry>> {
     crate::dataset::read_jsonl_appended(path)
 }
 

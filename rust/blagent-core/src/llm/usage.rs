@@ -2,6 +2,7 @@
 //! estimates counts when a response carries no `usage`.
 
 use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
@@ -59,9 +60,12 @@ impl TokenCounter {
                     cut -= 1;
                 }
                 let head = &text[..cut];
-                let tokens = tokenizer
-                    .encode(head, false)
-                    .map_or_else(|_| Self::CharsPerToken.count(head), |e| e.len() as u64);
+                // A tokenizer that fails on the text, or panics on it (a regex Oniguruma gives
+                // up on), is counted as if there were none.
+                let tokens = catch_unwind(AssertUnwindSafe(|| tokenizer.encode(head, false)))
+                    .ok()
+                    .and_then(std::result::Result::ok)
+                    .map_or_else(|| Self::CharsPerToken.count(head), |e| e.len() as u64);
                 if cut == text.len() || cut == 0 {
                     return tokens;
                 }
@@ -278,6 +282,26 @@ mod tests {
         );
         let counter = TokenCounter::load(Some(&path)).unwrap();
         assert_eq!(counter.count("hello world foo bar"), 4);
+    }
+
+    /// A pre-tokenizer regex past Oniguruma's retry limit on a run of letters panicked inside
+    /// the count.
+    #[test]
+    fn a_tokenizer_that_gives_up_on_a_text_counts_as_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = tokenizer_file(dir.path(), "null", "null");
+        let json = std::fs::read_to_string(&path).unwrap().replace(
+            r#"{"type": "Whitespace"}"#,
+            r#"{"type": "Split", "pattern": {"Regex": "(\\w|\\w\\w)*\\W(?<=q)"},
+                "behavior": "Isolated", "invert": false}"#,
+        );
+        std::fs::write(&path, json).unwrap();
+        let counter = TokenCounter::load(Some(&path)).unwrap();
+        let text = "a".repeat(60);
+        assert_eq!(
+            counter.count(&text),
+            TokenCounter::CharsPerToken.count(&text)
+        );
     }
 
     #[test]

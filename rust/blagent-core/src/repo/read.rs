@@ -143,7 +143,9 @@ pub fn read_open_bounded(file: &File, limit: u64) -> std::result::Result<Vec<u8>
     reader
         .seek(std::io::SeekFrom::Start(0))
         .map_err(ReadFailure::Io)?;
-    let mut bytes = Vec::new();
+    // Room for the whole file at once: growing by doubling would hold up to twice its size.
+    let size = file.metadata().map_or(0, |m| m.len()).min(limit);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     reader
         .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
