@@ -273,6 +273,53 @@ def _interrupt(
     return subprocess.CompletedProcess(args, proc.returncode, out, err), time.monotonic() - sent
 
 
+# Sends this process a SIGINT as it begins to import blagent's native core, so that the
+# Ctrl-C lands while the command is still starting, every time.
+INTERRUPT_ON_CORE_IMPORT = """
+import os, signal, sys
+
+class InterruptOnCore:
+    def find_spec(self, name, path=None, target=None):
+        if name == "blagent._core":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptOnCore())
+"""
+
+
+@pytest.mark.parametrize("how", ["script", "module", "import"])
+def test_ctrl_c_while_the_command_starts_exits_130_without_a_traceback(
+    tmp_path: Path, how: str
+) -> None:
+    """A Ctrl-C in the first tenth of a second (Python importing blagent) printed Python's
+    traceback; a program importing blagent still gets its KeyboardInterrupt."""
+    if how == "module" and not hasattr(sys, "orig_argv"):
+        pytest.skip("Python before 3.10 does not say it was started with -m")
+    (tmp_path / "sitecustomize.py").write_text(INTERRUPT_ON_CORE_IMPORT)
+    script = Path(sys.executable).parent / "blagent"
+    command = {
+        "script": [sys.executable, str(script), "--help"],
+        "module": [sys.executable, "-m", "blagent", "--help"],
+        "import": [sys.executable, "-c", "import blagent"],
+    }[how]
+    proc = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        timeout=60,
+    )
+    if how == "import":
+        assert "KeyboardInterrupt" in proc.stderr, proc.stderr
+        assert proc.returncode != 0
+    else:
+        assert (proc.returncode, proc.stderr) == (130, "blagent: interrupted\n")
+        assert proc.stdout == ""
+
+
 def _llm_flags(url: str) -> list[str]:
     return [
         "--pipeline",

@@ -5,7 +5,8 @@
 >>> result.paths
 """
 
-from . import _blas
+# `_start` takes a Ctrl-C while the command starts; it is imported before the native core.
+from . import _blas, _start  # noqa: F401
 
 with _blas.prepared():  # OpenBLAS picks its kernels as _core loads it
     from . import _core

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from . import _core, _io, _ray
+from . import _core, _io, _ray, _start
 from ._llm_flags import (
     add_llm_flags,
     add_pipeline_flags,
@@ -835,6 +835,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _start.started()
     _open_standard_streams()
     try:
         parser = build_parser()
