@@ -6,7 +6,8 @@
 //! A path is first checked as written, before anything touches the file system
 //! ([`check_relative`]): not empty, no NUL byte, no backslash, not absolute, no `..` component.
 //! Where the file system decides, [`resolve_inside`] then canonicalizes it under the canonical
-//! root, so a symlink that leads out is refused too.
+//! root, so a symlink that leads out is refused too. [`strip_current_dir`] is the one way such
+//! a path loses the leading `./`s a model, a caller or an issue may write.
 
 use std::path::{Path, PathBuf};
 
@@ -65,6 +66,16 @@ pub fn resolve_inside(root: &Path, rel: &str) -> Result<PathBuf, Refusal> {
     }
 }
 
+/// `path` without its leading `./`s: the one way a repository-relative path written by a model,
+/// a caller's hint or an issue loses them.
+pub fn strip_current_dir(path: &str) -> &str {
+    let mut path = path;
+    while let Some(rest) = path.strip_prefix("./") {
+        path = rest;
+    }
+    path
+}
+
 /// [`check_relative`], then [`resolve_inside`].
 pub fn confine(root: &Path, rel: &str) -> Result<PathBuf, Refusal> {
     check_relative(rel)?;
@@ -92,6 +103,21 @@ mod tests {
         }
         for good in ["a.py", "pkg/a.py", "a..b/c", "./a", "~/x", "%2e", " "] {
             assert_eq!(check_relative(good), Ok(()), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn strips_every_leading_current_dir_only() {
+        for (written, stripped) in [
+            ("./a.py", "a.py"),
+            ("././a/b.py", "a/b.py"),
+            ("a/./b.py", "a/./b.py"),
+            ("../a.py", "../a.py"),
+            (".//a.py", "/a.py"),
+            ("./", ""),
+            ("a.py", "a.py"),
+        ] {
+            assert_eq!(strip_current_dir(written), stripped, "{written:?}");
         }
     }
 
