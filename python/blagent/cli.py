@@ -49,7 +49,7 @@ def _read_issue(args: argparse.Namespace) -> str:
     if args.issue_text is not None:  # checked with every argument (`_check_arguments`)
         return args.issue_text
     if args.issue is not None:
-        return _io.read_file(args.issue, _io.MAX_ISSUE_BYTES, "issue file").decode(
+        return _core.read_user_file(args.issue, _io.MAX_ISSUE_BYTES, "issue file").decode(
             "utf-8", errors="replace"
         )
     if sys.stdin is None or sys.stdin.isatty():
@@ -99,7 +99,7 @@ def _read_request(source: str) -> dict[str, Any]:
     if source == "-":
         data = _io.read_stdin(_io.MAX_ISSUE_BYTES, "request")
     else:
-        data = _io.read_file(source, _io.MAX_ISSUE_BYTES, "request file")
+        data = _core.read_user_file(source, _io.MAX_ISSUE_BYTES, "request file")
     try:
         request = json.loads(_io.decode_strict(data, "the request"))
     except RecursionError as err:
@@ -268,7 +268,8 @@ def _ids(args: argparse.Namespace) -> list[str] | None:
         ids += [i for i in args.ids.split(",") if i]
     if args.ids_file:
         text = _io.decode_strict(
-            _io.read_file(args.ids_file, _io.MAX_IDS_BYTES, "ids file"), f"ids file {args.ids_file}"
+            _core.read_user_file(args.ids_file, _io.MAX_IDS_BYTES, "ids file"),
+            f"ids file {args.ids_file}",
         )
         ids += [line.strip() for line in text.splitlines() if line.strip()]
     if not ids:

@@ -155,10 +155,15 @@ pub fn read_open_bounded(file: &File, limit: u64) -> std::result::Result<Vec<u8>
     Ok(bytes)
 }
 
-/// [`read_bounded`] for a file the user named (`what`: "dataset", "cassette", …), as UTF-8
-/// text; failures are core errors naming the file.
+/// [`read_bounded`] for a file the user named (`what`: "dataset", "issue file", …); failures
+/// are core errors naming the file ([`ReadFailure::into_error`]).
+pub fn read_user_bytes(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
+    read_bounded(path, limit).map_err(|f| f.into_error(path, what))
+}
+
+/// [`read_user_bytes`] as UTF-8 text.
 pub fn read_user_text(path: &Path, limit: u64, what: &str) -> Result<String> {
-    let bytes = read_bounded(path, limit).map_err(|f| f.into_error(path, what))?;
+    let bytes = read_user_bytes(path, limit, what)?;
     String::from_utf8(bytes).map_err(|e| {
         Error::InvalidInput(format!(
             "{what} {} is not UTF-8 (byte {})",
