@@ -10,6 +10,7 @@ __all__ = [
     "DEFAULTS",
     "DEFAULT_ANALYSIS_TOP_K",
     "DEFAULT_TOP_K",
+    "ERROR_CLASSES",
     "EXIT_CODES",
     "GRANULARITIES",
     "INDEX_KINDS",
@@ -62,6 +63,9 @@ DEFAULT_ANALYSIS_TOP_K: int
 LLM_CONFIG_FLAGS: str
 #: The CLI's exit code of each error kind: input, io, model, llm, interrupted, internal.
 EXIT_CODES: dict[str, int]
+#: The exception class of each error kind (the keys of EXIT_CODES): the one table the core raises
+#: from, and the CLI maps to exit codes.
+ERROR_CLASSES: dict[str, type[BaseException]]
 
 class BlagentError(Exception): ...
 class InputError(BlagentError): ...

@@ -35,14 +35,6 @@ EXIT_OK, EXIT_USAGE = 0, 2
 EXIT_INPUT = _core.EXIT_CODES["input"]
 EXIT_FAILURE = _core.EXIT_CODES["io"]
 EXIT_INTERRUPTED = _core.EXIT_CODES["interrupted"]
-#: The exception classes of the core's error kinds, each mapped to its kind's exit code.
-EXIT_BY_ERROR: tuple[tuple[type[BaseException], str], ...] = (
-    (_core.InputError, "input"),
-    (_core.BlagentIOError, "io"),
-    (_core.ModelError, "model"),
-    (_core.LlmError, "llm"),
-    (_core.InternalError, "internal"),
-)
 
 
 def _read_issue(args: argparse.Namespace) -> str:
@@ -858,7 +850,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except _core.BlagentError as err:
         print(f"blagent: error: {_io.printable_lines(str(err))}", file=sys.stderr)
-        kind = next((kind for cls, kind in EXIT_BY_ERROR if isinstance(err, cls)), "internal")
+        # The core's table of each error kind's exception class (`ERROR_CLASSES`).
+        kind = next(
+            (kind for kind, cls in _core.ERROR_CLASSES.items() if isinstance(err, cls)), "internal"
+        )
         return _core.EXIT_CODES[kind]
     except BrokenPipeError:
         _drop_standard_output()

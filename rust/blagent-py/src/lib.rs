@@ -580,6 +580,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             .into_iter()
             .collect::<std::collections::BTreeMap<_, _>>(),
     )?;
+    m.add("ERROR_CLASSES", errors::exception_classes(py))?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyLocalizer>()?;
     m.add_class::<PyRepoIndex>()?;
