@@ -346,21 +346,29 @@ def test_each_error_kind_exits_with_the_core_s_code(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The CLI's exit codes are the core's (`ErrorKind::exit_code`, exported as EXIT_CODES):
-    each error kind's exception class, and Ctrl-C, exit with their kind's code."""
+    each error kind's exception class (`ERROR_CLASSES`, the table the core raises from), and
+    Ctrl-C, exit with their kind's code."""
     from blagent import _core, cli
 
-    raised: list[BaseException] = [cls("boom") for cls, _ in cli.EXIT_BY_ERROR] + [
-        KeyboardInterrupt()
-    ]
-    kinds = [kind for _, kind in cli.EXIT_BY_ERROR] + ["interrupted"]
-    assert sorted(kinds) == sorted(_core.EXIT_CODES), "every kind has its exception class"
-    for error, kind in zip(raised, kinds):
+    assert sorted(_core.ERROR_CLASSES) == sorted(_core.EXIT_CODES), "one table of kinds"
+    assert _core.ERROR_CLASSES == {
+        "input": _core.InputError,
+        "io": _core.BlagentIOError,
+        "model": _core.ModelError,
+        "llm": _core.LlmError,
+        "interrupted": KeyboardInterrupt,
+        "internal": _core.InternalError,
+    }
+    for kind, cls in _core.ERROR_CLASSES.items():
 
-        def fail(_args: object, error: BaseException = error) -> int:
-            raise error
+        def fail(_args: object, cls: type[BaseException] = cls) -> int:
+            raise cls("boom")
 
         monkeypatch.setattr(cli, "cmd_llm_check", fail)
         assert cli.main(["llm-check"]) == _core.EXIT_CODES[kind], kind
+    # A core error leaves through the same table: a missing file is bad input.
+    with pytest.raises(_core.ERROR_CLASSES["input"]):
+        _core.read_user_file("/nonexistent/blagent-test", 10, "issue file")
     assert _core.EXIT_CODES == {
         "input": 1,
         "io": 3,

@@ -155,6 +155,31 @@ def test_special_files_and_endless_streams_are_refused(repo: Path, tmp_path: Pat
     assert time.monotonic() - started < 60
 
 
+def test_files_the_command_line_names_are_read_by_the_core(repo: Path, tmp_path: Path) -> None:
+    """`--issue`, `--request-json` and `--ids-file` are read by the core's bounded read
+    (`_core.read_user_file`), in its words: a missing or oversized file is bad input naming it,
+    one that cannot be read an I/O failure."""
+    missing = tmp_path / "absent.txt"
+    for args in (
+        ("localize", "--repo", str(repo), "--issue", str(missing)),
+        ("localize", "--request-json", str(missing)),
+    ):
+        assert_clean_failure(run(*args), because=f"{missing} does not exist")
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"x" * ((16 << 20) + 1))
+    proc = run("localize", "--repo", str(repo), "--issue", str(big))
+    assert_clean_failure(proc, because=f"issue file {big} is larger than 16 MiB")
+    unreadable = tmp_path / "issue.txt"
+    unreadable.write_text(ISSUE)
+    unreadable.chmod(0)
+    try:
+        if not os.access(unreadable, os.R_OK):  # not root
+            proc = run("localize", "--repo", str(repo), "--issue", str(unreadable))
+            assert_clean_failure(proc, code=3, because="Permission denied")
+    finally:
+        unreadable.chmod(0o644)
+
+
 def test_a_deeply_nested_request_is_bad_input(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)

@@ -10,6 +10,7 @@ __all__ = [
     "DEFAULTS",
     "DEFAULT_ANALYSIS_TOP_K",
     "DEFAULT_TOP_K",
+    "ERROR_CLASSES",
     "EXIT_CODES",
     "GRANULARITIES",
     "INDEX_KINDS",
@@ -39,6 +40,7 @@ __all__ = [
     "encoder_precision",
     "evaluate",
     "parse_source",
+    "read_user_file",
 ]
 
 __version__: str
@@ -61,6 +63,9 @@ DEFAULT_ANALYSIS_TOP_K: int
 LLM_CONFIG_FLAGS: str
 #: The CLI's exit code of each error kind: input, io, model, llm, interrupted, internal.
 EXIT_CODES: dict[str, int]
+#: The exception class of each error kind (the keys of EXIT_CODES): the one table the core raises
+#: from, and the CLI maps to exit codes.
+ERROR_CLASSES: dict[str, type[BaseException]]
 
 class BlagentError(Exception): ...
 class InputError(BlagentError): ...
@@ -156,5 +161,6 @@ def calibrate(
 def analyze_failures(config_json: str) -> str: ...
 def compare(config_json: str) -> str: ...
 def parse_source(path: str, text: str) -> str: ...
+def read_user_file(path: str | PathLike[str], limit: int, what: str) -> bytes: ...
 def blas_core() -> str: ...
 def encoder_precision() -> str: ...

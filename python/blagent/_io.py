@@ -1,8 +1,10 @@
-"""Bounded reads of the files and streams the command line is given, and safe terminal text.
+"""Bounded reads of the streams the command line is given, and safe terminal text.
 
-A user file must be a regular file (a FIFO, device or socket is refused before anything could
-block on it) of at most a stated size; standard input is read up to the same bound. Failures are
-`InputError`s naming the file, so the CLI exits 1 instead of hanging or running out of memory.
+Files the command line names are read by the core (`_core.read_user_file`: a regular file only,
+a FIFO, device or socket refused before anything could block on it, at most a stated size);
+standard input is read here up to the same bound. A missing, special or oversized input is an
+`InputError` naming it, so the CLI exits 1 instead of hanging or running out of memory (a file that
+exists but cannot be read is the core's I/O error, exit 3, as for every file the core reads).
 """
 
 from __future__ import annotations
@@ -19,42 +21,9 @@ MAX_ISSUE_BYTES: int = _core.DEFAULTS["max_issue_bytes"]
 #: The most bytes read from an ids file.
 MAX_IDS_BYTES = 64 << 20
 
-_KINDS = (
-    (stat.S_ISFIFO, "FIFO"),
-    (stat.S_ISSOCK, "socket"),
-    (stat.S_ISCHR, "device"),
-    (stat.S_ISBLK, "device"),
-    (stat.S_ISDIR, "directory"),
-)
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "special file")
-
 
 def _mib(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
-
-
-def read_file(path: str, limit: int, what: str) -> bytes:
-    """The bytes of the regular file `path`, at most `limit` of them.
-
-    Raises:
-        InputError: `path` is missing, not a regular file, or larger than `limit`.
-    """
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise _core.InputError(
-                f"{what} {path} is a {_kind(os.stat(path).st_mode)}, not a regular file"
-            )
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as err:
-        raise _core.InputError(f"cannot read {what} {path}: {err.strerror}") from err
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(f.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            raise _core.InputError(f"{what} {path} is a {_kind(mode)}, not a regular file")
-        return _bounded(f, limit, f"{what} {path}")
 
 
 def read_stdin(limit: int, what: str) -> bytes:

@@ -35,21 +35,13 @@ EXIT_OK, EXIT_USAGE = 0, 2
 EXIT_INPUT = _core.EXIT_CODES["input"]
 EXIT_FAILURE = _core.EXIT_CODES["io"]
 EXIT_INTERRUPTED = _core.EXIT_CODES["interrupted"]
-#: The exception classes of the core's error kinds, each mapped to its kind's exit code.
-EXIT_BY_ERROR: tuple[tuple[type[BaseException], str], ...] = (
-    (_core.InputError, "input"),
-    (_core.BlagentIOError, "io"),
-    (_core.ModelError, "model"),
-    (_core.LlmError, "llm"),
-    (_core.InternalError, "internal"),
-)
 
 
 def _read_issue(args: argparse.Namespace) -> str:
     if args.issue_text is not None:  # checked with every argument (`_check_arguments`)
         return args.issue_text
     if args.issue is not None:
-        return _io.read_file(args.issue, _io.MAX_ISSUE_BYTES, "issue file").decode(
+        return _core.read_user_file(args.issue, _io.MAX_ISSUE_BYTES, "issue file").decode(
             "utf-8", errors="replace"
         )
     if sys.stdin is None or sys.stdin.isatty():
@@ -99,7 +91,7 @@ def _read_request(source: str) -> dict[str, Any]:
     if source == "-":
         data = _io.read_stdin(_io.MAX_ISSUE_BYTES, "request")
     else:
-        data = _io.read_file(source, _io.MAX_ISSUE_BYTES, "request file")
+        data = _core.read_user_file(source, _io.MAX_ISSUE_BYTES, "request file")
     try:
         request = json.loads(_io.decode_strict(data, "the request"))
     except RecursionError as err:
@@ -268,7 +260,8 @@ def _ids(args: argparse.Namespace) -> list[str] | None:
         ids += [i for i in args.ids.split(",") if i]
     if args.ids_file:
         text = _io.decode_strict(
-            _io.read_file(args.ids_file, _io.MAX_IDS_BYTES, "ids file"), f"ids file {args.ids_file}"
+            _core.read_user_file(args.ids_file, _io.MAX_IDS_BYTES, "ids file"),
+            f"ids file {args.ids_file}",
         )
         ids += [line.strip() for line in text.splitlines() if line.strip()]
     if not ids:
@@ -858,7 +851,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except _core.BlagentError as err:
         print(f"blagent: error: {_io.printable_lines(str(err))}", file=sys.stderr)
-        kind = next((kind for cls, kind in EXIT_BY_ERROR if isinstance(err, cls)), "internal")
+        # The core's table of each error kind's exception class (`ERROR_CLASSES`).
+        kind = next(
+            (kind for kind, cls in _core.ERROR_CLASSES.items() if isinstance(err, cls)), "internal"
+        )
         return _core.EXIT_CODES[kind]
     except BrokenPipeError:
         _drop_standard_output()

@@ -1,12 +1,15 @@
-//! Python's exceptions for blagent's errors: the one conversion point from a core error to a
-//! Python exception ([`to_py`], which [`Error::kind`] decides), and a caught panic as
-//! `InternalError`.
+//! Python's exceptions for blagent's errors: the one table from an error kind to its exception
+//! class ([`exception_class`], which `_core.ERROR_CLASSES` exports for the CLI's exit codes),
+//! the one conversion point from a core error to a Python exception ([`to_py`], which
+//! [`Error::kind`] decides), and a caught panic as `InternalError`.
 
 use std::any::Any;
+use std::collections::BTreeMap;
 
 use blagent_core::{Error, ErrorKind};
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt};
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 
 pyo3::create_exception!(
     _core,
@@ -45,17 +48,31 @@ pyo3::create_exception!(
     "A bug in blagent (an invariant failed or a panic was caught)."
 );
 
-/// The one conversion point from core errors to Python exceptions: [`Error::kind`] decides.
+/// The Python exception class of each error kind: the one table.
+pub(crate) fn exception_class(py: Python<'_>, kind: ErrorKind) -> Bound<'_, PyType> {
+    match kind {
+        ErrorKind::Input => py.get_type::<InputError>(),
+        ErrorKind::Io => py.get_type::<BlagentIOError>(),
+        ErrorKind::Model => py.get_type::<ModelError>(),
+        ErrorKind::Llm => py.get_type::<LlmError>(),
+        ErrorKind::Interrupted => py.get_type::<PyKeyboardInterrupt>(),
+        ErrorKind::Internal => py.get_type::<InternalError>(),
+    }
+}
+
+/// Every kind's name and exception class (`_core.ERROR_CLASSES`).
+pub(crate) fn exception_classes(py: Python<'_>) -> BTreeMap<&'static str, Bound<'_, PyType>> {
+    ErrorKind::ALL
+        .into_iter()
+        .map(|kind| (kind.name(), exception_class(py, kind)))
+        .collect()
+}
+
+/// The one conversion point from core errors to Python exceptions: [`Error::kind`] decides
+/// the class ([`exception_class`]).
 pub(crate) fn to_py(err: Error) -> PyErr {
     let message = err.to_string();
-    match err.kind() {
-        ErrorKind::Input => InputError::new_err(message),
-        ErrorKind::Io => BlagentIOError::new_err(message),
-        ErrorKind::Model => ModelError::new_err(message),
-        ErrorKind::Llm => LlmError::new_err(message),
-        ErrorKind::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(message),
-        ErrorKind::Internal => InternalError::new_err(message),
-    }
+    Python::attach(|py| PyErr::from_type(exception_class(py, err.kind()), message))
 }
 
 /// A panic caught in a call, as the `InternalError` Python sees.

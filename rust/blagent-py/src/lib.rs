@@ -456,6 +456,29 @@ fn compare(py: Python<'_>, config_json: &str) -> PyResult<String> {
     })
 }
 
+/// The bytes of the regular file `path`, at most `limit` of them: the core's bounded read of a
+/// file the user named (a FIFO, device or socket is refused without blocking on it).
+///
+/// Args:
+///     path: the file.
+///     limit: the most bytes read; a larger file is refused.
+///     what: what the file is, as messages name it ("issue file", "ids file").
+///
+/// Raises:
+///     InputError: `path` is missing, not a regular file, or larger than `limit`.
+///     BlagentIOError: it exists but cannot be read.
+#[pyfunction]
+fn read_user_file<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    limit: u64,
+    what: &str,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let read = || blagent_core::repo::read::read_user_bytes(&path, limit, what);
+    let bytes = cancel::run_short(py, read, to_py)?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
+}
+
 /// Parses a file's text into chunks, symbols and skeleton; returns JSON.
 ///
 /// Args:
@@ -557,6 +580,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             .into_iter()
             .collect::<std::collections::BTreeMap<_, _>>(),
     )?;
+    m.add("ERROR_CLASSES", errors::exception_classes(py))?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyLocalizer>()?;
     m.add_class::<PyRepoIndex>()?;
@@ -570,6 +594,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(parse_source, m)?)?;
+    m.add_function(wrap_pyfunction!(read_user_file, m)?)?;
     m.add_function(wrap_pyfunction!(blas_core, m)?)?;
     m.add_function(wrap_pyfunction!(encoder_precision, m)?)?;
     Ok(())

@@ -1,11 +1,16 @@
-//! Keeping every tool the model can call inside the repository. A requested path is refused
-//! before it touches the file system when it is absolute, climbs with `..`, holds a NUL byte, a
+//! Keeping every tool the model can call inside the repository, by the repository-wide rule
+//! ([`crate::repo::confine`]) in words for the model. A requested path is refused before it
+//! touches the file system when it is blank or absolute, climbs with `..`, holds a NUL byte, a
 //! backslash, a `~` or a percent-encoded byte; then it is canonicalized and must still lie under
 //! the canonical root, so a symlink pointing out is refused too.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-/// Why a requested path is refused, in words sent back to the model.
+use crate::repo::confine::{check_relative, resolve_inside, Refusal};
+
+/// Why a requested path is refused, in words sent back to the model: the repository-wide rule
+/// ([`check_relative`]) with the agent's stricter ones (blank, `~`, percent-encoding, a drive
+/// letter) in the order the model is told of them.
 pub fn check_syntax(requested: &str) -> Result<(), String> {
     let refuse = |why: &str| {
         Err(format!(
@@ -13,14 +18,14 @@ pub fn check_syntax(requested: &str) -> Result<(), String> {
             requested.escape_debug()
         ))
     };
+    let refusal = check_relative(requested).err();
     if requested.trim().is_empty() {
         return refuse("it is empty");
     }
-    if requested.contains('\0') {
-        return refuse("it contains a NUL byte");
-    }
-    if requested.contains('\\') {
-        return refuse("backslashes are not allowed; use `/`");
+    match refusal {
+        Some(Refusal::Nul) => return refuse("it contains a NUL byte"),
+        Some(Refusal::Backslash) => return refuse("backslashes are not allowed; use `/`"),
+        _ => {}
     }
     if requested.contains('~') {
         return refuse("`~` is not allowed; use a path relative to the repository root");
@@ -32,13 +37,12 @@ pub fn check_syntax(requested: &str) -> Result<(), String> {
     {
         return refuse("percent-encoded characters are not allowed");
     }
-    let path = Path::new(requested);
-    if path.is_absolute() || requested.starts_with('/') || requested.get(1..2) == Some(":") {
+    if refusal == Some(Refusal::Absolute) || requested.get(1..2) == Some(":") {
         return refuse(
             "absolute paths are not allowed; use a path relative to the repository root",
         );
     }
-    if path.components().any(|c| matches!(c, Component::ParentDir)) {
+    if refusal == Some(Refusal::ParentDir) {
         return refuse("`..` is not allowed");
     }
     Ok(())
@@ -48,18 +52,15 @@ pub fn check_syntax(requested: &str) -> Result<(), String> {
 /// documentation). `root` must be canonical.
 pub fn confine(root: &Path, requested: &str) -> Result<PathBuf, String> {
     check_syntax(requested)?;
-    let joined = root.join(requested.trim());
-    let canonical = joined
-        .canonicalize()
-        .map_err(|_| format!("no file `{}` in the repository", requested.trim()))?;
-    if !canonical.starts_with(root) {
-        return Err(format!(
-            "path `{}` refused: it leads outside the repository",
-            requested.trim()
-        ));
-    }
+    let requested = requested.trim();
+    let canonical = resolve_inside(root, requested).map_err(|refusal| match refusal {
+        Refusal::Outside => {
+            format!("path `{requested}` refused: it leads outside the repository")
+        }
+        _ => format!("no file `{requested}` in the repository"),
+    })?;
     if !canonical.is_file() {
-        return Err(format!("`{}` is not a file", requested.trim()));
+        return Err(format!("`{requested}` is not a file"));
     }
     Ok(canonical)
 }
@@ -82,6 +83,14 @@ mod tests {
             ("~/secret", "`~`"),
             ("~root/x", "`~`"),
             ("", "empty"),
+            ("  ", "empty"),
+            // Several faults: the first in the order the model is told of them.
+            ("/~x", "`~`"),
+            ("a\\~", "backslash"),
+            ("~/../x", "`~`"),
+            ("%2e/../x", "percent"),
+            ("/a/..", "absolute"),
+            ("a:/..", "absolute"),
         ] {
             let err = check_syntax(bad).unwrap_err();
             assert!(err.contains(why), "{bad:?}: {err}");
@@ -114,6 +123,11 @@ mod tests {
             assert!(err.contains("outside the repository"), "{bad}: {err}");
         }
         assert!(confine(&root, "pkg").unwrap_err().contains("not a file"));
+        // Blanks around a path are trimmed after the check: an absolute path so written is
+        // held inside by the canonical comparison.
+        let err = confine(&root, " /etc/passwd").unwrap_err();
+        assert!(err.contains("outside the repository"), "{err}");
+        assert_eq!(confine(&root, " pkg/a.py ").unwrap(), root.join("pkg/a.py"));
         assert!(confine(&root, "pkg/none.py")
             .unwrap_err()
             .contains("no file"));

@@ -3,6 +3,7 @@
 //! or several, is refused with a message the model can act on.
 
 use crate::index::RepoIndex;
+use crate::repo::confine::strip_current_dir;
 
 /// How a model-given path was matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,12 +19,7 @@ pub enum Match {
 /// Strips what models wrap paths in: quotes, backticks, leading `./`. A diff's `a/` or `b/`
 /// prefix is left alone: it could be a real directory.
 fn clean(path: &str) -> &str {
-    let path = path.trim().trim_matches(['`', '"', '\'']).trim();
-    let mut path = path;
-    while let Some(rest) = path.strip_prefix("./") {
-        path = rest;
-    }
-    path
+    strip_current_dir(path.trim().trim_matches(['`', '"', '\'']).trim())
 }
 
 /// The file `path` refers to, and how it was matched (see the module documentation).

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::pipeline::Pipeline;
 use super::rank::fuse;
+use crate::dataset::{all_within, reciprocal_rank};
 use crate::error::{Error, Result};
 use crate::repo::read::{read_user_text, MAX_SMALL_FILE_BYTES};
 
@@ -106,7 +107,8 @@ pub struct TrustSample {
     pub gold: Vec<usize>,
 }
 
-/// MRR and Acc@1 of some instances at one scale.
+/// MRR and Acc@1 of some instances at one scale, as `blagent eval` counts them
+/// ([`crate::dataset::reciprocal_rank`], [`crate::dataset::all_within`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrustScore {
     /// The scale (for a cross-validated score: the one chosen on all instances).
@@ -149,24 +151,12 @@ fn ranked_at(sample: &TrustSample, scale: f32) -> Vec<usize> {
     )
 }
 
-/// The reciprocal rank of the first gold file in `ranked` (0 when none is there).
-fn reciprocal_rank(sample: &TrustSample, ranked: &[usize]) -> f64 {
-    ranked
-        .iter()
-        .position(|f| sample.gold.contains(f))
-        .map_or(0.0, |rank| {
-            #[allow(clippy::cast_precision_loss)]
-            let reciprocal = 1.0 / (rank + 1) as f64;
-            reciprocal
-        })
-}
-
 /// Each sample's reciprocal rank of its first gold file at `scale` (0 outside the top
 /// [`SCORED_RANKS`]): the per-instance terms of a fit's MRR, for paired statistics.
 pub fn reciprocal_ranks(samples: &[TrustSample], scale: f32) -> Vec<f64> {
     samples
         .iter()
-        .map(|s| reciprocal_rank(s, &ranked_at(s, scale)))
+        .map(|s| reciprocal_rank(&ranked_at(s, scale), &s.gold))
         .collect()
 }
 
@@ -181,10 +171,8 @@ fn score(samples: &[&TrustSample], scale: f32) -> TrustScore {
     }
     for sample in samples {
         let ranked = ranked_at(sample, scale);
-        out.mrr += reciprocal_rank(sample, &ranked);
-        if !sample.gold.is_empty() && sample.gold.iter().all(|g| ranked.first() == Some(g)) {
-            out.acc1 += 1.0;
-        }
+        out.mrr += reciprocal_rank(&ranked, &sample.gold);
+        out.acc1 += f64::from(u8::from(all_within(&ranked, &sample.gold, 1)));
     }
     #[allow(clippy::cast_precision_loss)]
     let n = samples.len() as f64;
@@ -326,6 +314,35 @@ mod tests {
         assert!((fit.cross_validated.mrr - (2.0 / 3.0 + 1.0) / 4.0).abs() < 1e-9);
         assert!(super::fit(&samples[..1], 3).is_err());
         assert!(super::fit(&samples, 1).is_err());
+    }
+
+    /// A fit scores a scale as `blagent eval` scores the ranking it gives: MRR over the top 10
+    /// and Acc@1 in LocAgent's reading (several gold files are never all first).
+    #[test]
+    fn a_fit_scores_as_eval_does() {
+        let mut two_gold = trust_pays();
+        two_gold.gold.push(0);
+        let far = sample(15, vec![], 3);
+        let samples = [trust_pays(), trust_costs(), two_gold, far];
+        let refs: Vec<&TrustSample> = samples.iter().collect();
+        for scale in SCALES {
+            let mut eval = crate::dataset::MetricsAccumulator::default();
+            for s in &samples {
+                let names = |files: &[usize]| -> Vec<String> {
+                    files.iter().map(ToString::to_string).collect()
+                };
+                eval.add(&names(&ranked_at(s, scale)), &names(&s.gold));
+            }
+            let eval = eval.finish();
+            let fit = score(&refs, scale);
+            assert!((fit.mrr - eval.mrr).abs() < 1e-12, "{scale}");
+            assert!((fit.acc1 - eval.acc[0]).abs() < 1e-12, "{scale}");
+        }
+        assert_eq!(
+            reciprocal_ranks(&samples[3..], 1.0),
+            [0.0],
+            "outside the top 10"
+        );
     }
 
     #[test]

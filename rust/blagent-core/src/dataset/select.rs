@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::Instance;
 use crate::error::{Error, Result};
+use crate::repo::confine::{check_relative, Refusal};
 
 /// The tree of instance `id` under `repos`, or an input error when the id would leave it.
 pub fn instance_tree(repos: &Path, id: &str) -> Result<PathBuf> {
@@ -18,19 +19,15 @@ pub fn instance_tree(repos: &Path, id: &str) -> Result<PathBuf> {
             repos.display()
         )))
     };
-    if id.is_empty() {
-        return refuse("is empty");
+    match check_relative(id) {
+        Err(Refusal::Empty) => return refuse("is empty"),
+        Err(Refusal::Nul | Refusal::Backslash) => return refuse("holds a NUL or a backslash"),
+        Err(Refusal::Absolute) => return refuse("is an absolute path"),
+        Err(_) => return refuse("has an empty, `.` or `..` component"),
+        Ok(()) => {}
     }
-    if id.contains('\0') || id.contains('\\') {
-        return refuse("holds a NUL or a backslash");
-    }
-    if id.starts_with('/') || Path::new(id).is_absolute() {
-        return refuse("is an absolute path");
-    }
-    if id
-        .split('/')
-        .any(|part| part.is_empty() || part == "." || part == "..")
-    {
+    // Stricter than the repository-wide rule: one spelling per tree.
+    if id.split('/').any(|part| part.is_empty() || part == ".") {
         return refuse("has an empty, `.` or `..` component");
     }
     Ok(repos.join(id))
@@ -106,6 +103,20 @@ mod tests {
         ] {
             let err = instance_tree(repos, bad).unwrap_err();
             assert!(err.is_input_error(), "{bad}: {err}");
+        }
+        // Each fault in its words, the first one met when there are several.
+        for (bad, why) in [
+            ("", "is empty"),
+            ("a\0b", "holds a NUL or a backslash"),
+            ("/a\\b", "holds a NUL or a backslash"),
+            ("/etc/..", "is an absolute path"),
+            ("a/..", "has an empty, `.` or `..` component"),
+            ("a/./b", "has an empty, `.` or `..` component"),
+            ("a//b", "has an empty, `.` or `..` component"),
+        ] {
+            let err = instance_tree(repos, bad).unwrap_err().to_string();
+            assert!(err.contains(why), "{bad:?}: {err}");
+            assert!(err.contains("inside the trees folder /trees"), "{err}");
         }
     }
 

@@ -20,9 +20,9 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::functions::gold_functions;
-use super::metrics::{all_within, any_within, reciprocal_rank, Metrics, MetricsAccumulator};
 use super::paired::{bootstrap, mcnemar, wilcoxon, Interval, McNemar, Wilcoxon};
 use crate::analysis::load_localizations;
+use crate::dataset::{all_within, any_within, reciprocal_rank, Metrics, MetricsAccumulator};
 use crate::dataset::{instance_tree, load_dataset, read_records, Instance};
 use crate::error::{Error, Result};
 use crate::interface::Granularity;

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{GroupedAccumulator, Metrics};
 use crate::analysis::{parse_patch, FunctionRef, PatchView};
 use crate::dataset::Instance;
+use crate::dataset::{GroupedAccumulator, Metrics};
 use crate::retrieve::Entity;
 
 /// `path::Class.method` of every function and method of the base tree at `tree` whose lines

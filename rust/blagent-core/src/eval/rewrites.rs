@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{Metrics, MetricsAccumulator};
 use crate::dataset::read_jsonl;
+use crate::dataset::{Metrics, MetricsAccumulator};
 use crate::dense::merge_candidates;
 use crate::error::Result;
 use crate::index::RepoIndex;

@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use super::functions::FunctionAccumulator;
 use super::llm::LlmTotals;
-use super::metrics::{first_hit_rank, GroupedAccumulator};
 use super::rewrites::{load_rewrites, RewriteAccumulator};
 use super::select::select;
 use super::types::{DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Prediction};
 use crate::dataset::JsonlWriter;
+use crate::dataset::{first_hit_rank, GroupedAccumulator};
 use crate::error::{Error, Result};
 use crate::interface::progress::Progress;
 use crate::repo::{json_lines_with, open_outputs, OutputMode};

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::functions::FunctionReport;
 use super::llm::{LlmInstanceStats, LlmTotals};
-use super::metrics::Metrics;
 use super::rewrites::{RewriteReport, RewriteSample};
 use crate::dataset::Instance;
+use crate::dataset::Metrics;
 use crate::dense::DenseStats;
 use crate::interface::{DatasetConfig, Granularity};
 use crate::retrieve::Rewrites;

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use super::result::EvidenceItem;
 use crate::index::RepoIndex;
+use crate::repo::confine::strip_current_dir;
 use crate::retrieve::{FusionWeights, Scored, Signal};
 
 /// Signal name of the evidence a hint adds.
@@ -54,11 +55,7 @@ fn normalize(hint: &str, root: &Path) -> String {
     let relative = hint
         .strip_prefix(&format!("{}/", root.trim_end_matches('/')))
         .unwrap_or(&hint);
-    let mut relative = relative;
-    while let Some(rest) = relative.strip_prefix("./") {
-        relative = rest;
-    }
-    relative.to_owned()
+    strip_current_dir(relative).to_owned()
 }
 
 /// Applies `hints` to `scored` (boosting and re-sorting its ranking) and reports the outcome.

@@ -7,6 +7,7 @@ use regex::Regex;
 
 use super::boilerplate::strip_boilerplate;
 use super::{Identifier, IdentifierSource, Reformulation, StackFrame};
+use crate::repo::confine::strip_current_dir;
 
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("valid pattern")
@@ -245,7 +246,7 @@ fn paths(text: &str) -> (Vec<String>, Vec<String>) {
     for m in PATH.find_iter(text) {
         let raw = m.as_str().trim_matches(|c| c == '.' || c == '-');
         if raw.contains('/') {
-            let path = raw.trim_start_matches("./").trim_matches('/');
+            let path = strip_current_dir(raw).trim_matches('/');
             let is_source_or_dir =
                 is_source_file(path) || !path.rsplit('/').next().unwrap_or("").contains('.');
             if !path.is_empty() && is_source_or_dir && !path.starts_with("http") {

@@ -1,5 +1,6 @@
 //! Finding the source files of a repository: which languages, which files, and what was skipped.
 
+pub mod confine;
 mod ignores;
 mod lang;
 mod output;

@@ -6,6 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek};
 use std::path::Path;
 
+use super::confine::{check_relative, resolve_inside};
 use crate::error::{Error, Result};
 
 /// The most bytes read from a dataset, prediction, localization or report file, a cassette or
@@ -156,10 +157,15 @@ pub fn read_open_bounded(file: &File, limit: u64) -> std::result::Result<Vec<u8>
     Ok(bytes)
 }
 
-/// [`read_bounded`] for a file the user named (`what`: "dataset", "cassette", …), as UTF-8
-/// text; failures are core errors naming the file.
+/// [`read_bounded`] for a file the user named (`what`: "dataset", "issue file", …); failures
+/// are core errors naming the file ([`ReadFailure::into_error`]).
+pub fn read_user_bytes(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
+    read_bounded(path, limit).map_err(|f| f.into_error(path, what))
+}
+
+/// [`read_user_bytes`] as UTF-8 text.
 pub fn read_user_text(path: &Path, limit: u64, what: &str) -> Result<String> {
-    let bytes = read_bounded(path, limit).map_err(|f| f.into_error(path, what))?;
+    let bytes = read_user_bytes(path, limit, what)?;
     String::from_utf8(bytes).map_err(|e| {
         Error::InvalidInput(format!(
             "{what} {} is not UTF-8 (byte {})",
@@ -170,23 +176,13 @@ pub fn read_user_text(path: &Path, limit: u64, what: &str) -> Result<String> {
 }
 
 /// The bytes of `rel` (a `/`-separated relative path) under `root`, when it names a regular
-/// file of at most `limit` bytes that lies inside `root` once symlinks are resolved; `None`
-/// otherwise (absolute paths, `..`, links leading out, special files).
+/// file of at most `limit` bytes that lies inside `root` once symlinks are resolved
+/// ([`super::confine`]); `None` otherwise (absolute paths, `..`, links leading out, special
+/// files).
 pub fn read_inside(root: &Path, rel: &str, limit: u64) -> Option<Vec<u8>> {
-    if rel.is_empty()
-        || rel.contains('\0')
-        || rel.contains('\\')
-        || Path::new(rel).is_absolute()
-        || rel.split('/').any(|part| part == "..")
-    {
-        return None;
-    }
+    check_relative(rel).ok()?;
     let root = std::fs::canonicalize(root).ok()?;
-    let target = std::fs::canonicalize(root.join(rel)).ok()?;
-    if !target.starts_with(&root) {
-        return None;
-    }
-    read_bounded(&target, limit).ok()
+    read_bounded(&resolve_inside(&root, rel).ok()?, limit).ok()
 }
 
 /// Makes a FIFO at `path` (tests of what refuses special files).

@@ -1,7 +1,8 @@
 //! Ranking metrics, as BLAgent and LocAgent report them: MRR (reciprocal rank of the first gold
 //! item), Acc@k in both readings papers use when gold has several items (every gold item within
 //! the top k, as LocAgent counts; any gold item within it, as SWE-bench papers count) and MAP@k.
-//! The items are files, or functions at function level.
+//! The items are files, or functions at function level (paths and ids in `eval`; index positions
+//! when a fit of the model's trust scores its candidate scales, `agent::trust`).
 
 use std::collections::BTreeMap;
 
@@ -12,37 +13,37 @@ pub const ACC_KS: [usize; 4] = [1, 3, 5, 10];
 /// The k of the reported MAP@k.
 pub const MAP_KS: [usize; 3] = [1, 5, 10];
 
-/// 1-based rank of the first ranked file that is gold.
-pub fn first_hit_rank(ranked: &[String], gold: &[String]) -> Option<usize> {
+/// 1-based rank of the first ranked item that is gold.
+pub fn first_hit_rank<T: PartialEq>(ranked: &[T], gold: &[T]) -> Option<usize> {
     ranked.iter().position(|f| gold.contains(f)).map(|i| i + 1)
 }
 
 /// Reciprocal rank of the first gold item; 0 when none is ranked.
-pub fn reciprocal_rank(ranked: &[String], gold: &[String]) -> f64 {
+pub fn reciprocal_rank<T: PartialEq>(ranked: &[T], gold: &[T]) -> f64 {
     first_hit_rank(ranked, gold).map_or(0.0, |r| 1.0 / r as f64)
 }
 
 /// Whether every gold item is within the top `k` (LocAgent's Acc@k); false without gold.
-pub fn all_within(ranked: &[String], gold: &[String], k: usize) -> bool {
+pub fn all_within<T: PartialEq>(ranked: &[T], gold: &[T], k: usize) -> bool {
     let top = &ranked[..ranked.len().min(k)];
     !gold.is_empty() && gold.iter().all(|g| top.contains(g))
 }
 
 /// Whether some gold item is within the top `k` (SWE-bench papers' Acc@k).
-pub fn any_within(ranked: &[String], gold: &[String], k: usize) -> bool {
+pub fn any_within<T: PartialEq>(ranked: &[T], gold: &[T], k: usize) -> bool {
     ranked.iter().take(k).any(|f| gold.contains(f))
 }
 
 /// Average precision at `k`: the mean of precision@i over the ranks i ≤ k holding a gold file,
 /// divided by min(|gold|, k). A gold item ranked twice counts once, at its first rank, so the
 /// value never exceeds 1 whatever ranking a run file holds.
-pub fn average_precision_at(ranked: &[String], gold: &[String], k: usize) -> f64 {
+pub fn average_precision_at<T: PartialEq>(ranked: &[T], gold: &[T], k: usize) -> f64 {
     if gold.is_empty() || k == 0 {
         return 0.0;
     }
     let mut hits = 0usize;
     let mut sum = 0.0;
-    let mut found: Vec<&String> = Vec::new();
+    let mut found: Vec<&T> = Vec::new();
     for (i, file) in ranked.iter().take(k).enumerate() {
         if gold.contains(file) && !found.contains(&file) {
             found.push(file);
