@@ -213,14 +213,20 @@ mod tests {
         assert_eq!(store.load(&hnsw).unwrap_err(), StoreMiss::Stale);
     }
 
-    #[test]
-    fn flipped_or_truncated_bytes_are_corrupt() {
+    /// A store holding [`index`], its manifest, and the stored index file's path and bytes.
+    fn stored() -> (tempfile::TempDir, IndexStore, Manifest, PathBuf, Vec<u8>) {
         let dir = tempfile::tempdir().unwrap();
         let store = IndexStore::new(dir.path());
         let (index, manifest) = index();
         store.save(&index, &manifest).unwrap();
         let path = dir.path().join(VECTORS);
-        let mut bytes = fs::read(&path).unwrap();
+        let bytes = fs::read(&path).unwrap();
+        (dir, store, manifest, path, bytes)
+    }
+
+    #[test]
+    fn flipped_or_truncated_bytes_are_corrupt() {
+        let (dir, store, manifest, path, mut bytes) = stored();
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
         fs::write(&path, &bytes).unwrap();
@@ -235,12 +241,7 @@ mod tests {
     /// the file declared: 2.4 GB from 21 KB.
     #[test]
     fn a_crafted_index_with_a_matching_checksum_is_corrupt() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = IndexStore::new(dir.path());
-        let (index, manifest) = index();
-        store.save(&index, &manifest).unwrap();
-        let path = dir.path().join(VECTORS);
-        let mut bytes = fs::read(&path).unwrap();
+        let (dir, store, manifest, path, mut bytes) = stored();
         // The vectors' length, after the type and the header (4 + 4 + 8 + 16 + 1 + 4 bytes).
         bytes[37..45].copy_from_slice(&(1u64 << 39).to_le_bytes());
         fs::write(&path, &bytes).unwrap();
