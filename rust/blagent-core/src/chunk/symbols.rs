@@ -9,7 +9,10 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
-use super::syntax::{collapse_whitespace, definition_body, definition_name, documentation};
+use super::syntax::{
+    capped, collapse_whitespace, definition_body, definition_name, documentation, qualified_name,
+    MAX_NAME_BYTES,
+};
 use crate::repo::{DocStyle, Language, LANGUAGES};
 
 /// What a symbol is.
@@ -122,10 +125,11 @@ pub(super) fn extract(
                     None => name.clone(),
                 };
                 let body = definition_body(language, child);
-                symbols.push(symbol(
+                let symbol = symbol(
                     language, child, body, &scope, name, &local, is_class, source,
-                ));
-                scope.push((local, is_class));
+                );
+                scope.push((symbol.qualified.clone(), is_class));
+                symbols.push(symbol);
                 steps.push(Step::Leave);
                 if let Some(body) = body {
                     push_children(&mut steps, body);
@@ -196,16 +200,11 @@ fn symbol(
     }
 }
 
-/// `(name, is_class)` of each enclosing definition, outermost first.
+/// `(qualified name, is_class)` of each enclosing definition, outermost first.
 type Scope = Vec<(String, bool)>;
 
 fn qualify(scope: &Scope, name: &str) -> String {
-    scope
-        .iter()
-        .map(|(n, _)| n.as_str())
-        .chain([name])
-        .collect::<Vec<_>>()
-        .join(".")
+    qualified_name(scope.last().map(|(q, _)| q.as_str()), name)
 }
 
 /// Each language's header pattern, compiled once.
@@ -245,7 +244,7 @@ fn recover_headers(
         if out.iter().any(|s| s.start_line == start_line) {
             continue;
         }
-        let name = c[2].to_owned();
+        let name = capped(&c[2], MAX_NAME_BYTES);
         out.push(Symbol {
             kind: if lang.function_keywords.contains(&&c[1]) {
                 SymbolKind::Function
