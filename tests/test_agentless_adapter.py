@@ -4,6 +4,9 @@ offline helpers, and the model-renaming proxy for real on loopback against a scr
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -388,3 +391,40 @@ def test_align_refuses_lines_it_cannot_read_in_one_line(
     work = ["dataset", "--dataset", str(dataset), "--work", str(tmp_path / "w")]
     assert offline.main([*work, "--ids", "i,typo"]) == 1
     assert "1 selected id(s) not in" in capsys.readouterr().err
+
+
+def test_offline_inputs_must_be_regular_files(tmp_path: Path) -> None:
+    """A FIFO or device given as the dataset, start file or a structure is refused at once:
+    reading one hung (a FIFO with no writer) or ran out of memory (`/dev/zero`)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    py = {"classes": [], "functions": [], "text": ["pass"]}
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    os.mkfifo(structures / "i.json")
+    start = tmp_path / "start.jsonl"
+    start.write_text(json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n")
+    (tmp_path / "s2").mkdir()
+    (tmp_path / "s2" / "i.json").write_text(json.dumps({"structure": {"a.py": py}}))
+    out = str(tmp_path / "out.jsonl")
+    runs = [
+        (["dataset", "--dataset", str(fifo), "--work", str(tmp_path / "w")], "dataset"),
+        (["align", "--start-file", str(fifo), "--structures", str(structures)], "start file"),
+        (["align", "--start-file", str(start), "--structures", str(structures)], "structure"),
+        (["align", "--start-file", "/dev/zero", "--structures", str(structures)], "start file"),
+    ]
+    root = Path(__file__).resolve().parents[1]
+    for args, what in runs:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentless_adapter.offline", *args, "--out", out]
+            if args[0] == "align"
+            else [sys.executable, "-m", "agentless_adapter.offline", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1, (args, done.stderr)
+        assert f"{what} " in done.stderr and "is not a regular file" in done.stderr, done.stderr
+        assert not Path(out).exists() and not (tmp_path / "w").exists()
+    assert offline.align(start, tmp_path / "s2", Path(out)) == (1, 0)
