@@ -428,3 +428,22 @@ def test_offline_inputs_must_be_regular_files(tmp_path: Path) -> None:
         assert f"{what} " in done.stderr and "is not a regular file" in done.stderr, done.stderr
         assert not Path(out).exists() and not (tmp_path / "w").exists()
     assert offline.align(start, tmp_path / "s2", Path(out)) == (1, 0)
+
+
+def test_check_related_locs_reads_only_regular_files_inside_the_tree(tmp_path: Path) -> None:
+    """The paths of a loc line name the files read: an absolute path, `..` or a link leading
+    out of the tree was read, and a FIFO hung the check."""
+    from agentless_adapter.check_related_locs import source_text, structure_of
+
+    tree = tmp_path / "trees" / "i"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "a.py").write_text("def f():\n    pass\n")
+    secret = tmp_path / "secret.py"
+    secret.write_text("TOKEN = 'x'\n")
+    (tree / "out.py").symlink_to(secret)
+    os.mkfifo(tree / "pipe.py")
+    paths = ["pkg/a.py", str(secret), "../../secret.py", "out.py", "pipe.py", "."]
+    assert [source_text(tree, p) is not None for p in paths] == [True] + [False] * 5
+    seen: list[str] = []
+    structure = structure_of(tree, paths, lambda _, text: (seen.append(text), [], [], text)[1:])
+    assert seen == ["def f():\n    pass\n"] and list(structure) == ["pkg"]
