@@ -333,9 +333,10 @@ mod tests {
     fn huge_definition_names_are_cut_alike_in_chunks_and_symbols() {
         use super::syntax::{MAX_NAME_BYTES, MAX_QUALIFIED_BYTES};
         let long = format!("C{}", "\u{e9}".repeat(150_000));
-        let body: String = (0..3_000)
-            .map(|i| format!("        a{i} = {i}\n"))
-            .collect();
+        let mut body = String::new();
+        for i in 0..3_000 {
+            let _ = writeln!(body, "        a{i} = {i}");
+        }
         let text = format!(
             "class {long}:\n    class {long}:\n        def {long}(self):\n            pass\n{body}"
         );

@@ -36,10 +36,10 @@ pub(super) const MAX_QUALIFIED_BYTES: usize = 1024;
 /// `text`, or its first bytes (at a character boundary) and `…` when it is longer than `max`:
 /// at most `max` bytes either way.
 pub(super) fn capped(text: &str, max: usize) -> String {
+    const MARK: &str = "…";
     if text.len() <= max {
         return text.to_owned();
     }
-    const MARK: &str = "…";
     let mut cut = max.saturating_sub(MARK.len());
     while !text.is_char_boundary(cut) {
         cut -= 1;

@@ -262,17 +262,6 @@ fn last_holder_by_line(symbols: &[Symbol]) -> Vec<Option<u32>> {
     let mut holder = vec![None; lines + 1];
     // `next_free[l]` leads to the first line at or after `l` not yet given (`lines + 1`: none).
     let mut next_free: Vec<usize> = (0..=lines + 1).collect();
-    fn first_free(next_free: &mut [usize], at: usize) -> usize {
-        let mut root = at;
-        while next_free[root] != root {
-            root = next_free[root];
-        }
-        let mut at = at;
-        while next_free[at] != root {
-            at = std::mem::replace(&mut next_free[at], root);
-        }
-        root
-    }
     for (i, symbol) in symbols.iter().enumerate().rev() {
         let mut line = first_free(&mut next_free, symbol.start_line.clamp(1, lines + 1));
         while line <= symbol.end_line {
@@ -282,6 +271,20 @@ fn last_holder_by_line(symbols: &[Symbol]) -> Vec<Option<u32>> {
         }
     }
     holder
+}
+
+/// The first line at or after `at` that [`last_holder_by_line`] has not given yet, shortening
+/// the paths it follows.
+fn first_free(next_free: &mut [usize], at: usize) -> usize {
+    let mut root = at;
+    while next_free[root] != root {
+        root = next_free[root];
+    }
+    let mut at = at;
+    while next_free[at] != root {
+        at = std::mem::replace(&mut next_free[at], root);
+    }
+    root
 }
 
 fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
@@ -467,7 +470,10 @@ mod tests {
     /// file of 60,000 functions took some 10 s (16 MB of traceback, minutes), Ctrl-C unheard.
     #[test]
     fn a_long_traceback_against_many_functions_is_looked_up_at_once() {
-        let text: String = (0..60_000).map(|i| format!("def f{i}(): pass\n")).collect();
+        let mut text = String::new();
+        for i in 0..60_000 {
+            let _ = writeln!(text, "def f{i}(): pass");
+        }
         let (_dir, index) = index_of(&[("many.py", text)]);
         let mut issue = String::from("Traceback (most recent call last):\n");
         for i in 0..60_000 {
