@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use self::symbols::{enclosing, Symbol, SymbolKind};
+pub use self::symbols::{enclosing, enclosing_by_line, holders_by_line, Symbol, SymbolKind};
 use crate::repo::SourceFile;
 
 /// Chunking options.

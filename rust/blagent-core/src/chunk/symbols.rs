@@ -50,6 +50,53 @@ pub fn enclosing(symbols: &[Symbol], lines: (usize, usize)) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// [`enclosing`] of every single line at once: index `line` (1-based; 0 and lines past the
+/// last symbol are `None`) holds what `enclosing(symbols, (line, line))` gives. Built in
+/// about the time of one scan, for callers that ask about many lines.
+pub fn enclosing_by_line(symbols: &[Symbol]) -> Vec<Option<u32>> {
+    let mut order: Vec<usize> = (0..symbols.len())
+        .filter(|&i| !symbols[i].in_function)
+        .collect();
+    // `max_by_key` keeps the last of equal maxima: the later symbol first among equals.
+    order.sort_by_key(|&i| (symbols[i].depth, symbols[i].start_line, i));
+    holders_by_line(symbols, order.into_iter().rev())
+}
+
+/// For each line number (index 0 is no line), the first symbol of `order` (indices into
+/// `symbols`) whose lines hold it. Each symbol is given the lines no earlier one of `order`
+/// took, found by skipping those already given, so the whole table costs about one pass over
+/// the lines and the symbols.
+pub fn holders_by_line(symbols: &[Symbol], order: impl Iterator<Item = usize>) -> Vec<Option<u32>> {
+    let lines = symbols.iter().map(|s| s.end_line).max().unwrap_or(0);
+    let mut holder = vec![None; lines + 1];
+    // `next_free[l]` leads to the first line at or after `l` not yet given (`lines + 1`: none).
+    let mut next_free: Vec<usize> = (0..=lines + 1).collect();
+    for i in order {
+        let symbol = &symbols[i];
+        let mut line = first_free(&mut next_free, symbol.start_line.clamp(1, lines + 1));
+        while line <= symbol.end_line {
+            holder[line] = u32::try_from(i).ok();
+            next_free[line] = line + 1;
+            line = first_free(&mut next_free, line + 1);
+        }
+    }
+    holder
+}
+
+/// The first line at or after `at` that [`holders_by_line`] has not given yet, shortening the
+/// paths it follows.
+fn first_free(next_free: &mut [usize], at: usize) -> usize {
+    let mut root = at;
+    while next_free[root] != root {
+        root = next_free[root];
+    }
+    let mut at = at;
+    while next_free[at] != root {
+        at = std::mem::replace(&mut next_free[at], root);
+    }
+    root
+}
+
 /// A class, function or method of a file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Symbol {

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{Evidence, FileSignals, Signal};
-use crate::chunk::{Symbol, SymbolKind};
+use crate::chunk::{holders_by_line, Symbol, SymbolKind};
 use crate::index::RepoIndex;
 use crate::query::{IdentifierSource, Reformulation};
 
@@ -254,37 +254,9 @@ fn stack_frames(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals
 }
 
 /// For each line number (index 0 is no line), the last symbol of `symbols` whose lines hold
-/// it, as `symbols.iter().rposition(…)` finds it (the innermost, symbols being in file order),
-/// for every line at once: the symbols are taken last first, each given the lines no later one
-/// holds, found by skipping the lines already given.
+/// it, as `symbols.iter().rposition(…)` finds it (the innermost, symbols being in file order).
 fn last_holder_by_line(symbols: &[Symbol]) -> Vec<Option<u32>> {
-    let lines = symbols.iter().map(|s| s.end_line).max().unwrap_or(0);
-    let mut holder = vec![None; lines + 1];
-    // `next_free[l]` leads to the first line at or after `l` not yet given (`lines + 1`: none).
-    let mut next_free: Vec<usize> = (0..=lines + 1).collect();
-    for (i, symbol) in symbols.iter().enumerate().rev() {
-        let mut line = first_free(&mut next_free, symbol.start_line.clamp(1, lines + 1));
-        while line <= symbol.end_line {
-            holder[line] = u32::try_from(i).ok();
-            next_free[line] = line + 1;
-            line = first_free(&mut next_free, line + 1);
-        }
-    }
-    holder
-}
-
-/// The first line at or after `at` that [`last_holder_by_line`] has not given yet, shortening
-/// the paths it follows.
-fn first_free(next_free: &mut [usize], at: usize) -> usize {
-    let mut root = at;
-    while next_free[root] != root {
-        root = next_free[root];
-    }
-    let mut at = at;
-    while next_free[at] != root {
-        at = std::mem::replace(&mut next_free[at], root);
-    }
-    root
+    holders_by_line(symbols, (0..symbols.len()).rev())
 }
 
 fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
