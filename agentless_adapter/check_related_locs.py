@@ -14,6 +14,8 @@ totals; exits 1 when a location does not resolve.
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,16 +25,36 @@ from .loc_format import read_loc_outputs
 MAX_SOURCE_BYTES = 16 << 20
 
 
+def source_text(tree: Path, rel: str) -> str | None:
+    """The text of `rel` in `tree`, or None where it is not a regular file inside the tree of
+    at most `MAX_SOURCE_BYTES` (an absolute path, `..` or a link leading out, a FIFO, a
+    device): the paths come from the loc line, and nothing outside the tree is read."""
+    root = tree.resolve()
+    file = (tree / rel).resolve()
+    if file == root or not file.is_relative_to(root):
+        return None
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+            return None
+        data = f.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
 def structure_of(tree: Path, paths: list[str], parse_python_file: Any) -> dict[str, Any]:
     """Agentless's nested repository structure, holding only `paths`."""
     root: dict[str, Any] = {}
     for rel in paths:
-        file = tree / rel
-        if not file.is_file() or file.stat().st_size > MAX_SOURCE_BYTES:
+        text = source_text(tree, rel)
+        if text is None:
             continue
-        classes, functions, lines = parse_python_file(
-            None, file.read_text(encoding="utf-8", errors="replace")
-        )
+        classes, functions, lines = parse_python_file(None, text)
         node = root
         *dirs, name = rel.split("/")
         for part in dirs:
@@ -57,12 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     for line in read_loc_outputs(args.locs):
         related: dict[str, list[str]] = line.get("found_related_locs") or {}
         tree = args.repos / line["instance_id"]
+        if not tree.resolve().is_relative_to(args.repos.resolve()):
+            print(f"{line['instance_id']}: not a tree inside {args.repos}; skipped")
+            continue
         structure = structure_of(tree, list(related), parse_python_file)
         counts = []
         for path, locs in related.items():
             wanted = [loc for text in locs for loc in text.splitlines() if loc.strip()]
             spans, _ = transfer_arb_locs_to_locs(
-                locs, structure, path, file_content=(tree / path).read_text(errors="replace")
+                locs, structure, path, file_content=source_text(tree, path) or ""
             )
             total += len(wanted)
             resolved += min(len(spans), len(wanted))

@@ -21,9 +21,11 @@ repository's structure with `get_repo_structure`, which clones from GitHub unles
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import secrets
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -45,6 +47,8 @@ TOP_FOLDER = {
     "pallets/flask": "flask",
 }
 DATASET_DIR = Path("princeton-nlp") / "SWE-bench_Lite"
+#: The most bytes read from a dataset, a start file, a structure or an output being replaced.
+MAX_INPUT_BYTES = 1 << 30
 
 
 class OutputRefused(ValueError):
@@ -61,13 +65,33 @@ def _is_aligned(row: dict[str, Any]) -> bool:
     return isinstance(row.get("blagent"), dict) and row["blagent"].get(ALIGNED_MARK) is True
 
 
+def _read_lines(path: Path, what: str) -> list[str]:
+    """The lines of the regular file `path` (UTF-8, at most `MAX_INPUT_BYTES`), split as a
+    file opened as text splits them. A FIFO, device or folder is refused (`BadInput`) before
+    anything could block on it, and so is a larger file, before it is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as err:
+        raise BadInput(f"cannot read {what} {path}: {err.strerror}") from err
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise BadInput(f"{what} {path} is not a regular file")
+        data = f.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise BadInput(f"{what} {path} is larger than {MAX_INPUT_BYTES >> 20} MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise BadInput(f"{what} {path} is not UTF-8 (byte {err.start})") from err
+    return list(io.StringIO(text, newline=None))
+
+
 def _holds_lines_with(path: Path, fields: tuple[str, ...], aligned: bool = False) -> bool:
     """Whether every non-blank line of `path` is a JSON object with all of `fields` (and, with
     `aligned`, `align`'s mark)."""
     try:
-        with path.open(encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        rows = [json.loads(line) for line in _read_lines(path, "output") if line.strip()]
+    except (BadInput, json.JSONDecodeError, RecursionError):
         return False
     return all(
         isinstance(r, dict) and all(k in r for k in fields) and (not aligned or _is_aligned(r))
@@ -150,10 +174,10 @@ def check_output(
 
 def _rows(dataset: Path, ids: set[str] | None) -> list[dict[str, Any]]:
     """The dataset's rows that `ids` selects (all when `None`); an id it lacks is `BadInput`."""
-    with dataset.open(encoding="utf-8") as f:
-        rows = [
-            _json_object(line, f"{dataset} line {n}") for n, line in enumerate(f, 1) if line.strip()
-        ]
+    lines = _read_lines(dataset, "dataset")
+    rows = [
+        _json_object(line, f"{dataset} line {n}") for n, line in enumerate(lines, 1) if line.strip()
+    ]
     unknown = sorted((ids or set()) - {r.get("instance_id") for r in rows})
     if unknown:
         raise BadInput(f"{len(unknown)} selected id(s) not in {dataset}: {', '.join(unknown[:5])}")
@@ -239,44 +263,44 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
         raise BadInput(f"--top-n must be at least 1, not {top_n}")
     lines, dropped_total = 0, 0
     written: list[str] = []
-    with start_file.open(encoding="utf-8") as src:
-        for number, text in enumerate(src, 1):
-            if not text.strip():
-                continue
-            where = f"{start_file} line {number}"
-            line = _json_object(text, where)
-            found = line.get("found_files")
-            if not isinstance(found, list) or not all(isinstance(f, str) for f in found):
-                raise BadInput(f"{where}: found_files is not a list of paths")
-            if not isinstance(line.get("blagent", {}), dict):
-                raise BadInput(f"{where}: blagent is not a JSON object")
-            iid = _file_name_id(line.get("instance_id"))
-            structure_file = structures / f"{iid}.json"
-            record = _json_object(structure_file.read_text(encoding="utf-8"), str(structure_file))
-            if not isinstance(record.get("structure"), dict):
-                raise BadInput(f"{structure_file} has no structure object")
-            known = python_files(record["structure"])
-            kept = [f for f in found if f in known]
-            dropped = [f for f in found if f not in known]
-            line["found_files"] = kept
-            related = line.get("found_related_locs")
-            more = line.get("blagent_related_locs")
-            if isinstance(related, dict) and isinstance(more, dict):
-                # Agentless's edit location reads the first `--top_n` files and opens every
-                # file named here: the first `top_n` kept ones, each with its locations from
-                # blagent's longer list (a dropped file leaves room for the next).
-                line["found_related_locs"] = {
-                    f: more.get(f, related.get(f, [""])) for f in kept[:top_n]
-                }
-            elif isinstance(related, dict):
-                line["found_related_locs"] = {f: v for f, v in related.items() if f in known}
-            extra = line.setdefault("blagent", {})
-            extra[ALIGNED_MARK] = True
-            if dropped:
-                extra["dropped_for_agentless"] = dropped
-                dropped_total += len(dropped)
-            written.append(json.dumps(line) + "\n")
-            lines += 1
+    for number, text in enumerate(_read_lines(start_file, "start file"), 1):
+        if not text.strip():
+            continue
+        where = f"{start_file} line {number}"
+        line = _json_object(text, where)
+        found = line.get("found_files")
+        if not isinstance(found, list) or not all(isinstance(f, str) for f in found):
+            raise BadInput(f"{where}: found_files is not a list of paths")
+        if not isinstance(line.get("blagent", {}), dict):
+            raise BadInput(f"{where}: blagent is not a JSON object")
+        iid = _file_name_id(line.get("instance_id"))
+        structure_file = structures / f"{iid}.json"
+        structure_text = "".join(_read_lines(structure_file, "structure"))
+        record = _json_object(structure_text, str(structure_file))
+        if not isinstance(record.get("structure"), dict):
+            raise BadInput(f"{structure_file} has no structure object")
+        known = python_files(record["structure"])
+        kept = [f for f in found if f in known]
+        dropped = [f for f in found if f not in known]
+        line["found_files"] = kept
+        related = line.get("found_related_locs")
+        more = line.get("blagent_related_locs")
+        if isinstance(related, dict) and isinstance(more, dict):
+            # Agentless's edit location reads the first `--top_n` files and opens every
+            # file named here: the first `top_n` kept ones, each with its locations from
+            # blagent's longer list (a dropped file leaves room for the next).
+            line["found_related_locs"] = {
+                f: more.get(f, related.get(f, [""])) for f in kept[:top_n]
+            }
+        elif isinstance(related, dict):
+            line["found_related_locs"] = {f: v for f, v in related.items() if f in known}
+        extra = line.setdefault("blagent", {})
+        extra[ALIGNED_MARK] = True
+        if dropped:
+            extra["dropped_for_agentless"] = dropped
+            dropped_total += len(dropped)
+        written.append(json.dumps(line) + "\n")
+        lines += 1
     _write_whole(out, "".join(written))
     return lines, dropped_total
 

@@ -4,6 +4,9 @@ offline helpers, and the model-renaming proxy for real on loopback against a scr
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -388,3 +391,59 @@ def test_align_refuses_lines_it_cannot_read_in_one_line(
     work = ["dataset", "--dataset", str(dataset), "--work", str(tmp_path / "w")]
     assert offline.main([*work, "--ids", "i,typo"]) == 1
     assert "1 selected id(s) not in" in capsys.readouterr().err
+
+
+def test_offline_inputs_must_be_regular_files(tmp_path: Path) -> None:
+    """A FIFO or device given as the dataset, start file or a structure is refused at once:
+    reading one hung (a FIFO with no writer) or ran out of memory (`/dev/zero`)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    py = {"classes": [], "functions": [], "text": ["pass"]}
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    os.mkfifo(structures / "i.json")
+    start = tmp_path / "start.jsonl"
+    start.write_text(json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n")
+    (tmp_path / "s2").mkdir()
+    (tmp_path / "s2" / "i.json").write_text(json.dumps({"structure": {"a.py": py}}))
+    out = str(tmp_path / "out.jsonl")
+    runs = [
+        (["dataset", "--dataset", str(fifo), "--work", str(tmp_path / "w")], "dataset"),
+        (["align", "--start-file", str(fifo), "--structures", str(structures)], "start file"),
+        (["align", "--start-file", str(start), "--structures", str(structures)], "structure"),
+        (["align", "--start-file", "/dev/zero", "--structures", str(structures)], "start file"),
+    ]
+    root = Path(__file__).resolve().parents[1]
+    for args, what in runs:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentless_adapter.offline", *args, "--out", out]
+            if args[0] == "align"
+            else [sys.executable, "-m", "agentless_adapter.offline", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1, (args, done.stderr)
+        assert f"{what} " in done.stderr and "is not a regular file" in done.stderr, done.stderr
+        assert not Path(out).exists() and not (tmp_path / "w").exists()
+    assert offline.align(start, tmp_path / "s2", Path(out)) == (1, 0)
+
+
+def test_check_related_locs_reads_only_regular_files_inside_the_tree(tmp_path: Path) -> None:
+    """The paths of a loc line name the files read: an absolute path, `..` or a link leading
+    out of the tree was read, and a FIFO hung the check."""
+    from agentless_adapter.check_related_locs import source_text, structure_of
+
+    tree = tmp_path / "trees" / "i"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "a.py").write_text("def f():\n    pass\n")
+    secret = tmp_path / "secret.py"
+    secret.write_text("TOKEN = 'x'\n")
+    (tree / "out.py").symlink_to(secret)
+    os.mkfifo(tree / "pipe.py")
+    paths = ["pkg/a.py", str(secret), "../../secret.py", "out.py", "pipe.py", "."]
+    assert [source_text(tree, p) is not None for p in paths] == [True] + [False] * 5
+    seen: list[str] = []
+    structure = structure_of(tree, paths, lambda _, text: (seen.append(text), [], [], text)[1:])
+    assert seen == ["def f():\n    pass\n"] and list(structure) == ["pkg"]

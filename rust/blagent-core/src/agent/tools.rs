@@ -134,7 +134,22 @@ fn window(name: &str, text: &str, offset: usize, tokens: usize) -> String {
             continue;
         }
         let numbered = format!("{:>4} {line}\n", i + 1);
-        if !body.is_empty() && body.len() + numbered.len() > budget {
+        if body.len() + numbered.len() > budget {
+            if body.is_empty() {
+                // A line longer than the window (generated code: 2 MB on one line) is cut.
+                let mut keep = budget.min(line.len());
+                while !line.is_char_boundary(keep) {
+                    keep -= 1;
+                }
+                let _ = writeln!(
+                    body,
+                    "{:>4} {} … (line cut: {keep} of its {} bytes shown)",
+                    i + 1,
+                    &line[..keep],
+                    line.len()
+                );
+                last = Some(i + 1);
+            }
             break;
         }
         body.push_str(&numbered);

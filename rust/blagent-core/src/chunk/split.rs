@@ -5,7 +5,7 @@
 use tree_sitter::Node;
 
 use super::symbols::MAX_NESTING;
-use super::syntax::{definition_body, definition_name};
+use super::syntax::{definition_body, definition_name, qualified_name};
 use super::{Chunk, ChunkKind, ChunkOptions, LineIndex};
 use crate::repo::{DocStyle, Language, SourceFile};
 
@@ -375,10 +375,7 @@ impl Splitter<'_> {
             Some((name, None)) => name,
             None => "<anonymous>".to_owned(),
         };
-        let qualified = match scope {
-            Some(scope) => format!("{scope}.{name}"),
-            None => name,
-        };
+        let qualified = qualified_name(scope, &name);
         let is_class = self.language.class_kinds.contains(&def.kind());
         let start = lead.unwrap_or_else(|| self.chunk_start(outer.start_byte()));
         let body = definition_body(self.language, def);

@@ -9,7 +9,10 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
-use super::syntax::{collapse_whitespace, definition_body, definition_name, documentation};
+use super::syntax::{
+    capped, collapse_whitespace, definition_body, definition_name, documentation, qualified_name,
+    MAX_NAME_BYTES,
+};
 use crate::repo::{DocStyle, Language, LANGUAGES};
 
 /// What a symbol is.
@@ -45,6 +48,53 @@ pub fn enclosing(symbols: &[Symbol], lines: (usize, usize)) -> Option<usize> {
         .filter(|(_, s)| !s.in_function && s.start_line <= lines.0 && lines.1 <= s.end_line)
         .max_by_key(|(_, s)| (s.depth, s.start_line))
         .map(|(i, _)| i)
+}
+
+/// [`enclosing`] of every single line at once: index `line` (1-based; 0 and lines past the
+/// last symbol are `None`) holds what `enclosing(symbols, (line, line))` gives. Built in
+/// about the time of one scan, for callers that ask about many lines.
+pub fn enclosing_by_line(symbols: &[Symbol]) -> Vec<Option<u32>> {
+    let mut order: Vec<usize> = (0..symbols.len())
+        .filter(|&i| !symbols[i].in_function)
+        .collect();
+    // `max_by_key` keeps the last of equal maxima: the later symbol first among equals.
+    order.sort_by_key(|&i| (symbols[i].depth, symbols[i].start_line, i));
+    holders_by_line(symbols, order.into_iter().rev())
+}
+
+/// For each line number (index 0 is no line), the first symbol of `order` (indices into
+/// `symbols`) whose lines hold it. Each symbol is given the lines no earlier one of `order`
+/// took, found by skipping those already given, so the whole table costs about one pass over
+/// the lines and the symbols.
+pub fn holders_by_line(symbols: &[Symbol], order: impl Iterator<Item = usize>) -> Vec<Option<u32>> {
+    let lines = symbols.iter().map(|s| s.end_line).max().unwrap_or(0);
+    let mut holder = vec![None; lines + 1];
+    // `next_free[l]` leads to the first line at or after `l` not yet given (`lines + 1`: none).
+    let mut next_free: Vec<usize> = (0..=lines + 1).collect();
+    for i in order {
+        let symbol = &symbols[i];
+        let mut line = first_free(&mut next_free, symbol.start_line.clamp(1, lines + 1));
+        while line <= symbol.end_line {
+            holder[line] = u32::try_from(i).ok();
+            next_free[line] = line + 1;
+            line = first_free(&mut next_free, line + 1);
+        }
+    }
+    holder
+}
+
+/// The first line at or after `at` that [`holders_by_line`] has not given yet, shortening the
+/// paths it follows.
+fn first_free(next_free: &mut [usize], at: usize) -> usize {
+    let mut root = at;
+    while next_free[root] != root {
+        root = next_free[root];
+    }
+    let mut at = at;
+    while next_free[at] != root {
+        at = std::mem::replace(&mut next_free[at], root);
+    }
+    root
 }
 
 /// A class, function or method of a file.
@@ -122,10 +172,11 @@ pub(super) fn extract(
                     None => name.clone(),
                 };
                 let body = definition_body(language, child);
-                symbols.push(symbol(
+                let symbol = symbol(
                     language, child, body, &scope, name, &local, is_class, source,
-                ));
-                scope.push((local, is_class));
+                );
+                scope.push((symbol.qualified.clone(), is_class));
+                symbols.push(symbol);
                 steps.push(Step::Leave);
                 if let Some(body) = body {
                     push_children(&mut steps, body);
@@ -196,16 +247,11 @@ fn symbol(
     }
 }
 
-/// `(name, is_class)` of each enclosing definition, outermost first.
+/// `(qualified name, is_class)` of each enclosing definition, outermost first.
 type Scope = Vec<(String, bool)>;
 
 fn qualify(scope: &Scope, name: &str) -> String {
-    scope
-        .iter()
-        .map(|(n, _)| n.as_str())
-        .chain([name])
-        .collect::<Vec<_>>()
-        .join(".")
+    qualified_name(scope.last().map(|(q, _)| q.as_str()), name)
 }
 
 /// Each language's header pattern, compiled once.
@@ -245,7 +291,7 @@ fn recover_headers(
         if out.iter().any(|s| s.start_line == start_line) {
             continue;
         }
-        let name = c[2].to_owned();
+        let name = capped(&c[2], MAX_NAME_BYTES);
         out.push(Symbol {
             kind: if lang.function_keywords.contains(&&c[1]) {
                 SymbolKind::Function

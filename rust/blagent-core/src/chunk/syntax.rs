@@ -22,7 +22,39 @@ pub(super) fn definition_name(
             .map(|(_, name)| ((*name).to_owned(), None));
     };
     let receiver = receiver(&source[node.start_byte()..name.start_byte()]);
-    Some((source[name.byte_range()].to_owned(), receiver))
+    Some((capped(&source[name.byte_range()], MAX_NAME_BYTES), receiver))
+}
+
+/// The most bytes of a definition's name kept (generated code can name a class with a
+/// megabyte): far beyond any written name, and a bound on what each symbol holds.
+pub(super) const MAX_NAME_BYTES: usize = 512;
+
+/// The most bytes of a qualified name kept. Every chunk and symbol of a definition carries its
+/// qualified name, so uncut names nested in each other made a 2 MB file take 900 MB.
+pub(super) const MAX_QUALIFIED_BYTES: usize = 1024;
+
+/// `text`, or its first bytes (at a character boundary) and `…` when it is longer than `max`:
+/// at most `max` bytes either way.
+pub(super) fn capped(text: &str, max: usize) -> String {
+    const MARK: &str = "…";
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut cut = max.saturating_sub(MARK.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{MARK}", &text[..cut])
+}
+
+/// The qualified name of `local` (a name, or `Receiver.name`) inside the definition qualified
+/// as `scope`, cut to [`MAX_QUALIFIED_BYTES`]. The chunks and the symbol table both build names
+/// this way, level by level, so that they agree however a name is cut.
+pub(super) fn qualified_name(scope: Option<&str>, local: &str) -> String {
+    match scope {
+        Some(scope) => capped(&format!("{scope}.{local}"), MAX_QUALIFIED_BYTES),
+        None => capped(local, MAX_QUALIFIED_BYTES),
+    }
 }
 
 /// The receiver type of an extension function, from its header text before the name

@@ -60,6 +60,9 @@ static HUNK_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@").expect("valid pattern")
 });
 
+/// The largest line number or count a hunk header may give: far past any file's length.
+const MAX_LINE_NUMBER: usize = u32::MAX as usize;
+
 /// Parses a unified diff. Text before the first file header is ignored, as `git apply` does;
 /// an empty line inside a hunk is read as a blank context line, as GNU `patch` does.
 ///
@@ -113,6 +116,13 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
             let (Ok(old_start), Ok(old_len), Ok(new_start), Ok(new_len)) = parsed else {
                 return Err(bad(i + 1, format!("line number out of range in {line:?}")));
             };
+            // Past this, counting on from a hunk's start wrapped round to line 0.
+            if [old_start, old_len, new_start, new_len]
+                .iter()
+                .any(|&n| n > MAX_LINE_NUMBER)
+            {
+                return Err(bad(i + 1, format!("line number out of range in {line:?}")));
+            }
             if (old_start == 0 && old_len > 0) || (new_start == 0 && new_len > 0) {
                 return Err(bad(
                     i + 1,
@@ -394,6 +404,20 @@ mod tests {
             .to_string()
             .contains("unexpected line"));
         assert!(parse_patch("@@ -1 +1 @@\n-a\n+b\n").is_err());
+        // Line numbers near the top of `usize` wrapped to line 0 as the hunk was read.
+        let huge = format!(
+            "--- a/x.py\n+++ b/x.py\n@@ -{0},2 +{0},2 @@\n a\n-b\n+c\n",
+            usize::MAX
+        );
+        assert!(parse_patch(&huge)
+            .unwrap_err()
+            .to_string()
+            .contains("line number out of range"));
+        let large = "--- a/x.py\n+++ b/x.py\n@@ -4294967295,1 +4294967295,1 @@\n-b\n+c\n";
+        assert_eq!(
+            parse_patch(large).unwrap()[0].hunks[0].old_start,
+            4_294_967_295
+        );
         assert!(parse_patch("").unwrap().is_empty());
     }
 

@@ -154,3 +154,21 @@ fn skeletons_are_truncated_and_bm25_ranks_matching_files() {
         .all(|&(f, _)| index.files[f].path() != "pkg/other.py"));
     assert_eq!(bm25_topk(&index, "function", 1).len(), 1);
 }
+
+/// A window shows at least one line, and showed it whole: a 2 MB line of generated code went to
+/// the model as one 2 MB message. It is cut to the window, and the next offset pages on.
+#[test]
+fn a_line_longer_than_the_window_is_cut() {
+    let long = format!("class Gen {{ int[] t = {{{}0}}; }}", "1, ".repeat(500_000));
+    let text = format!("{long}\nclass After {{}}\n");
+    let (_dir, index) = index_with(&[("Gen.java", &text)]);
+    let shown = view_file(&index, "Gen.java", 0, 100).unwrap();
+    assert!(shown.len() < 1_000, "{} bytes", shown.len());
+    assert!(
+        shown.contains("(line cut: 400 of its 1500028 bytes shown)"),
+        "{shown}"
+    );
+    assert!(shown.contains("(next offset: 2)"), "{shown}");
+    let next = view_file(&index, "Gen.java", 2, 100).unwrap();
+    assert!(next.contains("   2 class After {}"), "{next}");
+}

@@ -11,7 +11,7 @@ use super::candidates::CandidateSet;
 use super::features::Feature;
 use crate::error::{Error, Result};
 use crate::query::{IdentifierSource, Reformulation};
-use crate::retrieve::signals::{message_fragments, source_weight};
+use crate::retrieve::signals::{issue_fragments, source_weight};
 
 /// A link to lines of a file, as GitHub and GitLab write them: a path ending in a file name,
 /// `#L` and a line, and maybe `-L` (or `-`) and a last line.
@@ -353,11 +353,7 @@ pub(super) fn frames(set: &mut CandidateSet<'_>, query: &Reformulation) {
 
 /// [`Feature::Error`]: functions holding the literal text of a quoted error message.
 pub(super) fn errors(set: &mut CandidateSet<'_>, query: &Reformulation) {
-    let fragments: HashSet<String> = query
-        .error_messages
-        .iter()
-        .flat_map(|m| message_fragments(m))
-        .collect();
+    let fragments = issue_fragments(query);
     for fragment in fragments {
         for file in set.files.clone() {
             let text = &set.index.files[file].text;
