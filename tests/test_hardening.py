@@ -824,7 +824,7 @@ def test_a_tokenizer_that_gives_up_on_a_text_is_a_model_error(tmp_path: Path) ->
     (folder / "tokenizer.json").write_text(json.dumps(tokenizer))
     encoder = _core.Encoder(str(folder))
     assert len(encoder.embed(["short words"])) == 1
-    with pytest.raises(ModelError, match="the tokenizer of .* failed on a text .*retry-limit"):
+    with pytest.raises(ModelError, match=r"the tokenizer of .* failed on a text .*retry-limit"):
         encoder.embed(["a" * 60])
 
 

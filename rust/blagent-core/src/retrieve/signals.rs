@@ -453,10 +453,7 @@ mod tests {
         }
         let query = crate::query::reformulate(&issue);
         assert_eq!(query.stack_frames.len(), 60_000);
-        let started = std::time::Instant::now();
         let signals = compute_signals(&index, &query);
-        let seconds = started.elapsed().as_secs_f64();
-        assert!(seconds < 5.0, "{seconds} s");
         let frames = signals[0]
             .evidence
             .iter()
