@@ -14,13 +14,12 @@ totals; exits 1 when a location does not resolve.
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 from .loc_format import read_loc_outputs
+from .offline import BadInput, read_regular
 
 MAX_SOURCE_BYTES = 16 << 20
 
@@ -34,15 +33,8 @@ def source_text(tree: Path, rel: str) -> str | None:
     if file == root or not file.is_relative_to(root):
         return None
     try:
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
-            return None
-        data = f.read(MAX_SOURCE_BYTES + 1)
-    if len(data) > MAX_SOURCE_BYTES:
+        data = read_regular(file, MAX_SOURCE_BYTES, "source")
+    except BadInput:
         return None
     return data.decode("utf-8", errors="replace")
 

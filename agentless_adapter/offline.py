@@ -65,20 +65,28 @@ def _is_aligned(row: dict[str, Any]) -> bool:
     return isinstance(row.get("blagent"), dict) and row["blagent"].get(ALIGNED_MARK) is True
 
 
-def _read_lines(path: Path, what: str) -> list[str]:
-    """The lines of the regular file `path` (UTF-8, at most `MAX_INPUT_BYTES`), split as a
-    file opened as text splits them. A FIFO, device or folder is refused (`BadInput`) before
-    anything could block on it, and so is a larger file, before it is read."""
+def read_regular(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them. A FIFO, device or folder
+    is refused (`BadInput`) before anything could block on it, and so is a larger file, before
+    it is read."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
         raise BadInput(f"cannot read {what} {path}: {err.strerror}") from err
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
             raise BadInput(f"{what} {path} is not a regular file")
-        data = f.read(MAX_INPUT_BYTES + 1)
-    if len(data) > MAX_INPUT_BYTES:
-        raise BadInput(f"{what} {path} is larger than {MAX_INPUT_BYTES >> 20} MiB")
+        data = b"" if info.st_size > limit else f.read(limit + 1)
+    if info.st_size > limit or len(data) > limit:
+        raise BadInput(f"{what} {path} is larger than {limit >> 20} MiB")
+    return data
+
+
+def _read_lines(path: Path, what: str) -> list[str]:
+    """The lines of the regular file `path` (UTF-8, at most `MAX_INPUT_BYTES`, read by
+    `read_regular`), split as a file opened as text splits them."""
+    data = read_regular(path, MAX_INPUT_BYTES, what)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

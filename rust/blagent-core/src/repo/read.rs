@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek};
 use std::path::Path;
 
-use super::confine::{check_relative, resolve_inside};
+use super::confine::confine;
 use crate::error::{Error, Result};
 
 /// The most bytes read from a dataset, prediction, localization or report file, a cassette or
@@ -180,9 +180,8 @@ pub fn read_user_text(path: &Path, limit: u64, what: &str) -> Result<String> {
 /// ([`super::confine`]); `None` otherwise (absolute paths, `..`, links leading out, special
 /// files).
 pub fn read_inside(root: &Path, rel: &str, limit: u64) -> Option<Vec<u8>> {
-    check_relative(rel).ok()?;
     let root = std::fs::canonicalize(root).ok()?;
-    read_bounded(&resolve_inside(&root, rel).ok()?, limit).ok()
+    read_bounded(&confine(&root, rel).ok()?, limit).ok()
 }
 
 /// Makes a FIFO at `path` (tests of what refuses special files).
