@@ -100,14 +100,20 @@ def peak_gflops(threads: int, flags: list[str]) -> tuple[float, str]:
     )
 
 
-def main() -> int:
+def chunk_arguments(doc: str | None) -> argparse.ArgumentParser:
+    """The arguments of the benches that read `chunk_texts`: TREE, --chunks, --model."""
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("tree", type=Path)
     ap.add_argument("--chunks", type=int, default=256)
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", type=Path)
+    return ap
+
+
+def main() -> int:
+    ap = chunk_arguments(__doc__)
+    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     os.environ["RAYON_NUM_THREADS"] = str(args.threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

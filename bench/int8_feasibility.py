@@ -25,7 +25,6 @@ Needs numpy, safetensors and tokenizers next to the installed wheel; no PyTorch.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -35,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from encoder_bench import chunk_texts
+from encoder_bench import chunk_arguments, chunk_texts
 
 # The four linear layers of a BERT block that a kernel would run: attention's input projections
 # (query, key, value), its output, and the feed-forward pair.
@@ -182,13 +181,8 @@ class Bert:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("tree", type=Path)
-    ap.add_argument("--chunks", type=int, default=256)
+    ap = chunk_arguments(__doc__)
     ap.add_argument("--calibration", type=int, default=64)
-    ap.add_argument("--model", type=Path)
     args = ap.parse_args()
     os.environ.setdefault("RAYON_NUM_THREADS", "2")
 
