@@ -128,7 +128,7 @@ def main() -> int:
     model_dir = args.model or default_model_dir()
     texts = chunk_texts(args.tree, args.chunks)
     encoders = {"f32": _core.Encoder(str(model_dir), precision="f32")}
-    for precision in ("bf16-amx", "bf16-avx512"):
+    for precision in ("bf16-amx", "bf16-avx512", "int8-avx512"):
         try:
             encoders[precision] = _core.Encoder(str(model_dir), precision=precision)
         except _core.InputError as e:

@@ -56,8 +56,15 @@ def can_make_unreadable() -> bool:
 
 # What `vdpbf16ps` (the bf16-avx512 path) needs of the CPU.
 AVX512_BF16_FLAGS = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"}
+# What `vpdpbusd` (the int8-avx512 path, whose attention is bf16-avx512's) needs of the CPU.
+AVX512_INT8_FLAGS = AVX512_BF16_FLAGS | {"avx512_vnni"}
 # The suffix each precision adds to the model's identity in the embedding cache.
-PRECISION_SUFFIX = {"bf16-amx": "/bf16.2", "bf16-avx512": "/bf16-avx512.2", "f32": ""}
+PRECISION_SUFFIX = {
+    "bf16-amx": "/bf16.2",
+    "bf16-avx512": "/bf16-avx512.2",
+    "int8-avx512": "/int8-avx512.1",
+    "f32": "",
+}
 
 
 def expected_encoder_precision() -> str:

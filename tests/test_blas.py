@@ -11,7 +11,7 @@ import sys
 import blagent
 import pytest
 from blagent import _blas
-from conftest import AVX512_BF16_FLAGS, expected_encoder_precision
+from conftest import AVX512_BF16_FLAGS, AVX512_INT8_FLAGS, expected_encoder_precision
 
 VENDOR, FLAGS = _blas.cpu()
 HAS_AVX2 = _blas.AVX2 <= FLAGS
@@ -98,9 +98,11 @@ def test_the_precision_variable_picks_any_path_the_cpu_runs_and_refuses_the_rest
     runnable = {"f32"}
     if AVX512_BF16_FLAGS <= FLAGS:
         runnable.add("bf16-avx512")
+    if AVX512_INT8_FLAGS <= FLAGS:
+        runnable.add("int8-avx512")
     if expected_encoder_precision() == "bf16-amx":
         runnable.add("bf16-amx")
-    for name in ("f32", "bf16-amx", "bf16-avx512"):
+    for name in ("f32", "bf16-amx", "bf16-avx512", "int8-avx512"):
         if name in runnable:
             assert precision_in_fresh_process(BLAGENT_ENCODER_PRECISION=name) == name
         else:

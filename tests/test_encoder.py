@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 from blagent import _blas, _core
 from blagent.models import default_model_dir
-from conftest import AVX512_BF16_FLAGS, PRECISION_SUFFIX, expected_encoder_precision
+from conftest import (
+    AVX512_BF16_FLAGS,
+    AVX512_INT8_FLAGS,
+    PRECISION_SUFFIX,
+    expected_encoder_precision,
+)
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())
 
@@ -25,6 +30,7 @@ DEFAULT = expected_encoder_precision()
 AMX = DEFAULT == "bf16-amx"
 # What `vdpbf16ps` needs, read from the CPU's flags (not from the library under test).
 AVX512_BF16 = AVX512_BF16_FLAGS <= _blas.cpu()[1]
+AVX512_INT8 = AVX512_INT8_FLAGS <= _blas.cpu()[1]
 
 
 @pytest.fixture(
@@ -36,11 +42,17 @@ AVX512_BF16 = AVX512_BF16_FLAGS <= _blas.cpu()[1]
             "bf16-avx512",
             marks=pytest.mark.skipif(not AVX512_BF16, reason="no AVX-512 BF16 on this CPU"),
         ),
+        pytest.param(
+            "int8-avx512",
+            marks=pytest.mark.skipif(
+                not AVX512_INT8, reason="no AVX-512 VNNI and BF16 on this CPU"
+            ),
+        ),
     ],
 )
 def encoder(request: pytest.FixtureRequest) -> _core.Encoder:
-    """Every test runs in each precision this CPU has: f32, with AMX bf16 on tiles, and with
-    AVX-512 BF16 bf16 dot products."""
+    """Every test runs in each precision this CPU has: f32, with AMX bf16 on tiles, with
+    AVX-512 BF16 bf16 dot products, and with AVX-512 VNNI int8 linear layers."""
     encoder = _core.Encoder(str(default_model_dir()), precision=request.param)
     assert encoder.precision == request.param
     return encoder
@@ -85,6 +97,12 @@ def test_precisions_are_separate_models_to_the_cache() -> None:
     else:
         with pytest.raises(_core.InputError, match="AVX-512"):
             _core.Encoder(str(default_model_dir()), precision="bf16-avx512")
+    if AVX512_INT8:
+        int8 = _core.Encoder(str(default_model_dir()), precision="int8-avx512")
+        assert int8.identity == f32.identity + PRECISION_SUFFIX["int8-avx512"]
+    else:
+        with pytest.raises(_core.InputError, match="VNNI"):
+            _core.Encoder(str(default_model_dir()), precision="int8-avx512")
 
 
 def test_bad_folders_and_kinds_are_clear_errors(tmp_path: Path, encoder: _core.Encoder) -> None:

@@ -199,7 +199,7 @@ impl PyEncoder {
     ///     model_dir: a sentence-transformers / Hugging Face model folder.
     ///     precision: "auto" (the one BLAGENT_ENCODER_PRECISION names, else bf16 on AMX tiles
     ///         where the CPU has them, else by AVX-512 BF16 dot products on AMD CPUs that have
-    ///         them, else f32), "f32", "bf16-amx" or "bf16-avx512".
+    ///         them, else f32), "f32", "bf16-amx", "bf16-avx512" or "int8-avx512".
     #[new]
     #[pyo3(signature = (model_dir, precision="auto"))]
     fn new(py: Python<'_>, model_dir: PathBuf, precision: &str) -> PyResult<Self> {
@@ -225,7 +225,7 @@ impl PyEncoder {
         self.inner.folder().identity.clone()
     }
 
-    /// The precision of the linear layers: "f32", "bf16-amx" or "bf16-avx512".
+    /// The precision of the linear layers: "f32", "bf16-amx", "bf16-avx512" or "int8-avx512".
     #[getter]
     fn precision(&self) -> &'static str {
         self.inner.precision().name()
@@ -511,9 +511,9 @@ fn blas_core() -> String {
 }
 
 /// The precision an encoder loaded now runs its linear layers in: the one
-/// BLAGENT_ENCODER_PRECISION names (f32, bf16-amx or bf16-avx512), else "bf16-amx" on CPUs with
-/// AMX, "bf16-avx512" on AMD CPUs with AVX-512 BF16, "f32" elsewhere. InputError where the
-/// variable names no precision this CPU runs.
+/// BLAGENT_ENCODER_PRECISION names (f32, bf16-amx, bf16-avx512 or int8-avx512), else
+/// "bf16-amx" on CPUs with AMX, "bf16-avx512" on AMD CPUs with AVX-512 BF16, "f32" elsewhere.
+/// InputError where the variable names no precision this CPU runs.
 #[pyfunction]
 fn encoder_precision() -> PyResult<&'static str> {
     blagent_core::embed::Precision::from_environment()

@@ -30,6 +30,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 use super::avx512::{self, softmax_bf16, to_bf16};
+use super::vnni::Int8Weight;
 
 /// Rows of a tile (output rows per tile, and k pairs per weight tile).
 const ROWS: usize = 16;
@@ -128,7 +129,11 @@ impl Engine {
 pub struct PackedWeight {
     inputs: usize,
     outputs: usize,
+    /// The bf16 tiles; empty where `int8` holds the weight.
     tiles: Vec<u16>,
+    /// The weight in int8 for AVX-512 VNNI ([`PackedWeight::int8`]), which then multiplies
+    /// it instead of `engine`.
+    int8: Option<Int8Weight>,
     engine: Engine,
 }
 
@@ -167,8 +172,33 @@ impl PackedWeight {
             inputs,
             outputs,
             tiles,
+            int8: None,
             engine,
         })
+    }
+
+    /// Packs a row-major `(outputs, inputs)` weight in int8 for AVX-512 VNNI, smoothed by the
+    /// largest `|input|` of each input channel on calibration texts ([`Int8Weight`]); `None`
+    /// where VNNI or AVX-512 BF16 (which rounds a GELU output) is missing, or the shape does not
+    /// fall on whole blocks.
+    pub fn int8(weight: &[f32], outputs: usize, inputs: usize, input_max: &[f32]) -> Option<Self> {
+        if !avx512::available() || !outputs.is_multiple_of(BLOCK) {
+            return None;
+        }
+        Some(PackedWeight {
+            inputs,
+            outputs,
+            tiles: Vec::new(),
+            int8: Some(Int8Weight::new(weight, outputs, inputs, input_max)?),
+            // Not run: `int8` multiplies the weight (Engine::Dot names the AVX-512 family).
+            engine: Engine::Dot,
+        })
+    }
+
+    /// Whether the weight is held in int8 ([`PackedWeight::int8`]).
+    #[cfg(test)]
+    pub fn is_int8(&self) -> bool {
+        self.int8.is_some()
     }
 
     /// `then(start + x·Wᵀ)`, `(rows, outputs)`, for `x` of `(rows, inputs)`, both row-major:
@@ -235,7 +265,7 @@ impl PackedWeight {
         let (k, n) = (self.inputs, self.outputs);
         // Packing checked it; a weight does not move between processes.
         assert!(
-            self.engine.available(),
+            self.int8.is_some() || self.engine.available(),
             "bf16 products where they cannot run"
         );
         let start_len = match start {
@@ -251,26 +281,30 @@ impl PackedWeight {
         // finds the buffer empty instead of borrowed.
         let mut a = ACTIVATIONS.with_borrow_mut(std::mem::take);
         a.clear();
-        match x {
-            Input::F32(x) => to_bf16(x, &mut a),
-            Input::Bf16(x) => a.extend_from_slice(x),
+        // int8 products round their inputs block by block ([`Int8Weight::block`]).
+        if self.int8.is_none() {
+            match x {
+                Input::F32(x) => to_bf16(x, &mut a),
+                Input::Bf16(x) => a.extend_from_slice(x),
+            }
+            a.resize(rows.div_ceil(BLOCK) * BLOCK * k, 0);
         }
-        a.resize(rows.div_ceil(BLOCK) * BLOCK * k, 0);
         let out = Shared(out);
         // Blocks run in parallel: a single sequence (a query) has only one batch to spread
         // over the cores, and a batch's products keep the other cores busy otherwise.
         (0..rows.div_ceil(BLOCK))
             .into_par_iter()
-            .for_each(|b| self.run_block(&a, (b * BLOCK, rows), start, then, out));
+            .for_each(|b| self.run_block((&a, x), (b * BLOCK, rows), start, then, out));
         ACTIVATIONS.with_borrow_mut(|kept| *kept = a);
     }
 
     /// Rows `first..first + 32` (or up to `rows`) of [`PackedWeight::run`]'s product, into
-    /// `out`, from `a` (the bf16 activations, padded to whole blocks), with this thread's
-    /// scratch buffers. No other block writes these rows.
+    /// `out`, from `a` (the bf16 activations, padded to whole blocks; for int8, `x` itself),
+    /// with this thread's scratch buffers. No other block writes these rows.
+    #[allow(clippy::many_single_char_names)] // a matrix product's names
     fn run_block(
         &self,
-        a: &[u16],
+        (a, x): (&[u16], Input<'_>),
         (first, rows): (usize, usize),
         start: Start<'_>,
         then: &EachBlock<'_>,
@@ -309,7 +343,10 @@ impl PackedWeight {
                 if tiles {
                     asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
                 }
-                self.block(&a[first * k..], block_start, c);
+                match &self.int8 {
+                    Some(int8) => int8.block(x, (first, count), block_start, c),
+                    None => self.block(&a[first * k..], block_start, c),
+                }
                 if tiles {
                     asm!("tilerelease", options(nostack, nomem));
                 }

@@ -8,11 +8,12 @@
 //! in its own output buffer (`blas`), and layer norm follows in the
 //! same buffer.
 
-use candle_core::{Device, Module, Tensor};
+use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct};
 
 use super::blas::{Attention, BlasLinear, Norm, Precision};
+use super::int8_ranges::{self, LayerRanges};
 
 /// One transformer layer: self-attention, then the feed-forward block, each with a residual
 /// connection and a post layer norm.
@@ -42,10 +43,28 @@ fn linear(
     vb: &VarBuilder,
     (inputs, outputs): (usize, usize),
     precision: Precision,
+    ranges: Option<&int8_ranges::Linear>,
 ) -> candle_core::Result<BlasLinear> {
     let weight = vb.get((outputs, inputs), "weight")?;
     let bias = vb.get(outputs, "bias")?;
-    BlasLinear::with_precision(&weight, Some(&bias), precision)
+    let input_max = int8_input_max(ranges, &[&weight])?;
+    BlasLinear::with_precision(&weight, Some(&bias), precision, input_max)
+}
+
+/// The calibrated input ranges of a layer whose weight is `parts` (query, key and value for
+/// the fused projection), where they were measured on this very weight.
+fn int8_input_max<'a>(
+    ranges: Option<&'a int8_ranges::Linear>,
+    parts: &[&Tensor],
+) -> candle_core::Result<Option<&'a [f32]>> {
+    let Some(ranges) = ranges else {
+        return Ok(None);
+    };
+    let mut sum = 0.0;
+    for part in parts {
+        sum += part.to_dtype(DType::F64)?.sum_all()?.to_scalar::<f64>()?;
+    }
+    Ok(ranges.for_weight(sum))
 }
 
 fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> candle_core::Result<Norm> {
@@ -53,7 +72,13 @@ fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> candle_core::Result<Nor
 }
 
 impl Layer {
-    fn load(vb: &VarBuilder, config: &Config, precision: Precision) -> candle_core::Result<Self> {
+    /// One block; `ranges` (its calibration, for [`Precision::Int8Avx512`]) where there are some.
+    fn load(
+        vb: &VarBuilder,
+        config: &Config,
+        precision: Precision,
+        ranges: Option<&LayerRanges>,
+    ) -> candle_core::Result<Self> {
         let hidden = config.hidden_size;
         let head_size = hidden / config.num_attention_heads;
         let attention = vb.pp("attention");
@@ -63,6 +88,7 @@ impl Layer {
             Ok((vb.get((hidden, hidden), "weight")?, vb.get(hidden, "bias")?))
         };
         let (query, key, value) = (part("query")?, part("key")?, part("value")?);
+        let qkv_max = int8_input_max(ranges.map(|r| &r.qkv), &[&query.0, &key.0, &value.0])?;
         // Scaling the query projection scales the scores: q·k / √d without a pass over them.
         let scale = 1.0 / (head_size as f64).sqrt();
         let weight = Tensor::cat(&[(query.0 * scale)?, key.0, value.0], 0)?;
@@ -70,18 +96,27 @@ impl Layer {
         let eps = config.layer_norm_eps;
         let intermediate = vb.pp("intermediate").pp("dense");
         Ok(Layer {
-            qkv: BlasLinear::with_precision(&weight, Some(&bias), precision)?,
+            qkv: BlasLinear::with_precision(&weight, Some(&bias), precision, qkv_max)?,
             attention_out: linear(
                 &attention.pp("output").pp("dense"),
                 (hidden, hidden),
                 precision,
+                ranges.map(|r| &r.attention_out),
             )?,
             attention_norm: layer_norm(&attention.pp("output").pp("LayerNorm"), hidden, eps)?,
-            intermediate: linear(&intermediate, (hidden, config.intermediate_size), precision)?,
+            intermediate: linear(
+                &intermediate,
+                (hidden, config.intermediate_size),
+                precision,
+                ranges.map(|r| &r.intermediate),
+            )?,
+            // The feed-forward output stays in bf16 in every precision but f32: its input,
+            // GELU's output, rounds to u8 with the most loss (docs/dense.md).
             output: linear(
                 &vb.pp("output").pp("dense"),
                 (config.intermediate_size, hidden),
                 precision,
+                None,
             )?,
             output_norm: layer_norm(&vb.pp("output").pp("LayerNorm"), hidden, eps)?,
             attention: Attention::new(config.num_attention_heads, head_size, precision),
@@ -132,8 +167,22 @@ impl Bert {
             "token_type_embeddings.weight",
         )?;
         let positions = positions.broadcast_add(&token_types.get(0)?)?;
+        // The shipped int8 calibration, block by block, where it has as many blocks (each
+        // layer then checks that it was measured on its weight).
+        let shipped = int8_ranges::shipped();
+        let ranges = |i: usize| {
+            (precision == Precision::Int8Avx512 && shipped.len() == config.num_hidden_layers)
+                .then(|| &shipped[i])
+        };
         let layers = (0..config.num_hidden_layers)
-            .map(|i| Layer::load(&vb.pp(format!("encoder.layer.{i}")), config, precision))
+            .map(|i| {
+                Layer::load(
+                    &vb.pp(format!("encoder.layer.{i}")),
+                    config,
+                    precision,
+                    ranges(i),
+                )
+            })
             .collect::<candle_core::Result<_>>()?;
         Ok(Bert {
             word_embeddings: Embedding::new(word, hidden),

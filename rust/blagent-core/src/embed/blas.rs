@@ -34,6 +34,7 @@ use half::vec::HalfBitsVecExt;
 use super::amx::{self, Engine, Input, PackedWeight, Start};
 use super::avx512;
 use super::kernels::{gelu, layer_norm, masked_softmax};
+use super::vnni;
 
 const ROW_MAJOR: c_int = 101;
 const NO_TRANS: c_int = 111;
@@ -197,10 +198,16 @@ pub enum Precision {
     /// (`vdpbf16ps`), accumulated in f32: for CPUs with AVX-512 BF16 and no AMX (AMD Zen 4 and
     /// 5), where `vdpbf16ps` does twice the multiply-adds of an f32 FMA (measured on Zen 4).
     Bf16Avx512,
+    /// The linear layers' products in int8 by AVX-512 VNNI (`vpdpbusd`): inputs rounded to u8
+    /// per row after SmoothQuant's per-channel scaling, weights to int8 per output, summed in
+    /// 32-bit integers ([`super::vnni`]); attention as [`Precision::Bf16Avx512`]. It needs the
+    /// model's calibrated input ranges ([`super::int8_ranges`]): a layer without them runs as
+    /// in [`Precision::Bf16Avx512`].
+    Int8Avx512,
 }
 
 /// The environment variable that picks the encoder's precision: unset, empty or `auto` for
-/// [`Precision::auto`]'s choice, else `f32`, `bf16-amx` or `bf16-avx512` (so that each path a
+/// [`Precision::auto`]'s choice, else `f32`, `bf16-amx`, `bf16-avx512` or `int8-avx512` (so that each path a
 /// CPU can run can be measured on it).
 pub const PRECISION_VARIABLE: &str = "BLAGENT_ENCODER_PRECISION";
 
@@ -250,8 +257,9 @@ impl Precision {
             "f32" => Ok(Precision::F32),
             "bf16-amx" => Precision::Bf16Amx.runnable(),
             "bf16-avx512" => Precision::Bf16Avx512.runnable(),
+            "int8-avx512" => Precision::Int8Avx512.runnable(),
             other => Err(format!(
-                "precision must be auto, f32, bf16-amx or bf16-avx512, not {other:?}"
+                "precision must be auto, f32, bf16-amx, bf16-avx512 or int8-avx512, not {other:?}"
             )),
         }
     }
@@ -265,16 +273,20 @@ impl Precision {
             Precision::Bf16Avx512 if !avx512::available() => {
                 Err("bf16-avx512 needs a CPU with AVX-512 F, BW, VL and BF16".into())
             }
+            Precision::Int8Avx512 if !(avx512::available() && vnni::available()) => {
+                Err("int8-avx512 needs a CPU with AVX-512 F, BW, VL, BF16 and VNNI".into())
+            }
             precision => Ok(precision),
         }
     }
 
-    /// `f32`, `bf16-amx` or `bf16-avx512`.
+    /// `f32`, `bf16-amx`, `bf16-avx512` or `int8-avx512`.
     pub fn name(self) -> &'static str {
         match self {
             Precision::F32 => "f32",
             Precision::Bf16Amx => "bf16-amx",
             Precision::Bf16Avx512 => "bf16-avx512",
+            Precision::Int8Avx512 => "int8-avx512",
         }
     }
 
@@ -283,7 +295,7 @@ impl Precision {
         match self {
             Precision::F32 => None,
             Precision::Bf16Amx => Some(Engine::Tiles),
-            Precision::Bf16Avx512 => Some(Engine::Dot),
+            Precision::Bf16Avx512 | Precision::Int8Avx512 => Some(Engine::Dot),
         }
     }
 }
@@ -370,10 +382,13 @@ struct LinearOp<'a> {
 impl BlasLinear {
     /// A layer from a `(outputs, inputs)` weight and an optional `(outputs)` bias, its product
     /// in `precision` (f32 where AMX cannot run or the shape does not fall on whole tiles).
+    /// `input_max`, each input's largest `|value|` on calibration texts, lets
+    /// [`Precision::Int8Avx512`] run the layer in int8; without it the layer runs in bf16.
     pub fn with_precision(
         weight: &Tensor,
         bias: Option<&Tensor>,
         precision: Precision,
+        input_max: Option<&[f32]>,
     ) -> Result<Self> {
         single_threaded();
         let (outputs, inputs) = weight.dims2()?;
@@ -385,9 +400,17 @@ impl BlasLinear {
             bail!("linear: a bias of {outputs} expected, got {}", bias.len());
         }
         let weight = weight.flatten_all()?.to_vec1::<f32>()?;
-        let packed = precision
-            .engine()
-            .and_then(|engine| PackedWeight::new(&weight, outputs, inputs, engine));
+        let int8 = match (precision, input_max) {
+            (Precision::Int8Avx512, Some(input_max)) => {
+                PackedWeight::int8(&weight, outputs, inputs, input_max)
+            }
+            _ => None,
+        };
+        let packed = int8.or_else(|| {
+            precision
+                .engine()
+                .and_then(|engine| PackedWeight::new(&weight, outputs, inputs, engine))
+        });
         Ok(BlasLinear {
             // The f32 copy serves only `sgemm`: dropped when the tiles hold the weight.
             weight: if packed.is_some() { Vec::new() } else { weight },
@@ -660,7 +683,7 @@ mod tests {
             let want = candle_nn::Linear::new(w.clone(), bias.cloned())
                 .forward(&x)
                 .unwrap();
-            let layer = BlasLinear::with_precision(&w, bias, Precision::F32).unwrap();
+            let layer = BlasLinear::with_precision(&w, bias, Precision::F32, None).unwrap();
             assert!(max_diff(&want, &layer.forward(&x).unwrap()) < 1e-4);
             let (gamma, beta) = (
                 Tensor::randn(0f32, 1.0, 10, &device).unwrap(),
@@ -674,7 +697,7 @@ mod tests {
             let gelu = layer.forward_gelu(&x).unwrap();
             assert!(max_diff(&want.gelu_erf().unwrap(), &gelu) < 1e-4);
         }
-        let layer = BlasLinear::with_precision(&w, Some(&b), Precision::F32).unwrap();
+        let layer = BlasLinear::with_precision(&w, Some(&b), Precision::F32, None).unwrap();
         let empty = Tensor::zeros((0, 24), candle_core::DType::F32, &device).unwrap();
         assert_eq!(layer.forward(&empty).unwrap().dims(), &[0, 10]);
         let wrong = Tensor::zeros((3, 5), candle_core::DType::F32, &device).unwrap();
@@ -706,8 +729,8 @@ mod tests {
         let x = Tensor::randn(0f32, 1.0, (45, 64), &device).unwrap();
         let w = Tensor::randn(0f32, 0.1, (96, 64), &device).unwrap();
         let b = Tensor::randn(0f32, 1.0, 96, &device).unwrap();
-        let exact = BlasLinear::with_precision(&w, Some(&b), Precision::F32).unwrap();
-        let bf16 = BlasLinear::with_precision(&w, Some(&b), precision).unwrap();
+        let exact = BlasLinear::with_precision(&w, Some(&b), Precision::F32, None).unwrap();
+        let bf16 = BlasLinear::with_precision(&w, Some(&b), precision, None).unwrap();
         assert!(bf16.packed.is_some() && exact.packed.is_none());
         let want = exact.forward(&x).unwrap();
         let got = bf16.forward(&x).unwrap();
@@ -736,11 +759,91 @@ mod tests {
             max_diff(&want, &got32)
         );
         let w2 = Tensor::randn(0f32, 0.1, (32, 96), &device).unwrap();
-        let exact2 = BlasLinear::with_precision(&w2, None, Precision::F32).unwrap();
-        let bf16_2 = BlasLinear::with_precision(&w2, None, precision).unwrap();
+        let exact2 = BlasLinear::with_precision(&w2, None, Precision::F32, None).unwrap();
+        let bf16_2 = BlasLinear::with_precision(&w2, None, precision, None).unwrap();
         let want = exact2.forward(&got32).unwrap();
         assert!(max_diff(&want, &bf16_2.forward(&got).unwrap()) < 5e-2);
         assert!(max_diff(&want, &exact2.forward(&got).unwrap()) < 1e-4);
+    }
+
+    #[test]
+    fn int8_linear_is_close_to_f32() {
+        if Precision::Int8Avx512.runnable().is_err() {
+            // No AVX-512 VNNI (or BF16) on this CPU: the path cannot run here.
+            return;
+        }
+        let device = Device::Cpu;
+        // One input channel far wider than the rest (what SmoothQuant is for), a row of zeros
+        // (padding) and one of positive values only; 45 rows, a whole block of 32 and part of
+        // another.
+        let mut x = Tensor::randn(0f32, 1.0, (45, 64), &device)
+            .unwrap()
+            .to_vec2::<f32>()
+            .unwrap();
+        for row in &mut x {
+            row[5] *= 20.0;
+        }
+        x[7].fill(0.0);
+        x[9].iter_mut().for_each(|v| *v = v.abs() + 0.5);
+        let input_max = |rows: &[Vec<f32>]| -> Vec<f32> {
+            (0..rows[0].len())
+                .map(|j| rows.iter().map(|r| r[j].abs()).fold(0.0, f32::max))
+                .collect()
+        };
+        let max = input_max(&x);
+        let x = Tensor::new(x, &device).unwrap();
+        let w = Tensor::randn(0f32, 0.1, (96, 64), &device).unwrap();
+        let b = Tensor::randn(0f32, 1.0, 96, &device).unwrap();
+        let exact = BlasLinear::with_precision(&w, Some(&b), Precision::F32, None).unwrap();
+        let int8 =
+            BlasLinear::with_precision(&w, Some(&b), Precision::Int8Avx512, Some(&max)).unwrap();
+        assert!(int8.packed.as_ref().is_some_and(PackedWeight::is_int8));
+        // Without ranges the layer runs in bf16.
+        let bf16 = BlasLinear::with_precision(&w, Some(&b), Precision::Int8Avx512, None).unwrap();
+        assert!(bf16.packed.as_ref().is_some_and(|p| !p.is_int8()));
+        let want = exact.forward(&x).unwrap();
+        let got = int8.forward(&x).unwrap();
+        // Inputs in 255 steps of each row's range, weights in 255 of each output's: a few
+        // hundredths on outputs of about 1 (a wrong zero point or scale is off by far more).
+        let scale = want.abs().unwrap().max_keepdim(1).unwrap().max(0).unwrap();
+        let scale = scale.flatten_all().unwrap().to_vec1::<f32>().unwrap()[0];
+        assert!(
+            max_diff(&want, &got) < 0.02 * scale,
+            "{} of {scale}",
+            max_diff(&want, &got)
+        );
+        assert!(max_diff(&want, &got) > 0.0, "the int8 path did not run");
+        // The zero row gives the bias exactly.
+        let row7 = got.get(7).unwrap().to_vec1::<f32>().unwrap();
+        assert_eq!(row7, b.to_vec1::<f32>().unwrap());
+        // With a residual and the norm.
+        let r = Tensor::randn(0f32, 1.0, (45, 96), &device).unwrap();
+        let (gamma, beta) = (
+            Tensor::randn(0f32, 1.0, 96, &device).unwrap(),
+            Tensor::randn(0f32, 1.0, 96, &device).unwrap(),
+        );
+        let norm = Norm::new(&gamma, &beta, 1e-12).unwrap();
+        let want = exact.forward_add_norm(&x, &r, &norm).unwrap();
+        let got = int8.forward_add_norm(&x, &r, &norm).unwrap();
+        assert!(max_diff(&want, &got) < 0.1, "{}", max_diff(&want, &got));
+        // GELU comes out in bf16, and an int8 layer reads it.
+        let gelu = int8.forward_gelu(&x).unwrap();
+        assert_eq!(gelu.dtype(), candle_core::DType::BF16);
+        let gelu32 = gelu.to_dtype(candle_core::DType::F32).unwrap();
+        let w2 = Tensor::randn(0f32, 0.1, (32, 96), &device).unwrap();
+        let max2 = input_max(&gelu32.to_vec2::<f32>().unwrap());
+        let exact2 = BlasLinear::with_precision(&w2, None, Precision::F32, None).unwrap();
+        let int8_2 =
+            BlasLinear::with_precision(&w2, None, Precision::Int8Avx512, Some(&max2)).unwrap();
+        let want = exact2.forward(&gelu32).unwrap();
+        let got = int8_2.forward(&gelu).unwrap();
+        let scale = want.abs().unwrap().max_keepdim(1).unwrap().max(0).unwrap();
+        let scale = scale.flatten_all().unwrap().to_vec1::<f32>().unwrap()[0];
+        assert!(
+            max_diff(&want, &got) < 0.02 * scale,
+            "{} of {scale}",
+            max_diff(&want, &got)
+        );
     }
 
     #[test]

@@ -31,6 +31,9 @@ const BF16_IDENTITY: &str = "/bf16.2";
 /// their sums run in another order than the tiles', so their vectors are neither f32's nor
 /// AMX's. The `.2` marks attention in bf16 as well (`.1` kept it in f32).
 const BF16_AVX512_IDENTITY: &str = "/bf16-avx512.2";
+/// What int8 vectors (AVX-512 VNNI, [`Precision::Int8Avx512`]) add to the model's identity in
+/// the caches; `.1` is the first calibration of `int8_ranges.json`.
+const INT8_AVX512_IDENTITY: &str = "/int8-avx512.1";
 /// Rows per batch at most.
 const BATCH_ROWS: usize = 64;
 
@@ -98,7 +101,8 @@ impl Encoder {
 
     /// [`Encoder::load_with_max_tokens`] in `precision`. Vectors of another precision are
     /// another model to the caches: [`Precision::Bf16Amx`] adds [`BF16_IDENTITY`] to the
-    /// identity, [`Precision::Bf16Avx512`] [`BF16_AVX512_IDENTITY`].
+    /// identity, [`Precision::Bf16Avx512`] [`BF16_AVX512_IDENTITY`], [`Precision::Int8Avx512`]
+    /// [`INT8_AVX512_IDENTITY`].
     /// Models other than BERT (Nomic BERT) run in f32 whatever is asked.
     pub fn load_with(dir: &Path, max_tokens: Option<usize>, precision: Precision) -> Result<Self> {
         let mut folder = ModelFolder::read(dir)?;
@@ -138,6 +142,7 @@ impl Encoder {
         match precision {
             Precision::Bf16Amx => folder.identity.push_str(BF16_IDENTITY),
             Precision::Bf16Avx512 => folder.identity.push_str(BF16_AVX512_IDENTITY),
+            Precision::Int8Avx512 => folder.identity.push_str(INT8_AVX512_IDENTITY),
             Precision::F32 => {}
         }
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)

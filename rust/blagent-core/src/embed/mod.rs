@@ -9,7 +9,9 @@ mod blas;
 mod cache;
 mod encoder;
 mod folder;
+mod int8_ranges;
 mod kernels;
+mod vnni;
 
 pub use self::blas::{core_name as blas_core, Precision, PRECISION_VARIABLE};
 pub use self::cache::{CacheStats, EmbeddingCache};
