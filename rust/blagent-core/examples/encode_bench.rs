@@ -2,7 +2,7 @@
 //!
 //!     cargo run --release --example encode_bench -- MODEL_DIR TEXTS.json [REPEATS] [PRECISION]
 //!
-//! PRECISION is `auto` (the default), `f32`, `bf16-amx` or `bf16-avx512`.
+//! PRECISION is `auto` (the default), `f32`, `bf16-amx`, `bf16-avx512` or `int8-avx512`.
 //!
 //! TEXTS.json is a list of strings, or an object with `texts` and reference `vectors` (as in
 //! `tests/data/minilm_reference.json`); then the lowest cosine to the references is printed too.
