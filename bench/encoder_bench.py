@@ -4,10 +4,10 @@ the same code chunks, in one run.
 
     python bench/encoder_bench.py TREE [--chunks 256] [--threads 2] [--model DIR]
 
-blagent runs in f32 and in each bf16 path the CPU can run: on AMX tiles (`bf16-amx`, its
-default there) and by AVX-512 BF16 dot products (`bf16-avx512`, its default on AMD CPUs); the peer
-runs in f32 (its default) and cast to bfloat16 (what a PyTorch user would do to reach AMX or
-AVX-512 BF16).
+blagent runs in f32 and in each faster path the CPU can run: on AMX tiles (`bf16-amx`, its
+default there), by AVX-512 BF16 dot products (`bf16-avx512`) and in int8 by AVX-512 VNNI
+(`int8-avx512`, its default on AMD CPUs with both); the peer runs in f32 (its default) and cast
+to bfloat16 (what a PyTorch user would do to reach AMX or AVX-512 BF16).
 
 Chunks are the path-augmented AST chunks blagent indexes, taken from the first files of TREE.
 Both engines truncate at the model's max_seq_length (256 for all-MiniLM-L6-v2) and use
@@ -18,8 +18,9 @@ Figures (256 django chunks, 2 threads, 256-token cap, no variable set, nothing e
 2-core Intel Xeon with AVX-512 and AMX, OpenBLAS core SkylakeX, two runs: blagent bf16-amx (its
 default there) 109.8 and 110.7 chunks per CPU second, f32 30.6 and 30.8, torch f32 24.6 and 25.1,
 torch cast to bfloat16 75.3 and 74.7 (blagent bf16 1.46x and 1.48x torch bf16, wall and CPU). A
-2-core AMD EPYC Zen 4 with AVX-512 BF16, three runs: blagent bf16-avx512 (its default there)
-69.0-74.0 chunks/s, f32 36.2-37.7, torch bf16 44.0-53.0 (1.31x-1.61x wall, 1.34x-1.65x CPU). A
+2-core AMD EPYC Zen 4 with AVX-512 BF16 and VNNI, three runs (2026-12-05): blagent int8-avx512
+(its default there) 97.7-101.4 chunks/s, bf16-avx512 76.9-79.0, f32 38.2-38.6, torch bf16
+50.6-54.6 (int8 1.86x-1.93x wall and CPU). A
 2-core AMD EPYC with AVX2, OpenBLAS core Zen chosen by itself (an earlier session): blagent f32
 12.0, 11.7 and 12.2 chunks per CPU second against 7.5, 7.4 and 7.3 (1.60x, 1.58x, 1.67x), 97-102
 GFLOP/s of an estimated 157 peak; with OPENBLAS_CORETYPE=Prescott (the fallback OpenBLAS 0.3.21

@@ -70,13 +70,16 @@ PRECISION_SUFFIX = {
 def expected_encoder_precision() -> str:
     """The encoder precision this CPU calls for, read from its vendor and flags rather than
     from the library under test: AMX tiles where Linux lists them (it lists them only with tile
-    state enabled); else `vdpbf16ps` where it outruns f32, on AMD's CPUs with AVX-512 BF16
-    (Zen 4 and later; on Intel's it runs at half the f32 rate); else f32."""
+    state enabled); else, on AMD's CPUs with AVX-512 BF16 (Zen 4 and later), where `vdpbf16ps`
+    outruns f32 (on Intel's it runs at half the f32 rate), int8 by `vpdpbusd` where they have
+    AVX-512 VNNI too, else `vdpbf16ps`; else f32."""
     from blagent import _blas
 
     vendor, flags = _blas.cpu()
     if {"amx_tile", "amx_bf16"} <= flags:
         return "bf16-amx"
+    if AVX512_INT8_FLAGS <= flags and vendor == "AuthenticAMD":
+        return "int8-avx512"
     if AVX512_BF16_FLAGS <= flags and vendor == "AuthenticAMD":
         return "bf16-avx512"
     return "f32"

@@ -81,15 +81,15 @@ def prepared() -> Iterator[str | None]:
         os.environ.pop(ENV, None)
 
 
+#: The flags that choose the encoder's arithmetic (docs/dense.md), reported with the BLAS's.
+ENCODER_FLAGS = {"avx", "sse4_2", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16"}
+
+
 def status(loaded_core: str) -> dict[str, object]:
     """What a benchmark or a bug report needs to say about the BLAS: the core in use, the CPU's
     relevant flags, and whether the core is slower than the CPU allows."""
     vendor, flags = cpu()
-    relevant = sorted(
-        f
-        for f in flags
-        if f in AVX512 | AVX2 | {"avx", "sse4_2", "avx512_bf16", "amx_tile", "amx_bf16"}
-    )
+    relevant = sorted(f for f in flags if f in AVX512 | AVX2 | ENCODER_FLAGS)
     expected = AVX512_CORES if AVX512 <= flags else AVX2_CORES if AVX2 <= flags else None
     return {
         "core": loaded_core,

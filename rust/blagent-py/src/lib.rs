@@ -198,8 +198,9 @@ impl PyEncoder {
     /// Args:
     ///     model_dir: a sentence-transformers / Hugging Face model folder.
     ///     precision: "auto" (the one BLAGENT_ENCODER_PRECISION names, else bf16 on AMX tiles
-    ///         where the CPU has them, else by AVX-512 BF16 dot products on AMD CPUs that have
-    ///         them, else f32), "f32", "bf16-amx", "bf16-avx512" or "int8-avx512".
+    ///         where the CPU has them, else on AMD CPUs with AVX-512 BF16 int8 by AVX-512 VNNI
+    ///         where they have it and bf16 dot products where not, else f32), "f32",
+    ///         "bf16-amx", "bf16-avx512" or "int8-avx512".
     #[new]
     #[pyo3(signature = (model_dir, precision="auto"))]
     fn new(py: Python<'_>, model_dir: PathBuf, precision: &str) -> PyResult<Self> {
@@ -512,8 +513,9 @@ fn blas_core() -> String {
 
 /// The precision an encoder loaded now runs its linear layers in: the one
 /// BLAGENT_ENCODER_PRECISION names (f32, bf16-amx, bf16-avx512 or int8-avx512), else
-/// "bf16-amx" on CPUs with AMX, "bf16-avx512" on AMD CPUs with AVX-512 BF16, "f32" elsewhere.
-/// InputError where the variable names no precision this CPU runs.
+/// "bf16-amx" on CPUs with AMX, "int8-avx512" on AMD CPUs with AVX-512 BF16 and VNNI,
+/// "bf16-avx512" on AMD CPUs with AVX-512 BF16 alone, "f32" elsewhere. InputError where the
+/// variable names no precision this CPU runs.
 #[pyfunction]
 fn encoder_precision() -> PyResult<&'static str> {
     blagent_core::embed::Precision::from_environment()

@@ -207,22 +207,23 @@ pub enum Precision {
 }
 
 /// The environment variable that picks the encoder's precision: unset, empty or `auto` for
-/// [`Precision::auto`]'s choice, else `f32`, `bf16-amx`, `bf16-avx512` or `int8-avx512` (so that each path a
-/// CPU can run can be measured on it).
+/// [`Precision::auto`]'s choice, else `f32`, `bf16-amx`, `bf16-avx512` or `int8-avx512` (so
+/// that each path a CPU can run can be measured on it).
 pub const PRECISION_VARIABLE: &str = "BLAGENT_ENCODER_PRECISION";
 
 impl Precision {
     /// The fastest precision measured on this kind of CPU: [`Precision::Bf16Amx`] where AMX is
-    /// usable, else [`Precision::Bf16Avx512`] where bf16 dot products outrun f32
-    /// ([`avx512::bf16_dots_pay`]: AMD's CPUs with AVX-512 BF16, Zen 4 and 5), else
-    /// [`Precision::F32`]. On Intel's, `vdpbf16ps` does half the multiply-adds of f32 FMAs per
-    /// second (`docs/dense.md`).
+    /// usable; where bf16 dot products outrun f32 ([`avx512::bf16_dots_pay`]: AMD's CPUs with
+    /// AVX-512 BF16, Zen 4 and 5), [`Precision::Int8Avx512`] if the CPU has VNNI (every Zen 4
+    /// does), else [`Precision::Bf16Avx512`]; else [`Precision::F32`]. On Intel's, `vdpbf16ps`
+    /// does half the multiply-adds of f32 FMAs per second, and int8 was not measured there
+    /// (`docs/dense.md`).
     pub fn auto() -> Self {
-        Self::choose(amx::available(), avx512::bf16_dots_pay())
+        Self::choose(amx::available(), avx512::bf16_dots_pay(), vnni::available())
     }
 
     /// What [`PRECISION_VARIABLE`] asks for ([`Precision::auto`] where it is unset, empty or
-    /// `auto`), or why it cannot be had: a name that is none of the four, or a precision this
+    /// `auto`), or why it cannot be had: a name that is none of the five, or a precision this
     /// CPU cannot run.
     pub fn from_environment() -> std::result::Result<Self, String> {
         match std::env::var(PRECISION_VARIABLE) {
@@ -238,10 +239,12 @@ impl Precision {
     }
 
     /// [`Precision::auto`]'s choice from what it reads: AMX usable, bf16 dot products faster
-    /// than f32 ([`avx512::bf16_dots_pay`]).
-    fn choose(amx: bool, dots_pay: bool) -> Self {
+    /// than f32 ([`avx512::bf16_dots_pay`]), AVX-512 VNNI present.
+    fn choose(amx: bool, dots_pay: bool, vnni: bool) -> Self {
         if amx {
             Precision::Bf16Amx
+        } else if dots_pay && vnni {
+            Precision::Int8Avx512
         } else if dots_pay {
             Precision::Bf16Avx512
         } else {
@@ -706,10 +709,12 @@ mod tests {
 
     #[test]
     fn auto_takes_the_fastest_arithmetic_the_cpu_has() {
-        assert_eq!(Precision::choose(true, false), Precision::Bf16Amx);
-        assert_eq!(Precision::choose(true, true), Precision::Bf16Amx);
-        assert_eq!(Precision::choose(false, true), Precision::Bf16Avx512);
-        assert_eq!(Precision::choose(false, false), Precision::F32);
+        assert_eq!(Precision::choose(true, false, false), Precision::Bf16Amx);
+        assert_eq!(Precision::choose(true, true, true), Precision::Bf16Amx);
+        assert_eq!(Precision::choose(false, true, true), Precision::Int8Avx512);
+        assert_eq!(Precision::choose(false, true, false), Precision::Bf16Avx512);
+        assert_eq!(Precision::choose(false, false, true), Precision::F32);
+        assert_eq!(Precision::choose(false, false, false), Precision::F32);
         // What this CPU gets is one it can run.
         assert!(Precision::auto().runnable().is_ok());
     }
