@@ -743,12 +743,7 @@ mod tests {
         assert!(max_diff(&want, &got) < 2e-2, "{}", max_diff(&want, &got));
         assert!(max_diff(&want, &got) > 0.0, "the bf16 path did not run");
         // With a residual (the tiles start from it) and the bias added by the norm.
-        let r = Tensor::randn(0f32, 1.0, (45, 96), &device).unwrap();
-        let (gamma, beta) = (
-            Tensor::randn(0f32, 1.0, 96, &device).unwrap(),
-            Tensor::randn(0f32, 1.0, 96, &device).unwrap(),
-        );
-        let norm = Norm::new(&gamma, &beta, 1e-12).unwrap();
+        let (r, norm) = residual_and_norm(45, 96);
         let want = exact.forward_add_norm(&x, &r, &norm).unwrap();
         let got = bf16.forward_add_norm(&x, &r, &norm).unwrap();
         assert!(max_diff(&want, &got) < 5e-2, "{}", max_diff(&want, &got));
@@ -808,26 +803,13 @@ mod tests {
         assert!(bf16.packed.as_ref().is_some_and(|p| !p.is_int8()));
         let want = exact.forward(&x).unwrap();
         let got = int8.forward(&x).unwrap();
-        // Inputs in 255 steps of each row's range, weights in 255 of each output's: a few
-        // hundredths on outputs of about 1 (a wrong zero point or scale is off by far more).
-        let scale = want.abs().unwrap().max_keepdim(1).unwrap().max(0).unwrap();
-        let scale = scale.flatten_all().unwrap().to_vec1::<f32>().unwrap()[0];
-        assert!(
-            max_diff(&want, &got) < 0.02 * scale,
-            "{} of {scale}",
-            max_diff(&want, &got)
-        );
+        assert_int8_close(&want, &got);
         assert!(max_diff(&want, &got) > 0.0, "the int8 path did not run");
         // The zero row gives the bias exactly.
         let row7 = got.get(7).unwrap().to_vec1::<f32>().unwrap();
         assert_eq!(row7, b.to_vec1::<f32>().unwrap());
         // With a residual and the norm.
-        let r = Tensor::randn(0f32, 1.0, (45, 96), &device).unwrap();
-        let (gamma, beta) = (
-            Tensor::randn(0f32, 1.0, 96, &device).unwrap(),
-            Tensor::randn(0f32, 1.0, 96, &device).unwrap(),
-        );
-        let norm = Norm::new(&gamma, &beta, 1e-12).unwrap();
+        let (r, norm) = residual_and_norm(45, 96);
         let want = exact.forward_add_norm(&x, &r, &norm).unwrap();
         let got = int8.forward_add_norm(&x, &r, &norm).unwrap();
         assert!(max_diff(&want, &got) < 0.1, "{}", max_diff(&want, &got));
@@ -841,14 +823,27 @@ mod tests {
         let int8_2 =
             BlasLinear::with_precision(&w2, None, Precision::Int8Avx512, Some(&max2)).unwrap();
         let want = exact2.forward(&gelu32).unwrap();
-        let got = int8_2.forward(&gelu).unwrap();
-        let scale = want.abs().unwrap().max_keepdim(1).unwrap().max(0).unwrap();
-        let scale = scale.flatten_all().unwrap().to_vec1::<f32>().unwrap()[0];
-        assert!(
-            max_diff(&want, &got) < 0.02 * scale,
-            "{} of {scale}",
-            max_diff(&want, &got)
+        assert_int8_close(&want, &int8_2.forward(&gelu).unwrap());
+    }
+
+    /// A random `(rows, width)` residual and a layer norm of random scale and shift.
+    fn residual_and_norm(rows: usize, width: usize) -> (Tensor, Norm) {
+        let device = Device::Cpu;
+        let r = Tensor::randn(0f32, 1.0, (rows, width), &device).unwrap();
+        let (gamma, beta) = (
+            Tensor::randn(0f32, 1.0, width, &device).unwrap(),
+            Tensor::randn(0f32, 1.0, width, &device).unwrap(),
         );
+        (r, Norm::new(&gamma, &beta, 1e-12).unwrap())
+    }
+
+    /// Inputs in 255 steps of each row's range, weights in 255 of each output's: within 2% of
+    /// the largest output (a wrong zero point or scale is off by far more).
+    fn assert_int8_close(want: &Tensor, got: &Tensor) {
+        let largest = want.abs().unwrap().flatten_all().unwrap().max(0).unwrap();
+        let largest = largest.to_scalar::<f32>().unwrap();
+        let diff = max_diff(want, got);
+        assert!(diff < 0.02 * largest, "{diff} of {largest}");
     }
 
     #[test]
