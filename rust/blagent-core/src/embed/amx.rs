@@ -344,7 +344,10 @@ impl PackedWeight {
                     asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
                 }
                 match &self.int8 {
-                    Some(int8) => int8.block(x, (first, count), block_start, c),
+                    Some(int8) => {
+                        let read_row = |r: usize, row: &mut [f32]| x.read_row(r, row);
+                        int8.block(&read_row, (first, count), block_start, c);
+                    }
                     None => self.block(&a[first * k..], block_start, c),
                 }
                 if tiles {
@@ -772,6 +775,21 @@ unsafe fn store_block(c0: *mut f32, row: usize) {
 pub enum Input<'a> {
     F32(&'a [f32]),
     Bf16(&'a [u16]),
+}
+
+impl Input<'_> {
+    /// Row `r` (rows as long as `row`) into `row`, in f32.
+    fn read_row(self, r: usize, row: &mut [f32]) {
+        let (at, k) = (r * row.len(), row.len());
+        match self {
+            Input::F32(x) => row.copy_from_slice(&x[at..][..k]),
+            Input::Bf16(x) => {
+                for (v, &b) in row.iter_mut().zip(&x[at..][..k]) {
+                    *v = f32::from_bits(u32::from(b) << 16);
+                }
+            }
+        }
+    }
 }
 
 /// Where [`PackedWeight::run`] writes: the spare capacity of the output vector.

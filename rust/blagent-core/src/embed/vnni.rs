@@ -30,8 +30,6 @@ use std::arch::x86_64::{
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use super::amx::Input;
-
 /// 32-bit lanes per AVX-512 register: the outputs of one weight stream.
 const LANES: usize = 16;
 /// Inputs per `vpdpbusd` lane.
@@ -141,16 +139,16 @@ impl Int8Weight {
         })
     }
 
-    /// `c = start + x·Wᵀ` for rows `first..first + count` of `x` (`count` ≤ 32; f32, or bf16
-    /// bits), whose rows are rounded to u8 here, into this thread's buffer; `start` is 32 rows
-    /// `stride` values apart (stride 0: one row under all 32). `c` gets 32 rows, those past
-    /// `count` from zero rows of `x`.
+    /// `c = start + x·Wᵀ` for rows `first..first + count` of `x` (`count` ≤ 32), each of which
+    /// `read_row(r, row)` writes in f32 and which are rounded to u8 here, into this thread's
+    /// buffer; `start` is 32 rows `stride` values apart (stride 0: one row under all 32). `c`
+    /// gets 32 rows, those past `count` from zero rows.
     ///
     /// # Safety
     /// `c` points to 32 rows of `outputs` writable values.
     pub unsafe fn block(
         &self,
-        x: Input<'_>,
+        read_row: &dyn Fn(usize, &mut [f32]),
         (first, count): (usize, usize),
         (start, stride): (&[f32], usize),
         c: *mut f32,
@@ -158,7 +156,7 @@ impl Int8Weight {
         let (k, n) = (self.inputs, self.outputs);
         assert!(count <= BLOCK && start.len() >= (BLOCK - 1) * stride + n);
         ROWS.with_borrow_mut(|a| {
-            self.quantize(x, (first, count), a);
+            self.quantize(read_row, (first, count), a);
             let streams = n / LANES;
             let stream = k * LANES;
             let mut group_first = 0;
@@ -199,7 +197,12 @@ impl Int8Weight {
 
     /// Rounds rows `first..first + count` of `x` into `out` as 32 rows (zero rows past
     /// `count`), each divided by the smoothing factors first.
-    fn quantize(&self, x: Input<'_>, (first, count): (usize, usize), out: &mut Rows) {
+    fn quantize(
+        &self,
+        read_row: &dyn Fn(usize, &mut [f32]),
+        (first, count): (usize, usize),
+        out: &mut Rows,
+    ) {
         let k = self.inputs;
         out.bytes.clear();
         out.bytes.resize(BLOCK * k, 0);
@@ -209,15 +212,7 @@ impl Int8Weight {
         out.zero.resize(BLOCK, 0);
         out.row.resize(k, 0.0);
         for r in 0..count {
-            let at = (first + r) * k;
-            match x {
-                Input::F32(x) => out.row.copy_from_slice(&x[at..][..k]),
-                Input::Bf16(x) => {
-                    for (v, &b) in out.row.iter_mut().zip(&x[at..][..k]) {
-                        *v = f32::from_bits(u32::from(b) << 16);
-                    }
-                }
-            }
+            read_row(first + r, &mut out.row);
             // SAFETY: `available` (checked by `new`) implies AVX-512 F and BW; the row, the
             // smoothing factors and the output row are `k` (a multiple of 16) long.
             let (scale, zero) =
