@@ -27,10 +27,12 @@ use std::arch::x86_64::__cpuid_count;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
+use half::bf16;
+use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use rayon::prelude::*;
 
 use super::avx512::{self, softmax_bf16, to_bf16};
-use super::vnni::Int8Weight;
+use super::vnni::{self, Int8Weight};
 
 /// Rows of a tile (output rows per tile, and k pairs per weight tile).
 const ROWS: usize = 16;
@@ -123,18 +125,22 @@ impl Engine {
     }
 }
 
-/// The weight of a linear layer, `(outputs, inputs)`, as bf16 tiles: for each 16 outputs and
-/// each 32 inputs, one tile of 16 rows (pairs of inputs) × 16 outputs × 2, the layout
-/// `tdpbf16ps` multiplies by (and, row by row, `vdpbf16ps`).
+/// The weight of a linear layer, `(outputs, inputs)`, laid out for the instructions that
+/// multiply it ([`Packing`]).
 pub struct PackedWeight {
     inputs: usize,
     outputs: usize,
-    /// The bf16 tiles; empty where `int8` holds the weight.
-    tiles: Vec<u16>,
-    /// The weight in int8 for AVX-512 VNNI ([`PackedWeight::int8`]), which then multiplies
-    /// it instead of `engine`.
-    int8: Option<Int8Weight>,
-    engine: Engine,
+    packing: Packing,
+}
+
+/// How a [`PackedWeight`] holds its weight.
+enum Packing {
+    /// bf16 tiles for `engine`: for each 16 outputs and each 32 inputs, one tile of 16 rows
+    /// (pairs of inputs) × 16 outputs × 2, the layout `tdpbf16ps` multiplies by (and, row by
+    /// row, `vdpbf16ps`).
+    Bf16 { tiles: Vec<u16>, engine: Engine },
+    /// int8 for AVX-512 VNNI ([`PackedWeight::int8`]).
+    Int8(Int8Weight),
 }
 
 impl PackedWeight {
@@ -171,9 +177,7 @@ impl PackedWeight {
         Some(PackedWeight {
             inputs,
             outputs,
-            tiles,
-            int8: None,
-            engine,
+            packing: Packing::Bf16 { tiles, engine },
         })
     }
 
@@ -188,17 +192,14 @@ impl PackedWeight {
         Some(PackedWeight {
             inputs,
             outputs,
-            tiles: Vec::new(),
-            int8: Some(Int8Weight::new(weight, outputs, inputs, input_max)?),
-            // Not run: `int8` multiplies the weight (Engine::Dot names the AVX-512 family).
-            engine: Engine::Dot,
+            packing: Packing::Int8(Int8Weight::new(weight, outputs, inputs, input_max)?),
         })
     }
 
     /// Whether the weight is held in int8 ([`PackedWeight::int8`]).
     #[cfg(test)]
     pub fn is_int8(&self) -> bool {
-        self.int8.is_some()
+        matches!(self.packing, Packing::Int8(_))
     }
 
     /// `then(start + x·Wᵀ)`, `(rows, outputs)`, for `x` of `(rows, inputs)`, both row-major:
@@ -264,10 +265,11 @@ impl PackedWeight {
     ) {
         let (k, n) = (self.inputs, self.outputs);
         // Packing checked it; a weight does not move between processes.
-        assert!(
-            self.int8.is_some() || self.engine.available(),
-            "bf16 products where they cannot run"
-        );
+        let runs = match &self.packing {
+            Packing::Bf16 { engine, .. } => engine.available(),
+            Packing::Int8(_) => vnni::available(),
+        };
+        assert!(runs, "products where they cannot run");
         let start_len = match start {
             Start::EveryRow(row) => row.len() == n,
             Start::Rows(rows_in) => rows_in.len() == rows * n,
@@ -282,7 +284,7 @@ impl PackedWeight {
         let mut a = ACTIVATIONS.with_borrow_mut(std::mem::take);
         a.clear();
         // int8 products round their inputs block by block ([`Int8Weight::block`]).
-        if self.int8.is_none() {
+        if let Packing::Bf16 { .. } = self.packing {
             match x {
                 Input::F32(x) => to_bf16(x, &mut a),
                 Input::Bf16(x) => a.extend_from_slice(x),
@@ -330,7 +332,13 @@ impl PackedWeight {
                 Output::F32(dst) if count == BLOCK => dst.wrapping_add(first * n),
                 _ => scratch.c.as_mut_ptr(),
             };
-            let tiles = self.engine == Engine::Tiles;
+            let tiles = matches!(
+                self.packing,
+                Packing::Bf16 {
+                    engine: Engine::Tiles,
+                    ..
+                }
+            );
             // SAFETY: the engine can run (`run` checked it). For tiles: the CPU has AMX and
             // tile data is granted; the configuration is 64 valid bytes, loaded on this thread
             // and released before the block ends (nothing in it yields to another task).
@@ -343,12 +351,14 @@ impl PackedWeight {
                 if tiles {
                     asm!("ldtilecfg [{}]", in(reg) &raw const CONFIG, options(nostack, readonly));
                 }
-                match &self.int8 {
-                    Some(int8) => {
+                match &self.packing {
+                    Packing::Int8(int8) => {
                         let read_row = |r: usize, row: &mut [f32]| x.read_row(r, row);
                         int8.block(&read_row, (first, count), block_start, c);
                     }
-                    None => self.block(&a[first * k..], block_start, c),
+                    Packing::Bf16 { tiles, engine } => {
+                        self.block((tiles, *engine), &a[first * k..], block_start, c);
+                    }
                 }
                 if tiles {
                     asm!("tilerelease", options(nostack, nomem));
@@ -369,23 +379,30 @@ impl PackedWeight {
     }
 
     /// One block of 32 rows: `c` (32 × outputs, f32) = start + `a` (32 × inputs, bf16) · Wᵀ,
-    /// where `start` is 32 rows `stride` values apart (stride 0: one row under all 32).
+    /// with `tiles` (this weight's bf16 tiles) on `engine`, where `start` is 32 rows `stride`
+    /// values apart (stride 0: one row under all 32).
     ///
     /// # Safety
     /// The engine can run (and tiles are configured for [`Engine::Tiles`]), and `c` points to
     /// 32 × outputs writable values.
-    unsafe fn block(&self, a: &[u16], (start, stride): (&[f32], usize), c: *mut f32) {
+    unsafe fn block(
+        &self,
+        (tiles, engine): (&[u16], Engine),
+        a: &[u16],
+        (start, stride): (&[f32], usize),
+        c: *mut f32,
+    ) {
         let (k, n) = (self.inputs, self.outputs);
         assert!(a.len() >= BLOCK * k);
         assert!(start.len() >= (BLOCK - 1) * stride + n);
-        if self.engine == Engine::Dot {
+        if engine == Engine::Dot {
             // SAFETY: AVX-512 BF16 is there (the engine can run); `a` has 32 rows of `k`
             // (even) values, the tiles every stream of the `n` (a multiple of 32) outputs,
             // `start` 32 rows (or one) of `n`, `c` (by the caller) 32 rows of `n`.
             unsafe {
                 avx512::dot_block(
                     (a.as_ptr(), BLOCK, k, k),
-                    (self.tiles.as_ptr(), n),
+                    (tiles.as_ptr(), n),
                     (c, n),
                     Some((start.as_ptr(), stride)),
                 );
@@ -397,9 +414,9 @@ impl PackedWeight {
             // SAFETY: tiles are configured by `matmul`; `a` has 32 rows of `k` bf16 values;
             // `start` has 32 rows (or one, read 32 times with stride 0) of `n` values, read
             // from column `pair·32`; the weight tiles of output columns `pair·32 ..+32` are
-            // whole tiles of `self.tiles`; `c` has (by the caller) 32 rows of `n` values.
+            // whole tiles of `tiles`; `c` has (by the caller) 32 rows of `n` values.
             unsafe {
-                let weights = self.tiles.as_ptr().add(2 * pair * k_tiles * TILE_VALUES);
+                let weights = tiles.as_ptr().add(2 * pair * k_tiles * TILE_VALUES);
                 product_block(
                     (a.as_ptr(), k),
                     (weights, weights.add(k_tiles * TILE_VALUES)),
@@ -783,11 +800,9 @@ impl Input<'_> {
         let (at, k) = (r * row.len(), row.len());
         match self {
             Input::F32(x) => row.copy_from_slice(&x[at..][..k]),
-            Input::Bf16(x) => {
-                for (v, &b) in row.iter_mut().zip(&x[at..][..k]) {
-                    *v = f32::from_bits(u32::from(b) << 16);
-                }
-            }
+            Input::Bf16(x) => x[at..][..k]
+                .reinterpret_cast::<bf16>()
+                .convert_to_f32_slice(row),
         }
     }
 }

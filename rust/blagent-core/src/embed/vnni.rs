@@ -93,12 +93,18 @@ impl Int8Weight {
         {
             return None;
         }
-        let smooth: Vec<f32> = (0..inputs)
-            .map(|j| {
-                let w = (0..outputs)
-                    .map(|o| weight[o * inputs + j].abs())
-                    .fold(0.0f32, f32::max);
-                let s = (input_max[j].max(1e-5) / w.max(1e-5)).sqrt();
+        // Each input's largest |weight|, row by row (the weight is row-major by output).
+        let mut weight_max = vec![0.0f32; inputs];
+        for row in weight.chunks_exact(inputs) {
+            for (m, w) in weight_max.iter_mut().zip(row) {
+                *m = m.max(w.abs());
+            }
+        }
+        let smooth: Vec<f32> = input_max
+            .iter()
+            .zip(&weight_max)
+            .map(|(a, w)| {
+                let s = (a.max(1e-5) / w.max(1e-5)).sqrt();
                 if s.is_finite() && s > 0.0 {
                     s
                 } else {
@@ -108,26 +114,23 @@ impl Int8Weight {
             .collect();
         let mut quads = vec![0i8; outputs * inputs];
         let (mut scale, mut sum) = (Vec::with_capacity(outputs), Vec::with_capacity(outputs));
-        for o in 0..outputs {
-            let row: Vec<f32> = weight[o * inputs..][..inputs]
-                .iter()
-                .zip(&smooth)
-                .map(|(w, s)| w * s)
-                .collect();
+        let (mut row, mut rounded) = (vec![0f32; inputs], vec![0i8; inputs]);
+        for (o, weights) in weight.chunks_exact(inputs).enumerate() {
+            for ((r, w), s) in row.iter_mut().zip(weights).zip(&smooth) {
+                *r = w * s;
+            }
             let largest = row.iter().fold(0.0f32, |m, w| m.max(w.abs()));
             let step = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+            // SAFETY: `available` (checked above) implies AVX-512 F.
+            unsafe { round_to_int8(&row, step, &mut rounded) };
+            // Each 4 inputs of output `o` go to its lane of their quad's 64-byte row.
             let (stream, lane) = (o / LANES, o % LANES);
-            let mut total = 0i32;
-            for (j, w) in row.iter().enumerate() {
-                // |w / step| ≤ 127, so the cast neither wraps nor saturates.
-                #[allow(clippy::cast_possible_truncation)]
-                let q = (w / step).round_ties_even().clamp(-127.0, 127.0) as i8;
-                total += i32::from(q);
-                let at = stream * inputs * LANES + (j / QUAD) * QUAD_ROW + lane * QUAD + j % QUAD;
-                quads[at] = q;
+            let at = stream * inputs * LANES + lane * QUAD;
+            for (q, four) in rounded.chunks_exact(QUAD).enumerate() {
+                quads[at + q * QUAD_ROW..][..QUAD].copy_from_slice(four);
             }
             scale.push(step);
-            sum.push(total);
+            sum.push(rounded.iter().map(|&q| i32::from(q)).sum());
         }
         Some(Int8Weight {
             inputs,
@@ -215,8 +218,9 @@ impl Int8Weight {
             read_row(first + r, &mut out.row);
             // SAFETY: `available` (checked by `new`) implies AVX-512 F and BW; the row, the
             // smoothing factors and the output row are `k` (a multiple of 16) long.
-            let (scale, zero) =
-                unsafe { quantize_row(&out.row, &self.inv_smooth, &mut out.bytes[r * k..][..k]) };
+            let (scale, zero) = unsafe {
+                quantize_row(&mut out.row, &self.inv_smooth, &mut out.bytes[r * k..][..k])
+            };
             out.scale[r] = scale;
             out.zero[r] = zero;
         }
@@ -228,13 +232,29 @@ thread_local! {
     static ROWS: RefCell<Rows> = RefCell::default();
 }
 
+/// `round(x / step)` of each value into `out`, clamped to ±127 (`x / step` is within ±127 up
+/// to rounding). Compiled for AVX-512, where `round_ties_even` is one instruction rather than
+/// a call of `rintf` per weight.
+///
+/// # Safety
+/// The CPU has AVX-512 F; `x` and `out` are equally long.
+#[target_feature(enable = "avx512f")]
+unsafe fn round_to_int8(x: &[f32], step: f32, out: &mut [i8]) {
+    for (q, &v) in out.iter_mut().zip(x) {
+        // Clamped to ±127 first, so the cast neither wraps nor saturates.
+        #[allow(clippy::cast_possible_truncation)]
+        let rounded = (v / step).round_ties_even().clamp(-127.0, 127.0) as i8;
+        *q = rounded;
+    }
+}
+
 /// Rounds one row `x / s` to u8 into `out` and returns its step and zero point; the range
-/// spans 0, so a row of zeros (padding) stays exact.
+/// spans 0, so a row of zeros (padding) stays exact. `x` is left divided by `s`.
 ///
 /// # Safety
 /// The CPU has AVX-512 F and BW; the three slices are equally long, a multiple of 16.
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn quantize_row(x: &[f32], inv_smooth: &[f32], out: &mut [u8]) -> (f32, i32) {
+unsafe fn quantize_row(x: &mut [f32], inv_smooth: &[f32], out: &mut [u8]) -> (f32, i32) {
     let k = x.len();
     // SAFETY: the caller's; every load and store stays inside the slices.
     unsafe {
@@ -244,6 +264,7 @@ unsafe fn quantize_row(x: &[f32], inv_smooth: &[f32], out: &mut [u8]) -> (f32, i
                 _mm512_loadu_ps(x.as_ptr().add(i)),
                 _mm512_loadu_ps(inv_smooth.as_ptr().add(i)),
             );
+            _mm512_storeu_ps(x.as_mut_ptr().add(i), y);
             low = _mm512_min_ps(low, y);
             high = _mm512_max_ps(high, y);
         }
@@ -259,10 +280,7 @@ unsafe fn quantize_row(x: &[f32], inv_smooth: &[f32], out: &mut [u8]) -> (f32, i
         let inv = _mm512_set1_ps(1.0 / step);
         let zeros = _mm512_set1_epi32(zero);
         for i in (0..k).step_by(LANES) {
-            let y = _mm512_mul_ps(
-                _mm512_loadu_ps(x.as_ptr().add(i)),
-                _mm512_loadu_ps(inv_smooth.as_ptr().add(i)),
-            );
+            let y = _mm512_loadu_ps(x.as_ptr().add(i));
             // Rounded to nearest (even) by the default rounding mode, then shifted by the zero
             // point, floored at 0 and narrowed with unsigned saturation at 255.
             let q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(y, inv)), zeros);
