@@ -21,8 +21,9 @@ from typing import Any
 SIGNALS = [
     "bm25_file", "bm25_chunk", "title_file", "title_chunk", "path_mention", "module_mention",
     "stack_frame", "definition", "error_message", "dense_issue", "dense_structural", "dense_behavioral",
+    "names_issue", "names_title",
 ]  # fmt: skip
-LEXICAL = {0, 1, 2, 3}
+LEXICAL = {0, 1, 2, 3, 12, 13}
 DENSE = {9, 10, 11}
 GRID = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
 

@@ -65,6 +65,17 @@ fn declared_names(file: &IndexedFile) -> Vec<String> {
     names
 }
 
+/// The names of every class, function and method `file` defines, one per line: the document
+/// of [`RepoIndex::names_bm25`].
+fn defined_names(file: &IndexedFile) -> String {
+    let mut doc = String::new();
+    for symbol in &file.parsed.symbols {
+        doc.push_str(&symbol.name);
+        doc.push('\n');
+    }
+    doc
+}
+
 /// Milliseconds spent in each indexing stage.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct IndexTimings {
@@ -91,6 +102,9 @@ pub struct RepoIndex {
     pub file_bm25: Bm25,
     /// BM25 over chunks (path-augmented).
     pub chunk_bm25: Bm25,
+    /// BM25 over the names each file defines: its classes, functions and methods, nested
+    /// ones too (one document per file, in file order).
+    pub names_bm25: Bm25,
     /// (file, chunk) of each chunk document.
     pub chunk_refs: Vec<(u32, u32)>,
     /// Bare symbol name → (file, symbol) of every definition.
@@ -169,6 +183,10 @@ impl RepoIndex {
                 Bm25::build(docs.iter().map(String::as_str), options.bm25)
             },
         );
+        let names_bm25 = {
+            let docs: Vec<String> = files.iter().map(defined_names).collect();
+            Bm25::build(docs.iter().map(String::as_str), options.bm25)
+        };
         let mut definitions: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         for (f, file) in files.iter().enumerate() {
             for (s, symbol) in file.parsed.symbols.iter().enumerate() {
@@ -201,6 +219,7 @@ impl RepoIndex {
             modules: walked.modules,
             file_bm25,
             chunk_bm25,
+            names_bm25,
             chunk_refs,
             definitions,
             resolver,

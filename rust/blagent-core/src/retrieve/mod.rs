@@ -51,11 +51,15 @@ pub enum Signal {
     DenseStructural,
     /// Dense: the file's chunk nearest to the behavioral (T1) rewrite.
     DenseBehavioral,
+    /// BM25 of the names the file defines (classes, functions, methods) against the issue.
+    NamesIssue,
+    /// BM25 of the names the file defines against the issue's title.
+    NamesTitle,
 }
 
 impl Signal {
     /// Every signal, in the order of [`FileSignals::scores`].
-    pub const ALL: [Signal; 12] = [
+    pub const ALL: [Signal; 14] = [
         Signal::Bm25File,
         Signal::Bm25Chunk,
         Signal::TitleFile,
@@ -68,6 +72,8 @@ impl Signal {
         Signal::DenseIssue,
         Signal::DenseStructural,
         Signal::DenseBehavioral,
+        Signal::NamesIssue,
+        Signal::NamesTitle,
     ];
 
     /// Position in [`Signal::ALL`].
@@ -90,6 +96,8 @@ impl Signal {
             Signal::DenseIssue => "dense_issue",
             Signal::DenseStructural => "dense_structural",
             Signal::DenseBehavioral => "dense_behavioral",
+            Signal::NamesIssue => "names_issue",
+            Signal::NamesTitle => "names_title",
         }
     }
 }

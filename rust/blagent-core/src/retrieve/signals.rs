@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::{Evidence, FileSignals, Signal};
 use crate::chunk::{holders_by_line, Symbol, SymbolKind};
-use crate::index::RepoIndex;
+use crate::index::{Bm25, RepoIndex};
 use crate::query::{IdentifierSource, Reformulation};
 
 /// How many of a file's best chunks are kept as evidence.
@@ -45,19 +45,53 @@ pub(super) fn source_weight(source: IdentifierSource) -> f32 {
     }
 }
 
+/// The evidence of the whole-file BM25 signals.
+const WHOLE_FILE: &str = "whole-file BM25";
+/// The evidence of the defined-names BM25 signals.
+const NAMES: &str = "BM25 of the names it defines";
+
 /// Raw scores and evidence of every signal for every file of `index` (one entry per file).
 pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSignals> {
     let mut out = vec![FileSignals::default(); index.files.len()];
-    bm25_file(index, &query.explanation, Signal::Bm25File, &mut out);
+    let (issue, title) = (query.explanation.as_str(), query.title.as_str());
+    bm25_per_file(
+        &index.file_bm25,
+        issue,
+        Signal::Bm25File,
+        WHOLE_FILE,
+        &mut out,
+    );
     bm25_chunks(
         index,
-        &query.explanation,
+        issue,
         Signal::Bm25Chunk,
         ISSUE_CHUNKS_PER_FILE,
         &mut out,
     );
-    bm25_file(index, &query.title, Signal::TitleFile, &mut out);
-    bm25_chunks(index, &query.title, Signal::TitleChunk, 1, &mut out);
+    bm25_per_file(
+        &index.file_bm25,
+        title,
+        Signal::TitleFile,
+        WHOLE_FILE,
+        &mut out,
+    );
+    bm25_chunks(index, title, Signal::TitleChunk, 1, &mut out);
+    // The words of the issue that name the file's own classes and functions, not only what
+    // its code uses.
+    bm25_per_file(
+        &index.names_bm25,
+        issue,
+        Signal::NamesIssue,
+        NAMES,
+        &mut out,
+    );
+    bm25_per_file(
+        &index.names_bm25,
+        title,
+        Signal::NamesTitle,
+        NAMES,
+        &mut out,
+    );
     mentions(index, query, &mut out);
     build_modules(index, query, &mut out);
     stack_frames(index, query, &mut out);
@@ -66,16 +100,18 @@ pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSign
     out
 }
 
-fn bm25_file(index: &RepoIndex, query: &str, signal: Signal, out: &mut [FileSignals]) {
+/// BM25 of one document per file (`bm25`: the whole files, or the names they define) against
+/// `query`, as `signal`.
+fn bm25_per_file(bm25: &Bm25, query: &str, signal: Signal, detail: &str, out: &mut [FileSignals]) {
     if query.trim().is_empty() {
         return;
     }
-    for (file, score) in index.file_bm25.score(query).into_iter().enumerate() {
+    for (file, score) in bm25.score(query).into_iter().enumerate() {
         if score > 0.0 {
             out[file].add(Evidence {
                 signal,
                 score,
-                detail: "whole-file BM25".to_owned(),
+                detail: detail.to_owned(),
                 lines: None,
                 symbol: None,
             });
@@ -410,6 +446,48 @@ mod tests {
         }
         let index = RepoIndex::build(dir.path(), &crate::index::IndexOptions::default()).unwrap();
         (dir, index)
+    }
+
+    /// The names signals read what a file defines, not what it uses: of two files with the
+    /// same words, the one defining `separability_matrix` scores and the one calling it does
+    /// not; the issue's words reach a name through its parts, nested definitions count, and a
+    /// Java method's name counts as a Python function's does.
+    #[test]
+    fn names_signals_score_what_a_file_defines() {
+        let (_dir, index) = index_of(&[
+            (
+                "separable.py",
+                "class Model:\n    def outer(self):\n        def separability_matrix(m):\n            return m\n        return separability_matrix\n".to_owned(),
+            ),
+            (
+                "user.py",
+                "from separable import separability_matrix\n\ndef run(model):\n    return separability_matrix(model.outer())\n".to_owned(),
+            ),
+            (
+                "Kernel.java",
+                "class Kernel {\n    int convolveStep(int m) { return m; }\n}\n".to_owned(),
+            ),
+        ]);
+        let at = |path: &str| index.files.iter().position(|f| f.path() == path).unwrap();
+        let query = crate::query::reformulate(
+            "The separability matrix of nested models is wrong\n\nAlso the convolve step.",
+        );
+        let signals = compute_signals(&index, &query);
+        for signal in [Signal::NamesIssue, Signal::NamesTitle] {
+            assert!(signals[at("separable.py")].get(signal) > 0.0, "{signal:?}");
+            assert!(signals[at("user.py")].get(signal) <= 0.0, "{signal:?}");
+        }
+        assert!(signals[at("Kernel.java")].get(Signal::NamesIssue) > 0.0);
+        assert!(signals[at("Kernel.java")].get(Signal::NamesTitle) <= 0.0);
+        // Both files hold the words, so the whole-file signal cannot tell them apart as well.
+        assert!(signals[at("user.py")].get(Signal::Bm25File) > 0.0);
+        let evidence: Vec<&str> = signals[at("separable.py")]
+            .evidence
+            .iter()
+            .filter(|e| e.signal == Signal::NamesIssue)
+            .map(|e| e.detail.as_str())
+            .collect();
+        assert_eq!(evidence, [NAMES]);
     }
 
     /// A frame's evidence names the innermost symbol holding its line, as a scan of the symbol
