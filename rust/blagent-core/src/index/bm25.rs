@@ -150,6 +150,30 @@ impl<'b, 't> TextCounter<'b, 't> {
     }
 }
 
+/// A query's tokens, each with how often it occurs: tokenized once, then looked up in each
+/// index the query is put to (whole files, chunks, defined names) by [`Bm25::terms_of`].
+#[derive(Debug, Clone, Default)]
+pub struct QueryTokens(Vec<(String, f32)>);
+
+impl QueryTokens {
+    /// The tokens of `query`, as [`Bm25::query_terms`] reads them.
+    pub fn of(query: &str) -> Self {
+        let mut counts: HashMap<String, f32> = HashMap::new();
+        tokenize_into(query, &mut |token| match counts.get_mut(token) {
+            Some(n) => *n += 1.0,
+            None => {
+                counts.insert(token.to_owned(), 1.0);
+            }
+        });
+        QueryTokens(counts.into_iter().collect())
+    }
+
+    /// Whether the query has no token.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 impl Bm25 {
     /// Indexes `docs` (document `i` is the `i`-th item).
     pub fn build<'a>(docs: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {
@@ -214,6 +238,16 @@ impl Bm25 {
     /// queries.
     pub fn score(&self, query: &str) -> Vec<f32> {
         self.score_terms(&self.query_terms(query))
+    }
+
+    /// The known terms of a query tokenized once ([`QueryTokens`]), with how often each
+    /// occurs: what [`Bm25::query_terms`] gives for the same text.
+    pub fn terms_of(&self, tokens: &QueryTokens) -> HashMap<u32, f32> {
+        tokens
+            .0
+            .iter()
+            .filter_map(|(token, n)| Some((self.term_id(token)?, *n)))
+            .collect()
     }
 
     /// The query's known terms with how often each occurs.
@@ -415,6 +449,32 @@ mod tests {
         let bits = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&part), bits(&all[1..4]));
         assert!(index.score_range(&terms, 2..2).is_empty());
+    }
+
+    /// A query tokenized once reads the same terms in each index as the text does: repeated
+    /// tokens counted, split identifiers and the whole one, unknown tokens left out.
+    #[test]
+    fn tokens_counted_once_are_the_terms_of_each_index() {
+        let files = Bm25::build(
+            [
+                "def parse_header(raw): return raw",
+                "class HeaderParser: pass",
+            ],
+            Bm25Params::default(),
+        );
+        let names = Bm25::build(["parse_header", "HeaderParser"], Bm25Params::default());
+        let query = "HeaderParser.parse_header fails: header header raw `absent_name`";
+        let tokens = QueryTokens::of(query);
+        for index in [&files, &names] {
+            let (once, text) = (index.terms_of(&tokens), index.query_terms(query));
+            assert_eq!(once, text);
+            let bits = |v: Vec<f32>| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(index.score_terms(&once)), bits(index.score(query)));
+        }
+        // `HeaderParser`, `parse_header` and `header header`.
+        let header = files.terms_of(&tokens)[&files.term_id("header").unwrap()];
+        assert_eq!(header.to_bits(), 4.0f32.to_bits());
+        assert!(QueryTokens::of(" ,;: ").is_empty());
     }
 
     #[test]

@@ -6,7 +6,7 @@ mod paths;
 mod repo;
 mod tokenize;
 
-pub use self::bm25::{Bm25, Bm25Params, Statistics, TextCounter, TextCounts};
+pub use self::bm25::{Bm25, Bm25Params, QueryTokens, Statistics, TextCounter, TextCounts};
 pub use self::paths::{Declared, PathResolver};
 pub use self::repo::{IndexOptions, IndexTimings, IndexedFile, RepoIndex};
 pub use self::tokenize::{dotted_words, identifier_parts, tokenize, tokenize_into};

@@ -4,14 +4,14 @@ use std::collections::{HashMap, HashSet};
 
 use super::{Evidence, FileSignals, Signal};
 use crate::chunk::{holders_by_line, Symbol, SymbolKind};
-use crate::index::{Bm25, RepoIndex};
+use crate::index::{Bm25, QueryTokens, RepoIndex};
 use crate::query::{IdentifierSource, Reformulation};
 
 /// How many of a file's best chunks are kept as evidence.
 const CHUNK_EVIDENCE_PER_FILE: usize = 3;
 /// A file's issue-chunk score sums its best chunks: a bug report usually touches a few places of
 /// the file it concerns (on Lite, the sum of three beat the best chunk alone).
-const ISSUE_CHUNKS_PER_FILE: usize = 3;
+const ISSUE_CHUNKS: usize = 3;
 /// A name defined in more files than this says nothing about where the bug is.
 const MAX_DEFINING_FILES: usize = 50;
 /// An error-message fragment found in more files than this is boilerplate.
@@ -53,45 +53,18 @@ const NAMES: &str = "BM25 of the names it defines";
 /// Raw scores and evidence of every signal for every file of `index` (one entry per file).
 pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSignals> {
     let mut out = vec![FileSignals::default(); index.files.len()];
-    let (issue, title) = (query.explanation.as_str(), query.title.as_str());
-    bm25_per_file(
-        &index.file_bm25,
-        issue,
-        Signal::Bm25File,
-        WHOLE_FILE,
-        &mut out,
-    );
-    bm25_chunks(
-        index,
-        issue,
-        Signal::Bm25Chunk,
-        ISSUE_CHUNKS_PER_FILE,
-        &mut out,
-    );
-    bm25_per_file(
-        &index.file_bm25,
-        title,
-        Signal::TitleFile,
-        WHOLE_FILE,
-        &mut out,
-    );
-    bm25_chunks(index, title, Signal::TitleChunk, 1, &mut out);
+    // Each text is tokenized once and put to the three indexes.
+    let issue = QueryTokens::of(&query.explanation);
+    let title = QueryTokens::of(&query.title);
+    let (files, names) = (&index.file_bm25, &index.names_bm25);
+    bm25_per_file(files, &issue, Signal::Bm25File, WHOLE_FILE, &mut out);
+    bm25_chunks(index, &issue, Signal::Bm25Chunk, ISSUE_CHUNKS, &mut out);
+    bm25_per_file(files, &title, Signal::TitleFile, WHOLE_FILE, &mut out);
+    bm25_chunks(index, &title, Signal::TitleChunk, 1, &mut out);
     // The words of the issue that name the file's own classes and functions, not only what
     // its code uses.
-    bm25_per_file(
-        &index.names_bm25,
-        issue,
-        Signal::NamesIssue,
-        NAMES,
-        &mut out,
-    );
-    bm25_per_file(
-        &index.names_bm25,
-        title,
-        Signal::NamesTitle,
-        NAMES,
-        &mut out,
-    );
+    bm25_per_file(names, &issue, Signal::NamesIssue, NAMES, &mut out);
+    bm25_per_file(names, &title, Signal::NamesTitle, NAMES, &mut out);
     mentions(index, query, &mut out);
     build_modules(index, query, &mut out);
     stack_frames(index, query, &mut out);
@@ -102,11 +75,21 @@ pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSign
 
 /// BM25 of one document per file (`bm25`: the whole files, or the names they define) against
 /// `query`, as `signal`.
-fn bm25_per_file(bm25: &Bm25, query: &str, signal: Signal, detail: &str, out: &mut [FileSignals]) {
-    if query.trim().is_empty() {
+fn bm25_per_file(
+    bm25: &Bm25,
+    query: &QueryTokens,
+    signal: Signal,
+    detail: &str,
+    out: &mut [FileSignals],
+) {
+    if query.is_empty() {
         return;
     }
-    for (file, score) in bm25.score(query).into_iter().enumerate() {
+    for (file, score) in bm25
+        .score_terms(&bm25.terms_of(query))
+        .into_iter()
+        .enumerate()
+    {
         if score > 0.0 {
             out[file].add(Evidence {
                 signal,
@@ -123,15 +106,17 @@ fn bm25_per_file(bm25: &Bm25, query: &str, signal: Signal, detail: &str, out: &m
 /// the evidence.
 fn bm25_chunks(
     index: &RepoIndex,
-    query: &str,
+    query: &QueryTokens,
     signal: Signal,
     take: usize,
     out: &mut [FileSignals],
 ) {
-    if query.trim().is_empty() {
+    if query.is_empty() {
         return;
     }
-    let scores = index.chunk_bm25.score(query);
+    let scores = index
+        .chunk_bm25
+        .score_terms(&index.chunk_bm25.terms_of(query));
     let mut per_file: HashMap<u32, Vec<(f32, u32)>> = HashMap::new();
     for (doc, &score) in scores.iter().enumerate() {
         if score > 0.0 {
