@@ -3,12 +3,15 @@
 
     blagent eval --dataset D --repos R --signals-out signals.jsonl
     python bench/tune_fusion.py signals.jsonl --holdout ../shared/data/lite_sample100.txt
+    python bench/tune_fusion.py dev307.jsonl lca52.jsonl --only names_issue,names_title --folds 5
 
 Mirrors `rust/blagent-core/src/retrieve/fuse.rs`: BM25 signals are divided by the query's best
 score, dense cosines min-max scaled over the files they retrieved, the others capped at 1, and
 the fused score is their weighted sum. Prints each signal
 alone, the current weights, and the weights a coordinate ascent finds on the instances outside
 the held-out list, scored on both parts — so a weight is kept only if it holds on unseen data.
+With --folds K it cross-validates instead: each of K folds (a seeded shuffle of the instances of
+every dump given) is scored with the weights tuned on the other K-1.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 from typing import Any
 
 SIGNALS = [
@@ -113,12 +117,31 @@ def ascend(data, start: list[float], free: list[int], rounds: int = 4) -> list[f
     return w
 
 
+def cross_validate(data, current: list[float], free: list[int], k: int, seed: int) -> None:
+    """Prints the held-out metrics of weights tuned on the other folds, and each fold's."""
+    order = list(range(len(data)))
+    random.Random(seed).shuffle(order)
+    folds = [order[i::k] for i in range(k)]
+    total = {"mrr": 0.0, "acc1": 0.0, "acc5": 0.0, "acc10": 0.0}
+    for i, fold in enumerate(folds):
+        train = [data[j] for f, part in enumerate(folds) if f != i for j in part]
+        tuned = ascend(train, current, free)
+        held = [data[j] for j in fold]
+        for key, value in metrics(held, tuned).items():
+            total[key] += value * len(held)
+        print(f"  fold {i + 1}:", ", ".join(f"{SIGNALS[j]} {tuned[j]:g}" for j in free))
+    cv = {key: value / max(len(data), 1) for key, value in total.items()}
+    print(f"{k}-fold cross-validated: {fmt(cv)}   (current: {fmt(metrics(data, current))})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("signals")
+    ap.add_argument("signals", nargs="+", help="signal dumps, read as one set")
     ap.add_argument("--holdout", help="file of instance ids held out from tuning")
+    ap.add_argument("--folds", type=int, help="K-fold cross-validation instead of --holdout")
+    ap.add_argument("--seed", type=int, default=0, help="the folds' shuffle (with --folds)")
     ap.add_argument(
         "--weights", help="JSON object of the current weights (default: blagent's defaults)"
     )
@@ -134,7 +157,7 @@ def main() -> None:
         [SIGNALS.index(n) for n in args.only.split(",")] if args.only else list(range(len(SIGNALS)))
     )
 
-    insts = load(args.signals)
+    insts = [inst for path in args.signals for inst in load(path)]
     held = set(open(args.holdout).read().split()) if args.holdout else set()
 
     def view(inst: dict[str, Any]) -> tuple[list[list[float]], list[bool]]:
@@ -157,6 +180,9 @@ def main() -> None:
         given = default_weights()
     current = [given.get(n, 0.0) for n in SIGNALS]
     print(f"current weights: {fmt(metrics(everything, current))}")
+    if args.folds:
+        cross_validate(everything, current, free, args.folds, args.seed)
+        return
     tuned = ascend(tune or everything, current, free)
     print("tuned weights:", json.dumps(dict(zip(SIGNALS, tuned))))
     print(
