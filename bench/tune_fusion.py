@@ -19,16 +19,27 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import random
 from typing import Any
+
+from fit_function_weights import folds
 
 SIGNALS = [
     "bm25_file", "bm25_chunk", "title_file", "title_chunk", "path_mention", "module_mention",
     "stack_frame", "definition", "error_message", "dense_issue", "dense_structural", "dense_behavioral",
     "names_issue", "names_title",
 ]  # fmt: skip
-LEXICAL = {0, 1, 2, 3, 12, 13}
-DENSE = {9, 10, 11}
+LEXICAL = {
+    SIGNALS.index(name)
+    for name in (
+        "bm25_file",
+        "bm25_chunk",
+        "title_file",
+        "title_chunk",
+        "names_issue",
+        "names_title",
+    )
+}
+DENSE = {SIGNALS.index(name) for name in ("dense_issue", "dense_structural", "dense_behavioral")}
 GRID = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
 
 
@@ -119,14 +130,11 @@ def ascend(data, start: list[float], free: list[int], rounds: int = 4) -> list[f
 
 def cross_validate(data, current: list[float], free: list[int], k: int, seed: int) -> None:
     """Prints the held-out metrics of weights tuned on the other folds, and each fold's."""
-    order = list(range(len(data)))
-    random.Random(seed).shuffle(order)
-    folds = [order[i::k] for i in range(k)]
+    parts = folds(data, k, seed)
     total = {"mrr": 0.0, "acc1": 0.0, "acc5": 0.0, "acc10": 0.0}
-    for i, fold in enumerate(folds):
-        train = [data[j] for f, part in enumerate(folds) if f != i for j in part]
+    for i, held in enumerate(parts):
+        train = [x for f, part in enumerate(parts) if f != i for x in part]
         tuned = ascend(train, current, free)
-        held = [data[j] for j in fold]
         for key, value in metrics(held, tuned).items():
             total[key] += value * len(held)
         print(f"  fold {i + 1}:", ", ".join(f"{SIGNALS[j]} {tuned[j]:g}" for j in free))

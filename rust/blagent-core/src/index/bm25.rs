@@ -156,7 +156,7 @@ impl<'b, 't> TextCounter<'b, 't> {
 pub struct QueryTokens(Vec<(String, f32)>);
 
 impl QueryTokens {
-    /// The tokens of `query`, as [`Bm25::query_terms`] reads them.
+    /// The tokens of `query`, each counted as often as it occurs.
     pub fn of(query: &str) -> Self {
         let mut counts: HashMap<String, f32> = HashMap::new();
         tokenize_into(query, &mut |token| match counts.get_mut(token) {
@@ -237,11 +237,16 @@ impl Bm25 {
     /// matches). Each query token counts as often as it occurs, as in Lucene's bag-of-words
     /// queries.
     pub fn score(&self, query: &str) -> Vec<f32> {
-        self.score_terms(&self.query_terms(query))
+        self.score_tokens(&QueryTokens::of(query))
+    }
+
+    /// [`Bm25::score`] of a query tokenized once, which other indexes can read as well.
+    pub fn score_tokens(&self, tokens: &QueryTokens) -> Vec<f32> {
+        self.score_terms(&self.terms_of(tokens))
     }
 
     /// The known terms of a query tokenized once ([`QueryTokens`]), with how often each
-    /// occurs: what [`Bm25::query_terms`] gives for the same text.
+    /// occurs.
     pub fn terms_of(&self, tokens: &QueryTokens) -> HashMap<u32, f32> {
         tokens
             .0
@@ -252,13 +257,7 @@ impl Bm25 {
 
     /// The query's known terms with how often each occurs.
     pub fn query_terms(&self, query: &str) -> HashMap<u32, f32> {
-        let mut weights: HashMap<u32, f32> = HashMap::new();
-        tokenize_into(query, &mut |token| {
-            if let Some(id) = self.term_id(token) {
-                *weights.entry(id).or_insert(0.0) += 1.0;
-            }
-        });
-        weights
+        self.terms_of(&QueryTokens::of(query))
     }
 
     /// BM25 score of every document for weighted term ids. Terms are added in id order, not

@@ -85,11 +85,7 @@ fn bm25_per_file(
     if query.is_empty() {
         return;
     }
-    for (file, score) in bm25
-        .score_terms(&bm25.terms_of(query))
-        .into_iter()
-        .enumerate()
-    {
+    for (file, score) in bm25.score_tokens(query).into_iter().enumerate() {
         if score > 0.0 {
             out[file].add(Evidence {
                 signal,
@@ -114,9 +110,7 @@ fn bm25_chunks(
     if query.is_empty() {
         return;
     }
-    let scores = index
-        .chunk_bm25
-        .score_terms(&index.chunk_bm25.terms_of(query));
+    let scores = index.chunk_bm25.score_tokens(query);
     let mut per_file: HashMap<u32, Vec<(f32, u32)>> = HashMap::new();
     for (doc, &score) in scores.iter().enumerate() {
         if score > 0.0 {
