@@ -26,7 +26,7 @@ from fit_function_weights import folds
 SIGNALS = [
     "bm25_file", "bm25_chunk", "title_file", "title_chunk", "path_mention", "module_mention",
     "stack_frame", "definition", "error_message", "dense_issue", "dense_structural", "dense_behavioral",
-    "names_issue", "names_title",
+    "names_issue", "names_title", "history_title",
 ]  # fmt: skip
 LEXICAL = {
     SIGNALS.index(name)
@@ -37,6 +37,7 @@ LEXICAL = {
         "title_chunk",
         "names_issue",
         "names_title",
+        "history_title",
     )
 }
 DENSE = {SIGNALS.index(name) for name in ("dense_issue", "dense_structural", "dense_behavioral")}

@@ -11,7 +11,7 @@ from typing import IO
 
 import blagent
 import pytest
-from test_localizer import ISSUE
+from test_localizer import ISSUE, _git
 
 
 def run(
@@ -292,6 +292,23 @@ def test_languages_flag_chooses_what_is_indexed(tmp_path: Path) -> None:
     unknown = run("localize", "--repo", str(repo), "--issue-text", issue, "--languages", "cobol")
     assert unknown.returncode == 2
     assert "unknown language 'cobol'" in unknown.stderr and "java" in unknown.stderr
+
+
+def test_history_commits_flag_reads_or_skips_the_repositorys_commits(tmp_path: Path) -> None:
+    repo = _mixed_repo(tmp_path / "mixed")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "Checkout rounds the total down")
+    issue = "Checkout rounds the total down"
+    signals = {}
+    for flags in ([], ["--history-commits", "0"]):
+        out = run("localize", "--repo", str(repo), "--issue-text", issue, *flags)
+        assert out.returncode == 0, out.stderr
+        files = json.loads(out.stdout)["files"]
+        signals[len(flags)] = {e["signal"] for f in files for e in f["evidence"]}
+    assert "history_title" in signals[0] and "history_title" not in signals[2]
+    bad = run("localize", "--repo", str(repo), "--issue-text", issue, "--history-commits", "-1")
+    assert bad.returncode == 2 and "--history-commits" in bad.stderr
 
 
 def test_eval_reports_per_language(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import blagent
@@ -94,6 +95,44 @@ def test_index_is_reusable_across_issues(repo: Path) -> None:
     second = localizer.localize(index, "Inventory.reserve ignores the stock")
     assert first.paths[0] == "shop/pricing.py"
     assert second.paths[0] == "shop/inventory.py"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"},
+    )
+
+
+def test_past_commits_like_the_title_lift_the_files_they_changed(repo: Path) -> None:
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "Initial import")
+    inventory = repo / "shop" / "inventory.py"
+    inventory.write_text(inventory.read_text() + "\n# keep the stock count sane\n")
+    _git(repo, "commit", "-q", "-am", "Fixed stock going negative on oversold orders")
+    issue = "Stock goes negative when an order is oversold\n\nAfter many orders it drops below 0."
+    result = Localizer(top_k=6).localize(repo, issue)
+    hit = next(f for f in result.files if f.path == "shop/inventory.py")
+    history = [e.detail for e in hit.evidence if e.signal == "history_title"]
+    assert history == ["past commit: Fixed stock going negative on oversold orders"]
+    assert hit.contributions["history_title"] == pytest.approx(1.0)
+    assert all("history_title" not in f.contributions for f in result.files if f is not hit)
+    # Off, or without a .git folder, there is no such signal and nothing else changes.
+    off = Localizer(top_k=6, history_commits=0).localize(repo, issue)
+    assert all(e.signal != "history_title" for f in off.files for e in f.evidence)
+    assert not any("commit history" in w for w in off.warnings)
+    (repo / ".git").rename(repo.parent / "moved.git")
+    plain = Localizer(top_k=6).localize(repo, issue)
+    assert [f.path for f in plain.files] == [f.path for f in off.files]
+    # A .git folder git cannot read is a warning, not an error.
+    (repo / ".git").mkdir()
+    broken = Localizer(top_k=6).localize(repo, issue)
+    assert [f.path for f in broken.files] == [f.path for f in off.files]
+    assert any(w.startswith("no commit history: git log failed") for w in broken.warnings)
 
 
 @pytest.mark.parametrize("issue", ["", "   \n\t  "])

@@ -115,6 +115,14 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
         metavar="LANG,...",
         help="languages to index: python, java, kotlin (default: every language the repository has)",
     )
+    parser.add_argument(
+        "--history-commits",
+        type=_non_negative_int,
+        metavar="N",
+        help="recent commits of the repository's own .git folder to read, at most (default "
+        f"{_core.DEFAULTS['history_commits']}; 0: none): files that past commits like the "
+        "issue's title changed rank higher",
+    )
     group = parser.add_argument_group("dense retrieval")
     group.add_argument(
         "--dense",
@@ -175,6 +183,7 @@ def _options_flags(args: argparse.Namespace) -> dict[str, Any]:
         "index_kind": args.index_kind,
         "progress": not getattr(args, "quiet", False),
         "dense_max_tokens": args.dense_max_tokens,
+        "history_commits": args.history_commits,
         "weights": _weights(args.weights) if getattr(args, "weights", None) else None,
     }
 

@@ -43,6 +43,10 @@ class Localizer:
         progress: show a progress bar on stderr while embedding (only on a terminal).
         dense_max_tokens: truncate texts at this many tokens before embedding (default 128,
             the length all-MiniLM-L6-v2 was trained on; 0: the model's own limit).
+        history_commits: recent commits read from the repository's own `.git` folder, at
+            most (default 5000; 0: none). Files that past commits like the issue's title
+            changed gain the `history_title` signal; a repository without a `.git` folder
+            inside it has no history and loses nothing.
         llm_options: LLM pipeline options to override (`max_steps`, `max_retries`,
             `model_weight`, `prompts_dir`, token budgets, ...), for requests that name an LLM
             pipeline.
@@ -73,6 +77,7 @@ class Localizer:
         index_kind: str = _DEFAULTS["index_kind"],
         progress: bool = False,
         dense_max_tokens: int | None = None,
+        history_commits: int | None = None,
         llm_options: dict[str, Any] | None = None,
         llm_config_json: str | None = None,
         reads: Sequence[PathLike] = (),
@@ -89,6 +94,7 @@ class Localizer:
             index_kind=index_kind,
             progress=progress,
             dense_max_tokens=dense_max_tokens,
+            history_commits=history_commits,
         )
         if llm_options is not None and not isinstance(llm_options, dict):
             raise _core.InputError(
@@ -204,6 +210,7 @@ def localizer_options(
     index_kind: str = _DEFAULTS["index_kind"],
     progress: bool = False,
     dense_max_tokens: int | None = None,
+    history_commits: int | None = None,
 ) -> dict[str, Any]:
     """The core's localizer options for these settings (the core fills the rest), as
     `Localizer` takes them and `eval` / `batch` / `calibrate` configs carry them; building them
@@ -212,10 +219,10 @@ def localizer_options(
     if max_file_bytes is not None:
         walk["max_file_bytes"] = max_file_bytes
     chunk: dict[str, Any] = {} if chunk_max_bytes is None else {"max_bytes": chunk_max_bytes}
-    options: dict[str, Any] = {
-        "index": {"walk": walk, "chunk": chunk},
-        "weights": weights or {},
-    }
+    index: dict[str, Any] = {"walk": walk, "chunk": chunk}
+    if history_commits is not None:
+        index["history_commits"] = history_commits
+    options: dict[str, Any] = {"index": index, "weights": weights or {}}
     if dense:
         options["dense"] = dense_options(
             model_dir, cache_dir, index_kind, progress, dense_max_tokens

@@ -534,6 +534,7 @@ fn defaults(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     d.set_item("folds", eval::DEFAULT_FOLDS)?;
     d.set_item("resamples", eval::DEFAULT_RESAMPLES)?;
     d.set_item("max_issue_bytes", repo::read::MAX_ISSUE_BYTES)?;
+    d.set_item("history_commits", repo::history::DEFAULT_MAX_COMMITS)?;
     Ok(d)
 }
 

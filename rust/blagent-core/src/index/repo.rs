@@ -8,14 +8,16 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::bm25::{Bm25, Bm25Params};
+use super::history::CommitIndex;
 use super::paths::{Declared, PathResolver};
 use crate::chunk::{parse_file, ChunkOptions, ParsedFile};
 use crate::error::Result;
+use crate::repo::history::{read_history, DEFAULT_MAX_COMMITS};
 use crate::repo::{walk, SkipReason, Skipped, WalkOptions};
 use crate::timing::elapsed_ms;
 
 /// Options for indexing a repository.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IndexOptions {
     /// Which files to index.
@@ -24,6 +26,19 @@ pub struct IndexOptions {
     pub chunk: ChunkOptions,
     /// BM25 parameters for both the file and the chunk index.
     pub bm25: Bm25Params,
+    /// Recent commits read from the repository's `.git` folder, at most (0: none).
+    pub history_commits: usize,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            walk: WalkOptions::default(),
+            chunk: ChunkOptions::default(),
+            bm25: Bm25Params::default(),
+            history_commits: DEFAULT_MAX_COMMITS,
+        }
+    }
 }
 
 /// One indexed source file.
@@ -79,7 +94,7 @@ fn defined_names(file: &IndexedFile) -> String {
 /// Milliseconds spent in each indexing stage.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct IndexTimings {
-    /// Listing and reading files.
+    /// Listing and reading files, and reading the commit history.
     pub walk_ms: f64,
     /// Parsing and chunking.
     pub parse_ms: f64,
@@ -105,6 +120,9 @@ pub struct RepoIndex {
     /// BM25 over the names each file defines: its classes, functions and methods, nested
     /// ones too (one document per file, in file order).
     pub names_bm25: Bm25,
+    /// The recent commits of the repository's `.git` folder, searchable by message (empty
+    /// where there is none).
+    pub history: CommitIndex,
     /// (file, chunk) of each chunk document.
     pub chunk_refs: Vec<(u32, u32)>,
     /// Bare symbol name → (file, symbol) of every definition.
@@ -120,6 +138,7 @@ impl RepoIndex {
     pub fn build(root: &Path, options: &IndexOptions) -> Result<Self> {
         let start = Instant::now();
         let walked = walk(root, &options.walk)?;
+        let history = read_history(&walked.root, options.history_commits);
         let walk_ms = elapsed_ms(start);
 
         let start = Instant::now();
@@ -187,6 +206,8 @@ impl RepoIndex {
             let docs: Vec<String> = files.iter().map(defined_names).collect();
             Bm25::build(docs.iter().map(String::as_str), options.bm25)
         };
+        let history =
+            CommitIndex::build(history, files.iter().map(IndexedFile::path), options.bm25);
         let mut definitions: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         for (f, file) in files.iter().enumerate() {
             for (s, symbol) in file.parsed.symbols.iter().enumerate() {
@@ -220,6 +241,7 @@ impl RepoIndex {
             file_bm25,
             chunk_bm25,
             names_bm25,
+            history,
             chunk_refs,
             definitions,
             resolver,

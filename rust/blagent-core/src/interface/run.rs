@@ -137,6 +137,9 @@ fn build(
     if ranked.is_empty() {
         warnings.push("the repository has no indexed file; the ranking is empty".to_owned());
     }
+    if let Some(note) = &repo.history.note {
+        warnings.push(note.clone());
+    }
     let stats = IndexStats::of(repo);
     warnings.extend(file_warnings(repo, ranked.iter().map(|&(f, _)| f)));
     let files = ranked

@@ -1,6 +1,7 @@
 //! Finding the source files of a repository: which languages, which files, and what was skipped.
 
 pub mod confine;
+pub mod history;
 mod ignores;
 mod lang;
 mod output;

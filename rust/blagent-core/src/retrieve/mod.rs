@@ -55,11 +55,13 @@ pub enum Signal {
     NamesIssue,
     /// BM25 of the names the file defines against the issue's title.
     NamesTitle,
+    /// The file was changed by past commits whose messages read like the issue's title.
+    HistoryTitle,
 }
 
 impl Signal {
     /// Every signal, in the order of [`FileSignals::scores`].
-    pub const ALL: [Signal; 14] = [
+    pub const ALL: [Signal; 15] = [
         Signal::Bm25File,
         Signal::Bm25Chunk,
         Signal::TitleFile,
@@ -74,6 +76,7 @@ impl Signal {
         Signal::DenseBehavioral,
         Signal::NamesIssue,
         Signal::NamesTitle,
+        Signal::HistoryTitle,
     ];
 
     /// Position in [`Signal::ALL`].
@@ -98,6 +101,7 @@ impl Signal {
             Signal::DenseBehavioral => "dense_behavioral",
             Signal::NamesIssue => "names_issue",
             Signal::NamesTitle => "names_title",
+            Signal::HistoryTitle => "history_title",
         }
     }
 }
