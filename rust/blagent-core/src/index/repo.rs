@@ -94,7 +94,7 @@ fn defined_names(file: &IndexedFile) -> String {
 /// Milliseconds spent in each indexing stage.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct IndexTimings {
-    /// Listing and reading files, and reading the commit history.
+    /// Listing and reading files (the commit history is read alongside).
     pub walk_ms: f64,
     /// Parsing and chunking.
     pub parse_ms: f64,
@@ -136,25 +136,29 @@ pub struct RepoIndex {
 impl RepoIndex {
     /// Walks, parses and indexes the repository at `root`.
     pub fn build(root: &Path, options: &IndexOptions) -> Result<Self> {
-        let start = Instant::now();
-        let walked = walk(root, &options.walk)?;
-        let history = read_history(&walked.root, options.history_commits);
-        let walk_ms = elapsed_ms(start);
-
-        let start = Instant::now();
-        let files: Vec<IndexedFile> = walked
-            .files
-            .into_par_iter()
-            .map(|source| IndexedFile {
-                parsed: parse_file(&source, &options.chunk),
-                lossy: source.lossy,
-                text: source.text,
-            })
-            .collect();
-        let parse_ms = elapsed_ms(start);
+        // Git reads the commit history on its own thread while the files are walked and parsed.
+        let (mut walked, history, files, walk_ms, parse_ms) = std::thread::scope(|scope| {
+            let history = scope.spawn(|| read_history(root, options.history_commits));
+            let start = Instant::now();
+            let mut walked = walk(root, &options.walk)?;
+            let walk_ms = elapsed_ms(start);
+            let start = Instant::now();
+            let files: Vec<IndexedFile> = std::mem::take(&mut walked.files)
+                .into_par_iter()
+                .map(|source| IndexedFile {
+                    parsed: parse_file(&source, &options.chunk),
+                    lossy: source.lossy,
+                    text: source.text,
+                })
+                .collect();
+            let parse_ms = elapsed_ms(start);
+            // A reader that panicked leaves no history, as a failing git does.
+            let history = history.join().unwrap_or_default();
+            Ok::<_, crate::Error>((walked, history, files, walk_ms, parse_ms))
+        })?;
         // A stop asked for while parsing cuts the parses short: the index would be partial.
         crate::cancel::check()?;
-        let mut skipped = walked.skipped;
+        let mut skipped = std::mem::take(&mut walked.skipped);
         skipped.extend(
             files
                 .iter()

@@ -5,10 +5,12 @@
 //!
 //! History is read by running `git log` on the repository's `.git` folder, and only where that
 //! folder lies inside the repository: a `.git` file (a worktree or submodule) or a link points
-//! elsewhere, and nothing is read outside the repository. No `.git` (a tree written from an
-//! archive) means no history and no error. Git's output is read up to [`MAX_LOG_BYTES`]; a git
-//! that is missing, fails or is stopped leaves the history empty, with the reason kept for the
-//! index's notes.
+//! elsewhere, and is not followed. Git reads that folder as it would for the user (objects
+//! shared with another clone through its `alternates` included); it is asked for messages and
+//! paths only, with no pager, no signatures, no file-system monitor and no system config, and
+//! runs no hook. No `.git` (a tree written from an archive) means no history and no error.
+//! Git's output is read up to [`MAX_LOG_BYTES`]; a git that is missing, fails or is stopped
+//! leaves the history empty, with the reason kept for the result's warnings.
 
 use std::io::Read;
 use std::path::Path;
@@ -42,7 +44,7 @@ pub struct History {
     pub note: Option<String>,
 }
 
-/// Reads at most `max_commits` commits of the repository at `root` (canonical), newest first.
+/// Reads at most `max_commits` commits of the repository at `root`, newest first.
 /// `max_commits` 0 reads nothing.
 pub fn read_history(root: &Path, max_commits: usize) -> History {
     let git_dir = root.join(".git");
@@ -73,6 +75,8 @@ fn run_log(git_dir: &Path, max_commits: usize) -> Result<String, String> {
             "log.showSignature=false",
             "-c",
             "core.quotePath=false",
+            "-c",
+            "core.fsmonitor=false",
             "log",
             "--no-merges",
             "--no-renames",
