@@ -234,6 +234,30 @@ mod tests {
     }
 
     #[test]
+    fn a_hostile_git_config_runs_nothing() {
+        let repo = tempfile::tempdir().unwrap();
+        git(repo.path(), &["init", "-q"]);
+        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let marker = repo.path().join("ran");
+        let command = format!("touch {}", marker.display());
+        for key in [
+            "core.fsmonitor",
+            "core.pager",
+            "gpg.program",
+            "diff.external",
+        ] {
+            git(repo.path(), &["config", key, &command]);
+        }
+        git(repo.path(), &["config", "log.showSignature", "true"]);
+        let history = read_history(repo.path(), 10);
+        assert_eq!(history.commits.len(), 1, "{:?}", history.note);
+        assert!(
+            !marker.exists(),
+            "a command of the repository's git config ran"
+        );
+    }
+
+    #[test]
     fn a_broken_git_folder_is_a_note_not_an_error() {
         let repo = tempfile::tempdir().unwrap();
         std::fs::create_dir(repo.path().join(".git")).unwrap();
