@@ -8,7 +8,7 @@ use std::io::Read as _;
 
 use super::confine::{check_syntax, confine};
 use super::paths::resolve;
-use crate::index::RepoIndex;
+use crate::index::{QueryTokens, RepoIndex};
 
 /// Approximate tokens of `text` (4 bytes a token, the usual rule for code and English).
 pub fn approx_tokens(text: &str) -> usize {
@@ -188,16 +188,7 @@ pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
 /// `bm25_topk(query, k)`: the `k` files whose text best matches `query`, best first, with their
 /// BM25 scores (files that match nothing are left out).
 pub fn bm25_topk(index: &RepoIndex, query: &str, k: usize) -> Vec<(usize, f32)> {
-    let mut scored: Vec<(usize, f32)> = index
-        .file_bm25
-        .score(query)
-        .into_iter()
-        .enumerate()
-        .filter(|&(_, s)| s > 0.0)
-        .collect();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    scored.truncate(k);
-    scored
+    index.file_bm25.top_k(&QueryTokens::of(query), k)
 }
 
 #[cfg(test)]

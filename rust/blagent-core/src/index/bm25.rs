@@ -245,6 +245,20 @@ impl Bm25 {
         self.score_terms(&self.terms_of(tokens))
     }
 
+    /// The `k` best documents for `tokens` that match at all, as (document, score), best
+    /// first (ties: the earlier document).
+    pub fn top_k(&self, tokens: &QueryTokens, k: usize) -> Vec<(usize, f32)> {
+        let mut scored: Vec<(usize, f32)> = self
+            .score_tokens(tokens)
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, s)| s > 0.0)
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(k);
+        scored
+    }
+
     /// The known terms of a query tokenized once ([`QueryTokens`]), with how often each
     /// occurs.
     pub fn terms_of(&self, tokens: &QueryTokens) -> HashMap<u32, f32> {

@@ -154,18 +154,8 @@ fn history(index: &RepoIndex, title: &QueryTokens, out: &mut [FileSignals]) {
     if title.is_empty() || commits.is_empty() {
         return;
     }
-    let mut best: Vec<(f32, usize)> = commits
-        .bm25
-        .score_tokens(title)
-        .into_iter()
-        .enumerate()
-        .filter(|&(_, score)| score > 0.0)
-        .map(|(commit, score)| (score, commit))
-        .collect();
-    best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    best.truncate(HISTORY_COMMITS);
     let mut per_file: HashMap<u32, Vec<(f32, usize)>> = HashMap::new();
-    for (score, commit) in best {
+    for (commit, score) in commits.bm25.top_k(title, HISTORY_COMMITS) {
         let share = score / commits.changed[commit].max(1) as f32;
         for &file in &commits.files[commit] {
             per_file.entry(file).or_default().push((share, commit));
