@@ -464,6 +464,15 @@ mod tests {
         assert!(!names_word("the scorer", "core"));
     }
 
+    /// The details of `file`'s evidence for `signal`, in order.
+    fn details(file: &FileSignals, signal: Signal) -> Vec<&str> {
+        file.evidence
+            .iter()
+            .filter(|e| e.signal == signal)
+            .map(|e| e.detail.as_str())
+            .collect()
+    }
+
     fn index_of(files: &[(&str, String)]) -> (tempfile::TempDir, RepoIndex) {
         let dir = tempfile::tempdir().unwrap();
         for (path, text) in files {
@@ -521,14 +530,8 @@ mod tests {
         assert!(score("zones.py") > 0.0);
         assert!((score("zones.py") - score("log.py")).abs() < 1e-6);
         assert!(score("parse.py") > score("zones.py"));
-        let evidence: Vec<&str> = signals[at("parse.py")]
-            .evidence
-            .iter()
-            .filter(|e| e.signal == Signal::HistoryTitle)
-            .map(|e| e.detail.as_str())
-            .collect();
         assert_eq!(
-            evidence,
+            details(&signals[at("parse.py")], Signal::HistoryTitle),
             ["past commit: Fixed naive datetime parsing with timezones"]
         );
 
@@ -571,13 +574,10 @@ mod tests {
         assert!(signals[at("Kernel.java")].get(Signal::NamesTitle) <= 0.0);
         // Both files hold the words, so the whole-file signal cannot tell them apart as well.
         assert!(signals[at("user.py")].get(Signal::Bm25File) > 0.0);
-        let evidence: Vec<&str> = signals[at("separable.py")]
-            .evidence
-            .iter()
-            .filter(|e| e.signal == Signal::NamesIssue)
-            .map(|e| e.detail.as_str())
-            .collect();
-        assert_eq!(evidence, [NAMES]);
+        assert_eq!(
+            details(&signals[at("separable.py")], Signal::NamesIssue),
+            [NAMES]
+        );
     }
 
     /// A frame's evidence names the innermost symbol holding its line, as a scan of the symbol
