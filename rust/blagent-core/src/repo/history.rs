@@ -148,11 +148,12 @@ pub(crate) mod testing {
     use std::path::Path;
     use std::process::{Command, Stdio};
 
-    /// Runs git in `dir` with a fixed identity, panicking on failure.
+    /// Runs git in `dir` with a fixed identity and unsigned commits, panicking on failure.
     pub(crate) fn git(dir: &Path, args: &[&str]) {
         let status = Command::new("git")
             .current_dir(dir)
             .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(["-c", "commit.gpgsign=false"])
             .args(args)
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .stdout(Stdio::null())
