@@ -61,7 +61,8 @@ const NAMES: &str = "BM25 of the names it defines";
 /// Raw scores and evidence of every signal for every file of `index` (one entry per file).
 pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSignals> {
     let mut out = vec![FileSignals::default(); index.files.len()];
-    // Each text is tokenized once and put to the three indexes.
+    // Each text is tokenized once and put to every index it is scored against (files, chunks,
+    // defined names, and for the title the commit messages).
     let issue = QueryTokens::of(&query.explanation);
     let title = QueryTokens::of(&query.title);
     let (files, names) = (&index.file_bm25, &index.names_bm25);
