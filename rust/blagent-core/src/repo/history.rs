@@ -8,7 +8,10 @@
 //! elsewhere, and is not followed. Git reads that folder as it would for the user (objects
 //! shared with another clone through its `alternates` included); it is asked for messages and
 //! paths only, with no pager, no signatures, no file-system monitor and no system config, and
-//! runs no hook. No `.git` (a tree written from an archive) means no history and no error.
+//! runs no hook. It never fetches: in a partial clone the objects that were not cloned stay
+//! missing (`GIT_NO_LAZY_FETCH`), so a blobless clone (`--filter=blob:none`) has its history
+//! and a treeless one (`--filter=tree:0`) has none, rather than one request to the remote per
+//! commit. No `.git` (a tree written from an archive) means no history and no error.
 //! Git's output is read up to [`MAX_LOG_BYTES`]; a git that is missing, fails or is stopped
 //! leaves the history empty, with the reason kept for the result's warnings.
 
@@ -89,6 +92,9 @@ fn run_log(git_dir: &Path, max_commits: usize) -> Result<String, String> {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
+        // A partial clone's missing objects are not fetched from its remote (Git 2.44 on; an
+        // older git has no lazy fetch to stop only in a partial clone, where it then fetches).
+        .env("GIT_NO_LAZY_FETCH", "1")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .stdin(Stdio::null())
@@ -256,6 +262,59 @@ mod tests {
             !marker.exists(),
             "a command of the repository's git config ran"
         );
+    }
+
+    /// Git's version as (major, minor), where `git --version` says it.
+    fn git_version() -> Option<(u32, u32)> {
+        let out = std::process::Command::new("git")
+            .arg("--version")
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut parts = text.split_whitespace().nth(2)?.split('.');
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    }
+
+    #[test]
+    fn a_partial_clone_is_read_without_fetching() {
+        if git_version().is_none_or(|v| v < (2, 44)) {
+            // `GIT_NO_LAZY_FETCH` came with Git 2.44: an older git fetches (module docs).
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        std::fs::create_dir(&source).unwrap();
+        git(&source, &["init", "-q"]);
+        commit(&source, &[("a.py", "x = 1\n")], "Add a");
+        commit(&source, &[("b.py", "y = 2\n")], "Add b");
+        git(&source, &["config", "uploadpack.allowFilter", "true"]);
+        let url = format!("file://{}", source.display());
+        let clone = |filter: &str, name: &str| {
+            let args = ["clone", "-q", "--no-checkout", filter, &url, name];
+            git(dir.path(), &args);
+            dir.path().join(name)
+        };
+        let packs = |clone: &Path| {
+            std::fs::read_dir(clone.join(".git/objects/pack"))
+                .unwrap()
+                .count()
+        };
+        // Blobless: commits and trees are local, the history reads whole.
+        let blobless = clone("--filter=blob:none", "blobless");
+        let before = packs(&blobless);
+        let history = read_history(&blobless, 10);
+        assert_eq!(history.note, None);
+        assert_eq!(history.commits.len(), 2);
+        assert_eq!(history.commits[0].files, vec!["b.py"]);
+        assert_eq!(packs(&blobless), before, "git fetched from the remote");
+        // Treeless: the changed files would need a fetch per commit; nothing is fetched, and
+        // there is no history, with the reason.
+        let treeless = clone("--filter=tree:0", "treeless");
+        let before = packs(&treeless);
+        let history = read_history(&treeless, 10);
+        assert!(history.commits.is_empty());
+        assert!(history.note.unwrap().starts_with("no commit history"));
+        assert_eq!(packs(&treeless), before, "git fetched from the remote");
     }
 
     #[test]
