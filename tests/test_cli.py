@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +16,13 @@ from test_localizer import ISSUE, _git
 
 
 def run(
-    *args: str, stdin: str | None = None, stdout: IO[str] | None = None
+    *args: str,
+    stdin: str | None = None,
+    stdout: IO[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """`blagent ARGS`, its output captured (standard output to `stdout` when given)."""
+    """`blagent ARGS`, its output captured (standard output to `stdout` when given), with
+    `env` added to the environment."""
     return subprocess.run(
         [sys.executable, "-m", "blagent", *args],
         input=stdin,
@@ -25,6 +30,7 @@ def run(
         stderr=subprocess.PIPE,
         text=True,
         timeout=120,
+        env={**os.environ, **env} if env else None,
     )
 
 
@@ -309,6 +315,42 @@ def test_history_commits_flag_reads_or_skips_the_repositorys_commits(tmp_path: P
     assert "history_title" in signals[0] and "history_title" not in signals[2]
     bad = run("localize", "--repo", str(repo), "--issue-text", issue, "--history-commits", "-1")
     assert bad.returncode == 2 and "--history-commits" in bad.stderr
+
+
+def test_history_is_read_from_the_repository_inside_another_repositorys_git_hook(
+    tmp_path: Path,
+) -> None:
+    # A git hook of another repository (or `git rebase --exec`) sets these for its own.
+    repo = _mixed_repo(tmp_path / "mixed")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "Checkout rounds the total down")
+    other = tmp_path / "other"
+    other.mkdir()
+    _git(other, "init", "-q")
+    (other / "notes.txt").write_text("unrelated\n")
+    _git(other, "add", "-A")
+    _git(other, "commit", "-q", "-m", "Unrelated")
+    hook_env = {
+        "GIT_DIR": str(other / ".git"),
+        "GIT_OBJECT_DIRECTORY": str(other / ".git" / "objects"),
+        "GIT_INDEX_FILE": str(other / ".git" / "index"),
+        "GIT_COMMON_DIR": str(other / ".git"),
+        "GIT_PREFIX": "",
+    }
+    out = run(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        "Checkout rounds the total down",
+        env=hook_env,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert not result.get("warnings"), result.get("warnings")
+    signals = {e["signal"] for f in result["files"] for e in f["evidence"]}
+    assert "history_title" in signals
 
 
 def test_eval_reports_per_language(tmp_path: Path) -> None:

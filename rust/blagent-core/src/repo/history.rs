@@ -24,6 +24,26 @@ use std::process::{Command, Stdio};
 pub const DEFAULT_MAX_COMMITS: usize = 5000;
 /// Bytes of `git log` output read at most: past this, the commits read so far are kept.
 pub const MAX_LOG_BYTES: u64 = 32 << 20;
+/// What tells git which repository to read, and how, from the environment: a git hook or a
+/// `git rebase --exec` sets some of these for its own repository (`git rev-parse
+/// --local-env-vars`). They are cleared, so git reads this repository's folder as it is.
+const LOCAL_GIT_ENV: [&str; 15] = [
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+];
 /// Separates commits in the log format (before each message).
 const COMMIT_MARK: char = '\u{0}';
 /// Separates a commit's message from its changed files.
@@ -69,7 +89,11 @@ pub fn read_history(root: &Path, max_commits: usize) -> History {
 
 /// `git log` of `git_dir`'s HEAD: per commit a mark, the message, a mark and the changed files.
 fn run_log(git_dir: &Path, max_commits: usize) -> Result<String, String> {
-    let mut child = Command::new("git")
+    let mut git = Command::new("git");
+    for name in LOCAL_GIT_ENV {
+        git.env_remove(name);
+    }
+    let mut child = git
         .arg("--git-dir")
         .arg(git_dir)
         .args([
@@ -95,8 +119,6 @@ fn run_log(git_dir: &Path, max_commits: usize) -> Result<String, String> {
         // A partial clone's missing objects are not fetched from its remote (Git 2.44 on; an
         // older git has no lazy fetch to stop only in a partial clone, where it then fetches).
         .env("GIT_NO_LAZY_FETCH", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
