@@ -311,6 +311,29 @@ def test_outputs_over_files_blagent_did_not_write_are_refused_and_left_intact(
         assert proc.returncode == 0, proc.stderr
 
 
+def test_a_one_line_file_json_cannot_read_is_not_taken_for_a_line_cut_short(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a review: a user's file whose only line, without its newline, holds what
+    Python's `json.dumps` writes and JSON does not read (`NaN`) passed for blagent's own line
+    cut short by an interrupted write, so `eval --out` replaced it and `batch --out` cut it off."""
+    data, trees = run_inputs
+    common = ("--dataset", str(data), "--repos", str(trees), "--quiet")
+    notes = tmp_path / "notes.jsonl"
+    text = json.dumps({"instance_id": "x", "note": "mine", "score": float("nan")})
+    for command, flag in (("eval", "--out"), ("eval", "--signals-out"), ("batch", "--out")):
+        notes.write_text(text)
+        proc = run(command, *common, flag, str(notes))
+        assert_clean_failure(proc, because="does not hold blagent's")
+        assert notes.read_text() == text
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text('{"instance_id": "shop-1", "found_files": ["shop/pri')
+    proc = run("batch", *common, "--out", str(cut))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in cut.read_text().splitlines()]
+    assert [line["instance_id"] for line in lines] == ["shop-1", "shop-2"]
+
+
 def test_analyze_failures_replaces_only_its_own_files(tmp_path: Path) -> None:
     flags = _analysis_inputs(tmp_path, "a", tmp_path / "checkout")
     out = tmp_path / "analysis"

@@ -102,6 +102,28 @@ def test_batch_on_ray_writes_the_local_lines_once_each_after_a_worker_is_killed(
     assert out.with_name("loc_outputs.failures.jsonl").read_text() == ""
 
 
+def test_an_output_among_the_llm_inputs_is_refused_on_ray_as_it_is_locally(
+    cluster: Any, dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a review: on Ray the driver opened its outputs without the LLM side's inputs,
+    so `--out` inside `--prompts-dir` was written there (a prompt file emptied, every later
+    run failing on it) where a local run refuses it."""
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    on_ray = ("--ray", address(cluster), "--ray-workers", "1")
+    for where in ((), on_ray):
+        for out in (prompts / "b.jsonl", prompts / "self_check.md"):
+            proc = cli(*batch_args(dataset, out, "--quiet", "--prompts-dir", str(prompts), *where))
+            assert proc.returncode == 1, proc.stderr
+            assert proc.stderr.startswith("blagent: error:") and "inside" in proc.stderr
+        data, trees = dataset
+        evaluation = ("eval", "--dataset", str(data), "--repos", str(trees), "--quiet")
+        inside = ("--prompts-dir", str(prompts), "--out", str(prompts / "p.jsonl"))
+        proc = cli(*evaluation, *inside, *where)
+        assert proc.returncode == 1 and "inside" in proc.stderr, proc.stderr
+        assert list(prompts.iterdir()) == [], where
+
+
 def test_an_instance_whose_worker_keeps_dying_is_a_failure_after_two_retries(
     cluster: Any, dataset: tuple[Path, Path], local_lines: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:

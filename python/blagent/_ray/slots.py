@@ -24,8 +24,11 @@ class Job:
     permits: int
 
     def open_sink(self) -> Any:
-        """The core's sink of the run (`_core.JobSink`)."""
-        return _core.JobSink(self.kind, self.config_json)
+        """The core's sink of the run (`_core.JobSink`), with the workers' LLM settings, so
+        that no output is what they read."""
+        return _core.JobSink(
+            self.kind, self.config_json, self.llm_options_json, self.llm_config_json
+        )
 
     def items(self, sink: Any) -> list[Item]:
         """The sink's items to do."""

@@ -64,14 +64,15 @@ pub(crate) fn core_llm_run(
 }
 
 /// [`core_llm_run`] for a dataset job: the `dataset` and `repos` its configuration JSON names are
-/// inputs.
+/// inputs. It reads files (a cassette, a tokenizer, a profile), so callers run it inside
+/// [`run`]: Ctrl-C is heard and a panic stays in Rust.
 pub(crate) fn llm_run_reading(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
     job_config_json: &str,
-) -> PyResult<Option<LlmRun>> {
+) -> blagent_core::Result<Option<LlmRun>> {
     let job: serde_json::Value = serde_json::from_str(job_config_json).unwrap_or_default();
     let path = |key: &str| job.get(key).and_then(serde_json::Value::as_str);
     let inputs = Inputs::new().file(path("dataset")).folder(path("repos"));
-    core_llm_run(llm_options_json, llm_config_json, inputs).map_err(to_py)
+    core_llm_run(llm_options_json, llm_config_json, inputs)
 }

@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use blagent_core::agent::LlmRun;
 use blagent_core::eval::{job_sink, job_worker};
 use blagent_core::interface::{AnySink, AnyWorker};
 use pyo3::prelude::*;
@@ -13,6 +14,24 @@ use pyo3::prelude::*;
 use crate::cancel;
 use crate::convert::{llm_run_reading, run};
 use crate::errors::{to_py, InputError, InternalError};
+
+/// A job's worker or sink by `half` ([`job_worker`] or [`job_sink`]) from its kind,
+/// configuration and LLM settings, made with the GIL released: the LLM run reads files (a
+/// cassette, a tokenizer, a profile), so Ctrl-C is heard and a panic stays in Rust.
+fn make<T: Send + 'static>(
+    py: Python<'_>,
+    half: fn(&str, &str, Option<LlmRun>) -> blagent_core::Result<T>,
+    (kind, config_json): (&str, &str),
+    (llm_options_json, llm_config_json): (Option<&str>, Option<&str>),
+) -> PyResult<T> {
+    let (kind, config) = (kind.to_owned(), config_json.to_owned());
+    let options = llm_options_json.map(str::to_owned);
+    let endpoint = llm_config_json.map(str::to_owned);
+    run(py, move || {
+        let llm = llm_run_reading(options.as_deref(), endpoint.as_deref(), &config)?;
+        half(&kind, &config, llm)
+    })
+}
 
 /// Turns items of a job into outcomes, one at a time, as `batch` or `evaluate` does for each.
 #[pyclass(name = "JobWorker", module = "blagent._core", frozen)]
@@ -36,9 +55,12 @@ impl PyJobWorker {
         llm_options_json: Option<&str>,
         llm_config_json: Option<&str>,
     ) -> PyResult<Self> {
-        let llm = llm_run_reading(llm_options_json, llm_config_json, config_json)?;
-        let (kind, config) = (kind.to_owned(), config_json.to_owned());
-        let inner = run(py, move || job_worker(&kind, &config, llm))?;
+        let inner = make(
+            py,
+            job_worker,
+            (kind, config_json),
+            (llm_options_json, llm_config_json),
+        )?;
         Ok(PyJobWorker {
             inner: Arc::from(inner),
         })
@@ -72,10 +94,23 @@ impl PyJobSink {
     /// Args:
     ///     kind: the job, "batch" or "eval" (`JOB_KINDS`).
     ///     config_json: its configuration as JSON, as for `batch` or `evaluate`.
+    ///     llm_options_json, llm_config_json: the workers' LLM settings: no output may be
+    ///         what they read (prompts, profile, cassette, …), as in a run on one machine.
     #[new]
-    fn new(py: Python<'_>, kind: &str, config_json: &str) -> PyResult<Self> {
-        let (kind, config) = (kind.to_owned(), config_json.to_owned());
-        let sink = run(py, move || job_sink(&kind, &config))?;
+    #[pyo3(signature = (kind, config_json, llm_options_json=None, llm_config_json=None))]
+    fn new(
+        py: Python<'_>,
+        kind: &str,
+        config_json: &str,
+        llm_options_json: Option<&str>,
+        llm_config_json: Option<&str>,
+    ) -> PyResult<Self> {
+        let sink = make(
+            py,
+            job_sink,
+            (kind, config_json),
+            (llm_options_json, llm_config_json),
+        )?;
         Ok(PyJobSink {
             inner: Mutex::new(Some(sink)),
         })

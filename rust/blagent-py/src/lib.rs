@@ -393,8 +393,11 @@ fn calibrate(
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
     let mut config: CalibrateConfig = parse_required("calibration config", config_json)?;
-    config.run.llm = llm_run_reading(llm_options_json, llm_config_json, config_json)?;
-    run(py, move || to_json(&run_calibration(&config)?))
+    let (options, endpoint, json) = owned(llm_options_json, llm_config_json, config_json);
+    run(py, move || {
+        config.run.llm = llm_run_reading(options.as_deref(), endpoint.as_deref(), &json)?;
+        to_json(&run_calibration(&config)?)
+    })
 }
 
 /// Localizes many instances into an Agentless `loc_outputs.jsonl`; returns the report as JSON.
@@ -426,9 +429,24 @@ fn run_job_json<J: Job>(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let llm = llm_run_reading(llm_options_json, llm_config_json, config_json)?;
-    let config = parse_config::<J>(config_json, llm).map_err(to_py)?;
-    run(py, move || to_json(&run_job::<J>(&config)?))
+    let (options, endpoint, json) = owned(llm_options_json, llm_config_json, config_json);
+    run(py, move || {
+        let llm = llm_run_reading(options.as_deref(), endpoint.as_deref(), &json)?;
+        to_json(&run_job::<J>(&parse_config::<J>(&json, llm)?)?)
+    })
+}
+
+/// A dataset job's LLM settings and configuration, owned, for [`llm_run_reading`] inside [`run`].
+fn owned(
+    llm_options_json: Option<&str>,
+    llm_config_json: Option<&str>,
+    config_json: &str,
+) -> (Option<String>, Option<String>, String) {
+    (
+        llm_options_json.map(str::to_owned),
+        llm_config_json.map(str::to_owned),
+        config_json.to_owned(),
+    )
 }
 
 /// Finds, for every unresolved instance of an APR run, the first stage that failed (file,

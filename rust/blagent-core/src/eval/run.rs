@@ -32,11 +32,12 @@ pub fn job_worker(
     }
 }
 
-/// The sink of the job named `kind` (one of [`JOB_KINDS`]) for `config_json`, behind JSON.
-pub fn job_sink(kind: &str, config_json: &str) -> Result<Box<dyn AnySink>> {
+/// The sink of the job named `kind` (one of [`JOB_KINDS`]) for `config_json`, with the
+/// workers' `llm` (whose inputs no output may be), behind JSON.
+pub fn job_sink(kind: &str, config_json: &str, llm: Option<LlmRun>) -> Result<Box<dyn AnySink>> {
     match kind {
-        "batch" => json_sink::<BatchJob>(config_json),
-        "eval" => json_sink::<EvalJob>(config_json),
+        "batch" => json_sink::<BatchJob>(config_json, llm),
+        "eval" => json_sink::<EvalJob>(config_json, llm),
         other => Err(unknown_kind(other)),
     }
 }

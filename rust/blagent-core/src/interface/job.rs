@@ -227,8 +227,13 @@ pub fn json_worker<J: Job>(
     Ok(Box::new(JsonWorker::<J>(J::Worker::new(&config)?)))
 }
 
-/// `config_json`'s sink of job `J`, behind JSON.
-pub fn json_sink<J: Job>(config_json: &str) -> Result<Box<dyn AnySink>> {
-    let config = parse_config::<J>(config_json, None)?;
+/// `config_json`'s sink of job `J`, behind JSON. `llm` is the run's LLM side, as the workers
+/// have it: what it reads (prompts, profile, cassette, …) is among the inputs no output may
+/// be, as in a run on one machine.
+pub fn json_sink<J: Job>(
+    config_json: &str,
+    llm: Option<crate::agent::LlmRun>,
+) -> Result<Box<dyn AnySink>> {
+    let config = parse_config::<J>(config_json, llm)?;
     Ok(Box::new(JsonSink::<J>(J::Sink::open(&config)?)))
 }

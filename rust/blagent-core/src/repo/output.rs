@@ -416,7 +416,8 @@ fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
 /// object with all of `fields` (the fields every record of that output has, so that a dataset
 /// or another tool's JSONL with the same `instance_id` is not taken for ours), and a last line
 /// without its newline either such an object or, cut short by an interrupted write, starting
-/// with `prefix`, as blagent's lines do.
+/// with `prefix`, as blagent's lines do. A cut-short line is JSON that ends too early; a line
+/// JSON cannot read before its end (a `NaN`, a stray character) is someone else's.
 pub fn json_lines_with(bytes: &[u8], fields: &[&str], prefix: &[u8]) -> bool {
     let (complete, tail) = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(end) => bytes.split_at(end + 1),
@@ -427,7 +428,8 @@ pub fn json_lines_with(bytes: &[u8], fields: &[&str], prefix: &[u8]) -> bool {
         || match serde_json::from_slice::<serde_json::Value>(tail) {
             Ok(value) => has_fields(&value, fields),
             // Cut short anywhere, even inside the prefix.
-            Err(_) => tail.starts_with(prefix) || prefix.starts_with(tail),
+            Err(e) if e.is_eof() => tail.starts_with(prefix) || prefix.starts_with(tail),
+            Err(_) => false,
         };
     tail_ok
         && complete
@@ -651,6 +653,39 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
         let cut = b"{\"instance_id\": \"a\"}\n{\"inst";
         assert!(json_lines_with(cut, &["instance_id"], b"{\"instance_id\":"));
+    }
+
+    /// Found by a review: a user's one-line file without its newline, holding JSON that
+    /// Python writes and JSON does not read (`NaN`), was taken for a line blagent's own
+    /// interrupted write had cut short, so `eval --out` emptied it and `batch --out` cut it off.
+    #[test]
+    fn only_json_that_ends_too_early_counts_as_a_line_cut_short() {
+        let ours = |b: &[u8]| json_lines_with(b, &["instance_id"], b"{\"instance_id\":");
+        for theirs in [
+            &b"{\"instance_id\":\"x\",\"score\":NaN}"[..],
+            b"{\"instance_id\":\"x\",\"note\":\"mine\"} trailing",
+            b"{\"instance_id\":\"x\"}\n{\"instance_id\":\"y\",\"score\":Infinity}",
+        ] {
+            assert!(!ours(theirs), "{}", String::from_utf8_lossy(theirs));
+        }
+        for cut in [
+            &b"{\"instance_id\":\"x\",\"score\":0.5"[..],
+            b"{\"instance_id\":\"x\",\"ok\":tr",
+            b"{\"instance_id\":\"x\",\"path\":\"a\\",
+            b"{\"instance_id\":\"caf\xc3",
+        ] {
+            assert!(ours(cut), "{}", String::from_utf8_lossy(cut));
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("notes.jsonl");
+        let text = "{\"instance_id\":\"x\",\"note\":\"mine\",\"score\":NaN}";
+        std::fs::write(&notes, text).unwrap();
+        for mode in [APPEND, JSONL] {
+            let message = refused(open_output(&notes, mode, &Inputs::new(), "--out"));
+            assert!(message.contains("does not hold"), "{message}");
+        }
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), text);
     }
 
     #[test]

@@ -237,7 +237,7 @@ fn the_json_face_runs_either_job_and_records_a_lost_item() {
     })
     .to_string();
     let worker = json_worker::<BatchJob>(&config, None).expect("worker");
-    let mut sink = json_sink::<BatchJob>(&config).expect("sink");
+    let mut sink = json_sink::<BatchJob>(&config, None).expect("sink");
     let todo: Vec<serde_json::Value> =
         serde_json::from_str(&sink.todo_json().expect("todo")).expect("json");
     assert_eq!(todo.len(), 3);
@@ -260,7 +260,7 @@ fn the_json_face_runs_either_job_and_records_a_lost_item() {
     assert_eq!(report["written"], 1);
     assert_eq!(report["failures"][1]["kind"], "worker_lost");
 
-    let unknown = json_sink::<EvalJob>(r#"{"dataset": "d", "repos": "r", "bogus": 1}"#);
+    let unknown = json_sink::<EvalJob>(r#"{"dataset": "d", "repos": "r", "bogus": 1}"#, None);
     let message = unknown.err().expect("refused").to_string();
     assert!(message.contains("invalid evaluation config"), "{message}");
 }
