@@ -21,6 +21,7 @@ repository's structure with `get_repo_structure`, which clones from GitHub unles
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import os
@@ -47,6 +48,10 @@ TOP_FOLDER = {
     "pallets/flask": "flask",
 }
 DATASET_DIR = Path("princeton-nlp") / "SWE-bench_Lite"
+#: Written beside that dataset: the SHA-256 of the text `dataset` wrote there. A dataset's rows
+#: are the user's own, so nothing in them tells this command's file from one put there by other
+#: means; the digest does, and only a file that matches it is replaced.
+DATASET_DIGEST = ".blagent-dataset.sha256"
 #: The most bytes read from a dataset, a start file, a structure or an output being replaced.
 MAX_INPUT_BYTES = 1 << 30
 
@@ -195,10 +200,29 @@ def _rows(dataset: Path, ids: set[str] | None) -> list[dict[str, Any]]:
 def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
     """Writes the selected rows where `load_dataset("princeton-nlp/SWE-bench_Lite")` finds them."""
     out = work / DATASET_DIR / "test.jsonl"
+    digest = out.with_name(DATASET_DIGEST)
     check_output(out, ("instance_id",), inputs=(dataset,))
+    if out.exists() and _sha256(read_regular(out, MAX_INPUT_BYTES, "output")) != _recorded(digest):
+        raise OutputRefused(
+            f"{out} exists and this command did not write it (its digest is not the one in "
+            f"{digest.name} beside it); remove it or choose another --work"
+        )
     rows = _rows(dataset, ids)
-    _write_whole(out, "".join(json.dumps(row) + "\n" for row in rows))
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    _write_whole(out, text)
+    _write_whole(digest, _sha256(text.encode()) + "\n")
     return out
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _recorded(digest: Path) -> str | None:
+    """The digest `write_dataset` recorded in `digest`, if it is there and a regular file."""
+    if not digest.is_file() or digest.is_symlink():
+        return None
+    return read_regular(digest, 1024, "digest").decode("ascii", "replace").strip()
 
 
 def write_structures(

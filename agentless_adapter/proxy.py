@@ -13,7 +13,10 @@ chunk by chunk as they arrive, upstream errors with their status. An unreachable
 answered 502, a timeout 504, both with an OpenAI-style error body. `GET /v1/models` lists the
 accepted names. The upstream key, if any, comes from an environment variable (`--api-key-env`)
 and replaces the client's `Authorization`; without one the client's header is forwarded.
-Standard library only.
+A redirect is not followed (the key would go with it): it is answered 502. An answer is read up
+to 64 MiB (a longer one is answered 502), and a key it echoes (the upstream's or the client's)
+is replaced by `<redacted>` (in a stream, within each chunk as it arrives); a request body must
+declare its length, at most 64 MiB. Standard library only.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 #: The model names Agentless's `localize.py` and `repair.py` accept (`--model` choices).
 AGENTLESS_MODELS = (
@@ -46,6 +50,32 @@ FORWARDED_HEADERS = (
     "OpenAI-Project",
 )
 CHUNK_BYTES = 8192
+#: The most bytes of a request body taken, or of an upstream answer read (as blagent's client).
+MAX_BODY_BYTES = 64 << 20
+REDACTED = b"<redacted>"
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Turns every redirect into the `HTTPError` of its 3xx answer: following it would send
+    the `Authorization` header to wherever the endpoint points."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+class _TooLarge(ValueError):
+    """An upstream answer over `MAX_BODY_BYTES`."""
+
+
+def _read_bounded(response: Any) -> bytes:
+    """All of `response`'s body, or `_TooLarge` past `MAX_BODY_BYTES`."""
+    data = response.read(MAX_BODY_BYTES + 1)
+    if len(data) > MAX_BODY_BYTES:
+        raise _TooLarge(f"the upstream's answer is over {MAX_BODY_BYTES:,} bytes")
+    return data
 
 
 @dataclass
@@ -106,8 +136,24 @@ class ProxyHandler(BaseHTTPRequestHandler):
         else:
             self._forward(None)
 
+    def _secrets(self) -> list[bytes]:
+        """The keys an answer may echo: the upstream key and the client's own."""
+        client = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+        keys = (self.server.config.api_key, client)
+        return [key.encode() for key in keys if key and len(key) >= 4]
+
+    def _redact(self, data: bytes, secrets: list[bytes]) -> bytes:
+        for secret in secrets:
+            data = data.replace(secret, REDACTED)
+        return data
+
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        declared = self.headers.get("Content-Length") or "0"
+        length = int(declared) if declared.isdigit() else -1
+        if not 0 <= length <= MAX_BODY_BYTES:
+            message = f"Content-Length must be a number of bytes up to {MAX_BODY_BYTES:,}"
+            self._reply(400, _error_body(message, "invalid_request_error"))
+            return
         body = self.rfile.read(length)
         try:
             payload = json.loads(body) if body else None
@@ -131,10 +177,23 @@ class ProxyHandler(BaseHTTPRequestHandler):
         request = urllib.request.Request(
             self._target(), data=body, headers=headers, method=self.command
         )
+        secrets = self._secrets()
         try:
-            response = urllib.request.urlopen(request, timeout=config.timeout)
+            response = _OPENER.open(request, timeout=config.timeout)
         except urllib.error.HTTPError as err:  # the endpoint's own error: pass it through
-            self._reply(err.code, err.read(), err.headers.get("Content-Type", "application/json"))
+            try:
+                if 300 <= err.code < 400:
+                    message = f"upstream {config.upstream} redirected ({err.code}); not followed"
+                    self._reply(502, _error_body(message, "proxy_error"))
+                    return
+                data = _read_bounded(err)
+            except (_TooLarge, OSError) as failure:
+                self._reply(502, _error_body(str(failure), "proxy_error"))
+                return
+            finally:
+                err.close()
+            content_type = err.headers.get("Content-Type", "application/json")
+            self._reply(err.code, self._redact(data, secrets), content_type)
             return
         except (socket.timeout, TimeoutError):
             self._reply(504, _error_body(f"upstream {config.upstream} timed out", "proxy_timeout"))
@@ -147,19 +206,21 @@ class ProxyHandler(BaseHTTPRequestHandler):
             return
         with response:
             content_type = response.headers.get("Content-Type", "application/json")
-            self.send_response(response.status)
-            self.send_header("Content-Type", content_type)
             if content_type.startswith("text/event-stream"):
+                self.send_response(response.status)
+                self.send_header("Content-Type", content_type)
                 self.send_header("Cache-Control", "no-cache")
                 self.end_headers()
                 while chunk := response.read1(CHUNK_BYTES):
-                    self.wfile.write(chunk)
+                    self.wfile.write(self._redact(chunk, secrets))
                     self.wfile.flush()
-            else:
-                data = response.read()
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                return
+            try:
+                data = _read_bounded(response)
+            except _TooLarge as failure:
+                self._reply(502, _error_body(str(failure), "proxy_error"))
+                return
+            self._reply(response.status, self._redact(data, secrets), content_type)
 
 
 class _ProxyServer(ThreadingHTTPServer):

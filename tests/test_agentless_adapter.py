@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ import pytest
 from conftest import schema_validator
 
 from agentless_adapter import offline
+from agentless_adapter import proxy as proxy_module
 from agentless_adapter.loc_format import (
     contract_problems,
     read_loc_outputs,
@@ -314,6 +318,81 @@ def test_proxy_reports_an_unreachable_upstream_and_bad_bodies() -> None:
         server.server_close()
 
 
+class _Misbehaving(BaseHTTPRequestHandler):
+    """An upstream that redirects (`/redirect`), echoes the key it was sent in an error
+    (`/echo`) or answers more than the proxy reads (`/big`); it keeps every request's path and
+    `Authorization`."""
+
+    protocol_version = "HTTP/1.0"
+    server: Any
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        auth = self.headers.get("Authorization") or ""
+        self.server.seen.append((self.path, auth))
+        if self.path.startswith("/redirect"):
+            self.send_response(307)
+            self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}/landed")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        status, body = 200, b"{" + b" " * 4096 + b"}"
+        if self.path.startswith("/echo"):
+            status, body = 401, json.dumps({"error": {"message": f"bad key {auth}"}}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_proxy_follows_no_redirect_reads_bounded_answers_and_redacts_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by a review: the proxy followed a redirect with the upstream key, read an answer
+    of any length, passed an echoed key back to the client and hung on a negative length."""
+    monkeypatch.setattr(proxy_module, "MAX_BODY_BYTES", 1024)
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
+    upstream.seen = []  # type: ignore[attr-defined]
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{upstream.server_address[1]}"
+    proxies = []
+    try:
+        for path, key in (("/redirect", "sk-upstream-secret"), ("/echo", None), ("/big", None)):
+            server, url = start_proxy(ProxyConfig(base + path + "/v1", "m", api_key=key, log=False))
+            proxies.append(server)
+            status, _, body = post(url, agentless_request(AGENTLESS_MODELS[0]), key="sk-client-key")
+            if path == "/redirect":
+                assert status == 502 and "redirected (307); not followed" in body.decode()
+            elif path == "/echo":
+                assert status == 401 and b"sk-client-key" not in body
+                assert json.loads(body)["error"]["message"] == "bad key Bearer <redacted>"
+            else:
+                assert status == 502 and "over 1,024 bytes" in json.loads(body)["error"]["message"]
+        assert [p for p, _ in upstream.seen] == [
+            "/redirect/v1/chat/completions",
+            "/echo/v1/chat/completions",
+            "/big/v1/chat/completions",
+        ], "the redirect's target is never asked"
+        assert upstream.seen[0][1] == "Bearer sk-upstream-secret"
+        port = proxies[0].server_address[1]
+        for length in ("-1", "abc", str(1 << 40)):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                conn.sendall(
+                    f"POST /v1/chat/completions HTTP/1.0\r\nContent-Length: {length}\r\n\r\n".encode()
+                )
+                assert conn.recv(64).startswith(b"HTTP/1.0 400"), length
+    finally:
+        for server in proxies:
+            server.shutdown()
+            server.server_close()
+        upstream.shutdown()
+        upstream.server_close()
+
+
 def test_offline_outputs_never_replace_their_inputs_or_foreign_files(tmp_path: Path) -> None:
     py = {"classes": [], "functions": [], "text": ["pass"]}
     structures = tmp_path / "structures"
@@ -353,6 +432,22 @@ def test_offline_outputs_never_replace_their_inputs_or_foreign_files(tmp_path: P
     dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
     code = offline.main(["dataset", "--dataset", str(dataset), "--work", str(work)])
     assert code == 1 and json.loads(dataset.read_text())["instance_id"] == "i"
+    # Found by a review: a dataset put there by other means, every row with an `instance_id`,
+    # was replaced by the selected rows of another one. Only the file this command wrote is.
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(json.dumps({"instance_id": "c", "repo": "x/z"}) + "\n")
+    theirs = dataset.read_text()
+    with pytest.raises(offline.OutputRefused, match="this command did not write it"):
+        offline.write_dataset(mine, work, None)
+    assert dataset.read_text() == theirs
+    dataset.unlink()
+    for _ in range(2):
+        assert offline.write_dataset(mine, work, None) == dataset
+        assert dataset.read_text() == mine.read_text()
+    dataset.write_text(theirs)  # changed by hand since: no longer the file it wrote
+    with pytest.raises(offline.OutputRefused, match="this command did not write it"):
+        offline.write_dataset(mine, work, None)
+    assert dataset.read_text() == theirs
 
 
 def test_align_refuses_lines_it_cannot_read_in_one_line(
