@@ -227,6 +227,48 @@ fn parse_hunk(
 /// How far from its stated line a hunk is looked for (in each direction).
 pub const MAX_HUNK_OFFSET: usize = 3000;
 
+/// Polynomial hashes of a file's lines, read so that the hash of any run of consecutive lines
+/// is found at once from two prefix hashes (Rabin–Karp); equal hashes are then checked line by
+/// line, so a collision costs time, never a wrong placement.
+struct LineWindows {
+    /// `prefix[i]`: the hash of the first `i` lines.
+    prefix: Vec<u64>,
+    /// `power[i]`: `RADIX` to the `i`th.
+    power: Vec<u64>,
+}
+
+impl LineWindows {
+    const RADIX: u64 = 0x0000_0100_0000_01b3;
+
+    fn new(lines: &[&str]) -> Self {
+        let (mut prefix, mut power) = (vec![0u64], vec![1u64]);
+        for line in lines {
+            let last = prefix[prefix.len() - 1];
+            prefix.push(Self::step(last, line));
+            power.push(power[power.len() - 1].wrapping_mul(Self::RADIX));
+        }
+        LineWindows { prefix, power }
+    }
+
+    fn step(hash: u64, line: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        line.hash(&mut hasher);
+        hash.wrapping_mul(Self::RADIX).wrapping_add(hasher.finish())
+    }
+
+    /// The hash of `lines`, as [`LineWindows::hash`] gives it for the same lines in a file.
+    fn hash_of<'a>(lines: impl Iterator<Item = &'a str>) -> u64 {
+        lines.fold(0, Self::step)
+    }
+
+    /// The hash of the `len` lines from line `at` (0-based), if the file has them.
+    fn hash(&self, at: usize, len: usize) -> Option<u64> {
+        let end = *self.prefix.get(at.checked_add(len)?)?;
+        Some(end.wrapping_sub(self.prefix[at].wrapping_mul(self.power[len])))
+    }
+}
+
 /// Where [`locate_hunks`] found a hunk of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -244,9 +286,12 @@ pub enum Placement {
 /// base lines; the search starts at the stated line shifted by the previous hunk's offset,
 /// widens one line each way (the nearer position first, earlier on a tie), never starts
 /// before the end of the previous hunk and gives up [`MAX_HUNK_OFFSET`] lines away.
-/// Returns one placement per hunk.
+/// Returns one placement per hunk. Each position is tried by comparing hashes of the lines
+/// first ([`LineWindows`]), so a hunk costs its length plus the positions it tries, however
+/// long a near-match is.
 pub fn locate_hunks(base: &str, file: &mut FilePatch) -> Vec<Placement> {
     let old: Vec<&str> = base.lines().map(str::trim_end).collect();
+    let windows = LineWindows::new(&old);
     let mut placements = Vec::with_capacity(file.hunks.len());
     let (mut floor, mut carried) = (0usize, 0isize);
     for hunk in &mut file.hunks {
@@ -262,11 +307,11 @@ pub fn locate_hunks(base: &str, file: &mut FilePatch) -> Vec<Placement> {
             .first()
             .map_or(0, |l| l.base_line.saturating_sub(1));
         let expected = stated.saturating_add_signed(carried).max(floor);
+        let wanted = LineWindows::hash_of(preimage.iter().map(String::as_str));
         let fits = |at: usize| {
             at >= floor
-                && old
-                    .get(at..at + preimage.len())
-                    .is_some_and(|window| window.iter().eq(preimage.iter()))
+                && windows.hash(at, preimage.len()) == Some(wanted)
+                && old[at..at + preimage.len()].iter().eq(preimage.iter())
         };
         let found = if preimage.is_empty() {
             Some(expected)
@@ -448,6 +493,33 @@ mod tests {
             apply(base, &file).unwrap(),
             "n1\nn2\nn3\nl1\na = 1\nb = 3\nc = 4\nd = 5\nl6\nl7\nl8\nx\ny\nz\n"
         );
+    }
+
+    /// Found by a review: each position a hunk tried was compared line by line, so hunks
+    /// whose long context nearly matched everywhere (a file of equal lines) took seconds each.
+    /// Positions are now told apart by the hashes of their lines; the placements are the same.
+    #[test]
+    fn line_windows_hash_every_run_of_lines_as_the_lines_themselves_hash() {
+        let lines = ["x", "x", "y", "", "x", "y", "z"];
+        let windows = LineWindows::new(&lines);
+        for at in 0..=lines.len() {
+            for len in 0..=lines.len() - at {
+                let direct = LineWindows::hash_of(lines[at..at + len].iter().copied());
+                assert_eq!(windows.hash(at, len), Some(direct), "{at} {len}");
+            }
+        }
+        assert_eq!(windows.hash(5, 3), None);
+        assert_eq!(windows.hash(usize::MAX, 2), None);
+        assert_ne!(windows.hash(0, 2), windows.hash(1, 2));
+
+        let base = format!("{}y\n", "x\n".repeat(2000));
+        let context = " x\n".repeat(500);
+        let near = format!("--- a/m.py\n+++ b/m.py\n@@ -1,501 +1,501 @@\n{context}-z\n+w\n");
+        let mut file = parse_patch(&near).unwrap().remove(0);
+        assert_eq!(locate_hunks(&base, &mut file), [Placement::Unmatched]);
+        let far = format!("--- a/m.py\n+++ b/m.py\n@@ -1,501 +1,501 @@\n{context}-y\n+w\n");
+        let mut file = parse_patch(&far).unwrap().remove(0);
+        assert_eq!(locate_hunks(&base, &mut file), [Placement::Found(1500)]);
     }
 
     #[test]
