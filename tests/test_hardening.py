@@ -849,3 +849,40 @@ def test_a_model_folder_whose_sizes_no_model_has_is_a_clear_error(
         _core.Encoder(str(folder))
     with pytest.raises(ModelError, match=why):
         Localizer(dense=True, model_dir=folder)
+
+
+def test_numbers_json_cannot_carry_and_newlines_in_errors_get_one_clean_line(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Found by a review: an integer of more digits than Python converts (4,300) in a request,
+    `--weights` or an LLM option gave a traceback, weights whose sum an f32 cannot hold gave
+    `null` scores, and a newline in a path printed a second, forged `blagent:` line."""
+    huge = "9" * 5000
+    request = tmp_path / "request.json"
+    request.write_text(f'{{"repo_path": "{repo}", "issue": "x", "top_k": {huge}}}')
+    issue = tmp_path / "issue.md"
+    issue.write_text(ISSUE)
+    data = tmp_path / "data.jsonl"
+    row = {"instance_id": "a", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]}
+    data.write_text(json.dumps(row) + "\n")
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    (trees / "a").symlink_to(repo, target_is_directory=True)
+    on_data = ("eval", "--dataset", str(data), "--repos", str(trees), "--quiet")
+    cases = [
+        (("localize", "--request-json", str(request)), "is not JSON blagent can read"),
+        ((*on_data, "--weights", f'{{"definition": {huge}}}'), "is not JSON blagent can read"),
+        ((*on_data, "--weights", '{"bm25_file": 2e38, "bm25_chunk": 2e38}'), "add up to"),
+        (("localize", "--repo", str(repo), "--issue", str(issue), "--llm-option",
+          f"max_steps={huge}", "--pipeline", "rrl", "--llm-base-url", "http://127.0.0.1:9",
+          "--llm-model", "m"), "invalid LLM options"),
+        (("localize", "--repo", f"{tmp_path}/no\nblagent: forged", "--issue", str(issue)),
+         "\\x0ablagent: forged"),
+    ]  # fmt: skip
+    for args, because in cases:
+        proc = run(*args)
+        assert_clean_failure(proc, because=because)
+        assert proc.stderr.count("\n") == 1, proc.stderr
+    for weights in ({"definition": 10**5000}, {"bm25_file": 2e38, "bm25_chunk": 2e38}):
+        with pytest.raises(InputError):
+            Localizer(weights=weights)

@@ -9,10 +9,11 @@ exists but cannot be read is the core's I/O error, exit 3, as for every file the
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from . import _core
 
@@ -77,6 +78,28 @@ def check_encodable(text: str, what: str) -> None:
             f"{what} holds a lone surrogate (U+{code:04X} at character {err.start}), "
             "which is not valid Unicode text"
         ) from err
+
+
+def json_value(text: str, what: str) -> Any:
+    """`text` read as JSON, or an `InputError` naming `what`: not JSON, nested too deeply, or
+    an integer of more digits than Python converts (4,300 by default)."""
+    try:
+        return json.loads(text)
+    except RecursionError as err:
+        raise _core.InputError(f"{what} is nested too deeply") from err
+    except ValueError as err:  # json.JSONDecodeError, or an integer too long to convert
+        raise _core.InputError(f"{what} is not JSON blagent can read: {err}") from err
+
+
+def json_text(value: Any, what: str) -> str:
+    """`value` as JSON, or an `InputError` naming `what`: nested too deeply, or holding what
+    JSON cannot carry (a set, bytes, an integer too long to write)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError as err:
+        raise _core.InputError(f"{what} is nested too deeply") from err
+    except (TypeError, ValueError) as err:
+        raise _core.InputError(f"{what} holds a value JSON cannot carry: {err}") from err
 
 
 def printable_lines(text: str) -> str:

@@ -120,7 +120,7 @@ def llm_options(args: argparse.Namespace) -> dict[str, Any]:
             raise _core.InputError(f"--llm-option wants KEY=VALUE, got {item!r}")
         try:
             options[key.strip()] = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON (or too long a number): the text itself
             options[key.strip()] = text
     return options
 

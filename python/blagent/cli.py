@@ -92,10 +92,7 @@ def _read_request(source: str) -> dict[str, Any]:
         data = _io.read_stdin(_io.MAX_ISSUE_BYTES, "request")
     else:
         data = _core.read_user_file(source, _io.MAX_ISSUE_BYTES, "request file")
-    try:
-        request = json.loads(_io.decode_strict(data, "the request"))
-    except RecursionError as err:
-        raise _core.InputError("the request JSON is nested too deeply") from err
+    request = _io.json_value(_io.decode_strict(data, "the request"), "the request JSON")
     if not isinstance(request, dict):
         raise _core.InputError("the request must be a JSON object")
     return request  # its text is checked where every request's is (`localize_request`)
@@ -503,7 +500,7 @@ def cmd_analyze_failures(args: argparse.Namespace) -> int:
 
 def _weights(text: str) -> dict[str, float]:
     """`--weights`: a JSON object of finite numbers (the core names an unknown signal)."""
-    weights = json.loads(text)
+    weights = _io.json_value(text, "--weights")
     if not isinstance(weights, dict):
         raise _core.InputError("--weights must be a JSON object of signal weights")
     for name, value in weights.items():
@@ -859,7 +856,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"blagent: error: invalid JSON argument: {err}", file=sys.stderr)
         return EXIT_INPUT
     except _core.BlagentError as err:
-        print(f"blagent: error: {_io.printable_lines(str(err))}", file=sys.stderr)
+        print(f"blagent: error: {_io.printable(str(err))}", file=sys.stderr)
         # The core's table of each error kind's exception class (`ERROR_CLASSES`).
         kind = next(
             (kind for kind, cls in _core.ERROR_CLASSES.items() if isinstance(err, cls)), "internal"
@@ -871,7 +868,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
     except OSError as err:  # writing standard output (a full disk), or another I/O failure
         _drop_standard_output()
-        print(f"blagent: error: {_io.printable_lines(str(err))}", file=sys.stderr)
+        print(f"blagent: error: {_io.printable(str(err))}", file=sys.stderr)
         return EXIT_FAILURE
 
 

@@ -104,8 +104,8 @@ class Localizer:
             raise _core.InputError("reads must be a list of paths, not one path")
         self.top_k = top_k
         self._inner = _core.Localizer(
-            json.dumps(options),
-            json.dumps(llm_options) if llm_options else None,
+            _io.json_text(options, "the options"),
+            _io.json_text(llm_options, "llm_options") if llm_options else None,
             llm_config_json,
             [os.fspath(path) for path in reads],
         )
@@ -187,12 +187,7 @@ class Localizer:
 def _request_json(data: dict[str, Any]) -> str:
     """`data` as JSON, or an `InputError`: nested too deeply, holding what JSON cannot carry (a
     set, bytes), or text that is not Unicode."""
-    try:
-        text = json.dumps(data, ensure_ascii=False)
-    except RecursionError as err:
-        raise _core.InputError("the request is nested too deeply") from err
-    except (TypeError, ValueError) as err:
-        raise _core.InputError(f"the request holds a value JSON cannot carry: {err}") from err
+    text = _io.json_text(data, "the request")
     _io.check_encodable(text, "the request")
     return text
 

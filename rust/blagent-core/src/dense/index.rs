@@ -162,6 +162,7 @@ impl DenseModel {
             .map(|dir| IndexStore::new(dir.join("indexes").join(&manifest.fingerprint[..32])));
         let mut stats = DenseStats::default();
         if let Some(store) = &store {
+            store.check_folders()?;
             let start = Instant::now();
             match store.load(&manifest) {
                 Ok(index) => {

@@ -73,6 +73,13 @@ impl IndexStore {
         IndexStore { dir: dir.into() }
     }
 
+    /// Refuses a store whose folder, or the folder of stores above it, is a symbolic link:
+    /// saving would replace the files of wherever it points.
+    pub fn check_folders(&self) -> Result<()> {
+        let parent = self.dir.parent().unwrap_or(&self.dir);
+        crate::repo::refuse_linked_folders(&[parent, &self.dir], "index cache")
+    }
+
     /// Loads the stored index if it was built exactly as `expected` says (checksum aside).
     pub fn load(&self, expected: &Manifest) -> std::result::Result<FaissIndex, StoreMiss> {
         let manifest_path = self.dir.join(MANIFEST);
@@ -170,6 +177,35 @@ pub fn expected_manifest(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by a review: a store folder linked to another folder had that folder's
+    /// `manifest.json` and `vectors.faiss` replaced.
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_store_folder_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        fs::write(victim.join(MANIFEST), "{}").unwrap();
+        let indexes = dir.path().join("cache/indexes");
+        fs::create_dir_all(&indexes).unwrap();
+        std::os::unix::fs::symlink(&victim, indexes.join("fp")).unwrap();
+        let err = IndexStore::new(indexes.join("fp"))
+            .check_folders()
+            .unwrap_err();
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        let linked_parent = dir.path().join("other/indexes");
+        fs::create_dir_all(linked_parent.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&victim, &linked_parent).unwrap();
+        let err = IndexStore::new(linked_parent.join("fp"))
+            .check_folders()
+            .unwrap_err();
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        IndexStore::new(dir.path().join("cache/indexes/own"))
+            .check_folders()
+            .unwrap();
+        assert_eq!(fs::read_to_string(victim.join(MANIFEST)).unwrap(), "{}");
+    }
 
     fn index() -> (FaissIndex, Manifest) {
         let data: Vec<f32> = (0..64).map(|i| (i % 5) as f32).collect();

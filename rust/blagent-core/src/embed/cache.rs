@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use super::encoder::{Encoder, TextKind};
 use crate::error::{Error, Result};
 use crate::repo::read::{read_bounded, MAX_SMALL_FILE_BYTES};
+use crate::repo::{fs_is_link, refuse_linked_folders};
 
 const MAGIC: &[u8; 4] = b"BLE1";
 const CHECKSUM_BYTES: usize = 8;
@@ -44,9 +45,11 @@ impl EmbeddingCache {
         Self::open(&cache_dir.join("embeddings"), identity)
     }
 
-    /// The cache for the model `identity` under `root` (created if needed).
+    /// The cache for the model `identity` under `root` (created if needed). `root` and the
+    /// model's folder are blagent's own: a link in their place is refused.
     pub fn open(root: &Path, identity: &str) -> Result<Self> {
         let dir = root.join(&blake3::hash(identity.as_bytes()).to_hex()[..16]);
+        refuse_linked_folders(&[root, &dir], "embedding cache")?;
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         Ok(EmbeddingCache { dir })
     }
@@ -68,6 +71,9 @@ impl EmbeddingCache {
     /// happened.
     pub fn get(&self, text: &str, kind: TextKind, dimension: usize) -> (Option<Vec<f32>>, bool) {
         let path = self.path(text, kind);
+        if path.parent().is_some_and(fs_is_link) {
+            return (None, false); // a linked shard folder is not the cache's: neither read nor cleaned
+        }
         // An entry is a few kilobytes; anything else in its place (a FIFO, a huge file) is
         // a miss, read no further.
         let Ok(bytes) = read_bounded(&path, MAX_SMALL_FILE_BYTES) else {
@@ -86,7 +92,7 @@ impl EmbeddingCache {
         let path = self.path(text, kind);
         let parent = path.parent().expect("entries live in a shard folder");
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-        if path.is_dir() {
+        if path.is_dir() || fs_is_link(parent) {
             // Not an entry, and not blagent's to remove: this vector is just not stored.
             return Ok(());
         }
@@ -184,6 +190,35 @@ fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by a review: the cache wrote through links in its folders into someone else's.
+    #[cfg(unix)]
+    #[test]
+    fn linked_folders_are_neither_written_through_nor_cleaned() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        let linked = dir.path().join("linked");
+        std::os::unix::fs::symlink(&victim, &linked).unwrap();
+        let err = EmbeddingCache::open(&linked, "model").unwrap_err();
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+
+        let cache = EmbeddingCache::open(&dir.path().join("own"), "model").unwrap();
+        let entry = cache.path("text", TextKind::Document);
+        let shard = entry.parent().unwrap();
+        fs::create_dir_all(shard.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&victim, shard).unwrap();
+        fs::write(victim.join(entry.file_name().unwrap()), "not a vector").unwrap();
+        cache.put("text", TextKind::Document, &[1.0, 2.0]).unwrap();
+        assert_eq!(cache.get("text", TextKind::Document, 2), (None, false));
+        let names: Vec<_> = fs::read_dir(&victim)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [entry.file_name().unwrap()]);
+        let kept = fs::read_to_string(victim.join(entry.file_name().unwrap())).unwrap();
+        assert_eq!(kept, "not a vector");
+    }
 
     #[test]
     fn round_trips_and_separates_models_and_kinds() {

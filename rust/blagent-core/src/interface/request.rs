@@ -87,10 +87,27 @@ impl LocalizeRequest {
         }
     }
 
-    /// Parses and validates a request from JSON text.
+    /// Parses and validates a request from JSON text. The request, its `hints` and its
+    /// `rewrites` are JSON objects, as the schema has them (serde would read a struct from a
+    /// list of its fields' values as well).
     pub fn from_json(text: &str) -> Result<Self> {
-        let request: LocalizeRequest = serde_json::from_str(text)
-            .map_err(|e| Error::InvalidInput(format!("invalid request: {e}")))?;
+        let invalid = |e: serde_json::Error| Error::InvalidInput(format!("invalid request: {e}"));
+        let value: serde_json::Value = serde_json::from_str(text).map_err(invalid)?;
+        let parts = [
+            ("the request", Some(&value)),
+            ("hints", value.get("hints")),
+            ("rewrites", value.get("rewrites")),
+        ];
+        for (what, part) in parts {
+            let allowed =
+                |p: &serde_json::Value| p.is_object() || (p.is_null() && what == "rewrites");
+            if part.is_some_and(|p| !allowed(p)) {
+                return Err(Error::InvalidInput(format!(
+                    "invalid request: {what} must be a JSON object"
+                )));
+            }
+        }
+        let request: LocalizeRequest = serde_json::from_value(value).map_err(invalid)?;
         request.validate()?;
         Ok(request)
     }
@@ -156,6 +173,25 @@ mod tests {
                 .contains("more than an issue may be (16 MiB)"),
             "{err}"
         );
+    }
+
+    /// Found by a review: serde read `hints` and `rewrites` (and the request itself) from
+    /// lists of their fields' values, which the schema and the Python interface refuse.
+    #[test]
+    fn the_request_its_hints_and_its_rewrites_are_objects_only() {
+        let lists = [
+            r#"["1.0", "a", "/r", "x"]"#,
+            r#"{"repo_path": "/r", "issue": "x", "hints": [["a.py"], "python"]}"#,
+            r#"{"repo_path": "/r", "issue": "x", "rewrites": ["a", "b"]}"#,
+        ];
+        for text in lists {
+            let err = LocalizeRequest::from_json(text).expect_err(text);
+            assert!(err.to_string().contains("must be a JSON object"), "{err}");
+        }
+        let objects = r#"{"repo_path": "/r", "issue": "x", "hints": {"files": ["a.py"]},
+            "rewrites": null}"#;
+        let request = LocalizeRequest::from_json(objects).expect("objects");
+        assert_eq!(request.hints.files, ["a.py"]);
     }
 
     #[test]

@@ -59,7 +59,11 @@ pub fn reformulate(issue: &str) -> Reformulation {
     let stack_frames = stack_frames(&explanation);
     let (mut paths, mut filenames) = paths(&explanation);
     // Traceback paths are the frames' business, not mentions.
-    paths.retain(|p| !stack_frames.iter().any(|f| f.path.trim_matches('/') == p));
+    let frame_paths: HashSet<&str> = stack_frames
+        .iter()
+        .map(|f| f.path.trim_matches('/'))
+        .collect();
+    paths.retain(|p| !frame_paths.contains(p.as_str()));
     let jvm_frame_files: HashSet<&str> = JVM_FRAME
         .captures_iter(&explanation)
         .filter_map(|c| c.get(3).map(|m| m.as_str()))
@@ -108,6 +112,8 @@ fn dedup(items: Vec<String>) -> Vec<String> {
 #[derive(Default)]
 struct Identifiers {
     items: Vec<Identifier>,
+    /// Where each name is in `items` (a long issue names many: no search of the list).
+    index: std::collections::HashMap<String, usize>,
 }
 
 impl Identifiers {
@@ -116,13 +122,15 @@ impl Identifiers {
         if name.len() < 2 || is_keyword(name) {
             return;
         }
-        match self.items.iter_mut().find(|i| i.name == name) {
-            Some(existing) => existing.source = existing.source.min(source),
-            None => self.items.push(Identifier {
-                name: name.to_owned(),
-                source,
-            }),
+        if let Some(&at) = self.index.get(name) {
+            self.items[at].source = self.items[at].source.min(source);
+            return;
         }
+        self.index.insert(name.to_owned(), self.items.len());
+        self.items.push(Identifier {
+            name: name.to_owned(),
+            source,
+        });
     }
 
     fn into_vec(self) -> Vec<Identifier> {

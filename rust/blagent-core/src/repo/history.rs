@@ -13,17 +13,24 @@
 //! and a treeless one (`--filter=tree:0`) has none, rather than one request to the remote per
 //! commit. No `.git` (a tree written from an archive) means no history and no error.
 //! Git's output is read up to [`MAX_LOG_BYTES`]; a git that is missing, fails or is stopped
-//! leaves the history empty, with the reason kept for the result's warnings.
+//! leaves the history empty, with the reason kept for the result's warnings. Git is stopped
+//! after [`GIT_TIMEOUT`] (one that blocks, on a FIFO inside `.git` for one, never holds up a
+//! run) or when the user presses Ctrl-C.
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Commits read at most, newest first (`git log -n`). 5,000 of django's are about 1.4 MB and
 /// a quarter of a second.
 pub const DEFAULT_MAX_COMMITS: usize = 5000;
 /// Bytes of `git log` output read at most: past this, the commits read so far are kept.
 pub const MAX_LOG_BYTES: u64 = 32 << 20;
+/// How long `git log` may run before it is stopped and the history left out.
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// What tells git which repository to read, and how, from the environment: a git hook or a
 /// `git rebase --exec` sets some of these for its own repository (`git rev-parse
 /// --local-env-vars`). They are cleared, so git reads this repository's folder as it is.
@@ -75,7 +82,8 @@ pub fn read_history(root: &Path, max_commits: usize) -> History {
     if max_commits == 0 || !is_dir {
         return History::default();
     }
-    match run_log(&git_dir, max_commits) {
+    let log = check_git_files(&git_dir).and_then(|()| run_log(&git_dir, max_commits, GIT_TIMEOUT));
+    match log {
         Ok(text) => History {
             commits: parse_log(&text),
             note: None,
@@ -87,8 +95,33 @@ pub fn read_history(root: &Path, max_commits: usize) -> History {
     }
 }
 
+/// The files of `.git` that git opens to read the log: where one is there and is not a regular
+/// file (a FIFO would block git's open until something writes to it), git is not run.
+const GIT_FILES: [&str; 6] = [
+    "HEAD",
+    "config",
+    "packed-refs",
+    "commondir",
+    "shallow",
+    "objects/info/alternates",
+];
+
+fn check_git_files(git_dir: &Path) -> Result<(), String> {
+    for name in GIT_FILES {
+        if let Ok(meta) = std::fs::metadata(git_dir.join(name)) {
+            if !meta.is_file() {
+                let kind = super::read::kind_name(meta.file_type());
+                return Err(format!(
+                    ".git/{name} is a {kind}, not a regular file; git not run"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `git log` of `git_dir`'s HEAD: per commit a mark, the message, a mark and the changed files.
-fn run_log(git_dir: &Path, max_commits: usize) -> Result<String, String> {
+fn run_log(git_dir: &Path, max_commits: usize, timeout: Duration) -> Result<String, String> {
     let mut git = Command::new("git");
     for name in LOCAL_GIT_ENV {
         git.env_remove(name);
@@ -124,11 +157,17 @@ fn run_log(git_dir: &Path, max_commits: usize) -> Result<String, String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("git could not run ({e})"))?;
+    let stdout = child.stdout.take();
+    let child = Arc::new(Mutex::new(child));
+    let watchdog = Watchdog::start(Arc::clone(&child), timeout);
     let mut bytes = Vec::new();
-    let read = child
-        .stdout
-        .take()
-        .map(|out| out.take(MAX_LOG_BYTES).read_to_end(&mut bytes));
+    let read = stdout.map(|out| out.take(MAX_LOG_BYTES).read_to_end(&mut bytes));
+    let stopped = watchdog.finish();
+    let mut child = child.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(why) = stopped {
+        let _ = child.wait();
+        return Err(why);
+    }
     let truncated = bytes.len() as u64 >= MAX_LOG_BYTES;
     if truncated {
         // The commits read so far are kept; git is not left writing to a closed pipe.
@@ -149,6 +188,45 @@ fn run_log(git_dir: &Path, max_commits: usize) -> Result<String, String> {
         text.truncate(text.rfind(COMMIT_MARK).unwrap_or(0));
     }
     Ok(text)
+}
+
+/// Stops a running git after a timeout ([`GIT_TIMEOUT`]) or on Ctrl-C ([`crate::cancel`]),
+/// from a thread of its own, while the caller reads git's output (which then ends).
+struct Watchdog {
+    done: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Option<String>>,
+}
+
+impl Watchdog {
+    fn start(child: Arc<Mutex<Child>>, timeout: Duration) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let finished = Arc::clone(&done);
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            while !finished.load(Ordering::SeqCst) {
+                let why = if crate::cancel::is_requested() {
+                    "git log was stopped by an interrupt".to_owned()
+                } else if start.elapsed() > timeout {
+                    let seconds = timeout.as_secs_f64();
+                    format!("git log took more than {seconds} s and was stopped")
+                } else {
+                    std::thread::park_timeout(crate::cancel::POLL);
+                    continue;
+                };
+                let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
+                return Some(why);
+            }
+            None
+        });
+        Watchdog { done, thread }
+    }
+
+    /// Ends the watch once git's output is read; why git was stopped, if it was.
+    fn finish(self) -> Option<String> {
+        self.done.store(true, Ordering::SeqCst);
+        self.thread.thread().unpark();
+        self.thread.join().unwrap_or(None)
+    }
 }
 
 /// The commits of [`run_log`]'s output.
@@ -346,6 +424,43 @@ mod tests {
         let history = read_history(repo.path(), 10);
         assert!(history.commits.is_empty());
         assert!(history.note.unwrap().starts_with("no commit history"));
+    }
+
+    /// Found by a review: a FIFO inside `.git` (its HEAD, its config, a branch's ref) made git
+    /// block on its open, and `localize` with it, beyond the reach of an interrupt sent to
+    /// blagent alone.
+    #[cfg(unix)]
+    #[test]
+    fn git_files_that_are_not_regular_and_a_git_that_blocks_leave_the_history_out() {
+        let mkfifo = |path: &Path| {
+            let status = Command::new("mkfifo").arg(path).status().unwrap();
+            assert!(status.success());
+        };
+        let repo = tempfile::tempdir().unwrap();
+        git(repo.path(), &["init", "-q"]);
+        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let git_dir = repo.path().join(".git");
+        let head = std::fs::read_to_string(git_dir.join("HEAD")).unwrap();
+        std::fs::remove_file(git_dir.join("HEAD")).unwrap();
+        mkfifo(&git_dir.join("HEAD"));
+        let history = read_history(repo.path(), 10);
+        let note = history.note.unwrap();
+        assert!(
+            note.contains(".git/HEAD is a FIFO, not a regular file"),
+            "{note}"
+        );
+
+        // A FIFO git opens that is not among those checked: stopped at the timeout.
+        std::fs::remove_file(git_dir.join("HEAD")).unwrap();
+        std::fs::write(git_dir.join("HEAD"), &head).unwrap();
+        let branch = head.trim().strip_prefix("ref: ").unwrap();
+        std::fs::remove_file(git_dir.join(branch)).unwrap();
+        mkfifo(&git_dir.join(branch));
+        let err = run_log(&git_dir, 10, Duration::from_millis(500)).unwrap_err();
+        assert!(
+            err.contains("took more than 0.5 s and was stopped"),
+            "{err}"
+        );
     }
 
     #[test]

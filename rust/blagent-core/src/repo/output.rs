@@ -5,7 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Component, Path, PathBuf};
 
-use super::read::{kind_name, read_bounded, MAX_DATA_FILE_BYTES};
+use super::read::{kind_name, read_bounded, same_file, MAX_DATA_FILE_BYTES};
 use crate::error::{Error, Result};
 
 /// How an output is opened, and what it may already hold: an existing file is written only
@@ -401,15 +401,25 @@ pub fn complete_last_line(file: &mut File, path: &Path) -> Result<(Vec<u8>, bool
     Ok((bytes, true))
 }
 
-#[cfg(unix)]
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    a.dev() == b.dev() && a.ino() == b.ino()
+/// Refuses a folder of blagent's cache that is a symbolic link (`what` names the cache): the
+/// cache writes and removes files only in folders it made, never through a link into another
+/// folder, which may hold someone else's files. The cache folder itself may be a link.
+pub fn refuse_linked_folders(folders: &[&Path], what: &str) -> Result<()> {
+    for folder in folders {
+        if fs_is_link(folder) {
+            return Err(Error::InvalidInput(format!(
+                "{} is a symbolic link inside the {what}; blagent writes only into folders it \
+                 made there: remove the link",
+                folder.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
-#[cfg(not(unix))]
-fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
-    false
+/// Whether `path` is a symbolic link (not followed).
+pub fn fs_is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// Whether `bytes` are JSON lines as blagent writes them: every complete non-blank line an

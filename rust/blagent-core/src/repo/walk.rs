@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ignores::Ignores;
 use super::lang::{is_test_entry, language_for_path, language_named, Language, LANGUAGES};
-use super::read::{read_bounded, ReadFailure};
+use super::read::{open_regular, opened_inside, read_open_bounded, ReadFailure};
 use super::skipped::{SkipReason, Skipped};
 use crate::error::{Error, Result};
 
@@ -120,7 +120,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         mut modules,
         skipped: mut own_skips,
     } = listing;
-    let (files, read_skips) = read_sources(candidates, options);
+    let (files, read_skips) = read_sources(&root, candidates, options);
     own_skips.extend(read_skips);
     modules.sort();
     modules.dedup();
@@ -284,12 +284,13 @@ impl Listing {
 /// Reads the listed source files in parallel: those read and those left out while reading,
 /// each in listing order.
 fn read_sources(
+    root: &Path,
     candidates: Vec<(PathBuf, String, &'static Language)>,
     options: &WalkOptions,
 ) -> (Vec<SourceFile>, Vec<Skipped>) {
     let read: Vec<std::result::Result<SourceFile, Skipped>> = candidates
         .into_par_iter()
-        .map(|(abs, rel, language)| read_source(&abs, rel, language, options))
+        .map(|(abs, rel, language)| read_source(root, &abs, rel, language, options))
         .collect();
     let mut files = Vec::new();
     let mut skipped = Vec::new();
@@ -345,7 +346,10 @@ fn symlink_reason(root: &Path, link: &Path) -> SkipReason {
     }
 }
 
+/// Reads the listed source `abs` (under the canonical `root`), or says why not: a file that
+/// became a link leaving `root` since it was listed is not read ([`opened_inside`]).
 fn read_source(
+    root: &Path,
     abs: &Path,
     path: String,
     language: &'static Language,
@@ -367,8 +371,21 @@ fn read_source(
             reason: SkipReason::TooLarge { bytes: meta.len() },
         });
     }
-    let bytes = match read_bounded(abs, options.max_file_bytes) {
-        Ok(bytes) => bytes,
+    let opened = open_regular(abs).and_then(|file| {
+        if opened_inside(&file, abs, root) {
+            read_open_bounded(&file, options.max_file_bytes).map(Some)
+        } else {
+            Ok(None)
+        }
+    });
+    let bytes = match opened {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return Err(Skipped {
+                path,
+                reason: SkipReason::SymlinkOutside,
+            })
+        }
         Err(ReadFailure::NotRegular(_)) => {
             return Err(Skipped {
                 path,

@@ -90,19 +90,28 @@ impl Default for FusionWeights {
 }
 
 impl FusionWeights {
-    /// Every weight finite and at least 0, else an input error naming the first that is not.
+    /// Every weight finite and at least 0, else an input error naming the first that is not;
+    /// and their sum within an f32's range, since a fused score adds each weight times a part
+    /// of at most 1 (past it, scores would be infinite or `NaN`).
     pub fn check(&self) -> crate::Result<()> {
-        match Signal::ALL
+        if let Some(&s) = Signal::ALL
             .iter()
             .find(|&&s| !(self.weight(s) >= 0.0 && self.weight(s).is_finite()))
         {
-            Some(&s) => Err(crate::Error::InvalidInput(format!(
+            return Err(crate::Error::InvalidInput(format!(
                 "fusion weight {} must be a finite number of at least 0, not {}",
                 s.name(),
                 self.weight(s)
-            ))),
-            None => Ok(()),
+            )));
         }
+        let sum: f64 = Signal::ALL.iter().map(|&s| f64::from(self.weight(s))).sum();
+        if sum > f64::from(f32::MAX) {
+            return Err(crate::Error::InvalidInput(format!(
+                "the fusion weights add up to {sum:e}, past the {:e} a score can hold",
+                f32::MAX
+            )));
+        }
+        Ok(())
     }
 
     /// The weight of `signal`.
@@ -328,6 +337,25 @@ mod tests {
                 .sum();
             assert!((sum - score).abs() < 1e-6, "{sum} against {score}");
         }
+    }
+
+    /// Found by a review: two weights of 2e38, each within an f32, made the fused scores
+    /// infinite (`null` in JSON) and the ranking ties.
+    #[test]
+    fn weights_whose_sum_an_f32_cannot_hold_are_refused() {
+        let big = |names: &[&str]| {
+            let map: serde_json::Map<String, serde_json::Value> = names
+                .iter()
+                .map(|n| ((*n).to_owned(), 2e38.into()))
+                .collect();
+            FusionWeights::try_from(WeightsObject(map)).unwrap()
+        };
+        big(&["bm25_file"]).check().unwrap();
+        let err = big(&["bm25_file", "bm25_chunk"]).check().unwrap_err();
+        assert!(err.to_string().contains("add up to"), "{err}");
+        let signals = [with([10.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])];
+        let fused = fuse(&signals, &big(&["bm25_file"]));
+        assert!(fused.iter().all(|(_, score)| score.is_finite()));
     }
 
     #[test]
