@@ -886,3 +886,6 @@ def test_numbers_json_cannot_carry_and_newlines_in_errors_get_one_clean_line(
     for weights in ({"definition": 10**5000}, {"bm25_file": 2e38, "bm25_chunk": 2e38}):
         with pytest.raises(InputError):
             Localizer(weights=weights)
+    for top_k in ("3", 2.0, True, 0):
+        with pytest.raises(InputError, match="top_k must be a whole number"):
+            Localizer(top_k=top_k)  # type: ignore[arg-type]

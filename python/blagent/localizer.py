@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,7 +103,7 @@ class Localizer:
             )
         if isinstance(reads, (str, bytes, os.PathLike)):
             raise _core.InputError("reads must be a list of paths, not one path")
-        self.top_k = top_k
+        self.top_k = _whole_number_of_files(top_k)
         self._inner = _core.Localizer(
             _io.json_text(options, "the options"),
             _io.json_text(llm_options, "llm_options") if llm_options else None,
@@ -182,6 +183,17 @@ class Localizer:
         text = _request_json(data)
         raw = self._inner.localize(text) if index is None else self._inner.localize_in(index, text)
         return LocalizationResult.from_dict(json.loads(raw))
+
+
+def _whole_number_of_files(top_k: Any) -> int:
+    """`top_k` as an `int` (any integer type, a NumPy one included), or an `InputError`."""
+    try:
+        value = None if isinstance(top_k, bool) else operator.index(top_k)
+    except TypeError:
+        value = None
+    if value is None or value < 1:
+        raise _core.InputError(f"top_k must be a whole number of at least 1, not {top_k!r}")
+    return value
 
 
 def _request_json(data: dict[str, Any]) -> str:
