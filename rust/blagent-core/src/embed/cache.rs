@@ -42,6 +42,12 @@ impl EmbeddingCache {
     /// The cache for the model `identity` in blagent's cache folder `cache_dir` (its
     /// `embeddings/` part, beside the vector indexes), created if needed.
     pub fn in_cache_dir(cache_dir: &Path, identity: &str) -> Result<Self> {
+        if fs::metadata(cache_dir).is_ok_and(|m| !m.is_dir()) {
+            return Err(Error::InvalidInput(format!(
+                "the cache folder {} is not a folder",
+                cache_dir.display()
+            )));
+        }
         Self::open(&cache_dir.join("embeddings"), identity)
     }
 
@@ -202,6 +208,13 @@ mod tests {
         std::os::unix::fs::symlink(&victim, &linked).unwrap();
         let err = EmbeddingCache::open(&linked, "model").unwrap_err();
         assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        let file = dir.path().join("file");
+        fs::write(&file, "x").unwrap();
+        let err = EmbeddingCache::in_cache_dir(&file, "model").unwrap_err();
+        assert!(
+            err.is_input_error() && err.to_string().contains("is not a folder"),
+            "{err}"
+        );
 
         let cache = EmbeddingCache::open(&dir.path().join("own"), "model").unwrap();
         let entry = cache.path("text", TextKind::Document);
