@@ -169,7 +169,7 @@ pub struct LlmRanking {
     pub ranked: Vec<(usize, f32)>,
     /// What the model did.
     pub llm: LlmReport,
-    /// `path::Class.method` entities of the ranked files, when [`LlmOptions::functions`] is set.
+    /// `path::Class.method` entities of the ranked files, when the request asks for functions.
     pub entities: Option<Vec<Entity>>,
     /// What the final fusion worked from (for calibration).
     pub fusion: FusionInputs,

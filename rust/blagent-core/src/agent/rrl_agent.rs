@@ -61,10 +61,12 @@ fn parse_call(
                 let names: Vec<&str> = groups.keys().map(String::as_str).collect();
                 return Err(format!("$.group must be one of {names:?}, got {group:?}"));
             }
-            let k = args.get("k").and_then(Value::as_u64).unwrap_or(10);
-            if !KS.contains(&k) {
-                return Err(format!("$.k must be 10, 20 or 30, got {k}"));
-            }
+            let k = match args.get("k") {
+                None | Some(Value::Null) => 10,
+                Some(v) => v.as_u64().filter(|k| KS.contains(k)).ok_or_else(|| {
+                    format!("$.k must be 10, 20 or 30, got {v}")
+                })?,
+            };
             Call::Search(group.to_owned(), k as usize)
         }
         "view_file" => {

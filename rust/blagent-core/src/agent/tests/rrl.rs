@@ -133,3 +133,38 @@ fn invalid_tool_calls_are_corrected_and_a_silent_agent_falls_back() {
     );
     assert_eq!(paths(&result).len(), 5);
 }
+
+/// Found by a review: a `k` that is present but not a whole number (-1, "30", 10.5) ran as the
+/// default 10, where the tool's contract sends the call back with the exact error.
+#[test]
+fn a_k_that_is_not_10_20_or_30_is_sent_back_whatever_its_type() {
+    let index = minishop();
+    let model = by_stage(&[
+        ("extract", "not json"),
+        (
+            "agent",
+            r#"{"tool": "bm25_topk", "group": "identifiers_snippets", "k": -1}"#,
+        ),
+        (
+            "agent",
+            r#"{"tool": "bm25_topk", "group": "identifiers_snippets", "k": "30"}"#,
+        ),
+        (
+            "agent",
+            r#"{"tool": "bm25_topk", "group": "identifiers_snippets", "k": 10.5}"#,
+        ),
+        ("agent", FINISH),
+        ("self_check", CHECK),
+    ]);
+    run(&index, &issue(), &model, &options(Pipeline::Rrl, 5));
+    let agent: Vec<ChatRequest> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.stage == "agent")
+        .collect();
+    for (i, k) in ["-1", "\"30\"", "10.5"].iter().enumerate() {
+        let observation = &agent[i + 1].messages.last().unwrap().content;
+        let expected = format!("$.k must be 10, 20 or 30, got {k}");
+        assert!(observation.contains(&expected), "{observation}");
+    }
+}
