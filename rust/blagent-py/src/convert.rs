@@ -63,10 +63,27 @@ pub(crate) fn core_llm_run(
     LlmRun::from_config_reading(options, &config, inputs).map(Some)
 }
 
+/// Runs `work` on a dataset job's configuration JSON and its LLM run ([`llm_run_reading`]) with
+/// the GIL released: reading the LLM run reads files (a cassette, a tokenizer, a profile), so it
+/// happens inside [`run`], where Ctrl-C is heard and a panic stays in Rust.
+pub(crate) fn run_with_llm<T: Send + 'static>(
+    py: Python<'_>,
+    config_json: &str,
+    (llm_options_json, llm_config_json): (Option<&str>, Option<&str>),
+    work: impl FnOnce(&str, Option<LlmRun>) -> blagent_core::Result<T> + Send + 'static,
+) -> PyResult<T> {
+    let config = config_json.to_owned();
+    let options = llm_options_json.map(str::to_owned);
+    let endpoint = llm_config_json.map(str::to_owned);
+    run(py, move || {
+        let llm = llm_run_reading(options.as_deref(), endpoint.as_deref(), &config)?;
+        work(&config, llm)
+    })
+}
+
 /// [`core_llm_run`] for a dataset job: the `dataset` and `repos` its configuration JSON names are
-/// inputs. It reads files (a cassette, a tokenizer, a profile), so callers run it inside
-/// [`run`]: Ctrl-C is heard and a panic stays in Rust.
-pub(crate) fn llm_run_reading(
+/// inputs.
+fn llm_run_reading(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
     job_config_json: &str,

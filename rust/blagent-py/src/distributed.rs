@@ -12,24 +12,20 @@ use blagent_core::interface::{AnySink, AnyWorker};
 use pyo3::prelude::*;
 
 use crate::cancel;
-use crate::convert::{llm_run_reading, run};
+use crate::convert::{run, run_with_llm};
 use crate::errors::{to_py, InputError, InternalError};
 
 /// A job's worker or sink by `half` ([`job_worker`] or [`job_sink`]) from its kind,
-/// configuration and LLM settings, made with the GIL released: the LLM run reads files (a
-/// cassette, a tokenizer, a profile), so Ctrl-C is heard and a panic stays in Rust.
+/// configuration and LLM settings ([`run_with_llm`]).
 fn make<T: Send + 'static>(
     py: Python<'_>,
     half: fn(&str, &str, Option<LlmRun>) -> blagent_core::Result<T>,
     (kind, config_json): (&str, &str),
-    (llm_options_json, llm_config_json): (Option<&str>, Option<&str>),
+    llm: (Option<&str>, Option<&str>),
 ) -> PyResult<T> {
-    let (kind, config) = (kind.to_owned(), config_json.to_owned());
-    let options = llm_options_json.map(str::to_owned);
-    let endpoint = llm_config_json.map(str::to_owned);
-    run(py, move || {
-        let llm = llm_run_reading(options.as_deref(), endpoint.as_deref(), &config)?;
-        half(&kind, &config, llm)
+    let kind = kind.to_owned();
+    run_with_llm(py, config_json, llm, move |config, llm| {
+        half(&kind, config, llm)
     })
 }
 

@@ -25,7 +25,7 @@ mod convert;
 mod distributed;
 mod errors;
 
-use convert::{core_llm_run, llm_run_reading, parse, parse_required, run, to_json};
+use convert::{core_llm_run, parse, parse_required, run, run_with_llm, to_json};
 use errors::{
     to_py, BlagentError, BlagentIOError, InputError, InternalError, LlmError, ModelError,
 };
@@ -393,9 +393,9 @@ fn calibrate(
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
     let mut config: CalibrateConfig = parse_required("calibration config", config_json)?;
-    let (options, endpoint, json) = owned(llm_options_json, llm_config_json, config_json);
-    run(py, move || {
-        config.run.llm = llm_run_reading(options.as_deref(), endpoint.as_deref(), &json)?;
+    let llm = (llm_options_json, llm_config_json);
+    run_with_llm(py, config_json, llm, move |_, llm| {
+        config.run.llm = llm;
         to_json(&run_calibration(&config)?)
     })
 }
@@ -429,24 +429,10 @@ fn run_job_json<J: Job>(
     llm_options_json: Option<&str>,
     llm_config_json: Option<&str>,
 ) -> PyResult<String> {
-    let (options, endpoint, json) = owned(llm_options_json, llm_config_json, config_json);
-    run(py, move || {
-        let llm = llm_run_reading(options.as_deref(), endpoint.as_deref(), &json)?;
-        to_json(&run_job::<J>(&parse_config::<J>(&json, llm)?)?)
+    let llm = (llm_options_json, llm_config_json);
+    run_with_llm(py, config_json, llm, |json, llm| {
+        to_json(&run_job::<J>(&parse_config::<J>(json, llm)?)?)
     })
-}
-
-/// A dataset job's LLM settings and configuration, owned, for [`llm_run_reading`] inside [`run`].
-fn owned(
-    llm_options_json: Option<&str>,
-    llm_config_json: Option<&str>,
-    config_json: &str,
-) -> (Option<String>, Option<String>, String) {
-    (
-        llm_options_json.map(str::to_owned),
-        llm_config_json.map(str::to_owned),
-        config_json.to_owned(),
-    )
 }
 
 /// Finds, for every unresolved instance of an APR run, the first stage that failed (file,

@@ -93,15 +93,14 @@ impl LocalizeRequest {
     pub fn from_json(text: &str) -> Result<Self> {
         let invalid = |e: serde_json::Error| Error::InvalidInput(format!("invalid request: {e}"));
         let value: serde_json::Value = serde_json::from_str(text).map_err(invalid)?;
+        // (what, the value if present, whether `null` stands for absent)
         let parts = [
-            ("the request", Some(&value)),
-            ("hints", value.get("hints")),
-            ("rewrites", value.get("rewrites")),
+            ("the request", Some(&value), false),
+            ("hints", value.get("hints"), false),
+            ("rewrites", value.get("rewrites"), true),
         ];
-        for (what, part) in parts {
-            let allowed =
-                |p: &serde_json::Value| p.is_object() || (p.is_null() && what == "rewrites");
-            if part.is_some_and(|p| !allowed(p)) {
+        for (what, part, null_ok) in parts {
+            if part.is_some_and(|p| !(p.is_object() || (null_ok && p.is_null()))) {
                 return Err(Error::InvalidInput(format!(
                     "invalid request: {what} must be a JSON object"
                 )));
