@@ -889,3 +889,23 @@ def test_numbers_json_cannot_carry_and_newlines_in_errors_get_one_clean_line(
     for top_k in ("3", 2.0, True, 0):
         with pytest.raises(InputError, match="top_k must be a whole number"):
             Localizer(top_k=top_k)  # type: ignore[arg-type]
+
+
+def test_an_error_quoting_a_huge_value_is_cut(tmp_path: Path) -> None:
+    """Found by a review: a 200 KB `gold_files` string came back as a 200 KB error line."""
+    data = tmp_path / "data.jsonl"
+    row = {"instance_id": "a", "repo": "o/r", "problem_statement": "x", "gold_files": "p" * 200_000}
+    data.write_text(json.dumps(row) + "\n")
+    (tmp_path / "trees").mkdir()
+    proc = run("eval", "--dataset", str(data), "--repos", str(tmp_path / "trees"), "--quiet")
+    assert_clean_failure(proc)
+    assert len(proc.stderr) < 2_200 and "more characters" in proc.stderr, len(proc.stderr)
+
+
+def test_a_generated_patch_that_is_not_a_string_is_bad_input(tmp_path: Path) -> None:
+    """Found by a review: `"model_patch": 5` was read as an empty patch, without a warning."""
+    flags = _analysis_inputs(tmp_path, "acme__shop-1", tmp_path / "checkout")
+    preds = Path(flags[flags.index("--predictions") + 1])
+    preds.write_text(json.dumps({"instance_id": "acme__shop-1", "model_patch": 5}) + "\n")
+    proc = run("analyze-failures", *flags)
+    assert_clean_failure(proc, because="model_patch of acme__shop-1 is a number")

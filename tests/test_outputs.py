@@ -354,3 +354,80 @@ def test_analyze_failures_replaces_only_its_own_files(tmp_path: Path) -> None:
         assert_clean_failure(proc, because="does not hold what blagent analyze-failures writes")
         assert [p.name for p in mine.iterdir()] == [name], "nothing else was written"
         assert (mine / name).read_bytes() == foreign
+
+
+def test_a_run_refused_for_a_bad_input_empties_no_output(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a review: `eval` emptied --out and --signals-out before it read --queries,
+    and a batch emptied the last run's failures file before it refused its output's lines."""
+    data, trees = run_inputs
+    common = ["--dataset", str(data), "--repos", str(trees), "--quiet", "--history-commits", "0"]
+    out, signals = tmp_path / "preds.jsonl", tmp_path / "signals.jsonl"
+    assert run("eval", *common, "--out", str(out), "--signals-out", str(signals)).returncode == 0
+    kept = out.read_bytes(), signals.read_bytes()
+    assert kept[0] and kept[1]
+    proc = run(
+        "eval", *common, "--out", str(out), "--signals-out", str(signals),
+        "--dense", "--queries", str(tmp_path / "missing.jsonl"),
+    )  # fmt: skip
+    assert_clean_failure(proc, because="missing.jsonl")
+    assert (out.read_bytes(), signals.read_bytes()) == kept
+    # A batch whose output holds a line it cannot resume from.
+    loc, failures = tmp_path / "loc.jsonl", tmp_path / "loc.failures.jsonl"
+    assert run("batch", *common, "--out", str(loc), "--ids", "shop-1").returncode == 0
+    failures.write_text(json.dumps({"instance_id": "old", "kind": "io", "error": "x"}) + "\n")
+    with loc.open("a") as f:
+        f.write(json.dumps({"instance_id": 7, "found_files": [], "blagent": {}}) + "\n")
+    before = loc.read_bytes(), failures.read_bytes()
+    proc = run("batch", *common, "--out", str(loc))
+    assert_clean_failure(proc, because="refusing")
+    assert (loc.read_bytes(), failures.read_bytes()) == before
+
+
+def test_a_batch_resumes_only_with_the_settings_its_lines_were_written_with(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a review: a resume with --related-locs appended function-level lines to an
+    output of file-level ones, and Agentless's next stage got nothing for the first."""
+    data, trees = run_inputs
+    common = ["--dataset", str(data), "--repos", str(trees), "--quiet", "--history-commits", "0"]
+    loc = tmp_path / "loc.jsonl"
+    assert run("batch", *common, "--out", str(loc), "--ids", "shop-1").returncode == 0
+    before = loc.read_bytes()
+    proc = run("batch", *common, "--out", str(loc), "--related-locs")
+    assert_clean_failure(proc, because="written with other settings: granularity file")
+    assert loc.read_bytes() == before
+    proc = run("batch", *common, "--out", str(loc))
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["instance_id"] for line in loc.read_text().splitlines()] == [
+        "shop-1",
+        "shop-2",
+    ]
+
+
+def test_eval_leaves_out_instances_without_gold_files_as_compare_does(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a review: `eval` scored an instance with an empty patch as a miss, while
+    `compare` left it out, so the two gave one run different figures."""
+    data, trees = run_inputs
+    rows = [json.loads(line) for line in data.read_text().splitlines()]
+    rows[1]["gold_files"], rows[1]["patch"] = [], ""
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    preds = tmp_path / "preds.jsonl"
+    common = ["--dataset", str(data), "--repos", str(trees), "--history-commits", "0"]
+    proc = run("eval", *common, "--out", str(preds), "--quiet", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["overall"]["instances"] == 1
+    assert report["no_gold_files"] == ["shop-2"]
+    proc = run("compare", str(preds), str(preds), "--dataset", str(data), "--format", "json")
+    compared = json.loads(proc.stdout)
+    assert compared["instances"] == 1
+    assert compared["runs"][0]["overall"]["mrr"] == report["overall"]["mrr"]
+    # Every instance without gold: an error that says so, not "no tree".
+    rows[0]["gold_files"], rows[0]["patch"] = [], ""
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = run("eval", *common, "--quiet")
+    assert_clean_failure(proc, because="2 have no gold file")

@@ -108,6 +108,18 @@ def printable_lines(text: str) -> str:
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
+MAX_ERROR_CHARS = 2000
+
+
+def error_text(text: str) -> str:
+    """An error for one line of stderr: `printable`, and cut to `MAX_ERROR_CHARS` characters
+    (an error may quote a value of the input, which can be megabytes)."""
+    text = printable(text)
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}… ({len(text) - MAX_ERROR_CHARS} more characters)"
+
+
 def printable(text: str) -> str:
     """`text` with control characters (and other unprintable ones) escaped as `\\xNN`,
     `\\uNNNN`, so a file name cannot drive the terminal."""

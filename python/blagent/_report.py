@@ -57,6 +57,10 @@ def format_report(report: dict[str, Any]) -> str:
     lines.append(READINGS)
     if report["missing_trees"]:
         lines.append(f"instances without a tree: {len(report['missing_trees'])}")
+    if report.get("no_gold_files"):
+        lines.append(
+            f"instances whose gold patch names no file (left out): {len(report['no_gold_files'])}"
+        )
     for iid, err in report["failures"]:
         lines.append(f"failed: {_p(iid)}: {_p(err)}")
     rewrites = report.get("rewrites")

@@ -306,13 +306,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     report = _run_job(args, config, here=_core.evaluate, on_ray=_ray.run_eval)
     if report["overall"]["instances"] == 0:
-        print(
-            f"blagent: error: no instance of {args.dataset} has a tree under {args.repos}",
-            file=sys.stderr,
-        )
+        print(f"blagent: error: {_nothing_scored(args, report)}", file=sys.stderr)
         return EXIT_INPUT
     _print_report(args, report, format_report)
     return EXIT_OK
+
+
+def _nothing_scored(args: argparse.Namespace, report: dict[str, Any]) -> str:
+    """Why an evaluation scored no instance, on one line: no tree, every one failed (the
+    first failure named), or no gold file."""
+    failures, no_gold = report["failures"], report.get("no_gold_files", [])
+    if not failures and not no_gold:
+        return _io.error_text(f"no instance of {args.dataset} has a tree under {args.repos}")
+    missing = report["missing_trees"]
+    why = [
+        f"{len(missing)} have no tree" if missing else "",
+        f"{len(failures)} failed" if failures else "",
+        f"{len(no_gold)} have no gold file" if no_gold else "",
+    ]
+    line = f"no instance of {args.dataset} could be scored: {', '.join(w for w in why if w)}"
+    if failures:
+        iid, error = failures[0]
+        line += f" (the first, {iid}: {error})"
+    return _io.error_text(line)
 
 
 def _run_job(
@@ -853,10 +869,10 @@ def main(argv: list[str] | None = None) -> int:
         print("blagent: error: the input is nested too deeply", file=sys.stderr)
         return EXIT_INPUT
     except json.JSONDecodeError as err:
-        print(f"blagent: error: invalid JSON argument: {err}", file=sys.stderr)
+        print(f"blagent: error: invalid JSON argument: {_io.error_text(str(err))}", file=sys.stderr)
         return EXIT_INPUT
     except _core.BlagentError as err:
-        print(f"blagent: error: {_io.printable(str(err))}", file=sys.stderr)
+        print(f"blagent: error: {_io.error_text(str(err))}", file=sys.stderr)
         # The core's table of each error kind's exception class (`ERROR_CLASSES`).
         kind = next(
             (kind for kind, cls in _core.ERROR_CLASSES.items() if isinstance(err, cls)), "internal"
@@ -868,7 +884,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
     except OSError as err:  # writing standard output (a full disk), or another I/O failure
         _drop_standard_output()
-        print(f"blagent: error: {_io.printable(str(err))}", file=sys.stderr)
+        print(f"blagent: error: {_io.error_text(str(err))}", file=sys.stderr)
         return EXIT_FAILURE
 
 

@@ -136,7 +136,7 @@ pub(crate) fn score_candidates(
             dropped.clear();
             parse_action(reply, index, candidates, may_read, &mut dropped)
         });
-        session.stats.dropped_paths.extend(dropped);
+        session.stats.drop_paths(dropped);
         let paths = match action {
             None => return Ok(None),
             Some(Action::Finish(scores)) => return Ok(Some(scores)),

@@ -114,6 +114,6 @@ pub(crate) fn rerank(
         dropped.clear();
         parse(reply, index, &shown, &mut dropped)
     });
-    session.stats.dropped_paths.extend(dropped);
+    session.stats.drop_paths(dropped);
     Ok(ranked)
 }

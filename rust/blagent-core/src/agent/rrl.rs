@@ -207,7 +207,7 @@ fn self_check(
             Ok(kept)
         },
     );
-    session.stats.dropped_paths.extend(dropped);
+    session.stats.drop_paths(dropped);
     Ok(ranked)
 }
 

@@ -133,7 +133,7 @@ pub(crate) fn run(
             dropped.clear();
             parse_call(reply, ctx, groups, last, &mut dropped)
         });
-        session.stats.dropped_paths.extend(dropped);
+        session.stats.drop_paths(dropped);
         let Some((call, value)) = call else {
             return Ok(AgentRun {
                 answer: None,

@@ -27,8 +27,12 @@ pub struct LlmStats {
     pub retries: u64,
     /// Stages that used their fallback, with why (`phase1: no valid reply after 3 retries`).
     pub fallbacks: Vec<String>,
-    /// Model paths that named no single file and were dropped.
+    /// Model paths that named no single file and were dropped: the first
+    /// [`MAX_LISTED_DROPPED`], each cut to [`MAX_DROPPED_CHARS`] characters.
     pub dropped_paths: Vec<String>,
+    /// Dropped paths past those listed (a model can name thousands).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_paths_unlisted: u64,
     /// Tool calls refused or warned (duplicate reads, repeated views, escapes).
     pub tool_warnings: Vec<String>,
     /// Tokens and calls per stage (`t0`, `t1`, `phase1`, …).
@@ -37,7 +41,33 @@ pub struct LlmStats {
     pub wall_ms: f64,
 }
 
+/// Dropped model paths listed in [`LlmStats::dropped_paths`].
+pub const MAX_LISTED_DROPPED: usize = 50;
+/// Characters of a dropped path listed.
+pub const MAX_DROPPED_CHARS: usize = 300;
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl LlmStats {
+    /// Notes model paths that were dropped: listed up to [`MAX_LISTED_DROPPED`], counted past
+    /// that, so a model that names thousands cannot swell the result.
+    pub fn drop_paths(&mut self, dropped: impl IntoIterator<Item = String>) {
+        for path in dropped {
+            if self.dropped_paths.len() < MAX_LISTED_DROPPED {
+                let mut shown: String = path.chars().take(MAX_DROPPED_CHARS).collect();
+                if shown.len() < path.len() {
+                    shown.push('…');
+                }
+                self.dropped_paths.push(shown);
+            } else {
+                self.dropped_paths_unlisted += 1;
+            }
+        }
+    }
+
     /// Prompt and completion tokens over every stage.
     pub fn total_tokens(&self) -> (u64, u64) {
         self.stages.values().fold((0, 0), |(p, c), s| {
@@ -186,6 +216,24 @@ impl<'a> Session<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by a review: a reply naming 300,000 made-up paths made an 18.8 MB result.
+    #[test]
+    fn dropped_paths_are_listed_up_to_a_bound_and_counted_past_it() {
+        let mut stats = LlmStats::default();
+        stats.drop_paths((0..1000).map(|i| format!("made/up/{i}.py")));
+        stats.drop_paths(["x".repeat(10_000)]);
+        assert_eq!(stats.dropped_paths.len(), MAX_LISTED_DROPPED);
+        assert_eq!(
+            stats.dropped_paths_unlisted,
+            1000 + 1 - MAX_LISTED_DROPPED as u64
+        );
+        let mut few = LlmStats::default();
+        few.drop_paths(["y".repeat(10_000)]);
+        assert_eq!(few.dropped_paths[0].chars().count(), MAX_DROPPED_CHARS + 1);
+        let json = serde_json::to_value(&few).unwrap();
+        assert!(json.get("dropped_paths_unlisted").is_none());
+    }
     use crate::llm::{NoModel, ScriptedModel};
 
     const SETTINGS: CallSettings = CallSettings {

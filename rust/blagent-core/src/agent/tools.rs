@@ -166,13 +166,30 @@ fn window(name: &str, text: &str, offset: usize, tokens: usize) -> String {
     format!("{name} ({total} lines; licence header and imports hidden):\n{body}{more}\n")
 }
 
-/// `view_readme()`: the first window of the README at the repository root.
+/// `view_readme()`: the first window of the README at the repository root. A README that is a
+/// link is read only where it leads to a file of the repository none of whose folders or name
+/// is hidden (`docs/README.md`, not `.git/config` or `.env`): what the model is shown goes to
+/// the endpoint, and a repository's link must not send the user's local secrets there.
 pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
     for name in ["README.md", "README.rst", "README.txt", "README"] {
         if !index.root.join(name).exists() {
             continue;
         }
         let path = confine(&index.root, name)?;
+        let root = index
+            .root
+            .canonicalize()
+            .map_err(|e| format!("cannot read {name}: {e}"))?;
+        let hidden = path.strip_prefix(&root).map_or(true, |inside| {
+            inside
+                .components()
+                .any(|part| part.as_os_str().as_encoded_bytes().starts_with(b"."))
+        });
+        if hidden {
+            return Err(format!(
+                "{name} is a link to a hidden file of the repository; not shown"
+            ));
+        }
         // Only the first window is shown: its first megabyte is all that is read.
         let mut text = Vec::new();
         crate::repo::read::open_regular(&path)

@@ -50,11 +50,30 @@ pub enum Outcome {
     NotEvaluated,
 }
 
-fn string_field(map: &Map<String, Value>, key: &str) -> String {
-    map.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+/// The string `key` of a record of `path` (missing or null: empty); any other type is bad
+/// input, not read as empty.
+fn string_field(map: &Map<String, Value>, key: &str, (path, id): (&Path, &str)) -> Result<String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(other) => Err(Error::InvalidInput(format!(
+            "{}: the {key} of {id} is a {}, not a string (or null)",
+            path.display(),
+            json_type(other)
+        ))),
+    }
+}
+
+/// The JSON type of `value`, in words.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "object",
+    }
 }
 
 /// Reads the dataset as `eval` and `batch` do ([`load_dataset`]: gold files from a row's
@@ -130,15 +149,19 @@ pub fn load_localizations(
     Ok(out)
 }
 
-/// Reads generated patches: `model_patch` (missing or null reads as empty).
+/// Reads generated patches: `model_patch` (missing or null reads as empty; another type is
+/// bad input).
 pub fn load_predictions(
     path: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<HashMap<String, String>> {
-    Ok(read_records(path, warnings)?
+    read_records(path, warnings)?
         .into_iter()
-        .map(|(id, map)| (id, string_field(&map, "model_patch")))
-        .collect())
+        .map(|(id, map)| {
+            let patch = string_field(&map, "model_patch", (path, &id))?;
+            Ok((id, patch))
+        })
+        .collect()
 }
 
 /// The id lists a report may hold, with the outcome each means; earlier lists win ties.

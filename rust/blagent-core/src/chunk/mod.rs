@@ -329,6 +329,33 @@ mod tests {
     /// Every chunk of a definition carries its qualified name: uncut, a class named with
     /// 900 KB whose body made 747 chunks took 900 MB for a 2 MB file. Names are cut, the same
     /// way in the chunks and the symbol table (a cut that falls inside a character included).
+    /// A clause whose block is its first child (`else:`, `try:`) keeps its keyword line in a
+    /// chunk when the statement is split: chunks cover every non-blank line.
+    #[test]
+    fn clause_keywords_are_in_a_chunk() {
+        let body: String = (0..50)
+            .map(|i| format!("        x{i} = compute_something_long({i})\n"))
+            .collect();
+        let text = format!(
+            "import sys\n\nif sys.version_info < (3,):\n    def g():\n        pass\nelse:\n    \
+             def g():\n{body}\ntry:\n    def h():\n{body}except ImportError:\n    def h():\n        \
+             pass\nfinally:\n    def k():\n{body}"
+        );
+        let parsed = parse("a.py", text.clone());
+        for (i, line) in text.lines().enumerate() {
+            let n = i + 1;
+            if !line.trim().is_empty() {
+                assert!(
+                    parsed
+                        .chunks
+                        .iter()
+                        .any(|c| c.start_line <= n && n <= c.end_line),
+                    "line {n} `{line}` is in no chunk"
+                );
+            }
+        }
+    }
+
     #[test]
     fn huge_definition_names_are_cut_alike_in_chunks_and_symbols() {
         use super::syntax::{MAX_NAME_BYTES, MAX_QUALIFIED_BYTES};

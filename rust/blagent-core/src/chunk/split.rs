@@ -334,6 +334,9 @@ impl Splitter<'_> {
         } else {
             let header_end = match first_part {
                 Some(i) if i > 0 => children[i - 1].end_byte(),
+                // The block is the first child (`else:`, `try:`, `finally:`): the keyword
+                // before it is the header.
+                Some(0) => children[0].start_byte().max(start),
                 _ => start.max(node.start_byte()),
             };
             (

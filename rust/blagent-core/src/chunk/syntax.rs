@@ -59,37 +59,71 @@ pub(super) fn qualified_name(scope: Option<&str>, local: &str) -> String {
 
 /// The receiver type of an extension function, from its header text before the name
 /// (`@Suppress("x") inline fun <T> List<T>.`): the type's simple name, without type arguments
-/// or nullability.
+/// or nullability. A receiver that has no simple name, a function type (`(Int) -> Unit`,
+/// `suspend () -> Unit`), gives none: the function is named as a top-level one.
 fn receiver(header: &str) -> Option<String> {
     let header = header.trim_end();
     let typed = header.strip_suffix('.')?;
-    let after_fun = typed
+    let mut rest = typed
         .rsplit_once("fun ")
         .map_or(typed, |(_, rest)| rest)
         .trim_start();
-    let after_params = if after_fun.starts_with('<') {
-        let mut depth = 0usize;
-        let end = after_fun.char_indices().find_map(|(i, c)| {
+    if rest.starts_with('<') {
+        // The type parameters, whose bounds may hold function types (`<T : (Int) -> Unit>`):
+        // the `>` of an arrow closes nothing.
+        let (mut depth, mut previous) = (0usize, ' ');
+        let end = rest.char_indices().find_map(|(i, c)| {
             match c {
                 '<' => depth += 1,
-                '>' => depth = depth.saturating_sub(1),
+                '>' if previous != '-' => depth = depth.saturating_sub(1),
                 _ => {}
             }
+            previous = c;
             (depth == 0).then_some(i + 1)
         })?;
-        &after_fun[end..]
-    } else {
-        after_fun
-    };
-    let simple = after_params
-        .trim()
+        rest = rest[end..].trim_start();
+    }
+    // Annotations of the receiver (`@receiver:Ann`, `@Ann("x")`) are not its type.
+    while let Some(annotation) = rest.strip_prefix('@') {
+        let name_end = annotation
+            .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | ':' | '.')))
+            .unwrap_or(annotation.len());
+        rest = skip_parenthesized(&annotation[name_end..]).trim_start();
+    }
+    if rest.starts_with('(') || rest.starts_with("suspend ") || rest.starts_with("suspend(") {
+        return None;
+    }
+    let simple = rest
         .split(['<', '?', ' '])
         .next()
         .unwrap_or("")
         .rsplit('.')
         .next()
         .unwrap_or("");
-    (!simple.is_empty()).then(|| simple.to_owned())
+    let is_name = !simple.is_empty() && simple.chars().all(|c| c.is_alphanumeric() || c == '_');
+    is_name.then(|| simple.to_owned())
+}
+
+/// `text` after its leading parenthesized group (`("x", y)` of an annotation), if it starts
+/// with one; `text` itself otherwise.
+fn skip_parenthesized(text: &str) -> &str {
+    if !text.starts_with('(') {
+        return text;
+    }
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &text[i + 1..];
+                }
+            }
+            _ => {}
+        }
+    }
+    ""
 }
 
 /// A definition's body: its `body` field, else its first child of a block kind. A body whose
@@ -176,7 +210,8 @@ pub(super) fn package(lang: &Language, root: Node<'_>, source: &str) -> Option<S
         })
         .last()?;
     let dotted: String = source[name.byte_range()].split_whitespace().collect();
-    (!dotted.is_empty()).then_some(dotted)
+    // Cut as qualified names are: every top-level name of the file is qualified by it.
+    (!dotted.is_empty()).then(|| capped(&dotted, MAX_QUALIFIED_BYTES))
 }
 
 /// The file's import declarations as written (whitespace collapsed), for languages that
@@ -211,6 +246,20 @@ mod tests {
         );
         assert_eq!(
             receiver("fun kotlin.collections.List<Int>."),
+            Some("List".to_owned())
+        );
+        // Function types have no simple name; type bounds may hold arrows; annotations on
+        // the receiver are not its type.
+        assert_eq!(receiver("fun ((Int) -> Unit)."), None);
+        assert_eq!(receiver("fun (suspend () -> Unit)."), None);
+        assert_eq!(receiver("fun suspend () -> Unit."), None);
+        assert_eq!(receiver("fun <T : (Int) -> Unit> T."), Some("T".to_owned()));
+        assert_eq!(
+            receiver("fun @receiver:Ann String."),
+            Some("String".to_owned())
+        );
+        assert_eq!(
+            receiver("fun @Ann(\"a (b)\") List<Int>?."),
             Some("List".to_owned())
         );
         assert_eq!(receiver("fun "), None);

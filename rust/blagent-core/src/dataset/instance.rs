@@ -49,13 +49,16 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
     } else {
         git_headers
     };
-    let mut files: Vec<String> = Vec::with_capacity(paths.len());
-    for path in paths {
-        if !files.contains(&path) {
-            files.push(path);
-        }
-    }
-    files
+    once_each(paths)
+}
+
+/// `paths` in their order, each once (a gold file named twice would count twice in MAP@k).
+fn once_each(paths: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::with_capacity(paths.len());
+    paths
+        .into_iter()
+        .filter(|path| seen.insert(path.clone()))
+        .collect()
 }
 
 /// Reads a dataset (JSONL, or one JSON array); gold files missing from a row are derived from
@@ -76,9 +79,11 @@ pub fn load_dataset(path: &Path) -> Result<Vec<Instance>> {
         )));
     }
     for instance in &mut instances {
-        if instance.gold_files.is_empty() {
-            instance.gold_files = gold_files_from_patch(&instance.patch);
-        }
+        instance.gold_files = if instance.gold_files.is_empty() {
+            gold_files_from_patch(&instance.patch)
+        } else {
+            once_each(std::mem::take(&mut instance.gold_files))
+        };
     }
     Ok(instances)
 }
@@ -91,6 +96,19 @@ mod tests {
     fn gold_files_are_the_b_paths_once_each() {
         let patch = "diff --git a/x/a.py b/x/a.py\n--- a/x/a.py\n+++ b/x/a.py\n@@\ndiff --git a/old.py b/new.py\ndiff --git a/x/a.py b/x/a.py\n";
         assert_eq!(gold_files_from_patch(patch), ["x/a.py", "new.py"]);
+    }
+
+    /// Found by a review: a row naming a gold file twice counted it twice in MAP@k.
+    #[test]
+    fn gold_files_given_twice_count_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.jsonl");
+        std::fs::write(
+            &path,
+            r#"{"instance_id": "a", "repo": "o/r", "problem_statement": "x", "gold_files": ["p.py", "q.py", "p.py"]}"#,
+        )
+        .unwrap();
+        assert_eq!(load_dataset(&path).unwrap()[0].gold_files, ["p.py", "q.py"]);
     }
 
     #[test]

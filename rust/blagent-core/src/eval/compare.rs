@@ -252,11 +252,12 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
         )));
     }
     let mut instances = load_dataset(&config.dataset)?;
+    // Each id's first row, as `eval` reads it, then only those with gold files.
+    crate::dataset::first_of_each_id(&mut instances, |i| &i.instance_id);
     instances.retain(|i| !i.gold_files.is_empty());
     if let Some(ids) = &config.ids {
         instances.retain(|i| ids.contains(&i.instance_id));
     }
-    crate::dataset::first_of_each_id(&mut instances, |i| &i.instance_id);
     if config.granularity == Granularity::Function {
         with_gold_functions(&mut instances, config.repos.as_deref(), &mut warnings)?;
     }

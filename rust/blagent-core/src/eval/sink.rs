@@ -81,6 +81,13 @@ impl EvalSink {
         );
         let named: Vec<_> = outputs.iter().map(|&(p, _, w)| (p, w)).collect();
         run.check_recording(&named, &inputs)?;
+        // Every input is read before an output is emptied.
+        let mut given: HashMap<String, Rewrites> = config
+            .queries
+            .as_deref()
+            .map(load_rewrites)
+            .transpose()?
+            .unwrap_or_default();
         // A refusal creates and empties nothing (see `open_outputs`).
         let mut files = open_outputs(&outputs, &inputs)?.into_iter();
         let mut writer = |path: Option<&std::path::Path>| {
@@ -88,12 +95,6 @@ impl EvalSink {
         };
         let out = writer(config.out.as_deref());
         let signals_out = writer(config.signals_out.as_deref());
-        let mut given: HashMap<String, Rewrites> = config
-            .queries
-            .as_deref()
-            .map(load_rewrites)
-            .transpose()?
-            .unwrap_or_default();
         let todo: Vec<EvalItem> = selection
             .present
             .into_iter()
@@ -168,6 +169,7 @@ impl EvalSink {
                 let gold = &self.todo[position].instance.gold_files;
                 match first_hit_rank(&evaluated.ranked, gold) {
                     Some(rank) => format!("first gold file at rank {rank}"),
+                    None if gold.is_empty() => "no gold file to score (left out)".to_owned(),
                     None => "no gold file ranked".to_owned(),
                 }
             }
@@ -211,8 +213,12 @@ impl EvalSink {
             acc.add(instance, ranked, gold);
         }
         let ranked = &evaluated.ranked;
-        self.files
-            .add(&instance.repo, &instance.language, ranked, gold);
+        if gold.is_empty() {
+            self.report.no_gold_files.push(instance.instance_id.clone());
+        } else {
+            self.files
+                .add(&instance.repo, &instance.language, ranked, gold);
+        }
         if let Some(writer) = self.out.as_mut() {
             let (found_functions, gold_functions) = evaluated.functions.unzip();
             writer.write(&Prediction {

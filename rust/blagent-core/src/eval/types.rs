@@ -102,6 +102,10 @@ pub struct EvalReport {
     pub missing_trees: Vec<String>,
     /// Instances that failed, with the error.
     pub failures: Vec<(String, String)>,
+    /// Ranked instances whose gold patch names no file (an empty patch and no `gold_files`):
+    /// left out of the file metrics, as `compare` leaves them out.
+    #[serde(default)]
+    pub no_gold_files: Vec<String>,
     /// Wall-clock seconds.
     pub seconds: f64,
     /// Retrieval under the pre-written rewrites (with `queries` and `dense`).

@@ -176,13 +176,14 @@ impl QueryTokens {
 
 impl Bm25 {
     /// Indexes `docs` (document `i` is the `i`-th item).
-    pub fn build<'a>(docs: impl IntoIterator<Item = &'a str>, params: Bm25Params) -> Self {
+    pub fn build<T: AsRef<str>>(docs: impl IntoIterator<Item = T>, params: Bm25Params) -> Self {
         let mut index = Bm25 {
             params,
             ..Bm25::default()
         };
         let mut counts: HashMap<u32, u32> = HashMap::new();
         for (doc, text) in docs.into_iter().enumerate() {
+            let text = text.as_ref();
             counts.clear();
             let mut length = 0u32;
             for word in dotted_words(text) {
@@ -492,7 +493,7 @@ mod tests {
 
     #[test]
     fn empty_collection_scores_nothing() {
-        let index = Bm25::build(std::iter::empty(), Bm25Params::default());
+        let index = Bm25::build(std::iter::empty::<&str>(), Bm25Params::default());
         assert!(index.score("anything").is_empty());
     }
 }

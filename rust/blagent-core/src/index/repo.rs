@@ -189,21 +189,17 @@ impl RepoIndex {
             .collect();
         let (file_bm25, chunk_bm25) = rayon::join(
             || {
-                let docs: Vec<String> = files
-                    .iter()
-                    .map(|f| format!("{}\n{}", f.path(), f.text))
-                    .collect();
-                Bm25::build(docs.iter().map(String::as_str), options.bm25)
+                let docs = files.iter().map(|f| format!("{}\n{}", f.path(), f.text));
+                Bm25::build(docs, options.bm25)
             },
             || {
-                let docs: Vec<String> = chunk_refs
-                    .iter()
-                    .map(|&(f, c)| {
-                        let file = &files[f as usize];
-                        file.parsed.chunks[c as usize].text(&file.text)
-                    })
-                    .collect();
-                Bm25::build(docs.iter().map(String::as_str), options.bm25)
+                // Each chunk's text made as it is indexed, not all at once: a text carries its
+                // path, and a long path over many chunks would take that many copies.
+                let docs = chunk_refs.iter().map(|&(f, c)| {
+                    let file = &files[f as usize];
+                    file.parsed.chunks[c as usize].text(&file.text)
+                });
+                Bm25::build(docs, options.bm25)
             },
         );
         let names_bm25 = {

@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use super::batch_types::{BatchConfig, BatchFailure, BatchOutcome, BatchReport};
 use super::progress::Progress;
-use super::resume::existing_ids;
+use super::resume::{existing_ids, LineShape};
 use super::SCHEMA_VERSION;
 use crate::dataset::{instance_tree, load_dataset, select_ids, Instance, JsonlWriter};
 use crate::error::{Error, Result};
-use crate::repo::{json_lines_with, open_outputs, OutputMode};
+use crate::repo::{json_lines_with, open_outputs_checked, OutputMode};
 
 /// What a batch output holds: Agentless lines that carry blagent's result, appended to.
 const BATCH_LINES: OutputMode = OutputMode {
@@ -52,6 +52,21 @@ fn selected(config: &BatchConfig) -> Result<Vec<Instance>> {
     select_ids(instances, config.run.ids.as_deref(), &config.run.dataset)
 }
 
+/// The shape of the lines `config`'s run writes, named as the lines record it.
+fn line_shape(config: &BatchConfig) -> Result<LineShape> {
+    let name = |value: serde_json::Value| value.as_str().unwrap_or_default().to_owned();
+    let granularity = if config.related_locs {
+        crate::retrieve::Granularity::Function
+    } else {
+        config.granularity
+    };
+    Ok(LineShape {
+        pipeline: name(serde_json::to_value(config.run.pipeline)?),
+        granularity: name(serde_json::to_value(granularity)?),
+        related_locs: config.related_locs,
+    })
+}
+
 impl BatchSink {
     /// Plans `config`'s run: reads the dataset, opens the output for appending (locked: a
     /// second run on it is refused) and reads what it holds so far (cutting a half-written
@@ -71,12 +86,18 @@ impl BatchSink {
         ];
         let named: Vec<_> = outputs.iter().map(|&(p, _, w)| (p, w)).collect();
         config.run.check_recording(&named, &inputs)?;
-        // A refusal creates and empties nothing (see `open_outputs`); this run's failures
-        // replace the last run's.
-        let [mut out, failures_file]: [std::fs::File; 2] = open_outputs(&outputs, &inputs)?
+        // A refusal creates and empties nothing (see `open_outputs_checked`): the lines already
+        // in the output are read and checked before this run's failures replace the last run's.
+        let shape = line_shape(config)?;
+        let mut resumed = None;
+        let [out, failures_file]: [std::fs::File; 2] =
+            open_outputs_checked(&outputs, &inputs, |files| {
+                resumed = Some(existing_ids(&config.out, &mut files[0], &shape)?);
+                Ok(())
+            })?
             .try_into()
             .expect("one file per output");
-        let (done, truncated) = existing_ids(&config.out, &mut out)?;
+        let (done, truncated) = resumed.expect("checked when opened");
         let out = JsonlWriter::from_file(&config.out, out);
         let failures_file = JsonlWriter::from_file(&failures_out, failures_file);
         let selected = instances.len();

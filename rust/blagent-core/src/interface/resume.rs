@@ -1,41 +1,125 @@
 //! Resuming a batch: which instances an output file already holds, after dropping a last line
-//! that an interrupted run left half-written.
+//! that an interrupted run left half-written, and whether its lines have the shape this run
+//! would write.
 
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::Path;
 
+use serde_json::Value;
+
 use crate::error::{Error, Result};
-use crate::repo::complete_last_line;
+use crate::repo::{end_last_line, read_output};
+
+/// What a batch's lines record of the settings that shape them: the pipeline, the
+/// granularity (`blagent.pipeline`, `blagent.granularity`) and whether they carry Agentless's
+/// `found_related_locs`. A run resuming an output writes lines of the same shape, or one file
+/// would hand Agentless's next stage two kinds of line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct LineShape {
+    pub pipeline: String,
+    pub granularity: String,
+    pub related_locs: bool,
+}
+
+impl LineShape {
+    /// The shape recorded by `line`, a batch output's line; `None` for a field it lacks (a
+    /// line of an older schema), which then matches any.
+    fn of(line: &Value) -> (Option<&str>, Option<&str>, bool) {
+        let blagent = line.get("blagent");
+        let field = |name: &str| blagent.and_then(|b| b.get(name)).and_then(Value::as_str);
+        (
+            field("pipeline"),
+            field("granularity"),
+            line.get("found_related_locs").is_some(),
+        )
+    }
+
+    /// How `line` differs from this shape, in words, if it does.
+    fn differs(&self, line: &Value) -> Option<String> {
+        let (pipeline, granularity, related_locs) = Self::of(line);
+        let mut what = Vec::new();
+        if pipeline.is_some_and(|p| p != self.pipeline) {
+            what.push(format!(
+                "pipeline {} (this run: {})",
+                pipeline.unwrap_or_default(),
+                self.pipeline
+            ));
+        }
+        if granularity.is_some_and(|g| g != self.granularity) {
+            what.push(format!(
+                "granularity {} (this run: {})",
+                granularity.unwrap_or_default(),
+                self.granularity
+            ));
+        }
+        if related_locs != self.related_locs {
+            let with = |yes: bool| if yes { "with" } else { "without" };
+            what.push(format!(
+                "{} found_related_locs (this run: {})",
+                with(related_locs),
+                with(self.related_locs)
+            ));
+        }
+        (!what.is_empty()).then(|| what.join(", "))
+    }
+}
 
 /// The instance ids of the complete lines of the batch output `file` (opened to append, `out`
 /// naming it), and whether an incomplete last line (no final newline, not valid JSON) was cut
-/// off the file ([`complete_last_line`]).
+/// off the file (as [`crate::repo::complete_last_line`] does).
 ///
 /// A complete line that is not a JSON object with a string `instance_id` is an input error:
-/// the file is not a `loc_outputs.jsonl`, and appending to it would be wrong.
-pub(super) fn existing_ids(out: &Path, file: &mut File) -> Result<(HashSet<String>, bool)> {
-    let (bytes, truncated) = complete_last_line(file, out)?;
+/// the file is not a `loc_outputs.jsonl`, and appending to it would be wrong. So is a line of
+/// another shape than `shape` (another pipeline, granularity, or with or without related
+/// locations). Both are found before the file is changed.
+pub(super) fn existing_ids(
+    out: &Path,
+    file: &mut File,
+    shape: &LineShape,
+) -> Result<(HashSet<String>, bool)> {
+    let bytes = read_output(file, out)?;
     let mut ids = HashSet::new();
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+    let refuse = |line: usize, message: String| Error::Dataset {
+        path: out.to_path_buf(),
+        line,
+        message,
+    };
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let tail = &bytes[complete..];
+    let tail_is_whole = serde_json::from_slice::<Value>(tail).is_ok();
+    let lines = bytes[..complete]
+        .split(|&b| b == b'\n')
+        .chain(tail_is_whole.then_some(tail));
+    for (i, line) in lines.enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let id = serde_json::from_slice::<serde_json::Value>(line)
-            .ok()
-            .and_then(|v| {
-                v.get("instance_id")
-                    .and_then(|id| id.as_str().map(str::to_owned))
-            });
-        let Some(id) = id else {
-            return Err(Error::Dataset {
-                path: out.to_path_buf(),
-                line: i + 1,
-                message: "not a loc_outputs line (a JSON object with a string instance_id); refusing to append".to_owned(),
-            });
+        let value = serde_json::from_slice::<Value>(line).ok();
+        let id = value
+            .as_ref()
+            .and_then(|v| v.get("instance_id"))
+            .and_then(|id| id.as_str().map(str::to_owned));
+        let (Some(value), Some(id)) = (value, id) else {
+            return Err(refuse(
+                i + 1,
+                "not a loc_outputs line (a JSON object with a string instance_id); refusing to \
+                 append"
+                    .to_owned(),
+            ));
         };
+        if let Some(difference) = shape.differs(&value) {
+            return Err(refuse(
+                i + 1,
+                format!(
+                    "written with other settings: {difference}; resume with the same settings or \
+                     give another --out"
+                ),
+            ));
+        }
         ids.insert(id);
     }
+    let (_, truncated) = end_last_line(file, out, bytes)?;
     Ok((ids, truncated))
 }
 
@@ -43,15 +127,27 @@ pub(super) fn existing_ids(out: &Path, file: &mut File) -> Result<(HashSet<Strin
 mod tests {
     use super::*;
 
+    fn shape() -> LineShape {
+        LineShape {
+            pipeline: "fused".to_owned(),
+            granularity: "file".to_owned(),
+            related_locs: false,
+        }
+    }
+
     /// `out` opened as a batch opens its output: to append and read back.
-    fn read_ids(out: &Path) -> Result<(HashSet<String>, bool)> {
+    fn read_ids_as(out: &Path, shape: &LineShape) -> Result<(HashSet<String>, bool)> {
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .read(true)
             .create(true)
             .open(out)
             .expect("open");
-        existing_ids(out, &mut file)
+        existing_ids(out, &mut file, shape)
+    }
+
+    fn read_ids(out: &Path) -> Result<(HashSet<String>, bool)> {
+        read_ids_as(out, &shape())
     }
 
     #[test]
@@ -82,5 +178,49 @@ mod tests {
         assert!(std::fs::read_to_string(&out).expect("read").ends_with('\n'));
         std::fs::write(&out, "not json\n").expect("write");
         assert!(read_ids(&out).expect_err("foreign").is_input_error());
+    }
+
+    #[test]
+    fn lines_of_another_shape_are_refused_before_anything_changes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("loc.jsonl");
+        let file_line =
+            r#"{"instance_id": "a", "blagent": {"pipeline": "fused", "granularity": "file"}}"#;
+        let related = r#"{"instance_id": "b", "found_related_locs": {}, "blagent": {"pipeline": "fused", "granularity": "function"}}"#;
+        // Two shapes in the file, then a line cut short: the second line is refused and the
+        // cut-short one is still there.
+        let text = format!("{file_line}\n{related}\n{{\"instance_id\": \"c\", \"fou");
+        std::fs::write(&out, &text).expect("write");
+        let err = read_ids(&out).expect_err("another shape");
+        assert!(err.is_input_error());
+        let message = err.to_string();
+        assert!(
+            message.contains(":2:")
+                && message.contains("granularity function (this run: file)")
+                && message.contains("with found_related_locs (this run: without)"),
+            "{message}"
+        );
+        assert_eq!(std::fs::read_to_string(&out).expect("read"), text);
+        // The same settings as the lines: read, and the cut-short line dropped.
+        std::fs::write(&out, format!("{related}\n")).expect("write");
+        let related_shape = LineShape {
+            granularity: "function".to_owned(),
+            related_locs: true,
+            ..shape()
+        };
+        let (ids, _) = read_ids_as(&out, &related_shape).expect("same shape");
+        assert!(ids.contains("b"));
+        let err = read_ids_as(
+            &out,
+            &LineShape {
+                pipeline: "rrl".to_owned(),
+                ..related_shape
+            },
+        )
+        .expect_err("another pipeline");
+        assert!(err.to_string().contains("pipeline fused (this run: rrl)"));
+        // A line of an older schema without the settings matches any shape.
+        std::fs::write(&out, "{\"instance_id\": \"old\"}\n").expect("write");
+        assert!(read_ids(&out).expect("older lines").0.contains("old"));
     }
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::redact::{
-    proxy_secrets, redact_url_credentials, url_credentials_are_ascii, url_secrets, Redactor, Secret,
+    proxy_secrets, redact_url_credentials, url_credentials_are_ascii, url_secrets, Redactor,
+    Secret, MIN_KEY_CHARS, REDACTED,
 };
 use super::{ChatRequest, Message};
 use crate::error::{Error, Result};
@@ -200,7 +201,13 @@ impl LlmConfig {
     /// ([`url_secrets`]) and, with an endpoint, those of the proxies the HTTP client takes from
     /// the environment ([`proxy_secrets`]).
     pub fn redactor(&self) -> Redactor {
-        let mut secrets: Vec<Secret> = self.api_key.iter().cloned().collect();
+        // A key shorter than `MIN_KEY_CHARS` is a local server's placeholder, not a secret.
+        let mut secrets: Vec<Secret> = self
+            .api_key
+            .iter()
+            .filter(|key| key.expose().chars().count() >= MIN_KEY_CHARS)
+            .cloned()
+            .collect();
         if let Some(url) = &self.base_url {
             secrets.extend(url_secrets(url));
         }
@@ -228,9 +235,18 @@ impl LlmConfig {
 /// (`http://localhost:11434` → `http://localhost:11434/v1`). Other paths (`/api/v1`,
 /// `/openai/v1`) are kept as given.
 pub fn normalize_base_url(url: &str) -> Result<String> {
+    // Quoted with everything before its last `@` past the scheme left out: a password holding
+    // `#`, `/` or `?` does not parse as one, so no pattern could find it in the URL.
+    let shown = match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}{REDACTED}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        (None, Some(at)) => format!("{REDACTED}@{}", &url[at + 1..]),
+        _ => url.to_owned(),
+    };
     let bad = |why: &str| {
         Error::InvalidInput(redact_url_credentials(&format!(
-            "LLM base URL {url:?}: {why}"
+            "LLM base URL {shown:?}: {why}"
         )))
     };
     let parsed = reqwest::Url::parse(url.trim()).map_err(|e| bad(&e.to_string()))?;
@@ -333,6 +349,19 @@ mod tests {
     }
 
     #[test]
+    fn a_placeholder_key_is_not_redacted() {
+        // Local servers take any key; `test` must not rewrite `tests/test_parser.py`.
+        let config = |key: &str| LlmConfig {
+            api_key: Some(Secret::new(key)),
+            ..LlmConfig::default()
+        };
+        let shown = config("test").redactor().redact("tests/test_parser.py");
+        assert_eq!(shown, "tests/test_parser.py");
+        let shown = config("sk-abcdefgh").redactor().redact("test sk-abcdefgh");
+        assert_eq!(shown, "test <redacted>");
+    }
+
+    #[test]
     fn url_passwords_never_print() {
         let config = LlmConfig {
             base_url: Some("http://user:s%40cret@h:1".to_owned()),
@@ -351,6 +380,18 @@ mod tests {
         }
         let err = normalize_base_url("ftp://user:hunter2@h/v1").unwrap_err();
         assert!(!err.to_string().contains("hunter2"), "{err}");
+        // Passwords that do not parse as passwords are left out too.
+        for url in [
+            "http://alice:s3cr#etPW@127.0.0.1:9",
+            "http://alice:s3/cr?etPW@127.0.0.1:9",
+            "http://sk-abcdef#ghijklmnop@h:1",
+        ] {
+            let err = normalize_base_url(url).unwrap_err().to_string();
+            assert!(
+                !err.contains("s3cr") && !err.contains("etPW") && !err.contains("ghijk"),
+                "{err}"
+            );
+        }
         assert_eq!(
             redact_url_credentials("see https://a:b@h/x and http://h/ and http://u@h/"),
             "see https://a:<redacted>@h/x and http://h/ and http://<redacted>@h/"

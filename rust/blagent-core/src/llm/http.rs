@@ -116,12 +116,24 @@ struct WireMessage {
     content: Option<String>,
 }
 
+/// The usage a server reports. A count that is missing, null or not a whole number of tokens
+/// (servers send all three) leaves the usage to be estimated rather than failing the answer.
 #[derive(Deserialize)]
 struct WireUsage {
     #[serde(default)]
-    prompt_tokens: u64,
+    prompt_tokens: serde_json::Value,
     #[serde(default)]
-    completion_tokens: u64,
+    completion_tokens: serde_json::Value,
+}
+
+impl WireUsage {
+    /// Both counts, where both are whole numbers.
+    fn counts(&self) -> Option<(u64, u64)> {
+        Some((
+            self.prompt_tokens.as_u64()?,
+            self.completion_tokens.as_u64()?,
+        ))
+    }
 }
 
 /// The most redirects a request follows.
@@ -296,7 +308,7 @@ impl HttpModel {
         }
         let text = String::from_utf8_lossy(&bytes).into_owned();
         if !status.is_success() {
-            let message = format!("HTTP {status}: {}", snippet(&text));
+            let message = format!("HTTP {status}: {}", self.snippet(&text));
             return Err(if RETRYABLE_STATUSES.contains(&status.as_u16()) {
                 Failure::Retry {
                     message,
@@ -318,18 +330,21 @@ impl HttpModel {
         request: &ChatRequest,
     ) -> std::result::Result<ChatResponse, Failure> {
         let wire: WireResponse = serde_json::from_str(text).map_err(|e| {
-            Failure::retry(format!("malformed response body ({e}): {}", snippet(text)))
+            Failure::retry(format!(
+                "malformed response body ({e}): {}",
+                self.snippet(text)
+            ))
         })?;
         let choice = wire.choices.into_iter().next().ok_or_else(|| {
-            Failure::retry(format!("response without choices: {}", snippet(text)))
+            Failure::retry(format!("response without choices: {}", self.snippet(text)))
         })?;
         let content = self
             .redactor
             .redact(&choice.message.content.unwrap_or_default());
-        let usage = match wire.usage {
-            Some(u) => Usage {
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
+        let usage = match wire.usage.as_ref().and_then(WireUsage::counts) {
+            Some((prompt_tokens, completion_tokens)) => Usage {
+                prompt_tokens,
+                completion_tokens,
                 estimated: false,
             },
             None => self.counter.estimate(&request.messages, &content),
@@ -339,6 +354,17 @@ impl HttpModel {
             usage,
             finish_reason: choice.finish_reason.map(|r| self.redactor.redact(&r)),
         })
+    }
+
+    /// The start of a body for an error message, redacted before it is cut: a secret that
+    /// straddles the cut would no longer match in what is left of it.
+    fn snippet(&self, text: &str) -> String {
+        let head: String = text
+            .trim()
+            .chars()
+            .take(SNIPPET_CHARS + MAX_SECRET_SPAN)
+            .collect();
+        snippet(&self.redactor.redact(&head))
     }
 
     fn error(&self, message: &str) -> Error {
@@ -457,7 +483,11 @@ fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// The start of a body, for error messages.
+/// How many characters of a body past its snippet are redacted with it: more than any form
+/// of a key (as written, percent-encoded or JSON-escaped, six characters to one) spans.
+const MAX_SECRET_SPAN: usize = 8192;
+
+/// The start of a body, for error messages (redacted first: [`HttpModel::snippet`]).
 fn snippet(text: &str) -> String {
     let trimmed = text.trim();
     if trimmed.is_empty() {
@@ -502,5 +532,53 @@ mod tests {
         assert_eq!(snippet("  "), "(empty body)");
         let long = "x".repeat(1000);
         assert_eq!(snippet(&long).chars().count(), SNIPPET_CHARS + 1);
+    }
+
+    /// Found by a review: a key crossing the snippet's cut lost its last characters before it
+    /// was redacted, so what was left no longer matched and was shown.
+    #[test]
+    fn a_key_across_the_cut_is_redacted_before_the_cut() {
+        let m = model();
+        for at in SNIPPET_CHARS - 8..SNIPPET_CHARS + 2 {
+            let body = format!("{}sk-test-key and more", "-".repeat(at));
+            let shown = m.snippet(&body);
+            assert!(!shown.contains("sk-test"), "{at}: {shown}");
+        }
+    }
+
+    /// A usage with a count that is null or not a whole number is estimated, not a failure.
+    #[test]
+    fn odd_usage_counts_are_estimated() {
+        let m = model();
+        let request = ChatRequest {
+            stage: "t0".into(),
+            messages: vec![super::super::Message::user("hello there")],
+            temperature: 0.0,
+            seed: None,
+            max_tokens: None,
+            json: false,
+        };
+        let answer = |usage: &str| {
+            format!(
+                r#"{{"choices": [{{"message": {{"content": "hi"}}, "finish_reason": "stop"}}], "usage": {usage}}}"#
+            )
+        };
+        for odd in [
+            r#"{"prompt_tokens": 10, "completion_tokens": null}"#,
+            r#"{"prompt_tokens": 1e30, "completion_tokens": 2}"#,
+            r#"{}"#,
+            "null",
+        ] {
+            let parsed = m.parse_answer(&answer(odd), &request).ok().expect(odd);
+            assert!(parsed.usage.estimated, "{odd}");
+        }
+        let exact = m
+            .parse_answer(
+                &answer(r#"{"prompt_tokens": 10, "completion_tokens": 2}"#),
+                &request,
+            )
+            .ok()
+            .unwrap();
+        assert!(!exact.usage.estimated && exact.usage.prompt_tokens == 10);
     }
 }

@@ -126,16 +126,45 @@ fn build(alternatives: &[String]) -> Option<regex::Regex> {
         .ok()
 }
 
-/// The four base64 encodings of `bytes`: standard and URL-safe, padded and not.
+/// The base64 encodings of `bytes`, standard and URL-safe: on its own (padded and not), and
+/// inside a longer encoded text (`Bearer <key>`, `user:<key>`), where it may start at any of
+/// the three byte offsets of a group: there only the characters that no byte around it
+/// touches are matched, so a secret of fewer than [`MIN_EMBEDDED_BYTES`] bytes gets no such form
+/// (it would match unrelated base64), nor one longer than [`MAX_VARIANT_CHARS`] (the pattern
+/// would grow too large).
 fn base64_forms(bytes: &[u8]) -> Vec<String> {
-    let mut forms = Vec::with_capacity(4);
+    let mut forms = Vec::with_capacity(10);
     for alphabet in [BASE64_STANDARD, BASE64_URL_SAFE] {
         let padded = base64(bytes, alphabet);
         forms.push(padded.trim_end_matches('=').to_owned());
         forms.push(padded);
+        if bytes.len() < MIN_EMBEDDED_BYTES || bytes.len() > MAX_VARIANT_CHARS {
+            continue;
+        }
+        for offset in 0..3usize {
+            let mut shifted = vec![0u8; offset];
+            shifted.extend_from_slice(bytes);
+            let encoded = base64(&shifted, alphabet);
+            let encoded = encoded.trim_end_matches('=');
+            // Characters touched by the `offset` bytes before it (2 for one, 3 for two), and
+            // the last one when the secret ends inside a group (it mixes in the next byte).
+            let lead = [0, 2, 3][offset];
+            let trail = usize::from(shifted.len() % 3 != 0);
+            forms.push(encoded[lead..encoded.len() - trail].to_owned());
+        }
     }
     forms
 }
+
+/// The fewest characters of an API key redacted: a shorter key (`EMPTY`, `test`, `none`, which
+/// local servers such as vLLM or llama.cpp take) is a placeholder, not a credential, and
+/// replacing it wherever it occurs would rewrite the model's answers (`tests/test_parser.py`
+/// into `<redacted>s/<redacted>_parser.py`). A URL's credentials are redacted whatever their
+/// length.
+pub const MIN_KEY_CHARS: usize = 8;
+
+/// The fewest bytes of a secret matched inside longer base64 text (see [`base64_forms`]).
+const MIN_EMBEDDED_BYTES: usize = 8;
 
 /// `bytes` in base64 with `alphabet`, padded with `=`.
 fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
@@ -361,13 +390,36 @@ mod tests {
             assert_eq!(r.redact(&text), "before <redacted> after", "{form}");
         }
         // URL-safe base64 differs from the standard one where `+` and `/` appear.
-        let r = redactor(&["???>>>", "?"]);
-        for form in ["Pz8/Pj4+", "Pz8_Pj4-", "Pw==", "Pw"] {
+        let r = redactor(&["???>>>??", "???>>>???"]);
+        for form in [
+            "Pz8/Pj4+Pz8=",
+            "Pz8_Pj4-Pz8",
+            "Pz8/Pj4+Pz8/",
+            "Pz8_Pj4-Pz8_",
+        ] {
             assert_eq!(r.redact(&format!("x {form} y")), "x <redacted> y", "{form}");
         }
         assert_eq!(redactor(&[]).redact("nothing secret"), "nothing secret");
         assert!(redactor(&["", ""]).pattern.is_none());
         assert!(!format!("{r:?}").contains('?'));
+    }
+
+    #[test]
+    fn a_secret_inside_longer_base64_is_redacted_at_every_offset() {
+        let key = "sk-SECRETKEY-1234567890abcdef";
+        let r = redactor(&[key]);
+        for before in ["", "B", "Be", "Bearer ", "Bearer  ", "user:"] {
+            for after in ["", "!", "!!", "\n"] {
+                for alphabet in [BASE64_STANDARD, BASE64_URL_SAFE] {
+                    let encoded = base64(format!("{before}{key}{after}").as_bytes(), alphabet);
+                    let shown = r.redact(&format!("b64:{encoded}"));
+                    assert!(shown.contains(REDACTED), "{before:?} {after:?}: {shown}");
+                    // What is left of the encoding no longer decodes to the key.
+                    let left = shown.replace(REDACTED, "");
+                    assert!(left.len() + 6 < encoded.len() + 4, "{shown}");
+                }
+            }
+        }
     }
 
     #[test]

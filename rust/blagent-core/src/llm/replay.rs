@@ -292,6 +292,11 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
 
     fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let result = self.inner.chat(request);
+        if matches!(result, Err(Error::Cancelled)) {
+            // A stop the user asked for is not the model's answer: a replay, or a resumed
+            // run, asks again.
+            return result;
+        }
         let entry = CassetteEntry {
             key: request_key(&self.model, request),
             request: RecordedRequest {
@@ -331,6 +336,9 @@ mod tests {
             let last = &request.messages.last().unwrap().content;
             if last == "fail" {
                 return Err(Error::Llm("echo refused".into()));
+            }
+            if last == "stop" {
+                return Err(Error::Cancelled);
             }
             Ok(ChatResponse {
                 content: last.chars().rev().collect(),
@@ -395,6 +403,30 @@ mod tests {
             missing.contains(&key) && missing.contains("phase2"),
             "{missing}"
         );
+    }
+
+    /// A stop the user asked for is not recorded: a replay or a resumed run asks again.
+    #[test]
+    fn a_cancelled_call_is_not_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let recorder = RecordingModel::create(Echo, "m", &path, &Inputs::new()).unwrap();
+        assert!(matches!(
+            recorder.chat(&ask("t0", "stop")),
+            Err(Error::Cancelled)
+        ));
+        recorder.chat(&ask("t0", "abc")).unwrap();
+        drop(recorder);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let missing = ReplayModel::open(&path)
+            .unwrap()
+            .chat(&ask("t0", "stop"))
+            .unwrap_err()
+            .to_string();
+        // Not an error replayed: a request the cassette does not hold.
+        let key = request_key("m", &ask("t0", "stop"));
+        assert!(missing.contains(&key), "{missing}");
     }
 
     #[test]

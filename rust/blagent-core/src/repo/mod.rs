@@ -14,8 +14,9 @@ pub use self::lang::{
     PYTHON,
 };
 pub use self::output::{
-    check_distinct, check_output, check_place, complete_last_line, fs_is_link, json_lines_with,
-    json_object_with, open_output, open_outputs, refuse_linked_folders, Inputs, OutputMode,
+    check_distinct, check_output, check_place, complete_last_line, end_last_line, fs_is_link,
+    json_lines_with, json_object_with, open_output, open_outputs, open_outputs_checked,
+    read_output, refuse_linked_folders, Inputs, OutputMode,
 };
 pub use self::skipped::{SkipReason, Skipped};
 pub use self::walk::{is_test_path, walk, SourceFile, WalkOptions, WalkOutput};

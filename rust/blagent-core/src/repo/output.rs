@@ -108,35 +108,51 @@ fn open_output_kept(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) 
 /// before any is created, all are opened and locked before any is emptied, and when one fails
 /// to open, those this call created are removed again. So a refusal leaves every file as it was.
 pub fn open_outputs(outputs: &[(&Path, OutputMode, &str)], inputs: &Inputs) -> Result<Vec<File>> {
+    open_outputs_checked(outputs, inputs, |_| Ok(()))
+}
+
+/// [`open_outputs`], with `check` run on the opened and locked files (in the order of
+/// `outputs`) before any is emptied: what a run must read from an output before it may go on
+/// (a batch's resumed lines) refuses it the same way, leaving every file as it was. `check`
+/// itself may change only what it has checked.
+pub fn open_outputs_checked(
+    outputs: &[(&Path, OutputMode, &str)],
+    inputs: &Inputs,
+    check: impl FnOnce(&mut [File]) -> Result<()>,
+) -> Result<Vec<File>> {
     let named: Vec<(&Path, &str)> = outputs.iter().map(|&(p, _, w)| (p, w)).collect();
     check_distinct(&named)?;
     for &(path, mode, what) in outputs {
         check_output(path, mode, inputs, what)?;
     }
-    let mut opened: Vec<(File, bool)> = Vec::with_capacity(outputs.len());
-    for (i, &(path, mode, what)) in outputs.iter().enumerate() {
+    let mut opened: Vec<File> = Vec::with_capacity(outputs.len());
+    let mut created: Vec<&Path> = Vec::new();
+    let refused = |e: Error, opened: Vec<File>, created: &[&Path]| {
+        drop(opened);
+        for made in created {
+            let _ = std::fs::remove_file(made);
+        }
+        e
+    };
+    for &(path, mode, what) in outputs {
         let existed = std::fs::symlink_metadata(path).is_ok();
         match open_output_kept(path, mode, inputs, what) {
-            Ok(file) => opened.push((file, existed)),
-            Err(e) => {
-                for (&(made, _, _), (file, existed)) in outputs[..i].iter().zip(opened) {
-                    drop(file);
-                    if !existed {
-                        let _ = std::fs::remove_file(made);
-                    }
-                }
-                return Err(e);
-            }
+            Ok(file) => opened.push(file),
+            Err(e) => return Err(refused(e, opened, &created)),
+        }
+        if !existed {
+            created.push(path);
         }
     }
-    let mut files = Vec::with_capacity(opened.len());
-    for (&(path, mode, _), (file, _)) in outputs.iter().zip(opened) {
+    if let Err(e) = check(&mut opened) {
+        return Err(refused(e, opened, &created));
+    }
+    for (&(path, mode, _), file) in outputs.iter().zip(&opened) {
         if !mode.append {
             file.set_len(0).map_err(|e| Error::io(path, e))?;
         }
-        files.push(file);
     }
-    Ok(files)
+    Ok(opened)
 }
 
 /// Whether [`open_output`] would accept `path`, without creating, locking or changing
@@ -187,6 +203,13 @@ fn refusal<'a>(path: &'a Path, what: &'a str) -> impl Fn(String) -> Error + 'a {
 /// The checks made before anything is created: where `path` resolves (not inside an input
 /// folder, not through a dangling link), and what it is now, if it exists.
 fn vet(path: &Path, inputs: &Inputs, refuse: &impl Fn(String) -> Error) -> Result<()> {
+    if path.as_os_str().is_empty() {
+        return Err(refuse("is empty; give a file name".to_owned()));
+    }
+    let bytes = path.as_os_str().as_encoded_bytes();
+    if bytes.ends_with(b"/") || bytes.ends_with(b"/.") || path.file_name().is_none() {
+        return Err(refuse("names a folder; give a file name".to_owned()));
+    }
     let resolved = resolve(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidInput => refuse(e.to_string()),
         _ => Error::io(path, e),
@@ -208,8 +231,6 @@ fn vet(path: &Path, inputs: &Inputs, refuse: &impl Fn(String) -> Error) -> Resul
     }
     if let Ok(meta) = std::fs::metadata(path) {
         check_target(&meta, inputs).map_err(refuse)?;
-    } else if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
-        return Err(refuse("names a folder; give a file name".to_owned()));
     }
     // Every folder above it that exists must be a folder: else creating it fails after other
     // outputs were opened.
@@ -384,8 +405,19 @@ fn hard_links(_: &std::fs::Metadata) -> u64 {
 /// handle, never by its path again. Returns the file's complete lines and whether a cut-short
 /// line was dropped.
 pub fn complete_last_line(file: &mut File, path: &Path) -> Result<(Vec<u8>, bool)> {
-    let mut bytes = super::read::read_open_bounded(file, MAX_DATA_FILE_BYTES)
-        .map_err(|f| f.into_error(path, "output"))?;
+    let bytes = read_output(file, path)?;
+    end_last_line(file, path, bytes)
+}
+
+/// What the output `file` (opened by [`open_output`]; `path` names it) holds, read through
+/// its handle from the start, at most [`MAX_DATA_FILE_BYTES`].
+pub fn read_output(file: &File, path: &Path) -> Result<Vec<u8>> {
+    super::read::read_open_bounded(file, MAX_DATA_FILE_BYTES)
+        .map_err(|f| f.into_error(path, "output"))
+}
+
+/// [`complete_last_line`] of `bytes`, what [`read_output`] read from `file`.
+pub fn end_last_line(file: &mut File, path: &Path, mut bytes: Vec<u8>) -> Result<(Vec<u8>, bool)> {
     let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let tail = &bytes[end..];
     if tail.trim_ascii().is_empty() {
@@ -663,6 +695,35 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
         let cut = b"{\"instance_id\": \"a\"}\n{\"inst";
         assert!(json_lines_with(cut, &["instance_id"], b"{\"instance_id\":"));
+    }
+
+    /// What a run reads from an output before it may go on refuses it as a failed open does:
+    /// nothing emptied, what this call created removed.
+    #[test]
+    fn a_failed_check_leaves_every_output_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("preds.jsonl");
+        std::fs::write(&ours, "{\"instance_id\": \"a\"}\n").unwrap();
+        let new = dir.path().join("new.jsonl");
+        let outputs = [
+            (ours.as_path(), JSONL, "--out"),
+            (new.as_path(), JSONL, "--x"),
+        ];
+        let mut seen = 0;
+        let result = open_outputs_checked(&outputs, &Inputs::new(), |files| {
+            seen = files.len();
+            Err(Error::InvalidInput("not this one".into()))
+        });
+        assert!(refused(result.map(|_| unreachable!())).contains("not this one"));
+        assert_eq!(seen, 2, "checked with every output open");
+        assert!(!new.exists());
+        assert_eq!(
+            std::fs::read_to_string(&ours).unwrap(),
+            "{\"instance_id\": \"a\"}\n"
+        );
+        let opened = open_outputs_checked(&outputs, &Inputs::new(), |_| Ok(())).unwrap();
+        assert_eq!(opened.len(), 2);
+        assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
     }
 
     /// Found by a review: a user's one-line file without its newline, holding JSON that

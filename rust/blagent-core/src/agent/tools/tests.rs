@@ -130,6 +130,27 @@ fn a_readme_linking_outside_is_refused() {
         .contains("outside the repository"));
 }
 
+/// Found by a review: `README.md -> .git/config` sent the remote's token to the endpoint.
+#[cfg(unix)]
+#[test]
+fn a_readme_linking_to_a_hidden_file_is_not_shown() {
+    let (dir, index) = index_with(&[
+        ("pkg/pricing.py", MODULE),
+        (".git/config", "[remote] url = https://alice:TOKEN@h/r"),
+        ("docs/README.md", "# Shop\nPrices things."),
+    ]);
+    let readme = dir.path().join("README.md");
+    std::os::unix::fs::symlink(".git/config", &readme).unwrap();
+    let refused = view_readme(&index, 100).unwrap_err();
+    assert!(
+        refused.contains("hidden") && !refused.contains("TOKEN"),
+        "{refused}"
+    );
+    std::fs::remove_file(&readme).unwrap();
+    std::os::unix::fs::symlink("docs/README.md", &readme).unwrap();
+    assert!(view_readme(&index, 100).unwrap().contains("Prices things"));
+}
+
 #[test]
 fn skeletons_are_truncated_and_bm25_ranks_matching_files() {
     let many: String = (0..80).fold(String::new(), |s, i| {

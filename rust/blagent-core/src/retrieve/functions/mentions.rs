@@ -30,8 +30,11 @@ pub(super) struct Mentions {
     /// The lengths of the bare names, a bit each (63: 63 bytes or more), so that most words of
     /// a source file are told apart from every name without hashing them.
     lengths: u64,
-    /// Dotted names, split at their dots, with their weights.
-    dotted: Vec<(Vec<String>, f32)>,
+    /// Dotted names, split at their dots, each once with its strongest weight, listed under
+    /// their last two parts (a qualified mention matches on two parts at least).
+    dotted: HashMap<(String, String), HashMap<Vec<String>, f32>>,
+    /// Each part of a dotted name before its last (`Cart` in `Cart.total`) → strongest weight.
+    prefixes: HashMap<String, f32>,
 }
 
 impl Mentions {
@@ -47,17 +50,32 @@ impl Mentions {
                 out.lengths |= length_bit(bare);
             }
             if parts.len() > 1 {
-                out.dotted.push((parts, weight));
+                out.add_dotted(parts, weight);
             }
         }
         let dotted_weight = source_weight(IdentifierSource::Dotted);
         for module in &query.modules {
-            out.dotted.push((
+            out.add_dotted(
                 module.split('.').map(str::to_owned).collect(),
                 dotted_weight,
-            ));
+            );
         }
         out
+    }
+
+    /// Adds the dotted name `parts` (two at least) at `weight`.
+    fn add_dotted(&mut self, parts: Vec<String>, weight: f32) {
+        let n = parts.len();
+        for part in &parts[..n - 1] {
+            let slot = self.prefixes.entry(part.clone()).or_default();
+            *slot = slot.max(weight);
+        }
+        let listed = self
+            .dotted
+            .entry((parts[n - 2].clone(), parts[n - 1].clone()))
+            .or_default();
+        let slot = listed.entry(parts).or_default();
+        *slot = slot.max(weight);
     }
 
     /// The weight of a mention of the bare name `name` (0 when not mentioned).
@@ -106,11 +124,11 @@ impl Mentions {
     /// The weight of a mention of the class `name`: bare, or as a part of a dotted name
     /// before its last (`Cart` in `Cart.total`).
     fn class(&self, name: &str) -> f32 {
-        self.dotted
-            .iter()
-            .filter(|(parts, _)| parts[..parts.len() - 1].iter().any(|p| p == name))
-            .map(|&(_, w)| w)
-            .fold(self.name(name), f32::max)
+        self.prefixes
+            .get(name)
+            .copied()
+            .unwrap_or(0.0)
+            .max(self.name(name))
     }
 
     /// The weight of a dotted mention naming `qualified` (`Class.method`) in a file whose
@@ -121,7 +139,11 @@ impl Mentions {
         if q.len() == 1 {
             q.insert(0, stem);
         }
-        self.dotted
+        let key = (q[q.len() - 2].to_owned(), q[q.len() - 1].to_owned());
+        let Some(listed) = self.dotted.get(&key) else {
+            return 0.0;
+        };
+        listed
             .iter()
             .filter(|(parts, _)| {
                 let k = parts.len().min(q.len());
@@ -131,7 +153,7 @@ impl Mentions {
                         .zip(&q[q.len() - k..])
                         .all(|(a, b)| a == b)
             })
-            .map(|&(_, w)| w)
+            .map(|(_, &w)| w)
             .fold(0.0, f32::max)
     }
 }
@@ -159,21 +181,31 @@ fn length_bit(name: &str) -> u64 {
 
 /// [`Feature::Name`], [`Feature::NameSpecific`], [`Feature::Qualified`] and [`Feature::Class`].
 pub(super) fn name_mentions(set: &mut CandidateSet<'_>, mentions: &Mentions) {
+    // Per name, how many files define it; per qualified name and file stem, its mention:
+    // each counted once, however many candidates share them.
+    let mut defining_files: HashMap<String, usize> = HashMap::new();
+    let mut qualified_seen: HashMap<(String, String), f32> = HashMap::new();
     for item in 0..set.items.len() {
         let file = set.items[item].file;
         let symbol = set.symbol(item);
         let name = mentions.name(&symbol.name);
         let defining = if name > 0.0 {
-            set.index.definitions.get(&symbol.name).map_or(1, |defs| {
-                defs.iter().map(|&(f, _)| f).collect::<HashSet<_>>().len()
-            })
+            *defining_files
+                .entry(symbol.name.clone())
+                .or_insert_with(|| {
+                    set.index.definitions.get(&symbol.name).map_or(1, |defs| {
+                        defs.iter().map(|&(f, _)| f).collect::<HashSet<_>>().len()
+                    })
+                })
         } else {
             1
         };
         let path = set.index.files[file].path();
         let base = path.rsplit('/').next().unwrap_or(path);
         let stem = base.split('.').next().unwrap_or(base);
-        let qualified = mentions.qualified(&symbol.qualified, stem);
+        let qualified = *qualified_seen
+            .entry((symbol.qualified.clone(), stem.to_owned()))
+            .or_insert_with(|| mentions.qualified(&symbol.qualified, stem));
         let class = symbol
             .qualified
             .rsplit('.')
@@ -372,6 +404,9 @@ pub(super) fn errors(set: &mut CandidateSet<'_>, query: &Reformulation) {
 /// with a line in the range gets 1. The ref may not be the checkout's commit, so the lines are
 /// where they were then; on the development set they still mostly fall in the function meant.
 pub(super) fn line_links(set: &mut CandidateSet<'_>, query: &Reformulation) {
+    // The linked line ranges of each file, merged before they are walked: an issue that links
+    // the same long range many times walks it once.
+    let mut ranges: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
     for link in LINE_LINK.captures_iter(&query.explanation) {
         let path = &link[1];
         let path = match path.split_once("/blob/") {
@@ -391,14 +426,22 @@ pub(super) fn line_links(set: &mut CandidateSet<'_>, query: &Reformulation) {
             .and_then(|m| m.as_str().parse::<usize>().ok())
             .unwrap_or(first)
             .max(first);
+        ranges.entry(file).or_default().push((first, last));
+    }
+    for (file, mut spans) in ranges {
+        spans.sort_unstable();
         let owners = set.owners(file);
-        let held: HashSet<usize> = owners
-            .get(first.saturating_sub(1)..last.min(owners.len()))
-            .unwrap_or_default()
-            .iter()
-            .flatten()
-            .map(|&item| item as usize)
-            .collect();
+        let mut held: HashSet<usize> = HashSet::new();
+        // Lines already walked end before `walked`.
+        let mut walked = 0;
+        for (first, last) in spans {
+            let from = first.saturating_sub(1).max(walked);
+            let to = last.min(owners.len());
+            if from < to {
+                held.extend(owners[from..to].iter().flatten().map(|&item| item as usize));
+                walked = to;
+            }
+        }
         for item in held {
             set.items[item].raise(Feature::LineLink, 1.0);
         }

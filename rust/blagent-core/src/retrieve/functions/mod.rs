@@ -50,12 +50,18 @@ pub fn function_candidates(
     lexical::chunk_features(&mut set, query);
     lexical::name_features(&mut set, query);
     let mentions = Mentions::of(query);
+    // A stop asked for is heard between the passes (each is linear in the candidates and the
+    // issue).
+    crate::cancel::check()?;
     mentions::name_mentions(&mut set, &mentions);
+    crate::cancel::check()?;
     mentions::body_mentions(&mut set, &mentions)?;
+    crate::cancel::check()?;
     mentions::parameter_mentions(&mut set, &mentions);
     mentions::frames(&mut set, query);
     mentions::errors(&mut set, query);
     mentions::line_links(&mut set, query);
+    crate::cancel::check()?;
     if let Some(dense) = &index.dense {
         dense_feature(&mut set, dense, &query.explanation)?;
     }
