@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from blagent import InputError, Localizer
+from blagent import InputError, Localizer, ModelError
 from blagent.models import default_model_dir
 from conftest import PRECISION_SUFFIX, expected_encoder_precision
 
@@ -243,3 +243,16 @@ def test_a_model_of_the_same_name_and_sizes_gets_its_own_cache(repo: Path, tmp_p
     localize(repo, cache)
     localize(repo, cache, model_dir=tuned)
     assert len([p for p in (cache / "embeddings").iterdir() if p.is_dir()]) == 2
+
+
+def test_a_model_that_gives_nan_vectors_is_a_model_error(repo: Path, tmp_path: Path) -> None:
+    """Found by a review: NaN weights turned the dense signals off with no error or warning
+    (Faiss finds nothing for NaN vectors), and the NaN vectors were cached."""
+    broken = tmp_path / "broken"
+    shutil.copytree(default_model_dir(), broken)
+    weights = broken / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-4:] = struct.pack("<f", float("nan"))
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ModelError, match="NaN or infinite"):
+        localize(repo, tmp_path / "cache", model_dir=broken)

@@ -909,3 +909,28 @@ def test_a_generated_patch_that_is_not_a_string_is_bad_input(tmp_path: Path) -> 
     preds.write_text(json.dumps({"instance_id": "acme__shop-1", "model_patch": 5}) + "\n")
     proc = run("analyze-failures", *flags)
     assert_clean_failure(proc, because="model_patch of acme__shop-1 is a number")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_process_forked_after_a_call_is_refused_not_hung(repo: Path) -> None:
+    """Found by a review: after a call in the parent, a forked child's call waited forever
+    (and through Ctrl-C) on worker threads that a fork does not copy."""
+    code = f"""
+import os, sys
+from blagent import InputError, Localizer
+localizer = Localizer()
+localizer.localize({str(repo)!r}, "apply_discount fails")
+pid = os.fork()
+if pid == 0:
+    try:
+        localizer.localize({str(repo)!r}, "apply_discount fails")
+        os._exit(3)
+    except InputError as err:
+        os._exit(0 if "forked" in str(err) else 4)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)

@@ -13,6 +13,7 @@
 //! in `Arc`s.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -28,12 +29,39 @@ const SIGNAL_POLL: Duration = Duration::from_millis(100);
 /// The outcome of the worker: the call's result, or its panic.
 type Outcome<T> = std::thread::Result<blagent_core::Result<T>>;
 
+/// The process that made the last call (0: none yet).
+static CALLER_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Refuses a call in a process forked after blagent ran in its parent: the threads of the
+/// parent's calls (this module's workers, the core's thread pool) do not survive a fork, and
+/// a call waiting on them would hang. A process forked before any call runs as usual.
+fn refuse_after_fork() -> blagent_core::Result<()> {
+    let me = std::process::id();
+    match CALLER_PID.swap(me, Ordering::Relaxed) {
+        0 => Ok(()),
+        parent if parent != me => {
+            // Still refused at the next call: the pool threads are gone for good.
+            CALLER_PID.store(parent, Ordering::Relaxed);
+            Err(Error::InvalidInput(
+                "blagent ran in this process's parent before it was forked, and its worker \
+                 threads do not survive a fork: start the process with multiprocessing's \
+                 'spawn' or 'forkserver' method, or import blagent only in the children"
+                    .to_owned(),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Runs `work` (see the module documentation); `to_py` converts its error.
 pub(crate) fn run_cancellable<T: Send + 'static>(
     py: Python<'_>,
     work: impl FnOnce() -> blagent_core::Result<T> + Send + 'static,
     to_py: impl FnOnce(Error) -> PyErr,
 ) -> PyResult<T> {
+    if let Err(err) = refuse_after_fork() {
+        return Err(to_py(err));
+    }
     // Without the GIL: it may wait for calls a Ctrl-C cancelled to stop, and their callers
     // need the GIL to finish.
     let _scope = py.detach(cancel::Scope::enter);
@@ -76,6 +104,9 @@ pub(crate) fn run_short<T: Send>(
     work: impl FnOnce() -> blagent_core::Result<T> + Send,
     to_py: impl FnOnce(Error) -> PyErr,
 ) -> PyResult<T> {
+    if let Err(err) = refuse_after_fork() {
+        return Err(to_py(err));
+    }
     match py.detach(|| catch_unwind(AssertUnwindSafe(work))) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => Err(to_py(err)),

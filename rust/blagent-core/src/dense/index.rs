@@ -155,11 +155,19 @@ impl DenseModel {
             texts.len(),
             fingerprint(texts.iter().map(String::as_str)),
         );
+        // One folder per chunk texts, model and index kind: two runs that differ in either
+        // keep an index each instead of rebuilding each other's.
+        let kind = format!("{:?}", self.options.kind);
+        let folder = fingerprint([
+            manifest.fingerprint.as_str(),
+            identity.as_str(),
+            kind.as_str(),
+        ]);
         let store = self
             .options
             .cache_dir
             .as_ref()
-            .map(|dir| IndexStore::new(dir.join("indexes").join(&manifest.fingerprint[..32])));
+            .map(|dir| IndexStore::new(dir.join("indexes").join(&folder[..32])));
         let mut stats = DenseStats::default();
         if let Some(store) = &store {
             store.check_folders()?;

@@ -82,8 +82,28 @@ impl std::fmt::Debug for Encoder {
     }
 }
 
+/// A model error from a library's error: its first line (candle appends a backtrace when
+/// `RUST_BACKTRACE` is set, which does not belong in a one-line error).
 fn model_err(e: impl std::fmt::Display) -> Error {
-    Error::Model(e.to_string())
+    let text = e.to_string();
+    Error::Model(text.lines().next().unwrap_or_default().to_owned())
+}
+
+/// The most bytes of a text handed to the tokenizer, cut at a character boundary: its first
+/// 512 tokens (the longest input of a BERT model) never reach this far but in text made to,
+/// and a 16 MiB issue tokenized whole took 2 GB and 19 s before the first 128 tokens were kept.
+const MAX_TEXT_BYTES: usize = 64 << 10;
+
+/// `text` cut to [`MAX_TEXT_BYTES`].
+fn bounded(text: &str) -> &str {
+    if text.len() <= MAX_TEXT_BYTES {
+        return text;
+    }
+    let mut end = MAX_TEXT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 impl Encoder {
@@ -216,7 +236,10 @@ impl Encoder {
             TextKind::Query => &self.folder.query_prefix,
             TextKind::Document => &self.folder.document_prefix,
         };
-        let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let inputs: Vec<String> = texts
+            .iter()
+            .map(|t| format!("{prefix}{}", bounded(t)))
+            .collect();
         let encodings = crate::error::tokenize_or_refuse(&self.folder.dir, || {
             self.tokenizer.encode_batch(inputs, true).map_err(model_err)
         })?;
@@ -233,6 +256,23 @@ impl Encoder {
         let mut out = vec![Vec::new(); texts.len()];
         for (i, vector) in embedded.into_iter().flatten() {
             out[i] = vector;
+        }
+        // What the index and the cache would take silently: vectors of another width than
+        // the folder's, or with NaN or infinite values (Faiss finds nothing for them).
+        let dimension = self.folder.dimension;
+        if let Some(vector) = out.iter().find(|v| v.len() != dimension) {
+            return Err(Error::Model(format!(
+                "{}: the model gives vectors of {} values, its config.json says {dimension}",
+                self.folder.dir.display(),
+                vector.len()
+            )));
+        }
+        if out.iter().flatten().any(|x| !x.is_finite()) {
+            return Err(Error::Model(format!(
+                "{}: the model gives vectors with NaN or infinite values (its weights or \
+                 layer_norm_eps?)",
+                self.folder.dir.display()
+            )));
         }
         Ok(out)
     }

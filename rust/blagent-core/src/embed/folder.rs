@@ -100,11 +100,23 @@ impl ModelFolder {
             )));
         }
         for required in ["config.json", "tokenizer.json", "model.safetensors"] {
-            if !dir.join(required).is_file() {
-                return Err(Error::Model(format!(
-                    "model folder {} lacks {required}",
-                    dir.display()
-                )));
+            let path = dir.join(required);
+            match fs::metadata(&path) {
+                Err(_) => {
+                    return Err(Error::Model(format!(
+                        "model folder {} lacks {required}",
+                        dir.display()
+                    )))
+                }
+                // A FIFO, device or folder where a file belongs is refused as the optional
+                // files are: bad input, named for what it is.
+                Ok(_) if !path.is_file() => {
+                    return Err(crate::repo::read::open_regular(&path).err().map_or_else(
+                        || Error::InvalidInput(format!("{} is not a file", path.display())),
+                        |failure| failure.into_error(&path, "model file"),
+                    ))
+                }
+                Ok(_) => {}
             }
         }
         let config = read_json(&dir.join("config.json"))?.unwrap_or(Value::Null);
@@ -169,7 +181,14 @@ impl ModelFolder {
             "search_query: ".clone_into(&mut query_prefix);
             "search_document: ".clone_into(&mut document_prefix);
         }
-        let dimension = usize_field(&config, &["hidden_size", "n_embd"]).ok_or_else(|| {
+        // Nomic BERT's width is `n_embd` (what candle's model reads), whatever else the
+        // config says.
+        let widths: &[&str] = if architecture == Architecture::NomicBert {
+            &["n_embd", "hidden_size"]
+        } else {
+            &["hidden_size", "n_embd"]
+        };
+        let dimension = usize_field(&config, widths).ok_or_else(|| {
             Error::Model(format!("{}: config.json has no hidden size", dir.display()))
         })?;
         let weights_len = fs::metadata(dir.join("model.safetensors"))
@@ -259,6 +278,42 @@ mod tests {
             (f.query_prefix.as_str(), f.document_prefix.as_str()),
             ("search_query: ", "search_document: ")
         );
+    }
+
+    /// Found by a review: a config with `hidden_size` beside `n_embd` made the index of the one
+    /// width and the vectors of the other (an internal error after a wrong index was cached).
+    #[test]
+    fn nomic_is_as_wide_as_its_n_embd() {
+        let mut files = BASE.to_vec();
+        files.push((
+            "config.json",
+            r#"{"model_type": "nomic_bert", "n_embd": 8, "hidden_size": 4}"#,
+        ));
+        let dir = folder(&files);
+        assert_eq!(ModelFolder::read(dir.path()).unwrap().dimension, 8);
+    }
+
+    /// Found by a review: a FIFO or folder in place of a required file was "lacks config.json"
+    /// (a model error) while the same in place of an optional one is bad input.
+    #[cfg(unix)]
+    #[test]
+    fn a_special_file_in_place_of_a_required_file_is_bad_input() {
+        let config = ("config.json", r#"{"model_type": "bert", "hidden_size": 8}"#);
+        for name in ["config.json", "tokenizer.json", "model.safetensors"] {
+            let files: Vec<(&str, &str)> = BASE
+                .iter()
+                .copied()
+                .chain([config])
+                .filter(|(n, _)| *n != name)
+                .collect();
+            let dir = folder(&files);
+            crate::repo::read::mkfifo(&dir.path().join(name));
+            let err = ModelFolder::read(dir.path()).unwrap_err();
+            assert!(
+                err.is_input_error() && err.to_string().contains("FIFO"),
+                "{name}: {err}"
+            );
+        }
     }
 
     /// A FIFO in place of an optional settings file once hung the load (Ctrl-C unheard) and

@@ -244,6 +244,11 @@ pub fn normalize_base_url(url: &str) -> Result<String> {
         (None, Some(at)) => format!("{REDACTED}@{}", &url[at + 1..]),
         _ => url.to_owned(),
     };
+    // A query or fragment (`?token=…`) may carry a key too: left out.
+    let shown = match shown.find(['?', '#']) {
+        Some(cut) => format!("{}…", &shown[..cut]),
+        None => shown,
+    };
     let bad = |why: &str| {
         Error::InvalidInput(redact_url_credentials(&format!(
             "LLM base URL {shown:?}: {why}"
@@ -385,10 +390,15 @@ mod tests {
             "http://alice:s3cr#etPW@127.0.0.1:9",
             "http://alice:s3/cr?etPW@127.0.0.1:9",
             "http://sk-abcdef#ghijklmnop@h:1",
+            "http://127.0.0.1:9/v1?token=QSECRET",
+            "http://127.0.0.1:9/v1#key=QSECRET",
         ] {
             let err = normalize_base_url(url).unwrap_err().to_string();
             assert!(
-                !err.contains("s3cr") && !err.contains("etPW") && !err.contains("ghijk"),
+                !err.contains("s3cr")
+                    && !err.contains("etPW")
+                    && !err.contains("ghijk")
+                    && !err.contains("QSECRET"),
                 "{err}"
             );
         }

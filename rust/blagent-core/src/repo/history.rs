@@ -117,6 +117,37 @@ fn check_git_files(git_dir: &Path) -> Result<(), String> {
             }
         }
     }
+    check_inside(git_dir)
+}
+
+/// What git reads of `.git` (its files above, `objects` and `refs`, and the folder a linked
+/// worktree's `commondir` names) must lie inside the repository: a link there, or a
+/// `commondir`, leading to another repository would put that repository's commit messages in
+/// the evidence, as a `.git` file pointing elsewhere would (not followed either). Objects
+/// shared through `objects/info/alternates` are read where they are.
+fn check_inside(git_dir: &Path) -> Result<(), String> {
+    let root = git_dir
+        .parent()
+        .and_then(|r| r.canonicalize().ok())
+        .ok_or_else(|| "the repository cannot be resolved; git not run".to_owned())?;
+    let outside = |name: &str, path: &Path| -> Result<(), String> {
+        match path.canonicalize() {
+            Ok(real) if !real.starts_with(&root) => Err(format!(
+                ".git/{name} leads outside the repository; git not run"
+            )),
+            _ => Ok(()),
+        }
+    };
+    for name in GIT_FILES.iter().chain(&["objects", "refs"]) {
+        outside(name, &git_dir.join(name))?;
+    }
+    let commondir = git_dir.join("commondir");
+    if commondir.is_file() {
+        let text = super::read::read_bounded(&commondir, 4096)
+            .map_err(|_| ".git/commondir cannot be read; git not run".to_owned())?;
+        let named = String::from_utf8_lossy(&text).trim().to_owned();
+        outside("commondir", &git_dir.join(named))?;
+    }
     Ok(())
 }
 
@@ -137,6 +168,14 @@ fn run_log(git_dir: &Path, max_commits: usize, timeout: Duration) -> Result<Stri
             "core.quotePath=false",
             "-c",
             "core.fsmonitor=false",
+            // The format reads no author, so a `mailmap.file` (which may name a file outside
+            // the repository, or a FIFO) is never opened.
+            "-c",
+            "log.mailmap=false",
+            "-c",
+            "mailmap.file=",
+            "-c",
+            "mailmap.blob=",
             "log",
             "--no-merges",
             "--no-renames",
@@ -338,6 +377,33 @@ mod tests {
         let symlinked = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(&gitdir, symlinked.path().join(".git")).unwrap();
         assert!(read_history(symlinked.path(), 10).commits.is_empty());
+
+        // Found by a review: a `.git` folder whose `commondir` names another repository, or
+        // whose `objects` and `refs` are links into it, read that repository's messages.
+        let common = tempfile::tempdir().unwrap();
+        std::fs::create_dir(common.path().join(".git")).unwrap();
+        std::fs::write(common.path().join(".git/HEAD"), "ref: refs/heads/master\n").unwrap();
+        std::fs::write(
+            common.path().join(".git/commondir"),
+            format!("{}\n", gitdir.display()),
+        )
+        .unwrap();
+        let linked_parts = tempfile::tempdir().unwrap();
+        std::fs::create_dir(linked_parts.path().join(".git")).unwrap();
+        std::fs::copy(gitdir.join("HEAD"), linked_parts.path().join(".git/HEAD")).unwrap();
+        for part in ["objects", "refs"] {
+            std::os::unix::fs::symlink(
+                gitdir.join(part),
+                linked_parts.path().join(".git").join(part),
+            )
+            .unwrap();
+        }
+        for repo in [common.path(), linked_parts.path()] {
+            let history = read_history(repo, 10);
+            assert!(history.commits.is_empty(), "{repo:?}");
+            let note = history.note.unwrap_or_default();
+            assert!(note.contains("leads outside the repository"), "{note}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ignores::Ignores;
 use super::lang::{is_test_entry, language_for_path, language_named, Language, LANGUAGES};
-use super::read::{open_regular, opened_inside, read_open_bounded, ReadFailure};
+use super::read::{open_regular, read_open_bounded, same_file, ReadFailure};
 use super::skipped::{SkipReason, Skipped};
 use crate::error::{Error, Result};
 
@@ -120,7 +120,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<WalkOutput> {
         mut modules,
         skipped: mut own_skips,
     } = listing;
-    let (files, read_skips) = read_sources(&root, candidates, options);
+    let (files, read_skips) = read_sources(candidates, options);
     own_skips.extend(read_skips);
     modules.sort();
     modules.dedup();
@@ -209,7 +209,7 @@ fn keep_entry(
 #[derive(Default)]
 struct Listing {
     /// `(absolute path, repository-relative path, language)` of each source file to read.
-    candidates: Vec<(PathBuf, String, &'static Language)>,
+    candidates: Vec<(PathBuf, String, &'static Language, fs::Metadata)>,
     /// Folders below the root holding a build file ([`BUILD_FILES`]), in walk order.
     modules: Vec<String>,
     /// Unreadable entries, non-UTF-8 paths, links and special files, in walk order.
@@ -277,20 +277,33 @@ impl Listing {
             });
             return;
         }
-        self.candidates.push((entry.into_path(), rel, language));
+        // What the listing saw (`lstat`): the file read must be this one.
+        let listed = match entry.metadata() {
+            Ok(listed) => listed,
+            Err(err) => {
+                self.skipped.push(Skipped {
+                    path: rel,
+                    reason: SkipReason::Unreadable {
+                        message: err.to_string(),
+                    },
+                });
+                return;
+            }
+        };
+        self.candidates
+            .push((entry.into_path(), rel, language, listed));
     }
 }
 
 /// Reads the listed source files in parallel: those read and those left out while reading,
 /// each in listing order.
 fn read_sources(
-    root: &Path,
-    candidates: Vec<(PathBuf, String, &'static Language)>,
+    candidates: Vec<(PathBuf, String, &'static Language, fs::Metadata)>,
     options: &WalkOptions,
 ) -> (Vec<SourceFile>, Vec<Skipped>) {
     let read: Vec<std::result::Result<SourceFile, Skipped>> = candidates
         .into_par_iter()
-        .map(|(abs, rel, language)| read_source(root, &abs, rel, language, options))
+        .map(|(abs, rel, language, listed)| read_source(&abs, &listed, rel, language, options))
         .collect();
     let mut files = Vec::new();
     let mut skipped = Vec::new();
@@ -346,11 +359,13 @@ fn symlink_reason(root: &Path, link: &Path) -> SkipReason {
     }
 }
 
-/// Reads the listed source `abs` (under the canonical `root`), or says why not: a file that
-/// became a link leaving `root` since it was listed is not read ([`opened_inside`]).
+/// Reads the listed source `abs`, or says why not: the file opened must be the regular file
+/// the listing saw (`listed`, the same device and inode), so a file swapped since for a link
+/// (to a file outside the repository, or to a hidden or ignored one inside it), or reached
+/// through a folder swapped for a link, is not read.
 fn read_source(
-    root: &Path,
     abs: &Path,
+    listed: &fs::Metadata,
     path: String,
     language: &'static Language,
     options: &WalkOptions,
@@ -372,7 +387,10 @@ fn read_source(
         });
     }
     let opened = open_regular(abs).and_then(|file| {
-        if opened_inside(&file, abs, root) {
+        let is_listed = file
+            .metadata()
+            .is_ok_and(|opened| same_file(listed, &opened));
+        if is_listed {
             read_open_bounded(&file, options.max_file_bytes).map(Some)
         } else {
             Ok(None)
@@ -421,6 +439,42 @@ fn read_source(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by reviews: a source swapped, between the listing and the read, for a link leaving
+    /// the repository (1 run in 6 with a loop swapping it), or for a link to a hidden file inside
+    /// it (4 runs in 30), was read under the listed name. Only the file the listing saw is read.
+    #[cfg(unix)]
+    #[test]
+    fn only_the_file_the_listing_saw_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        let outside = dir.path().join("secret.py");
+        std::fs::write(&outside, "def secret_outside(): pass\n").unwrap();
+        let hidden = root.join(".env.py");
+        std::fs::write(&hidden, "def leaked_hidden(): pass\n").unwrap();
+        let path = root.join("pkg/z.py");
+        std::fs::write(&path, "def z(): pass\n").unwrap();
+        let language = language_for_path("pkg/z.py").unwrap();
+        let options = WalkOptions::default();
+        let read = |listed: &fs::Metadata| {
+            read_source(&path, listed, "pkg/z.py".to_owned(), language, &options)
+        };
+        let listed = fs::symlink_metadata(&path).unwrap();
+        assert!(read(&listed).is_ok());
+        for target in [&outside, &hidden] {
+            fs::remove_file(&path).unwrap();
+            std::os::unix::fs::symlink(target, &path).unwrap();
+            let skipped = read(&listed).expect_err("swapped for a link");
+            assert_eq!(skipped.reason, SkipReason::SymlinkOutside);
+        }
+        // Swapped back for another file of the same name: not the one listed either.
+        fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "def z(): pass\n").unwrap();
+        let relisted = fs::symlink_metadata(&path).unwrap();
+        assert_eq!(read(&listed).is_ok(), same_file(&relisted, &listed));
+        assert!(read(&relisted).is_ok());
+    }
 
     fn write(root: &Path, rel: &str, bytes: &[u8]) {
         let path = root.join(rel);

@@ -63,9 +63,13 @@ impl Mentions {
         out
     }
 
-    /// Adds the dotted name `parts` (two at least) at `weight`.
+    /// Adds the dotted name `parts` at `weight`; a name of one part (a module `shop`) names no
+    /// class or qualified function.
     fn add_dotted(&mut self, parts: Vec<String>, weight: f32) {
         let n = parts.len();
+        if n < 2 {
+            return;
+        }
         for part in &parts[..n - 1] {
             let slot = self.prefixes.entry(part.clone()).or_default();
             *slot = slot.max(weight);
@@ -504,5 +508,9 @@ mod tests {
         assert!(mentions.qualified("helper", "utils") > 0.0);
         assert!(mentions.qualified("helper", "other") == 0.0);
         assert!(mentions.name("bulk_create") > 0.0);
+        // A module of one part (`shop`) names nothing qualified and breaks nothing.
+        let query = crate::query::reformulate("Importing shop fails in shop/pricing.py");
+        let mentions = Mentions::of(&query);
+        assert!(mentions.qualified("pricing", "shop") == 0.0 && mentions.class("shop") == 0.0);
     }
 }
