@@ -934,3 +934,26 @@ sys.exit(os.waitstatus_to_exitcode(status))
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, (proc.returncode, proc.stderr)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_lexical_query_in_an_index_built_before_a_fork_runs_in_the_child(repo: Path) -> None:
+    """Queries in an index built once in a parent and then forked run on the calling thread:
+    the fork refusal leaves them alone (found by a review of that refusal)."""
+    code = f"""
+import os, sys
+from blagent import Localizer
+localizer = Localizer()
+index = localizer.index({str(repo)!r})
+localizer.localize(index, "apply_discount fails")
+pid = os.fork()
+if pid == 0:
+    result = localizer.localize(index, "apply_discount fails")
+    os._exit(0 if result.files else 5)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)

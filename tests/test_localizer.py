@@ -201,3 +201,11 @@ def test_special_files_are_skipped_without_blocking(repo: Path) -> None:
     os.mkfifo(repo / "shop" / "pipe.py")
     result = Localizer().localize(repo, ISSUE)
     assert {s.path: s.reason for s in result.skipped}["shop/pipe.py"] == "not_regular_file"
+
+
+def test_languages_given_as_one_string_is_refused_at_once() -> None:
+    """Found by a review: `languages="python"` was split into characters and failed only at
+    localize time, asking for a language `p`."""
+    with pytest.raises(InputError, match="list of names"):
+        Localizer(languages="python")  # type: ignore[arg-type]
+    assert Localizer(languages=["python"]) is not None

@@ -222,6 +222,11 @@ def localizer_options(
     """The core's localizer options for these settings (the core fills the rest), as
     `Localizer` takes them and `eval` / `batch` / `calibrate` configs carry them; building them
     loads nothing."""
+    if isinstance(languages, (str, bytes)):
+        # A string is a sequence of its characters: `languages="python"` would ask for `p`.
+        raise _core.InputError(
+            f"languages is a list of names, not the string {_io.printable(repr(languages))[:80]}"
+        )
     walk: dict[str, Any] = {"include_tests": include_tests, "languages": list(languages or [])}
     if max_file_bytes is not None:
         walk["max_file_bytes"] = max_file_bytes

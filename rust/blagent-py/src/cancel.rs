@@ -34,8 +34,11 @@ static CALLER_PID: AtomicU32 = AtomicU32::new(0);
 
 /// Refuses a call in a process forked after blagent ran in its parent: the threads of the
 /// parent's calls (this module's workers, the core's thread pool) do not survive a fork, and
-/// a call waiting on them would hang. A process forked before any call runs as usual.
-fn refuse_after_fork() -> blagent_core::Result<()> {
+/// a call waiting on them would hang. A process forked before any call runs as usual, and so
+/// does a call on the calling thread that uses no pool ([`run_short`]: a lexical query in a
+/// prebuilt index; the bindings check a dense one here first, as its query is embedded on the
+/// core's pool).
+pub(crate) fn refuse_after_fork() -> blagent_core::Result<()> {
     let me = std::process::id();
     match CALLER_PID.swap(me, Ordering::Relaxed) {
         0 => Ok(()),
@@ -104,9 +107,6 @@ pub(crate) fn run_short<T: Send>(
     work: impl FnOnce() -> blagent_core::Result<T> + Send,
     to_py: impl FnOnce(Error) -> PyErr,
 ) -> PyResult<T> {
-    if let Err(err) = refuse_after_fork() {
-        return Err(to_py(err));
-    }
     match py.detach(|| catch_unwind(AssertUnwindSafe(work))) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => Err(to_py(err)),

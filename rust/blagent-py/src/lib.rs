@@ -166,6 +166,10 @@ impl PyLocalizer {
     ) -> PyResult<String> {
         let request = LocalizeRequest::from_json(request_json).map_err(to_py)?;
         if request.is_quick() {
+            if index.inner.dense.is_some() {
+                // The query is embedded on the core's thread pool, which a fork does not copy.
+                cancel::refuse_after_fork().map_err(to_py)?;
+            }
             return cancel::run_short(
                 py,
                 || to_json(&self.inner.localize_in(&index.inner, &request)?),

@@ -359,10 +359,20 @@ fn symlink_reason(root: &Path, link: &Path) -> SkipReason {
     }
 }
 
+/// Whether the file `opened` through `abs` (a path under the canonical root, as listed) is a
+/// regular file that took the listed one's place at that very path (an editor's save, a
+/// checkout: a new inode): the path is not a link now, none of its folders is
+/// (`abs` is still its own canonical form), and it names the file opened.
+fn replaced_in_place(abs: &Path, opened: &fs::Metadata) -> bool {
+    fs::symlink_metadata(abs).is_ok_and(|now| now.is_file() && same_file(&now, opened))
+        && fs::canonicalize(abs).is_ok_and(|real| real == abs)
+}
+
 /// Reads the listed source `abs`, or says why not: the file opened must be the regular file
-/// the listing saw (`listed`, the same device and inode), so a file swapped since for a link
-/// (to a file outside the repository, or to a hidden or ignored one inside it), or reached
-/// through a folder swapped for a link, is not read.
+/// the listing saw (`listed`, the same device and inode), or one that replaced it at the same
+/// path ([`replaced_in_place`]), so a file swapped since for a link (to a file outside the
+/// repository, or to a hidden or ignored one inside it), or reached through a folder swapped
+/// for a link, is not read.
 fn read_source(
     abs: &Path,
     listed: &fs::Metadata,
@@ -389,7 +399,7 @@ fn read_source(
     let opened = open_regular(abs).and_then(|file| {
         let is_listed = file
             .metadata()
-            .is_ok_and(|opened| same_file(listed, &opened));
+            .is_ok_and(|opened| same_file(listed, &opened) || replaced_in_place(abs, &opened));
         if is_listed {
             read_open_bounded(&file, options.max_file_bytes).map(Some)
         } else {
@@ -468,12 +478,19 @@ mod tests {
             let skipped = read(&listed).expect_err("swapped for a link");
             assert_eq!(skipped.reason, SkipReason::SymlinkOutside);
         }
-        // Swapped back for another file of the same name: not the one listed either.
+        // Replaced by a regular file at the same path (an editor's save by rename): read.
         fs::remove_file(&path).unwrap();
         std::fs::write(&path, "def z(): pass\n").unwrap();
-        let relisted = fs::symlink_metadata(&path).unwrap();
-        assert_eq!(read(&listed).is_ok(), same_file(&relisted, &listed));
-        assert!(read(&relisted).is_ok());
+        assert!(read(&listed).is_ok());
+        // Reached through a folder swapped for a link to a hidden folder holding another
+        // `z.py`: not read.
+        let elsewhere = root.join(".hidden");
+        fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("z.py"), "def leaked(): pass\n").unwrap();
+        let listed = fs::symlink_metadata(&path).unwrap();
+        fs::rename(root.join("pkg"), root.join("old")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("pkg")).unwrap();
+        assert!(read(&listed).is_err());
     }
 
     fn write(root: &Path, rel: &str, bytes: &[u8]) {
