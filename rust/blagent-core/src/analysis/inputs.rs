@@ -158,8 +158,8 @@ pub fn load_predictions(
     read_records(path, warnings)?
         .into_iter()
         .map(|(id, map)| {
-            let patch = string_field(&map, "model_patch", (path, &id))?;
-            Ok((id, patch))
+            let model_patch = string_field(&map, "model_patch", (path, &id))?;
+            Ok((id, model_patch))
         })
         .collect()
 }

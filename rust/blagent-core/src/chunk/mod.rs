@@ -333,9 +333,7 @@ mod tests {
     /// chunk when the statement is split: chunks cover every non-blank line.
     #[test]
     fn clause_keywords_are_in_a_chunk() {
-        let body: String = (0..50)
-            .map(|i| format!("        x{i} = compute_something_long({i})\n"))
-            .collect();
+        let body = "        x = compute_something_long(1)\n".repeat(50);
         let text = format!(
             "import sys\n\nif sys.version_info < (3,):\n    def g():\n        pass\nelse:\n    \
              def g():\n{body}\ntry:\n    def h():\n{body}except ImportError:\n    def h():\n        \

@@ -566,7 +566,7 @@ mod tests {
         for odd in [
             r#"{"prompt_tokens": 10, "completion_tokens": null}"#,
             r#"{"prompt_tokens": 1e30, "completion_tokens": 2}"#,
-            r#"{}"#,
+            "{}",
             "null",
         ] {
             let parsed = m.parse_answer(&answer(odd), &request).ok().expect(odd);
