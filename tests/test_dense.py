@@ -252,7 +252,14 @@ def test_a_model_that_gives_nan_vectors_is_a_model_error(repo: Path, tmp_path: P
     shutil.copytree(default_model_dir(), broken)
     weights = broken / "model.safetensors"
     data = bytearray(weights.read_bytes())
-    data[-4:] = struct.pack("<f", float("nan"))
+    # The embeddings' layer norm, which every token passes: its weights made NaN.
+    (size,) = struct.unpack("<Q", bytes(data[:8]))
+    header = json.loads(bytes(data[8 : 8 + size]))
+    name = next(n for n in header if n.endswith("embeddings.LayerNorm.weight"))
+    start, end = header[name]["data_offsets"]
+    assert header[name]["dtype"] == "F32"
+    base = 8 + size
+    data[base + start : base + end] = struct.pack("<f", float("nan")) * ((end - start) // 4)
     weights.write_bytes(bytes(data))
     with pytest.raises(ModelError, match="NaN or infinite"):
         localize(repo, tmp_path / "cache", model_dir=broken)

@@ -251,7 +251,12 @@ def test_eval_tables_and_batch_lines_escape_control_characters_from_the_dataset(
     trees.mkdir()
     iid = "evil\x1b]0;pwned\x07"
     (trees / iid).symlink_to(repo, target_is_directory=True)
-    row = {"instance_id": iid, "repo": "x\x1b[2Jevil", "problem_statement": ISSUE, "patch": ""}
+    row = {
+        "instance_id": iid,
+        "repo": "x\x1b[2Jevil",
+        "problem_statement": ISSUE,
+        "gold_files": ["shop/pricing.py"],
+    }
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps(row) + "\n")
     common = ("--dataset", str(data), "--repos", str(trees))
@@ -385,7 +390,10 @@ def test_ctrl_c_stops_batch_and_eval_and_the_output_resumes(
     data.write_text("\n".join(rows) + "\n")
     out = tmp_path / "loc.jsonl"
     common = ["--dataset", str(data), "--repos", str(trees)]
-    first = run("batch", *common, "--out", str(out), "--ids", "shop-1", "--quiet")
+    # Every run in the blagent pipeline (a resumed output takes only lines of its own
+    # pipeline): without an endpoint it ranks by retrieval alone.
+    pipeline = ["--pipeline", "blagent"]
+    first = run("batch", *common, "--out", str(out), "--ids", "shop-1", "--quiet", *pipeline)
     assert first.returncode == 0, first.stderr
     proc, took = _interrupt(["batch", *common, "--out", str(out), *_llm_flags(hanging_url)])
     assert proc.returncode == 130, proc.stderr
@@ -395,7 +403,7 @@ def test_ctrl_c_stops_batch_and_eval_and_the_output_resumes(
     assert [json.loads(line)["instance_id"] for line in lines] == ["shop-1"], (
         "intact, nothing half-written"
     )
-    resumed = run("batch", *common, "--out", str(out), "--quiet")
+    resumed = run("batch", *common, "--out", str(out), "--quiet", *pipeline)
     assert resumed.returncode == 0, resumed.stderr
     assert [json.loads(line)["instance_id"] for line in out.read_text().splitlines()] == [
         "shop-1",
