@@ -29,6 +29,7 @@ pub mod llm;
 pub mod query;
 pub mod repo;
 pub mod retrieve;
+mod text;
 mod timing;
 
 pub use crate::error::{panic_message, Error, ErrorKind, Result};

@@ -24,15 +24,9 @@ pub fn issue_excerpt(issue: &str, tokens: usize) -> String {
     if text.len() <= budget {
         return text.to_owned();
     }
-    let boundary = |mut i: usize| {
-        while !text.is_char_boundary(i) {
-            i -= 1;
-        }
-        i
-    };
-    let head = boundary(budget * 3 / 4);
-    let tail = boundary(text.len() - budget / 4);
-    format!("{}\n[…]\n{}", &text[..head], &text[tail..])
+    let head = crate::text::head(text, budget * 3 / 4);
+    let tail = crate::text::head(text, text.len() - budget / 4).len();
+    format!("{head}\n[…]\n{}", &text[tail..])
 }
 
 /// `path: Name, Name, …` with the file's top-level classes and functions.

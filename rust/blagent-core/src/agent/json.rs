@@ -71,11 +71,7 @@ pub fn as_number(value: &Value) -> Option<f64> {
 fn describe(value: &Value) -> String {
     let text = value.to_string();
     if text.len() > 40 {
-        let cut = (0..=40)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
-        format!("{}…", &text[..cut])
+        format!("{}…", crate::text::head(&text, 40))
     } else {
         text
     }

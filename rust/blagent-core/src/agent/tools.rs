@@ -137,15 +137,12 @@ fn window(name: &str, text: &str, offset: usize, tokens: usize) -> String {
         if body.len() + numbered.len() > budget {
             if body.is_empty() {
                 // A line longer than the window (generated code: 2 MB on one line) is cut.
-                let mut keep = budget.min(line.len());
-                while !line.is_char_boundary(keep) {
-                    keep -= 1;
-                }
+                let shown = crate::text::head(line, budget);
                 let _ = writeln!(
                     body,
-                    "{:>4} {} … (line cut: {keep} of its {} bytes shown)",
+                    "{:>4} {shown} … (line cut: {} of its {} bytes shown)",
                     i + 1,
-                    &line[..keep],
+                    shown.len(),
                     line.len()
                 );
                 last = Some(i + 1);

@@ -40,11 +40,10 @@ pub(super) fn capped(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    let mut cut = max.saturating_sub(MARK.len());
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}{MARK}", &text[..cut])
+    format!(
+        "{}{MARK}",
+        crate::text::head(text, max.saturating_sub(MARK.len()))
+    )
 }
 
 /// The qualified name of `local` (a name, or `Receiver.name`) inside the definition qualified

@@ -157,11 +157,10 @@ impl DenseModel {
         );
         // One folder per chunk texts, model and index kind: two runs that differ in either
         // keep an index each instead of rebuilding each other's.
-        let kind = format!("{:?}", self.options.kind);
         let folder = fingerprint([
             manifest.fingerprint.as_str(),
             identity.as_str(),
-            kind.as_str(),
+            self.options.kind.name(),
         ]);
         let store = self
             .options

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::repo::read::{read_bounded, MAX_SMALL_FILE_BYTES};
+use crate::repo::read::{kind_name, read_bounded, ReadFailure, MAX_SMALL_FILE_BYTES};
 
 /// The transformer family of a model folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,11 +110,9 @@ impl ModelFolder {
                 }
                 // A FIFO, device or folder where a file belongs is refused as the optional
                 // files are: bad input, named for what it is.
-                Ok(_) if !path.is_file() => {
-                    return Err(crate::repo::read::open_regular(&path).err().map_or_else(
-                        || Error::InvalidInput(format!("{} is not a file", path.display())),
-                        |failure| failure.into_error(&path, "model file"),
-                    ))
+                Ok(meta) if !meta.is_file() => {
+                    let kind = kind_name(meta.file_type());
+                    return Err(ReadFailure::NotRegular(kind).into_error(&path, "model file"));
                 }
                 Ok(_) => {}
             }

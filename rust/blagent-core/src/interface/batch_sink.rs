@@ -53,18 +53,12 @@ fn selected(config: &BatchConfig) -> Result<Vec<Instance>> {
 }
 
 /// The shape of the lines `config`'s run writes, named as the lines record it.
-fn line_shape(config: &BatchConfig) -> Result<LineShape> {
-    let name = |value: serde_json::Value| value.as_str().unwrap_or_default().to_owned();
-    let granularity = if config.related_locs {
-        crate::retrieve::Granularity::Function
-    } else {
-        config.granularity
-    };
-    Ok(LineShape {
-        pipeline: name(serde_json::to_value(config.run.pipeline)?),
-        granularity: name(serde_json::to_value(granularity)?),
+fn line_shape(config: &BatchConfig) -> LineShape {
+    LineShape {
+        pipeline: config.run.pipeline.name(),
+        granularity: config.asked_granularity().name(),
         related_locs: config.related_locs,
-    })
+    }
 }
 
 impl BatchSink {
@@ -88,7 +82,7 @@ impl BatchSink {
         config.run.check_recording(&named, &inputs)?;
         // A refusal creates and empties nothing (see `open_outputs_checked`): the lines already
         // in the output are read and checked before this run's failures replace the last run's.
-        let shape = line_shape(config)?;
+        let shape = line_shape(config);
         let mut resumed = None;
         let [out, failures_file]: [std::fs::File; 2] =
             open_outputs_checked(&outputs, &inputs, |files| {

@@ -47,6 +47,15 @@ impl BatchConfig {
         }
     }
 
+    /// The granularity the run asks for: functions with `related_locs`, which needs them.
+    pub fn asked_granularity(&self) -> Granularity {
+        if self.related_locs {
+            Granularity::Function
+        } else {
+            self.granularity
+        }
+    }
+
     /// What the run reads, which no output may be: the dataset, the trees, the prompts.
     pub fn inputs(&self) -> Inputs {
         self.run.inputs()

@@ -12,7 +12,7 @@ use super::request::LocalizeRequest;
 use crate::agent::Pipeline;
 use crate::dataset::{instance_tree, Instance};
 use crate::error::{Error, Result};
-use crate::retrieve::{Ask, Granularity};
+use crate::retrieve::Ask;
 
 /// Localizes instances of a batch, one at a time, with the batch's localizer and settings.
 #[derive(Debug)]
@@ -34,14 +34,7 @@ impl BatchWorker {
         Ok(BatchWorker {
             localizer,
             repos: config.run.repos.clone(),
-            ask: Ask::new(
-                config.run.top_k,
-                if config.related_locs {
-                    Granularity::Function
-                } else {
-                    config.granularity
-                },
-            )?,
+            ask: Ask::new(config.run.top_k, config.asked_granularity())?,
             related_locs: config.related_locs,
             pipeline: config.run.pipeline,
         })

@@ -17,42 +17,30 @@ use crate::repo::{end_last_line, read_output};
 /// would hand Agentless's next stage two kinds of line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct LineShape {
-    pub pipeline: String,
-    pub granularity: String,
+    pub pipeline: &'static str,
+    pub granularity: &'static str,
     pub related_locs: bool,
 }
 
 impl LineShape {
-    /// The shape recorded by `line`, a batch output's line; `None` for a field it lacks (a
-    /// line of an older schema), which then matches any.
-    fn of(line: &Value) -> (Option<&str>, Option<&str>, bool) {
-        let blagent = line.get("blagent");
-        let field = |name: &str| blagent.and_then(|b| b.get(name)).and_then(Value::as_str);
-        (
-            field("pipeline"),
-            field("granularity"),
-            line.get("found_related_locs").is_some(),
-        )
-    }
-
-    /// How `line` differs from this shape, in words, if it does.
+    /// How `line`, a batch output's line, differs from this shape, in words, if it does. A
+    /// setting the line does not record (an older schema) matches any.
     fn differs(&self, line: &Value) -> Option<String> {
-        let (pipeline, granularity, related_locs) = Self::of(line);
+        let recorded = |name: &str| {
+            line.get("blagent")
+                .and_then(|b| b.get(name))
+                .and_then(Value::as_str)
+        };
         let mut what = Vec::new();
-        if pipeline.is_some_and(|p| p != self.pipeline) {
-            what.push(format!(
-                "pipeline {} (this run: {})",
-                pipeline.unwrap_or_default(),
-                self.pipeline
-            ));
+        for (name, ours) in [
+            ("pipeline", self.pipeline),
+            ("granularity", self.granularity),
+        ] {
+            if let Some(theirs) = recorded(name).filter(|theirs| *theirs != ours) {
+                what.push(format!("{name} {theirs} (this run: {ours})"));
+            }
         }
-        if granularity.is_some_and(|g| g != self.granularity) {
-            what.push(format!(
-                "granularity {} (this run: {})",
-                granularity.unwrap_or_default(),
-                self.granularity
-            ));
-        }
+        let related_locs = line.get("found_related_locs").is_some();
         if related_locs != self.related_locs {
             let with = |yes: bool| if yes { "with" } else { "without" };
             what.push(format!(
@@ -129,8 +117,8 @@ mod tests {
 
     fn shape() -> LineShape {
         LineShape {
-            pipeline: "fused".to_owned(),
-            granularity: "file".to_owned(),
+            pipeline: "fused",
+            granularity: "file",
             related_locs: false,
         }
     }
@@ -204,7 +192,7 @@ mod tests {
         // The same settings as the lines: read, and the cut-short line dropped.
         std::fs::write(&out, format!("{related}\n")).expect("write");
         let related_shape = LineShape {
-            granularity: "function".to_owned(),
+            granularity: "function",
             related_locs: true,
             ..shape()
         };
@@ -213,7 +201,7 @@ mod tests {
         let err = read_ids_as(
             &out,
             &LineShape {
-                pipeline: "rrl".to_owned(),
+                pipeline: "rrl",
                 ..related_shape
             },
         )

@@ -55,11 +55,8 @@ impl TokenCounter {
         match self {
             TokenCounter::CharsPerToken => text.chars().count().div_ceil(CHARS_PER_TOKEN) as u64,
             TokenCounter::Tokenizer(tokenizer) => {
-                let mut cut = text.len().min(MAX_TOKENIZED_BYTES);
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                let head = &text[..cut];
+                let head = crate::text::head(text, MAX_TOKENIZED_BYTES);
+                let cut = head.len();
                 // A tokenizer that fails on the text, or panics on it (a regex Oniguruma gives
                 // up on), is counted as if there were none.
                 let tokens = catch_unwind(AssertUnwindSafe(|| tokenizer.encode(head, false)))

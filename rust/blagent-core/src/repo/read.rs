@@ -88,7 +88,7 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
-pub(super) fn kind_name(file_type: std::fs::FileType) -> &'static str {
+pub(crate) fn kind_name(file_type: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
