@@ -31,6 +31,7 @@ const ROOT_ITEMS: &[&str] = &[
     "ErrorKind",
     "Result",
     "timing",
+    "text",
     "cancel",
     "fault",
 ];
