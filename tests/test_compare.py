@@ -167,6 +167,34 @@ def test_compare_at_function_level_reads_found_functions_in_both_readings(
     assert "functions; baseline" in text and "McNemar any b=1 c=0" in text
     no_trees = run("compare", *args)
     assert no_trees.returncode == 1 and "base trees" in no_trees.stderr
+    # Found by a review: a trees folder that does not exist was reported as "no selected
+    # instance has gold functions", and one id that names no folder of its own failed all.
+    missing = run("compare", *args, "--repos", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1 and "is not a folder" in missing.stderr, missing.stderr
+    write(tmp_path / "fn.jsonl", [*rows, {**rows[0], "instance_id": ".."}])
+    proc = run("compare", *args, "--repos", str(trees), "--format", "json", "--resamples", "50")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["instances"] == 1 and any('".."' in w for w in report["warnings"]), report
+
+
+def test_unknown_ids_are_refused_and_runs_sharing_a_file_name_are_told_apart(
+    tmp_path: Path,
+) -> None:
+    """Found by a review: `--ids` with an id the dataset lacks shrank the sample silently
+    (eval, batch and calibrate refuse it), and `a/run.jsonl` against `b/run.jsonl` gave two
+    runs named `run.jsonl`."""
+    dataset, base, other = setup(tmp_path)
+    typo = run("compare", str(base), str(other), "--dataset", str(dataset), "--ids", "r1,nope")
+    assert typo.returncode == 1 and "not in" in typo.stderr and "nope" in typo.stderr
+    for folder, source in (("a", base), ("b", other)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "run.jsonl").write_bytes(source.read_bytes())
+    args = [str(tmp_path / "a" / "run.jsonl"), str(tmp_path / "b" / "run.jsonl")]
+    proc = run("compare", *args, "--dataset", str(dataset), "--format", "json", "--resamples", "50")
+    assert proc.returncode == 0, proc.stderr
+    names = [r["name"] for r in json.loads(proc.stdout)["runs"]]
+    assert names == args, names
 
 
 def test_names_from_the_dataset_cannot_forge_lines_of_the_text_report(tmp_path: Path) -> None:

@@ -501,6 +501,42 @@ def test_analyze_failures_writes_nothing_into_a_tree_reached_through_a_link(
     assert sorted(p.relative_to(checkout) for p in checkout.rglob("*")) == before
 
 
+def test_an_interrupted_analysis_leaves_the_last_one_as_it_was(tmp_path: Path) -> None:
+    """Found by a review: Ctrl-C during `analyze-failures` cut its parses short, read those
+    files as holding no function, and wrote that analysis over the last one before exiting
+    130. Now the run stops between instances and writes nothing."""
+    flags = _analysis_inputs(tmp_path, "a", tmp_path / "checkout")
+    (tmp_path / "trees" / "a").symlink_to(tmp_path / "checkout", target_is_directory=True)
+    out = tmp_path / "analysis"
+    first = run("analyze-failures", *flags, "--out-dir", str(out))
+    assert first.returncode == 0, first.stderr
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    # Twelve instances of a large file, each patched in 800 places: seconds of parsing each.
+    big = tmp_path / "big"
+    body = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(20_000))
+    (big / "pkg").mkdir(parents=True)
+    (big / "pkg" / "m.py").write_text(body)
+    hunks = "".join(
+        f"@@ -{5 * i + 2} +{5 * i + 2} @@\n-    y = x + {i}\n+    y = x - {i}\n"
+        for i in range(0, 20_000, 25)
+    )
+    gold = f"diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n{hunks}"
+    ids = [f"b{i}" for i in range(12)]
+    for iid in ids:
+        (tmp_path / "trees" / iid).symlink_to(big, target_is_directory=True)
+    rows = [{"instance_id": i, "repo": "acme/big", "patch": gold} for i in ids]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    locs = [{"instance_id": i, "found_files": ["pkg/m.py"]} for i in ids]
+    (tmp_path / "locs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in locs))
+    preds = [{"instance_id": i, "model_patch": gold} for i in ids]
+    (tmp_path / "preds.jsonl").write_text("".join(json.dumps(r) + "\n" for r in preds))
+    (tmp_path / "report.json").write_text(json.dumps({"resolved": [], "unresolved": ids}))
+    proc, took = _interrupt(["analyze-failures", *flags, "--out-dir", str(out)], wait_s=1.0)
+    assert proc.returncode == 130, proc.stderr
+    assert took < 5, took
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
 def test_a_cassette_is_not_recorded_inside_the_trees(repo: Path, tmp_path: Path) -> None:
     trees = tmp_path / "trees"
     trees.mkdir()

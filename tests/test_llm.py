@@ -253,12 +253,14 @@ def test_localize_sends_llm_pipelines_to_the_endpoint(
     assert bad.returncode == 1 and "base URL" in bad.stderr
 
 
-def test_calibrate_writes_a_profile_that_eval_loads_for_its_model_only(
+def test_calibrate_writes_no_profile_for_a_model_that_shaped_nothing_and_eval_loads_one(
     repo: Path, scripted: tuple[ScriptedServer, str], tmp_path: Path
 ) -> None:
-    """`blagent calibrate` over the loopback endpoint (whose answers name no file, so every
-    stage falls back): the fit is reported with its cross-validated score, the profile reads
-    back in `eval --llm-profile`, and another model's run refuses it."""
+    """`blagent calibrate` over the loopback endpoint, whose answers name no file, so every
+    stage falls back: every scale ranks alike, so no profile is written (exit 3) and a
+    profile written before stays as it was (a review found a scale-0 profile written, turning
+    the model off); `--folds 1` is refused before any request. A profile reads back in `eval
+    --llm-profile`, and another model's run refuses it."""
     server, url = scripted
     trees = tmp_path / "trees"
     rows = []
@@ -276,36 +278,36 @@ def test_calibrate_writes_a_profile_that_eval_loads_for_its_model_only(
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     profile = tmp_path / "profile.json"
     common = ["--dataset", str(data), "--repos", str(trees), "--llm-base-url", url, "--quiet"]
-    proc = run_cli(
-        "calibrate",
-        *common,
-        "--llm-model",
-        "coder",
-        "--out",
-        str(profile),
-        "--folds",
-        "3",
-        "--format",
-        "json",
-    )
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    written = json.loads(profile.read_text())
-    assert written == report["profile"]
-    assert (
-        written["model"] == "coder"
-        and written["pipeline"] == "blagent"
-        and written["schema_version"] == "1"
-    )
-    fit = written["fit"]
-    assert fit["instances"] == 3 and fit["folds"] == 3 and len(fit["scales"]) > 2
-    assert written["weight_scale"] == fit["chosen"]["scale"] == 0.0, (
-        "the model ranked nothing: the smallest scale wins ties"
-    )
-    assert fit["cross_validated"]["mrr"] == fit["retrieval_only"]["mrr"] > 0
-    assert report["llm"]["total"]["calls"] > 0 and server.requests
-    text = run_cli("calibrate", *common, "--llm-model", "coder", "--out", str(tmp_path / "p2.json"))
-    assert text.returncode == 0 and "cross-validated" in text.stdout and "<- chosen" in text.stdout
+    calibrate = ["calibrate", *common, "--llm-model", "coder", "--out", str(profile)]
+    proc = run_cli(*calibrate, "--folds", "3")
+    assert proc.returncode == 3, proc.stderr
+    assert "shaped none of the 3 rankings" in proc.stderr and "no profile written" in proc.stderr
+    assert not profile.exists() and server.requests
+
+    score = {"scale": 1.0, "mrr": 0.5, "acc1": 0.0}
+    written = {
+        "schema_version": "1",
+        "model": "coder",
+        "pipeline": "blagent",
+        "weight_scale": 2.0,
+        "fit": {
+            "instances": 3,
+            "folds": 3,
+            "scales": [score],
+            "chosen": score,
+            "cross_validated": score,
+            "retrieval_only": score,
+            "default": score,
+        },
+    }
+    profile.write_text(json.dumps(written, indent=2) + "\n")
+    before = profile.read_bytes()
+    again = run_cli(*calibrate)
+    assert again.returncode == 3 and profile.read_bytes() == before, again.stderr
+    asked = len(server.requests)
+    one_fold = run_cli(*calibrate, "--folds", "1")
+    assert one_fold.returncode == 1 and "at least 2 folds" in one_fold.stderr, one_fold.stderr
+    assert len(server.requests) == asked and profile.read_bytes() == before
 
     used = run_cli(
         "eval",

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::docstrings::{docstring_mask, hunk_docstring_mask};
 use super::patch::{ChangeKind, FilePatch};
+use crate::repo::language_for_path;
 
 /// First lines at most this many lines apart are a correct line localization.
 pub const EXACT_LINE_DISTANCE: usize = 5;
@@ -71,10 +72,18 @@ pub fn line_similarity(a: &str, b: &str) -> f32 {
     similar::TextDiff::from_chars(&a[..head(a)], &b[..head(b)]).ratio()
 }
 
-/// Whether a line is a comment or blank (so not a code line).
-pub fn is_blank_or_comment(text: &str) -> bool {
+/// Whether a line of the file at `path` is a comment or blank (so not a code line): `#` lines
+/// in Python and other files, `//` lines and the lines of a `/* … */` or Javadoc block that
+/// start with `/*` or `*` in Java and Kotlin.
+pub fn is_blank_or_comment(text: &str, path: &str) -> bool {
     let t = text.trim();
-    t.is_empty() || t.starts_with('#')
+    let jvm = language_for_path(path).is_some_and(|l| matches!(l.name, "java" | "kotlin"));
+    t.is_empty()
+        || if jvm {
+            t.starts_with("//") || t.starts_with("/*") || t.starts_with('*')
+        } else {
+            t.starts_with('#')
+        }
 }
 
 /// The code lines a patch changes in one file, in patch order. `base` and `new` are the file
@@ -118,7 +127,7 @@ pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Ve
                     lookup(new_mask.as_deref(), line.new_line).unwrap_or(hunk_new[ni - 1])
                 }
             };
-            if !in_doc && !is_blank_or_comment(&line.text) {
+            if !in_doc && !is_blank_or_comment(&line.text, &file.path) {
                 let kind = line.change.expect("context lines skipped above");
                 out.push(CodeLine {
                     path: file.path.clone(),
@@ -181,6 +190,30 @@ mod tests {
             kind: ChangeKind::Added,
             text: text.into(),
         }
+    }
+
+    /// Found by a review: a Java file's `// Copyright` line was taken for its first changed
+    /// code line.
+    #[test]
+    fn comments_are_read_by_the_files_language() {
+        for (text, python, java) in [
+            ("# note", true, false),
+            ("// Copyright 2020 Acme", false, true),
+            ("/** Javadoc", false, true),
+            (" * @param x the value", false, true),
+            ("*/", false, true),
+            ("   ", true, true),
+            ("return x + 50;", false, false),
+            ("*args,", false, true),
+        ] {
+            assert_eq!(is_blank_or_comment(text, "pkg/m.py"), python, "{text}");
+            assert_eq!(is_blank_or_comment(text, "src/A.java"), java, "{text}");
+            assert_eq!(is_blank_or_comment(text, "src/A.kt"), java, "{text}");
+        }
+        let patch = "--- a/src/A.java\n+++ b/src/A.java\n@@ -1,3 +1,3 @@\n-// Copyright 2020 Acme\n+// Copyright 2021 Acme\n class A {\n-    int x = 1;\n+    int x = 2;\n";
+        let file = &parse_patch(patch).unwrap()[0];
+        let lines = code_lines(file, None, None);
+        assert_eq!(lines[0].text, "int x = 1;");
     }
 
     #[test]

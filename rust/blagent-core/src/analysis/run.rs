@@ -145,25 +145,29 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
             config.dataset.display()
         )));
     }
+    // A stop is heard between instances and before anything is written: an interrupted run
+    // leaves the last analysis in `--out-dir` as it was.
     let instances: Vec<InstanceAnalysis> = selected
         .par_iter()
         .map(|&(g, outcome)| {
+            crate::cancel::check()?;
             let tree = config
                 .repos
                 .as_deref()
                 .and_then(|r| crate::dataset::instance_tree(r, &g.instance_id).ok())
                 .filter(|t| t.is_dir());
             let patch = predictions.get(&g.instance_id).map(String::as_str);
-            classify(
+            Ok(classify(
                 g,
                 locs.get(&g.instance_id),
                 patch,
                 outcome,
                 tree.as_deref(),
                 &criteria,
-            )
+            ))
         })
-        .collect();
+        .collect::<Result<_>>()?;
+    crate::cancel::check()?;
     let mut report = AnalysisReport {
         summary: Summary::new(&instances, &criteria, config.report.is_some()),
         instances,

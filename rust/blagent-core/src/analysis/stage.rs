@@ -193,14 +193,22 @@ pub fn classify(
     let views = parse_views(&gold.patch, model_patch, tree, &mut notes);
     let file = file_stage(gold, loc, criteria, &mut notes);
 
+    // A file whose parse ran past its budget has no known functions: the stage is not judged
+    // (as without a tree) rather than passed for a patch that "changes no function".
+    let functions_known = views.gold.functions_known() && views.generated.functions_known();
+    if tree.is_some() && !functions_known {
+        notes.push(
+            "function stage not checked: a patched file's functions are not known".to_owned(),
+        );
+    }
     let function = function_stage(
         &views.gold,
         &views.generated,
         loc.map(|l| l.entries.as_slice()).unwrap_or_default(),
         criteria,
-        tree.is_some(),
+        tree.is_some() && functions_known,
     );
-    if tree.is_some() && views.gold_parses && function.gold.is_empty() {
+    if tree.is_some() && functions_known && views.gold_parses && function.gold.is_empty() {
         notes.push(
             "the gold patch changes no function or method of the base commit (module-level code, class bodies or new functions only)"
                 .to_owned(),
@@ -552,6 +560,40 @@ mod tests {
         let a = stage(&found, "  \n", Outcome::Unresolved, t);
         assert_eq!(a.stage, Stage::EmptyPatch);
         assert!(a.notes.iter().any(|n| n.contains("empty")));
+    }
+
+    /// A patched file whose parse runs past its time budget has no known functions: the
+    /// function stage is not judged, rather than passed for a patch that "changes no function".
+    #[test]
+    fn a_file_parsed_past_its_budget_leaves_the_function_stage_unchecked() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbled = "}{)(][><\n".repeat(20_000);
+        std::fs::create_dir_all(dir.path().join("shop")).unwrap();
+        std::fs::write(dir.path().join(PATH), format!("{BASE}{garbled}")).unwrap();
+        let found = loc(&[PATH], &[]);
+        let wrong_total = patch("taxed + shipping, 2", "taxed + shipping, 3");
+        let a = stage(&found, &wrong_total, Outcome::Unresolved, Some(dir.path()));
+        assert_eq!(a.function.passed, None, "{a:?}");
+        assert!(a.function.gold.is_empty());
+        assert_ne!(a.stage, Stage::Function);
+        assert!(
+            a.notes.iter().any(|n| n.contains("time budget")),
+            "{:?}",
+            a.notes
+        );
+        assert!(
+            !a.notes.iter().any(|n| n.contains("changes no function")),
+            "{:?}",
+            a.notes
+        );
+        // The same patch on a file that parses is judged at the function stage.
+        let a = stage(
+            &found,
+            &wrong_total,
+            Outcome::Unresolved,
+            Some(tree().path()),
+        );
+        assert_eq!(a.stage, Stage::Function);
     }
 
     #[test]

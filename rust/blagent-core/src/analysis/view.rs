@@ -26,6 +26,9 @@ pub struct FileView {
     pub added: Vec<FunctionRef>,
     /// Classes of the base file whose body outside any method its code lines change.
     pub class_edits: Vec<FunctionRef>,
+    /// Its functions could not be read (the parse ran past its time budget): `functions`,
+    /// `added` and `class_edits` say nothing.
+    pub functions_unknown: bool,
 }
 
 /// A whole patch mapped onto the base tree.
@@ -49,6 +52,11 @@ impl PatchView {
             .map(|patch| view_file(patch, tree, label, notes))
             .collect();
         PatchView { files }
+    }
+
+    /// Whether the functions of every file are known (no parse ran past its time budget).
+    pub fn functions_known(&self) -> bool {
+        self.files.iter().all(|f| !f.functions_unknown)
     }
 
     /// Every base function or method touched, deduplicated, in (path, name) order.
@@ -89,7 +97,10 @@ impl PatchView {
     }
 }
 
-fn symbols_of(path: &str, text: &str) -> Option<Vec<Symbol>> {
+/// The classes, functions and methods of `text` read as `path`'s language (`None` for a file
+/// no grammar reads), and whether they are all there: a parse that ran past its time budget,
+/// or that a stop cut short, gives none of them.
+fn symbols_of(path: &str, text: &str) -> Option<(Vec<Symbol>, bool)> {
     let language = language_for_path(path)?;
     let file = SourceFile {
         path: path.to_owned(),
@@ -97,7 +108,9 @@ fn symbols_of(path: &str, text: &str) -> Option<Vec<Symbol>> {
         text: text.to_owned(),
         lossy: false,
     };
-    Some(parse_file(&file, &ChunkOptions::default()).symbols)
+    let parsed = parse_file(&file, &ChunkOptions::default());
+    let complete = !parsed.parse_too_slow && !crate::cancel::is_requested();
+    Some((parsed.symbols, complete))
 }
 
 fn view_file(
@@ -113,6 +126,7 @@ fn view_file(
             functions: Vec::new(),
             added: Vec::new(),
             class_edits: Vec::new(),
+            functions_unknown: false,
         };
     };
     let file_path = patch.path.clone();
@@ -152,11 +166,19 @@ fn view_file(
         applied
     });
     let code = code_lines(&patch, base.as_deref(), new.as_deref());
-    let base_symbols = base
-        .as_deref()
-        .and_then(|t| symbols_of(&file_path, t))
-        .unwrap_or_default();
-    let new_symbols = new.as_deref().and_then(|t| symbols_of(&file_path, t));
+    let mut functions_unknown = false;
+    let mut symbols = |text: Option<&str>| {
+        let (symbols, complete) = symbols_of(&file_path, text?)?;
+        functions_unknown |= !complete;
+        Some(symbols)
+    };
+    let base_symbols = symbols(base.as_deref()).unwrap_or_default();
+    let new_symbols = symbols(new.as_deref());
+    if functions_unknown {
+        notes.push(format!(
+            "{label}: {file_path} took longer to parse than its time budget: its functions are not known"
+        ));
+    }
     // What each line lies in, and each name's base symbol, looked up once (scanning the
     // symbol tables for each code line took lines × symbols: 17 s for a 1 MB patch).
     let base_at = Holders::of(&base_symbols);
@@ -196,6 +218,7 @@ fn view_file(
         functions: functions.into_iter().collect(),
         added: added.into_iter().collect(),
         class_edits: classes.into_iter().collect(),
+        functions_unknown,
     }
 }
 
@@ -335,9 +358,9 @@ mod tests {
     /// class or method wins, module-level lines have none.
     #[test]
     fn the_line_table_agrees_with_enclosing() {
-        let symbols = symbols_of("shop/cart.py", BASE).unwrap();
+        let (symbols, _) = symbols_of("shop/cart.py", BASE).unwrap();
         let nested = "class A:\n    x = 1\n\n    def m(self):\n        def inner():\n            return 1\n        class B:\n            def n(self):\n                pass\n        return inner\n\n\ndef top():\n    pass\n";
-        let more = symbols_of("a.py", nested).unwrap();
+        let (more, _) = symbols_of("a.py", nested).unwrap();
         for (symbols, lines) in [
             (&symbols, BASE.lines().count()),
             (&more, nested.lines().count()),

@@ -41,7 +41,7 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
     let git_headers: Vec<String> = patch
         .lines()
         .filter_map(|line| line.strip_prefix("diff --git "))
-        .filter_map(|rest| rest.split_once(" b/").map(|(_, b)| b.to_owned()))
+        .filter_map(super::patch::git_header_path)
         .collect();
     let paths = if git_headers.is_empty() {
         let files = super::patch::parse_patch(patch).unwrap_or_default();
@@ -96,6 +96,30 @@ mod tests {
     fn gold_files_are_the_b_paths_once_each() {
         let patch = "diff --git a/x/a.py b/x/a.py\n--- a/x/a.py\n+++ b/x/a.py\n@@\ndiff --git a/old.py b/new.py\ndiff --git a/x/a.py b/x/a.py\n";
         assert_eq!(gold_files_from_patch(patch), ["x/a.py", "new.py"]);
+    }
+
+    /// Found by a review: a path git quotes (non-ASCII) was taken whole with its quotes, or
+    /// dropped, and a path holding ` b/` was cut at it.
+    #[test]
+    fn gold_files_of_quoted_paths_and_paths_holding_b_slash() {
+        let patch = "diff --git a/pkg/m.py b/pkg/m.py\n\
+            diff --git \"a/pkg/\\303\\251t\\303\\251.py\" \"b/pkg/\\303\\251t\\303\\251.py\"\n\
+            diff --git a/pkg/a b/c.py b/pkg/a b/c.py\n\
+            diff --git \"a/tab\\there.py\" \"b/tab\\there.py\"\n\
+            diff --git a/old name.py \"b/new \\\"q\\\".py\"\n";
+        assert_eq!(
+            gold_files_from_patch(patch),
+            [
+                "pkg/m.py",
+                "pkg/\u{e9}t\u{e9}.py",
+                "pkg/a b/c.py",
+                "tab\there.py",
+                "new \"q\".py"
+            ]
+        );
+        let headers =
+            "--- \"a/pkg/\\303\\251.py\"\n+++ \"b/pkg/\\303\\251.py\"\n@@ -1 +1 @@\n-a\n+b\n";
+        assert_eq!(gold_files_from_patch(headers), ["pkg/\u{e9}.py"]);
     }
 
     /// Found by a review: a row naming a gold file twice counted it twice in MAP@k.

@@ -77,9 +77,9 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
     while i < lines.len() {
         let line = lines[i];
         if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest.split_once(" b/").map_or(rest, |(_, b)| b);
+            let path = git_header_path(rest).unwrap_or_else(|| rest.to_owned());
             files.push(FilePatch {
-                path: path.to_owned(),
+                path,
                 is_new: false,
                 is_deleted: false,
                 hunks: Vec::new(),
@@ -141,18 +141,103 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
     Ok(files)
 }
 
-/// The path of a `---` / `+++` header without its `a/` / `b/` prefix and trailing timestamp;
-/// `None` for `/dev/null`.
+/// The path of a `---` / `+++` header without its `a/` / `b/` prefix and trailing timestamp
+/// (unquoted when git quoted it); `None` for `/dev/null`.
 fn header_path(raw: &str) -> Option<String> {
-    let raw = raw.split('\t').next().unwrap_or(raw).trim_end();
+    let raw = if raw.starts_with('"') {
+        unquote(raw).map_or(raw.to_owned(), |(path, _)| path)
+    } else {
+        raw.split('\t').next().unwrap_or(raw).trim_end().to_owned()
+    };
     if raw == "/dev/null" {
         return None;
     }
     let path = raw
         .strip_prefix("a/")
         .or_else(|| raw.strip_prefix("b/"))
-        .unwrap_or(raw);
+        .unwrap_or(&raw);
     Some(path.to_owned())
+}
+
+/// The new path of a `diff --git a/X b/Y` header (`rest` is what follows `diff --git `),
+/// without its `b/`: git quotes a path with special or non-ASCII characters (`"b/\303\251.py"`),
+/// and an unquoted path may itself hold ` b/`, which the header's two equal halves resolve.
+pub fn git_header_path(rest: &str) -> Option<String> {
+    if rest.starts_with('"') {
+        let (_, after) = unquote(rest)?;
+        let new = after.strip_prefix(' ')?;
+        let new = if new.starts_with('"') {
+            unquote(new)?.0
+        } else {
+            new.to_owned()
+        };
+        return new.strip_prefix("b/").map(str::to_owned);
+    }
+    if let Some(new) = rest
+        .strip_suffix('"')
+        .and_then(|r| r.rfind(" \"b/").map(|at| &rest[at + 1..]))
+    {
+        return unquote(new)?.0.strip_prefix("b/").map(str::to_owned);
+    }
+    // `a/X b/X`: both halves name the same path, whatever it holds.
+    let half = rest.len() / 2;
+    if rest.len() % 2 == 1 && rest.is_char_boundary(half) {
+        let (a, b) = (&rest[..half], &rest[half + 1..]);
+        if rest.as_bytes()[half] == b' '
+            && a.strip_prefix("a/")
+                .is_some_and(|x| Some(x) == b.strip_prefix("b/"))
+        {
+            return Some(b[2..].to_owned());
+        }
+    }
+    rest.split_once(" b/").map(|(_, b)| b.to_owned())
+}
+
+/// A C-quoted string at the start of `text` (as git quotes paths: `\"`, `\\`, `\t`, `\n` and
+/// octal bytes `\303`), decoded, and the text after its closing quote.
+fn unquote(text: &str) -> Option<(String, &str)> {
+    let body = text.strip_prefix('"')?;
+    let mut bytes = Vec::new();
+    let mut chars = body.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '"' => {
+                return Some((
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    &body[at + 1..],
+                ))
+            }
+            '\\' => {
+                let (_, e) = chars.next()?;
+                match e {
+                    'n' => bytes.push(b'\n'),
+                    't' => bytes.push(b'\t'),
+                    'a' => bytes.push(7),
+                    'b' => bytes.push(8),
+                    'f' => bytes.push(12),
+                    'r' => bytes.push(b'\r'),
+                    'v' => bytes.push(11),
+                    '0'..='7' => {
+                        let mut value = e.to_digit(8)?;
+                        for _ in 0..2 {
+                            let (_, d) = chars.next()?;
+                            value = value * 8 + d.to_digit(8)?;
+                        }
+                        bytes.push(u8::try_from(value).ok()?);
+                    }
+                    other => {
+                        let mut buf = [0; 4];
+                        bytes.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
+                    }
+                }
+            }
+            other => {
+                let mut buf = [0; 4];
+                bytes.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    None
 }
 
 /// Reads a hunk body starting at `lines[start]`; returns the hunk and the index after it, or

@@ -95,6 +95,12 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
             "calibrate fits the model's weight: leave out model_weight and the profile".to_owned(),
         ));
     }
+    if config.folds < 2 {
+        return Err(Error::InvalidInput(format!(
+            "a fit needs at least 2 folds (got {})",
+            config.folds
+        )));
+    }
     let ask = Ask::new(settings.top_k, Granularity::File)?;
     let selection = select(&settings.dataset, &settings.repos, settings.ids.as_deref())?;
     // Checked now (with every instance's tree an input), written only once the fit is done: an
@@ -167,6 +173,20 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
     }
     progress.finish();
     let fit = fit(&samples, config.folds)?;
+    // Every scale ranks alike when the model gave no order with a weight above 0 (it never
+    // answered, every answer failed, or it never agreed with itself): such a fit chooses
+    // nothing, and its profile would only turn the model off.
+    let informative = samples
+        .iter()
+        .any(|s| !s.fusion.model.is_empty() && s.fusion.base_weight > 0.0);
+    if !informative {
+        let t = &totals.total;
+        return Err(Error::Llm(format!(
+            "the model shaped none of the {} rankings ({} calls, {} replies that failed parsing, \
+             {} stages fell back): nothing to calibrate; no profile written",
+            totals.instances, t.calls, t.parse_failures, t.fallbacks
+        )));
+    }
     let gain_over_default = gain_over_default(&samples, fit.chosen.scale)?;
     let profile = LlmProfile {
         schema_version: PROFILE_SCHEMA_VERSION.to_owned(),

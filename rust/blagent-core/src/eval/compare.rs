@@ -23,7 +23,7 @@ use super::functions::gold_functions;
 use super::paired::{bootstrap, mcnemar, wilcoxon, Interval, McNemar, Wilcoxon};
 use crate::analysis::load_localizations;
 use crate::dataset::{all_within, any_within, reciprocal_rank, Metrics, MetricsAccumulator};
-use crate::dataset::{instance_tree, load_dataset, read_records, Instance};
+use crate::dataset::{instance_tree, load_dataset, read_records, select_ids, Instance};
 use crate::error::{Error, Result};
 use crate::interface::Granularity;
 
@@ -195,11 +195,22 @@ fn run_rankings(
 /// Reads the runs: each JSONL file, then the selected peers.
 fn load_runs(config: &CompareConfig, warnings: &mut Vec<String>) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
-    for path in &config.runs {
-        let name = path.file_name().map_or_else(
+    let base_name = |path: &PathBuf| {
+        path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
-        );
+        )
+    };
+    for path in &config.runs {
+        // A run is named by its file name, or by its path where two runs share a file name
+        // (`a/run.jsonl`, `b/run.jsonl`).
+        let name = base_name(path);
+        let shared = config.runs.iter().filter(|p| base_name(p) == name).count() > 1;
+        let name = if shared {
+            path.display().to_string()
+        } else {
+            name
+        };
         runs.push((name, run_rankings(path, config.granularity, warnings)?));
     }
     if let Some(path) = &config.peers {
@@ -251,13 +262,14 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
             runs.len()
         )));
     }
-    let mut instances = load_dataset(&config.dataset)?;
-    // Each id's first row, as `eval` reads it, then only those with gold files.
-    crate::dataset::first_of_each_id(&mut instances, |i| &i.instance_id);
+    // Each id's first row, as `eval` reads it (an id the dataset lacks is an input error, as
+    // there), then only those with gold files.
+    let mut instances = select_ids(
+        load_dataset(&config.dataset)?,
+        config.ids.as_deref(),
+        &config.dataset,
+    )?;
     instances.retain(|i| !i.gold_files.is_empty());
-    if let Some(ids) = &config.ids {
-        instances.retain(|i| ids.contains(&i.instance_id));
-    }
     if config.granularity == Granularity::Function {
         with_gold_functions(&mut instances, config.repos.as_deref(), &mut warnings)?;
     }
@@ -334,14 +346,28 @@ fn with_gold_functions(
                 .into(),
         )
     })?;
+    if !repos.is_dir() {
+        return Err(Error::InvalidInput(format!(
+            "the trees folder {} is not a folder",
+            repos.display()
+        )));
+    }
     let (mut no_tree, mut no_gold) = (0usize, 0usize);
     let mut kept = Vec::with_capacity(instances.len());
     for mut instance in instances.drain(..) {
-        let tree = instance_tree(repos, &instance.instance_id)?;
-        if !tree.is_dir() {
-            no_tree += 1;
-            continue;
-        }
+        // An id that names no folder of its own (`..`, a path) is left out, as `eval` fails
+        // only that instance.
+        let tree = match instance_tree(repos, &instance.instance_id) {
+            Ok(tree) if tree.is_dir() => tree,
+            Ok(_) => {
+                no_tree += 1;
+                continue;
+            }
+            Err(err) => {
+                warnings.push(format!("{err}: left out"));
+                continue;
+            }
+        };
         instance.gold_files = gold_functions(&instance.patch, &tree);
         if instance.gold_files.is_empty() {
             no_gold += 1;

@@ -201,8 +201,15 @@ mod fault_tests {
 
         let dir = tempfile::tempdir().unwrap();
         let (dataset, trees) = setup(dir.path(), &["works", "works-too", "panics-here"]);
-        // A model whose every answer is invalid: its stages fall back, the run goes on.
-        let model = std::sync::Arc::new(crate::llm::ScriptedModel::from_fn(|_| "{}".to_owned()));
+        // A model that puts the one file first at every stage.
+        let model = std::sync::Arc::new(crate::llm::ScriptedModel::from_fn(|r| {
+            match r.stage.as_str() {
+                "t0" | "t1" => r#"{"query": "cart total"}"#,
+                "phase1" => r#"{"action": "finish", "scores": {"shop/cart.py": 10}}"#,
+                _ => r#"{"ranking": [{"path": "shop/cart.py", "reason": "the total"}]}"#,
+            }
+            .to_owned()
+        }));
         let config = CalibrateConfig {
             run: DatasetConfig {
                 pipeline: Pipeline::Blagent,

@@ -28,8 +28,9 @@ pub const RELATED_TOP_FILES: usize = 3;
 /// Agentless ignores), so a step that drops files Agentless cannot open can name the next ones
 /// without blagent.
 pub const RELATED_MORE_FILES: usize = 10;
-/// Functions (or classes) named per file at most, best first.
-pub const RELATED_PER_FILE: usize = 5;
+/// Functions (or classes) named per file at most, best first: as many as the function ranking
+/// lists for every candidate file.
+pub const RELATED_PER_FILE: usize = crate::retrieve::PER_FILE_FUNCTIONS;
 
 /// An empty JSON object, as Agentless's `combine.py` writes for the file-level artifacts.
 fn empty_object() -> serde_json::Map<String, serde_json::Value> {

@@ -182,7 +182,8 @@ fn run_log(git_dir: &Path, max_commits: usize, timeout: Duration) -> Result<Stri
             "--name-only",
             "--format=%x00%s%n%b%x01",
         ])
-        .arg(format!("-n{max_commits}"))
+        // git reads the count as an `int`: a larger one is refused, and means "all" anyway.
+        .arg(format!("-n{}", max_commits.min(i32::MAX as usize)))
         .arg("HEAD")
         .arg("--")
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -352,6 +353,12 @@ mod tests {
         );
         assert_eq!(read_history(repo.path(), 1).commits.len(), 1);
         assert!(read_history(repo.path(), 0).commits.is_empty());
+        // Found by a review: git refuses a count past its `int` (2^31 and up), and the
+        // history was lost; such a count means every commit.
+        for many in [1usize << 31, usize::MAX] {
+            let all = read_history(repo.path(), many);
+            assert_eq!((all.note, all.commits.len()), (None, 2), "{many}");
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub use self::dense::{add_dense_view, dense_signals, Rewrites};
 pub use self::entities::{entity_id, Entity};
 pub use self::functions::{
     function_candidates, rank_functions, Candidate, Feature, Features, FunctionWeights,
-    FUNCTION_FILES, MAX_FUNCTIONS, NUM_FEATURES,
+    FUNCTION_FILES, MAX_FUNCTIONS, NUM_FEATURES, PER_FILE_FUNCTIONS,
 };
 pub use self::fuse::{contributions, fuse, FusionWeights, Normalizer};
 pub use self::rank::{cut, Ask, Cut, Granularity, DEFAULT_TOP_K};

@@ -11,7 +11,8 @@
 //! it is outside the tests, its length, whether the issue links to its lines and, with a dense
 //! index, its nearest chunk's cosine. Its score is the weighted sum
 //! ([`FunctionWeights`], fitted on the development set); candidates are ranked by score across
-//! files, at most [`MAX_FUNCTIONS`].
+//! files: the best [`MAX_FUNCTIONS`], then each file's best up to [`PER_FILE_FUNCTIONS`] of its
+//! own.
 
 mod candidates;
 mod features;
@@ -30,8 +31,10 @@ use crate::error::Result;
 
 /// The files, best first, whose functions are candidates.
 pub const FUNCTION_FILES: usize = 10;
-/// At most this many functions are ranked.
+/// The ranking lists the best this many functions, ...
 pub const MAX_FUNCTIONS: usize = 50;
+/// ... then, for each candidate file with fewer among them, its best up to this many.
+pub const PER_FILE_FUNCTIONS: usize = 5;
 /// Nearest chunks a dense query retrieves for [`Feature::Dense`].
 const DENSE_CHUNKS: usize = 1000;
 
@@ -103,10 +106,11 @@ fn dense_feature(
 }
 
 /// The functions of `files` (a file ranking, best first) ranked by their weighted features,
-/// best first, at most [`MAX_FUNCTIONS`]; ties go to the better file, then the earlier line.
-/// Ids are unique: a name defined more than once in a file (a property's getter and setter, a
-/// JVM method's overloads, a function defined in both branches of an `if`) is one entity, at
-/// the place of its best-scoring definition.
+/// best first: the best [`MAX_FUNCTIONS`], then each candidate file's best functions up to
+/// [`PER_FILE_FUNCTIONS`] of its own among all listed, in score order. Ties go to the better
+/// file, then the earlier line. Ids are unique: a name defined more than once in a file (a
+/// property's getter and setter, a JVM method's overloads, a function defined in both branches
+/// of an `if`) is one entity, at the place of its best-scoring definition.
 pub fn rank_functions(
     index: &SearchIndex,
     scored: &Scored,
@@ -124,7 +128,7 @@ pub fn rank_functions(
             .then(a.1.symbol.cmp(&b.1.symbol))
     });
     let mut seen = HashSet::new();
-    Ok(ranked
+    let unique: Vec<(Entity, &Candidate)> = ranked
         .into_iter()
         .map(|(score, c)| {
             let file = &index.repo.files[c.file];
@@ -132,7 +136,26 @@ pub fn rank_functions(
             (Entity::of(file.path(), symbol, score, c.file_rank), c)
         })
         .filter(|(entity, _)| seen.insert(entity.id.clone()))
-        .take(MAX_FUNCTIONS)
+        .collect();
+    // A large first file can fill the whole list; the files after it still get their best few
+    // (Agentless's edit stage shows a file only with locations of its own).
+    let mut per_file: HashMap<usize, usize> = HashMap::new();
+    let mut listed = Vec::new();
+    let mut more = Vec::new();
+    for (at, (entity, c)) in unique.into_iter().enumerate() {
+        let count = per_file.entry(c.file).or_default();
+        if at < MAX_FUNCTIONS {
+            listed.push((entity, c));
+        } else if *count < PER_FILE_FUNCTIONS {
+            more.push((entity, c));
+        } else {
+            continue;
+        }
+        *count += 1;
+    }
+    Ok(listed
+        .into_iter()
+        .chain(more)
         // What each feature added, for the listed ones only.
         .map(|(entity, c)| Entity {
             contributions: weights.contributions(&c.features),

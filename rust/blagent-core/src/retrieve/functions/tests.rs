@@ -295,3 +295,35 @@ fn chunks_between_many_functions_find_what_they_cover_at_once() {
         .collect();
     assert_eq!(methods, ["__init__", "total", "checkout"]);
 }
+
+/// Found by a review: a first file of 60 functions filled the whole list, and Agentless's edit
+/// stage, which shows a file only with locations of its own, never saw the second and third.
+/// The best [`MAX_FUNCTIONS`] come first, then each candidate file's best up to
+/// [`PER_FILE_FUNCTIONS`] of its own.
+#[test]
+fn every_candidate_file_lists_its_best_functions_after_the_best_overall() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("shop")).unwrap();
+    let big: String = (0..60)
+        .map(|i| format!("def invoice_total_{i}(invoice):\n    return invoice.total + {i}\n\n\n"))
+        .collect();
+    fs::write(dir.path().join("shop/invoice.py"), big).unwrap();
+    fs::write(dir.path().join("shop/cart.py"), CART).unwrap();
+    fs::write(dir.path().join("shop/report.py"), REPORT).unwrap();
+    let index = SearchIndex::from(RepoIndex::build(dir.path(), &IndexOptions::default()).unwrap());
+    let issue = "invoice total is wrong: invoice_total gives the invoice total twice";
+    let (scored, files, _) = candidates_for(&index, issue);
+    let ranked = rank_functions(&index, &scored, &files, &FunctionWeights::default()).unwrap();
+    assert!(ranked[..MAX_FUNCTIONS]
+        .iter()
+        .all(|e| e.path == "shop/invoice.py"));
+    let tail = &ranked[MAX_FUNCTIONS..];
+    for path in ["shop/cart.py", "shop/report.py"] {
+        let own = tail.iter().filter(|e| e.path == path).count();
+        let defined = if path == "shop/cart.py" { 4 } else { 2 };
+        assert_eq!(own, defined.min(PER_FILE_FUNCTIONS), "{path}: {tail:?}");
+    }
+    assert!(!tail.iter().any(|e| e.path == "shop/invoice.py"));
+    let ids: HashSet<&str> = ranked.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids.len(), ranked.len(), "each id once");
+}
