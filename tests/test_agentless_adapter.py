@@ -542,3 +542,61 @@ def test_check_related_locs_reads_only_regular_files_inside_the_tree(tmp_path: P
     seen: list[str] = []
     structure = structure_of(tree, paths, lambda _, text: (seen.append(text), [], [], text)[1:])
     assert seen == ["def f():\n    pass\n"] and list(structure) == ["pkg"]
+
+
+def test_proxy_sends_upstream_credentials_as_basic_auth_and_never_shows_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Found by a review: credentials in `--upstream` were printed at start and returned in
+    the 502 body (and the upstream could not be reached at all: urllib takes no user part in a
+    URL), and a query in it had the request's path appended after it."""
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
+    upstream.seen = []  # type: ignore[attr-defined]
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    port = upstream.server_address[1]
+    secret_url = f"http://bob:HUNTER2SECRET@127.0.0.1:{port}/echo/v1?key=QSECRETKEY"
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "agentless_adapter.proxy", "--model", "m", "--port", "0"]
+    proc = subprocess.Popen(
+        [*command, "--upstream", secret_url], cwd=root, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        started = proc.stderr.readline()
+        assert started.startswith(f"proxy: serving http://<redacted>@127.0.0.1:{port}/echo/v1…")
+        url = started.rsplit(" at ", 1)[1].strip()
+        status, _, body = post(url, agentless_request(AGENTLESS_MODELS[0]), key=None)
+        assert status == 401, body
+        assert upstream.seen == [  # type: ignore[attr-defined]
+            ("/echo/v1/chat/completions?key=QSECRETKEY", "Basic Ym9iOkhVTlRFUjJTRUNSRVQ=")
+        ]
+        assert json.loads(body)["error"]["message"] == "bad key Basic <redacted>"
+    finally:
+        proc.terminate()
+        _, rest = proc.communicate(timeout=30)
+        upstream.shutdown()
+        upstream.server_close()
+    assert "HUNTER2" not in started + rest and "QSECRET" not in started + rest
+
+    server, url = start_proxy(
+        ProxyConfig("http://bob:HUNTER2SECRET@127.0.0.1:9/v1?key=QSECRETKEY", "m", log=False)
+    )
+    try:
+        status, _, body = post(url, agentless_request(AGENTLESS_MODELS[0]))
+        message = json.loads(body)["error"]["message"]
+        assert status == 502 and message.startswith("upstream http://<redacted>@127.0.0.1:9/v1…")
+        assert b"HUNTER2" not in body and b"QSECRET" not in body
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    for args, why in [
+        (["--upstream", "ftp://bob:HUNTER2SECRET@h/v1"], "the scheme must be http or https"),
+        (["--upstream", "http://bob:HUNTER2#SECRET@h/v1"], "percent-encode"),
+        (["--upstream", "http://bob:HUNTER2SECRET@:9/v1"], "no host"),
+        (["--upstream", "http://bob:HUNTER2SECRET@h/v1", "--api-key-env", "PATH"], "give one"),
+    ]:
+        assert proxy_module.main([*args, "--model", "m", "--port", "0"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("proxy: error: --upstream ") and err.count("\n") == 1, err
+        assert why in err and "HUNTER2" not in err, err
