@@ -181,9 +181,9 @@ class BadInput(ValueError):
     """A line or structure that is not what this command reads."""
 
 
-def _file_name_id(iid: object) -> str:
-    """`iid` when it can name a file in a folder of structures (`<id>.json`), else `BadInput`:
-    no structure is written or read outside that folder."""
+def file_name_id(iid: object) -> str:
+    """`iid` when it can name a file in a folder (`<id>.json`, `<id>.log`), else `BadInput`:
+    no file is written or read outside that folder (`/`, `.`, `..`, empty, NUL refused)."""
     if not isinstance(iid, str) or not iid or Path(iid).name != iid or iid in (".", ".."):
         raise BadInput(f"instance id {iid!r} is not a file name")
     if "\0" in iid:
@@ -202,6 +202,17 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise BadInput(f"{what} is not a JSON object")
     return value
+
+
+def json_lines(path: Path, what: str) -> list[dict[str, Any]]:
+    """The non-blank lines of the JSONL file `path`, each a JSON object, read by `_read_lines`
+    (a regular file of at most `MAX_INPUT_BYTES`), else `BadInput` naming `what`, the file
+    and the line."""
+    return [
+        _json_object(line, f"{what} {path} line {n}")
+        for n, line in enumerate(_read_lines(path, what), 1)
+        if line.strip()
+    ]
 
 
 def check_output(
@@ -237,10 +248,7 @@ def check_output(
 
 def _rows(dataset: Path, ids: set[str] | None) -> list[dict[str, Any]]:
     """The dataset's rows that `ids` selects (all when `None`); an id it lacks is `BadInput`."""
-    lines = _read_lines(dataset, "dataset")
-    rows = [
-        _json_object(line, f"{dataset} line {n}") for n, line in enumerate(lines, 1) if line.strip()
-    ]
+    rows = json_lines(dataset, "dataset")
     unknown = sorted((ids or set()) - {r.get("instance_id") for r in rows})
     if unknown:
         raise BadInput(f"{len(unknown)} selected id(s) not in {dataset}: {', '.join(unknown[:5])}")
@@ -349,7 +357,7 @@ def write_structures(
     tops = []
     for row in rows:
         try:
-            iid = _file_name_id(row.get("instance_id"))
+            iid = file_name_id(row.get("instance_id"))
         except BadInput as err:
             raise OutputRefused(f"{err}; no structure written") from err
         tops.append(_top_folder(row, f"{dataset}: instance {iid}"))
@@ -427,7 +435,7 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
             raise BadInput(f"{where}: found_files is not a list of paths")
         if not isinstance(line.get("blagent", {}), dict):
             raise BadInput(f"{where}: blagent is not a JSON object")
-        iid = _file_name_id(line.get("instance_id"))
+        iid = file_name_id(line.get("instance_id"))
         structure_file = structures / f"{iid}.json"
         structure_text = "".join(_read_lines(structure_file, "structure"))
         record = _json_object(structure_text, str(structure_file))

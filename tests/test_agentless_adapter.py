@@ -753,3 +753,83 @@ def test_offline_outputs_are_locked_and_a_failed_write_is_exit_3(
     assert done.stderr.startswith("offline: ") and done.stderr.count("\n") == 1, done.stderr
     assert "Traceback" not in done.stderr and "File too large" in done.stderr
     assert not big.exists() and not list(tmp_path.glob(".big*")), list(tmp_path.iterdir())
+
+
+def _module(name: str, *args: object) -> subprocess.CompletedProcess[str]:
+    """`python -m agentless_adapter.NAME ARGS`, with a timeout (a FIFO read would hang)."""
+    return subprocess.run(
+        [sys.executable, "-m", f"agentless_adapter.{name}", *map(str, args)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _one_line_error(done: subprocess.CompletedProcess[str], prefix: str, why: str) -> None:
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert done.stderr.startswith(prefix) and done.stderr.count("\n") == 1, done.stderr
+    assert why in done.stderr, done.stderr
+
+
+def test_check_related_locs_refuses_bad_locs_in_one_line(tmp_path: Path) -> None:
+    """Found by a review: a FIFO given as --locs hung the check (and any file was read
+    whole), and a line that is a JSON list gave an AttributeError traceback."""
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    locs = tmp_path / "locs.jsonl"
+    trees = tmp_path / "trees"
+    (trees / "i").mkdir(parents=True)
+    common = ("--agentless-src", tmp_path / "no-agentless", "--repos", trees, "--locs")
+    good = {"instance_id": "i", "found_related_locs": {"a.py": ["function: f"]}}
+    cases = [
+        (None, "is not a regular file"),
+        ("[1]", "line 1 is not a JSON object"),
+        ("{nope", "line 1 is not JSON"),
+        ('{"instance_id": "../i", "found_related_locs": {}}', "is not a file name"),
+        ('{"instance_id": "i", "found_related_locs": {"a.py": "x"}}', "is not {path:"),
+        (json.dumps(good), "cannot import Agentless"),
+    ]
+    for text, why in cases:
+        if text is not None:
+            locs.write_text(text + "\n")
+        done = _module("check_related_locs", *common, fifo if text is None else locs)
+        _one_line_error(done, "check_related_locs: ", why)
+    locs.write_text("[1]\n")
+    with pytest.raises(offline.BadInput, match="is not a JSON object"):
+        read_loc_outputs(locs)
+
+
+def test_run_table_reads_regular_files_of_its_work_folder_only(tmp_path: Path) -> None:
+    """Found by a review: a missing stage_times.tsv gave a traceback, a FIFO there hung, and
+    the ids of file_level/loc_outputs.jsonl named the logs read (`..` led out of WORK)."""
+    work = tmp_path / "work"
+    (work / "file_level").mkdir(parents=True)
+    started = work / "file_level" / "loc_outputs.jsonl"
+    logs = work / "results" / "related_elements" / "localization_logs"
+    logs.mkdir(parents=True)
+    usage = "CompletionUsage(completion_tokens=7, prompt_tokens=100"
+    (logs / "i.log").write_text(usage + "\n")
+    (tmp_path / "secret.log").write_text(usage + "\n")
+    (work / "results" / "related_elements" / "loc_outputs.jsonl").write_text(
+        json.dumps({"instance_id": "i", "found_related_locs": {"a.py": ["function: f"]}}) + "\n"
+    )
+    times = work / "stage_times.tsv"
+    started.write_text(json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n")
+    done = _module("run_table", work)
+    _one_line_error(done, "run_table: ", "cannot read stage times")
+    os.mkfifo(times)
+    _one_line_error(_module("run_table", work), "run_table: ", "is not a regular file")
+    times.unlink()
+    times.write_text("related_level\ti\t12\t0\n")
+    done = _module("run_table", work)
+    assert done.returncode == 0, done.stderr
+    assert "| i | 1 fn/cls, 0 lines in 1 files; 1 req, 100+7 tok, 12 s |" in done.stdout
+    for iid in ("../../../../secret", "a/b", "", ".."):
+        started.write_text(json.dumps({"instance_id": iid, "found_files": []}) + "\n")
+        _one_line_error(_module("run_table", work), "run_table: ", "is not a file name")
+    started.write_text("[1]\n")
+    _one_line_error(_module("run_table", work), "run_table: ", "is not a JSON object")
+    started.write_text(json.dumps({"instance_id": "i", "found_files": []}) + "\n")
+    times.write_text("related_level\ti\tlong\n")
+    _one_line_error(_module("run_table", work), "run_table: ", "stage_times.tsv line 1 is not")
