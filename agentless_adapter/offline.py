@@ -328,11 +328,12 @@ def structure_of(tree: Path, top: str, parse_python_file: Any) -> dict[str, Any]
                 continue
             path = Path(folder) / name
             shown = f"{top}/{name}" if relative == "." else f"{relative}/{name}"
-            if not path.resolve().is_relative_to(root):
+            target = path.resolve()  # read by this name: no link is followed once checked
+            if not target.is_relative_to(root):
                 print(f"offline: {tree}: {shown} leads out of the tree; left out", file=sys.stderr)
                 continue
             try:
-                data = read_regular(path, MAX_SOURCE_BYTES, "source")
+                data = read_regular(target, MAX_SOURCE_BYTES, "source")
             except BadInput as err:
                 print(f"offline: {tree}: {err}; left out", file=sys.stderr)
                 continue
