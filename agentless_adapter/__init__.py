@@ -6,6 +6,7 @@ file-level stage, with Agentless's own later stages run on its output, unmodifie
 - `offline`: Agentless's dataset and repository structures from local files, no network.
 - `scripted_server`: a canned OpenAI-compatible server for tests and rehearsals.
 
-The modules import nothing from each other, and only `loc_format` imports `blagent`, so that
-`proxy` and `offline` run with Agentless's own Python. See docs/agentless.md.
+`proxy` and `offline` import nothing from the other modules, and only `loc_format` imports
+`blagent`, so that `proxy` and `offline` run with Agentless's own Python (the others reuse
+`offline`'s bounded reads). See docs/agentless.md.
 """

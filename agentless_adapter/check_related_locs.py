@@ -8,7 +8,9 @@ finds a class or function span for it.
 
 Needs an Agentless checkout (not part of this repository) and its parsing dependencies
 (`libcst`, `pandas`, `tqdm`) in the running interpreter. Prints one line per instance and the
-totals; exits 1 when a location does not resolve.
+totals; exits 1 when a location does not resolve, and on bad input (a `--locs` that is not a
+regular file of JSON object lines, an instance id that is not a file name, locations that are
+not `{path: [text]}`), with a one-line error.
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .loc_format import read_loc_outputs
-from .offline import BadInput, read_regular
-
-MAX_SOURCE_BYTES = 16 << 20
+from .offline import MAX_SOURCE_BYTES, BadInput, file_name_id, read_regular
 
 
 def source_text(tree: Path, rel: str) -> str | None:
@@ -55,6 +55,21 @@ def structure_of(tree: Path, paths: list[str], parse_python_file: Any) -> dict[s
     return root
 
 
+def _check_line(line: dict[str, Any], where: str) -> None:
+    """`BadInput` unless `line` names its instance by a file name and its related locations
+    are `{path: [text]}`: what `main` reads of it."""
+    try:
+        file_name_id(line.get("instance_id"))
+    except BadInput as err:
+        raise BadInput(f"{where}: {err}") from None
+    related = line.get("found_related_locs") or {}
+    if not isinstance(related, dict) or not all(
+        isinstance(locs, list) and all(isinstance(text, str) for text in locs)
+        for locs in related.values()
+    ):
+        raise BadInput(f"{where}: found_related_locs is not {{path: [locations]}}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -63,12 +78,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--locs", required=True, type=Path)
     ap.add_argument("--repos", required=True, type=Path)
     args = ap.parse_args(argv)
+    try:
+        lines = read_loc_outputs(args.locs)
+        for number, line in enumerate(lines, 1):
+            _check_line(line, f"{args.locs} line {number}")
+    except BadInput as err:
+        print(f"check_related_locs: {err}", file=sys.stderr)
+        return 1
     sys.path.insert(0, str(args.agentless_src.resolve()))
-    from agentless.util.preprocess_data import transfer_arb_locs_to_locs  # type: ignore[import-not-found]
-    from get_repo_structure.get_repo_structure import parse_python_file  # type: ignore[import-not-found]
+    try:
+        from agentless.util.preprocess_data import transfer_arb_locs_to_locs  # type: ignore[import-not-found]
+        from get_repo_structure.get_repo_structure import parse_python_file  # type: ignore[import-not-found]
+    except ImportError as err:
+        print(
+            f"check_related_locs: cannot import Agentless from {args.agentless_src} ({err}); run "
+            "with a Python that has its requirements and --agentless-src its checkout",
+            file=sys.stderr,
+        )
+        return 1
 
     total = resolved = 0
-    for line in read_loc_outputs(args.locs):
+    for line in lines:
         related: dict[str, list[str]] = line.get("found_related_locs") or {}
         tree = args.repos / line["instance_id"]
         if not tree.resolve().is_relative_to(args.repos.resolve()):

@@ -24,6 +24,8 @@ from typing import Any
 
 from blagent import LocalizationResult
 
+from .offline import json_lines
+
 #: The key under which a line carries the localizer's own result (Agentless ignores it).
 EXTRA_KEY = "blagent"
 #: The keys Agentless reads from a file-level line.
@@ -92,6 +94,7 @@ def write_loc_outputs(
 
 
 def read_loc_outputs(path: str | Path) -> list[dict[str, Any]]:
-    """The lines of a `loc_outputs.jsonl`, as Agentless's `load_jsonl` reads them."""
-    with Path(path).open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The lines of a `loc_outputs.jsonl`, as Agentless's `load_jsonl` reads them, each a JSON
+    object; a FIFO or device, a file over 1 GiB or a line that is not a JSON object is
+    `offline.BadInput` (a `ValueError`), naming the file and line."""
+    return json_lines(Path(path), "loc outputs")

@@ -7,9 +7,12 @@ repository's structure with `get_repo_structure`, which clones from GitHub unles
 - `dataset`: writes `WORK/princeton-nlp/SWE-bench_Lite/test.jsonl` from a local JSONL;
   `load_dataset` reads a local folder of that name before trying the hub, so Agentless run
   from `WORK` (with `HF_DATASETS_OFFLINE=1`) loads it.
-- `structures`: writes `<instance_id>.json` for each local tree with Agentless's own
-  `create_structure` (imported from `--agentless-src`, not copied), the tree seen under its
-  repository's folder name as Agentless's clone would be; run it with Agentless's Python.
+- `structures`: writes `<instance_id>.json` for each local tree as Agentless's
+  `create_structure` would, each Python file parsed by Agentless's own `parse_python_file`
+  (imported from `--agentless-src`, not copied), the tree seen under its repository's folder
+  name as Agentless's clone would be; run it with Agentless's Python. Only regular files
+  inside the tree are read, each up to `MAX_SOURCE_BYTES`: a link leading out of the tree, a
+  FIFO or device, or a larger file named `*.py` is left out of the structure, with a note.
 - `align`: keeps the `found_files` Agentless can open (present in the structure as a Python file
   and not under a `test*` component, the filters Agentless applies), and the
   `found_related_locs` of those files only (for a blagent related-level line, the first
@@ -21,6 +24,8 @@ repository's structure with `get_repo_structure`, which clones from GitHub unles
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
@@ -28,7 +33,7 @@ import os
 import secrets
 import stat
 import sys
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +59,13 @@ DATASET_DIR = Path("princeton-nlp") / "SWE-bench_Lite"
 DATASET_DIGEST = ".blagent-dataset.sha256"
 #: The most bytes read from a dataset, a start file, a structure or an output being replaced.
 MAX_INPUT_BYTES = 1 << 30
+#: The most bytes read from one Python file of a tree (`structures`).
+MAX_SOURCE_BYTES = 16 << 20
 
 
 class OutputRefused(ValueError):
     """An output that would overwrite an input, lie inside one, or replace a file this module
-    did not write."""
+    did not write, or one another run is writing."""
 
 
 #: What `align` adds under each line's `blagent` field: the mark that tells its output apart
@@ -104,7 +111,7 @@ def _holds_lines_with(path: Path, fields: tuple[str, ...], aligned: bool = False
     `aligned`, `align`'s mark)."""
     try:
         rows = [json.loads(line) for line in _read_lines(path, "output") if line.strip()]
-    except (BadInput, json.JSONDecodeError, RecursionError):
+    except (BadInput, ValueError, RecursionError):  # ValueError: not JSON, or too long an int
         return False
     return all(
         isinstance(r, dict) and all(k in r for k in fields) and (not aligned or _is_aligned(r))
@@ -129,13 +136,54 @@ def _write_whole(out: Path, text: str) -> None:
         raise
 
 
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Holds an exclusive `flock` for the output `out` (a file, or `structures`' folder) while
+    a run writes it, on `.NAME.blagent-lock` beside it (created, and removed when done): a
+    second run on the same output is refused (`OutputRefused`, naming it) instead of the two
+    replacing each other's files. A file of that name that is not an empty regular file, as
+    each lock file is, is not this module's and is left alone (refused)."""
+    lock = out.with_name(f".{out.name}.blagent-lock")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(3):  # the lock file of a run that has just finished is gone: take a new one
+        fd = os.open(lock, flags | getattr(os, "O_NONBLOCK", 0), 0o666)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size:
+            os.close(fd)
+            raise OutputRefused(f"{lock} is not a lock file this command made; remove it")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputRefused(
+                f"{out} is being written by another run (it holds {lock.name}); wait for it "
+                "to end or choose another output"
+            ) from None
+        try:
+            now = os.lstat(lock)
+        except FileNotFoundError:
+            now = None
+        if now is not None and (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
+            break
+        os.close(fd)
+    else:
+        raise OutputRefused(f"{out}: could not take its lock {lock.name}; try again")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)
+        os.close(fd)
+
+
 class BadInput(ValueError):
     """A line or structure that is not what this command reads."""
 
 
-def _file_name_id(iid: object) -> str:
-    """`iid` when it can name a file in a folder of structures (`<id>.json`), else `BadInput`:
-    no structure is written or read outside that folder."""
+def file_name_id(iid: object) -> str:
+    """`iid` when it can name a file in a folder (`<id>.json`, `<id>.log`), else `BadInput`:
+    no file is written or read outside that folder (`/`, `.`, `..`, empty, NUL refused)."""
     if not isinstance(iid, str) or not iid or Path(iid).name != iid or iid in (".", ".."):
         raise BadInput(f"instance id {iid!r} is not a file name")
     if "\0" in iid:
@@ -147,11 +195,24 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
     """`text` parsed as a JSON object, else `BadInput` naming `what`."""
     try:
         value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as err:
+    except RecursionError as err:
+        raise BadInput(f"{what} is nested too deeply") from err
+    except ValueError as err:  # json.JSONDecodeError, or an integer too long to convert
         raise BadInput(f"{what} is not JSON: {err}") from err
     if not isinstance(value, dict):
         raise BadInput(f"{what} is not a JSON object")
     return value
+
+
+def json_lines(path: Path, what: str) -> list[dict[str, Any]]:
+    """The non-blank lines of the JSONL file `path`, each a JSON object, read by `_read_lines`
+    (a regular file of at most `MAX_INPUT_BYTES`), else `BadInput` naming `what`, the file
+    and the line."""
+    return [
+        _json_object(line, f"{what} {path} line {n}")
+        for n, line in enumerate(_read_lines(path, what), 1)
+        if line.strip()
+    ]
 
 
 def check_output(
@@ -187,10 +248,7 @@ def check_output(
 
 def _rows(dataset: Path, ids: set[str] | None) -> list[dict[str, Any]]:
     """The dataset's rows that `ids` selects (all when `None`); an id it lacks is `BadInput`."""
-    lines = _read_lines(dataset, "dataset")
-    rows = [
-        _json_object(line, f"{dataset} line {n}") for n, line in enumerate(lines, 1) if line.strip()
-    ]
+    rows = json_lines(dataset, "dataset")
     unknown = sorted((ids or set()) - {r.get("instance_id") for r in rows})
     if unknown:
         raise BadInput(f"{len(unknown)} selected id(s) not in {dataset}: {', '.join(unknown[:5])}")
@@ -209,8 +267,9 @@ def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
         )
     rows = _rows(dataset, ids)
     text = "".join(json.dumps(row) + "\n" for row in rows)
-    _write_whole(out, text)
-    _write_whole(digest, _sha256(text.encode()) + "\n")
+    with _locked(out):
+        _write_whole(out, text)
+        _write_whole(digest, _sha256(text.encode()) + "\n")
     return out
 
 
@@ -225,37 +284,109 @@ def _recorded(digest: Path) -> str | None:
     return read_regular(digest, 1024, "digest").decode("ascii", "replace").strip()
 
 
+def _parser(agentless_src: Path) -> Any:
+    """Agentless's `parse_python_file`, imported from the checkout `agentless_src`."""
+    if not agentless_src.is_dir():
+        raise BadInput(f"--agentless-src {agentless_src} is not a folder (an Agentless checkout)")
+    sys.path.insert(0, str(agentless_src))
+    try:
+        from get_repo_structure.get_repo_structure import parse_python_file  # Agentless's code
+    except ImportError as err:
+        raise BadInput(
+            f"cannot import Agentless's get_repo_structure from {agentless_src} ({err}); run "
+            "with Agentless's Python and --agentless-src its checkout"
+        ) from err
+    return parse_python_file
+
+
+def _top_folder(row: dict[str, Any], where: str) -> str:
+    """The folder Agentless's clone of the row's repository gets (`TOP_FOLDER`, else the
+    repository's name), or `BadInput`."""
+    repo = row.get("repo")
+    name = TOP_FOLDER.get(repo, repo.split("/")[-1]) if isinstance(repo, str) else ""
+    if not name or name in (".", ".."):
+        raise BadInput(f"{where}: repo {repo!r} is not a repository name (owner/name)")
+    return name
+
+
+def structure_of(tree: Path, top: str, parse_python_file: Any) -> dict[str, Any]:
+    """Agentless's structure of `tree` seen as the folder `top`: the walk of its
+    `create_structure` (no link to a folder followed; top-level files under `top`, each
+    subfolder by its path from the tree), each `.py` file read here and parsed by
+    `parse_python_file`. A `.py` file that is not a regular file inside the tree of at most
+    `MAX_SOURCE_BYTES` (a link leading out, a FIFO, a device) is left out, with a note."""
+    root = tree.resolve()
+    structure: dict[str, Any] = {}
+    for folder, _, files in os.walk(root):
+        relative = os.path.relpath(folder, root)
+        node = structure
+        for part in (top if relative == "." else relative).split(os.sep):
+            node = node.setdefault(part, {})
+        for name in files:
+            if not name.endswith(".py"):
+                node[name] = {}
+                continue
+            path = Path(folder) / name
+            shown = f"{top}/{name}" if relative == "." else f"{relative}/{name}"
+            target = path.resolve()  # read by this name: no link is followed once checked
+            if not target.is_relative_to(root):
+                print(f"offline: {tree}: {shown} leads out of the tree; left out", file=sys.stderr)
+                continue
+            try:
+                data = read_regular(target, MAX_SOURCE_BYTES, "source")
+            except BadInput as err:
+                print(f"offline: {tree}: {err}; left out", file=sys.stderr)
+                continue
+            try:  # read as Agentless's `open(path, "r")` reads it: newlines translated
+                text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+            except UnicodeDecodeError:
+                node[name] = {"classes": [], "functions": [], "text": ""}  # as Agentless's
+                continue
+            classes, functions, lines = parse_python_file(str(path), text)
+            node[name] = {"classes": classes, "functions": functions, "text": lines}
+    return structure
+
+
 def write_structures(
     dataset: Path, repos: Path, out: Path, agentless_src: Path, ids: set[str] | None
 ) -> int:
-    """Writes Agentless's structure JSON of each selected instance's tree; returns how many."""
-    sys.path.insert(0, str(agentless_src))
-    from get_repo_structure.get_repo_structure import create_structure  # Agentless's own code
-
+    """Writes Agentless's structure JSON of each selected instance's tree; returns how many.
+    Every row and output is checked before anything is created, and a folder `out` this run
+    created is removed if it is still empty when the run fails."""
+    parse_python_file = _parser(agentless_src)
     rows = _rows(dataset, ids)
+    tops = []
     for row in rows:
         try:
-            _file_name_id(row["instance_id"])
+            iid = file_name_id(row.get("instance_id"))
         except BadInput as err:
             raise OutputRefused(f"{err}; no structure written") from err
-        check_output(
-            out / f"{row['instance_id']}.json", ("structure",), (dataset,), folders=(repos,)
-        )
-    out.mkdir(parents=True, exist_ok=True)
+        tops.append(_top_folder(row, f"{dataset}: instance {iid}"))
+        check_output(out / f"{iid}.json", ("structure",), (dataset,), folders=(repos,))
+    with _locked(out):
+        created = not out.exists()
+        out.mkdir(parents=True, exist_ok=True)
+        try:
+            return _write_each_structure(rows, tops, repos, out, parse_python_file)
+        except BaseException:
+            if created and not any(out.iterdir()):
+                out.rmdir()
+            raise
+
+
+def _write_each_structure(
+    rows: list[dict[str, Any]], tops: list[str], repos: Path, out: Path, parse_python_file: Any
+) -> int:
     count = 0
-    for row in rows:
+    for row, top in zip(rows, tops, strict=True):
         tree = repos / row["instance_id"]
         if not tree.is_dir():
             print(f"offline: no tree at {tree}; skipped", file=sys.stderr)
             continue
-        with tempfile.TemporaryDirectory() as tmp:
-            seen_as = Path(tmp) / TOP_FOLDER.get(row["repo"], row["repo"].split("/")[-1])
-            seen_as.symlink_to(tree.resolve(), target_is_directory=True)
-            structure = create_structure(str(seen_as))
         record = {
             "repo": row["repo"],
             "base_commit": row.get("base_commit"),
-            "structure": structure,
+            "structure": structure_of(tree, top, parse_python_file),
             "instance_id": row["instance_id"],
         }
         _write_whole(out / f"{row['instance_id']}.json", json.dumps(record))
@@ -305,7 +436,7 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
             raise BadInput(f"{where}: found_files is not a list of paths")
         if not isinstance(line.get("blagent", {}), dict):
             raise BadInput(f"{where}: blagent is not a JSON object")
-        iid = _file_name_id(line.get("instance_id"))
+        iid = file_name_id(line.get("instance_id"))
         structure_file = structures / f"{iid}.json"
         structure_text = "".join(_read_lines(structure_file, "structure"))
         record = _json_object(structure_text, str(structure_file))
@@ -333,7 +464,8 @@ def align(start_file: Path, structures: Path, out: Path, top_n: int = 3) -> tupl
             dropped_total += len(dropped)
         written.append(json.dumps(line) + "\n")
         lines += 1
-    _write_whole(out, "".join(written))
+    with _locked(out):
+        _write_whole(out, "".join(written))
     return lines, dropped_total
 
 
@@ -364,12 +496,16 @@ def main(argv: list[str] | None = None) -> int:
     ids = set(args.ids.split(",")) if getattr(args, "ids", None) else None
     try:
         return _run(args, ids)
-    except (OutputRefused, BadInput, OSError, UnicodeDecodeError) as e:
+    except (OutputRefused, BadInput, UnicodeDecodeError) as e:
         print(f"offline: {e}", file=sys.stderr)
         return 1
     except RecursionError:
         print("offline: an input is nested too deeply", file=sys.stderr)
         return 1
+    except OSError as e:  # a write that failed (a full disk, a file size limit): an I/O error
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"offline: {where}{e.strerror or e}", file=sys.stderr)
+        return 3
 
 
 def _run(args: argparse.Namespace, ids: set[str] | None) -> int:

@@ -16,18 +16,24 @@ and replaces the client's `Authorization`; without one the client's header is fo
 A redirect is not followed (the key would go with it): it is answered 502. An answer is read up
 to 64 MiB (a longer one is answered 502), and a key it echoes (the upstream's or the client's)
 is replaced by `<redacted>` (in a stream, within each chunk as it arrives); a request body must
-declare its length, at most 64 MiB. Standard library only.
+declare its length, at most 64 MiB. Credentials in the upstream URL (`http://user:pass@host/v1`)
+are sent as HTTP Basic authentication (replacing the client's `Authorization`; with
+`--api-key-env` too, the proxy refuses to start) and redacted wherever the URL is shown; a
+query in it (`?key=...`) is kept on every request and left out where the URL is shown.
+Standard library only.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import socket
 import sys
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
@@ -78,12 +84,85 @@ def _read_bounded(response: Any) -> bytes:
     return data
 
 
+class BadUpstream(ValueError):
+    """An upstream URL the proxy cannot forward to; the message shows it redacted."""
+
+
+def shown_url(url: str) -> str:
+    """`url` as it may be printed (as blagent's own client shows a base URL): everything
+    between the scheme and the last `@` (the user part, whatever characters its password
+    holds) is `<redacted>`, and a query or fragment, which may carry a key too, is cut to `…`."""
+    scheme, at = url.find("://"), url.rfind("@")
+    if at >= 0:
+        url = f"{url[: scheme + 3] if scheme >= 0 else ''}{REDACTED.decode()}@{url[at + 1 :]}"
+    cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=-1)
+    return url if cut < 0 else url[:cut] + "…"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """An upstream URL taken apart: where requests go, what they carry, how it is shown."""
+
+    #: `scheme://host[:port]/path`, no user part, no query, no trailing `/`.
+    base: str
+    #: The query every request carries (`key=...`), without its `?`; empty when none.
+    query: str = field(repr=False)
+    #: The `Authorization` header of the URL's user part (`Basic ...`), if it has one.
+    authorization: str | None = field(repr=False)
+    #: The URL as it may be printed (`shown_url`).
+    shown: str
+    #: The forms in which an answer may echo the user part's password or the query's values.
+    secrets: tuple[str, ...] = field(repr=False)
+
+    @classmethod
+    def parse(cls, url: str) -> Upstream:
+        """`url` taken apart, or `BadUpstream`: not http(s), no host, or an `@`, `#` past the
+        host (a password's `/`, `?`, `#` or `@` not percent-encoded would be read as the path,
+        query or fragment and the host taken from the password)."""
+        shown = shown_url(url)
+        url = url.strip()
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise BadUpstream(f"--upstream {shown}: the scheme must be http or https")
+        past_host = url[len(parts.scheme) + 3 + len(parts.netloc) :]
+        if "@" in past_host or parts.fragment:
+            raise BadUpstream(
+                f"--upstream {shown}: an `@` or `#` past the host; percent-encode a "
+                "password's `/`, `?`, `#` and `@` (%2F, %3F, %23, %40)"
+            )
+        userinfo, _, host = parts.netloc.rpartition("@")
+        if not parts.hostname:
+            raise BadUpstream(f"--upstream {shown}: no host")
+        try:
+            _ = parts.port  # a port that is not a number, or past 65535
+        except ValueError as err:
+            raise BadUpstream(f"--upstream {shown}: {err}") from None
+        authorization, forms = None, [v for _, v in urllib.parse.parse_qsl(parts.query)]
+        if userinfo:
+            user, _, password = userinfo.partition(":")
+            plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+            token = base64.b64encode(plain.encode()).decode()
+            authorization = f"Basic {token}"
+            forms += (password, urllib.parse.unquote(password), token, userinfo, plain)
+        secrets = tuple(dict.fromkeys(f for f in forms if len(f) >= 4))
+        base = f"{parts.scheme}://{host}{parts.path.rstrip('/')}"
+        return cls(base, parts.query, authorization, shown, secrets)
+
+    def target(self, path: str) -> str:
+        """The URL of a request for `path` (with its own query, if any): the base path, then
+        `path`, then the upstream's query and the request's, in that order."""
+        path, _, query = path.partition("?")
+        queries = "&".join(q for q in (self.query, query) if q)
+        return self.base + path + (f"?{queries}" if queries else "")
+
+
 @dataclass
 class ProxyConfig:
     """Where to forward, under which model name.
 
     Args:
-        upstream: the endpoint's base URL, up to and including its `/v1`.
+        upstream: the endpoint's base URL, up to and including its `/v1` (`BadUpstream` when
+            it is not an http(s) URL the proxy can forward to).
         model: the model name the endpoint serves; every request's `model` becomes this.
         api_key: the endpoint's key (replaces the client's `Authorization`), if any.
         aliases: the names listed by `GET /v1/models`.
@@ -91,14 +170,24 @@ class ProxyConfig:
         log: log each request on stderr.
     """
 
-    upstream: str
+    upstream: str = field(repr=False)
     model: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     aliases: tuple[str, ...] = AGENTLESS_MODELS
     timeout: float = 600.0
     log: bool = True
     #: The last `(requested, forwarded)` model names, newest last.
     rewrites: deque[tuple[str, str]] = field(default_factory=lambda: deque(maxlen=100))
+    #: `upstream` taken apart (`Upstream.parse`).
+    target: Upstream = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.target = Upstream.parse(self.upstream)
+        if self.api_key and self.target.authorization:
+            raise BadUpstream(
+                f"--upstream {self.target.shown} holds credentials and --api-key-env gives a "
+                "key: both would be the Authorization header; give one"
+            )
 
 
 def _error_body(message: str, kind: str) -> bytes:
@@ -124,7 +213,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
     def _target(self) -> str:
         path = self.path[3:] if self.path.startswith("/v1") else self.path
-        return self.server.config.upstream.rstrip("/") + path
+        return self.server.config.target.target(path)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
@@ -139,7 +228,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
     def _secrets(self) -> list[bytes]:
         """The keys an answer may echo: the upstream key and the client's own."""
         client = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
-        keys = (self.server.config.api_key, client)
+        config = self.server.config
+        keys = (config.api_key, client, *config.target.secrets)
         return [key.encode() for key in keys if key and len(key) >= 4]
 
     def _redact(self, data: bytes, secrets: list[bytes]) -> bytes:
@@ -174,16 +264,19 @@ class ProxyHandler(BaseHTTPRequestHandler):
         headers = {k: v for k in FORWARDED_HEADERS if (v := self.headers.get(k)) is not None}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
+        elif config.target.authorization:
+            headers["Authorization"] = config.target.authorization
         request = urllib.request.Request(
             self._target(), data=body, headers=headers, method=self.command
         )
         secrets = self._secrets()
+        shown = config.target.shown
         try:
             response = _OPENER.open(request, timeout=config.timeout)
         except urllib.error.HTTPError as err:  # the endpoint's own error: pass it through
             try:
                 if 300 <= err.code < 400:
-                    message = f"upstream {config.upstream} redirected ({err.code}); not followed"
+                    message = f"upstream {shown} redirected ({err.code}); not followed"
                     self._reply(502, _error_body(message, "proxy_error"))
                     return
                 data = _read_bounded(err)
@@ -196,13 +289,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self._reply(err.code, self._redact(data, secrets), content_type)
             return
         except (socket.timeout, TimeoutError):
-            self._reply(504, _error_body(f"upstream {config.upstream} timed out", "proxy_timeout"))
+            self._reply(504, _error_body(f"upstream {shown} timed out", "proxy_timeout"))
             return
         except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", err)
-            self._reply(
-                502, _error_body(f"upstream {config.upstream} unreachable: {reason}", "proxy_error")
-            )
+            reason = self._redact(str(getattr(err, "reason", err)).encode(), secrets).decode()
+            message = f"upstream {shown} unreachable: {reason}"
+            self._reply(502, _error_body(message, "proxy_error"))
             return
         with response:
             content_type = response.headers.get("Content-Type", "application/json")
@@ -268,12 +360,16 @@ def main(argv: list[str] | None = None) -> int:
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
     if args.api_key_env and not api_key:
         parser.error(f"environment variable {args.api_key_env} is not set")
-    config = ProxyConfig(
-        args.upstream, args.model, api_key=api_key, timeout=args.timeout, log=not args.quiet
-    )
+    try:
+        config = ProxyConfig(
+            args.upstream, args.model, api_key=api_key, timeout=args.timeout, log=not args.quiet
+        )
+    except BadUpstream as err:
+        print(f"proxy: error: {err}", file=sys.stderr)
+        return 1
     server = _ProxyServer((args.host, args.port), config)
     print(
-        f"proxy: serving {args.upstream} ({args.model}) as {', '.join(config.aliases)} "
+        f"proxy: serving {config.target.shown} ({args.model}) as {', '.join(config.aliases)} "
         f"at http://{args.host}:{server.server_address[1]}/v1",
         file=sys.stderr,
         flush=True,

@@ -5,16 +5,21 @@ Agentless's own log, retries included), wall time and exit code from `stage_time
 the totals per stage.
 
     python -m agentless_adapter.run_table WORK
+
+Every file is read only where it is a regular file, up to 1 GiB (`offline.read_regular`); an
+instance id that is not a file name (`/`, `..`, empty) is refused, as are a missing or
+malformed `stage_times.tsv` and `file_level/loc_outputs.jsonl`: one line, exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
+
+from .offline import MAX_INPUT_BYTES, BadInput, file_name_id, json_lines, read_regular
 
 STAGES = {
     # stage: (output under WORK/results, its locations key, its log folder under results)
@@ -33,20 +38,23 @@ STAGES = {
 
 
 def jsonl(path: Path) -> dict[str, dict[str, Any]]:
-    if not path.is_file():
+    """A stage's output by instance id; empty where the stage wrote none (no file there)."""
+    if not path.exists() and not path.is_symlink():
         return {}
-    rows = (json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip())
-    return {r["instance_id"]: r for r in rows}
+    rows = json_lines(path, "stage output")
+    return {r["instance_id"]: r for r in rows if isinstance(r.get("instance_id"), str)}
 
 
+NUMBER = re.compile(r"-?[0-9]{1,18}")
 USAGE = re.compile(r"CompletionUsage\(completion_tokens=(\d+), prompt_tokens=(\d+)")
 
 
 def usage(log: Path) -> tuple[int, int, int]:
     """(requests, prompt tokens, completion tokens) of every answer in an Agentless log."""
-    if not log.is_file():
+    if not log.exists() and not log.is_symlink():
         return 0, 0, 0
-    found = [(int(c), int(p)) for c, p in USAGE.findall(log.read_text(errors="replace"))]
+    text = read_regular(log, MAX_INPUT_BYTES, "log").decode("utf-8", errors="replace")
+    found = [(int(c), int(p)) for c, p in USAGE.findall(text)]
     return len(found), sum(p for _, p in found), sum(c for c, _ in found)
 
 
@@ -55,7 +63,9 @@ def locs_summary(locs: Any) -> str:
     samples = locs if isinstance(locs, list) else [locs]
     entries, lines, files = 0, 0, set()
     for sample in samples:
-        for path, texts in (sample or {}).items():
+        if not isinstance(sample, dict):
+            continue
+        for path, texts in sample.items():
             text = "\n".join(texts) if isinstance(texts, list) else str(texts)
             kinds = [t.split(":", 1)[0].strip() for t in text.splitlines() if ":" in t]
             entries += sum(k in ("function", "class") for k in kinds)
@@ -77,11 +87,35 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agentless_adapter.run_table")
     parser.add_argument("work", type=Path, help="a rehearse.sh WORK folder")
     work = parser.parse_args(argv).work
+    try:
+        return _table(work)
+    except BadInput as err:
+        print(f"run_table: {err}", file=sys.stderr)
+        return 1
+
+
+def _stage_times(path: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    """`stage_times.tsv`: (stage, instance) -> (seconds, exit code)."""
+    data = read_regular(path, MAX_INPUT_BYTES, "stage times")
     times: dict[tuple[str, str], tuple[int, int]] = {}
-    for row in (work / "stage_times.tsv").read_text().splitlines():
-        stage, iid, secs, rc = row.split("\t")
+    for number, row in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        fields = row.split("\t")
+        if len(fields) != 4 or not all(NUMBER.fullmatch(f) for f in fields[2:]):
+            raise BadInput(f"{path} line {number} is not: stage, instance, seconds, exit code")
+        stage, iid, secs, rc = fields
         times[(stage, iid)] = (int(secs), int(rc))
-    ids = [json.loads(t)["instance_id"] for t in (work / "file_level/loc_outputs.jsonl").open()]
+    return times
+
+
+def _table(work: Path) -> int:
+    times = _stage_times(work / "stage_times.tsv")
+    started = work / "file_level/loc_outputs.jsonl"
+    ids = []
+    for number, row in enumerate(json_lines(started, "file-level output"), 1):
+        try:
+            ids.append(file_name_id(row.get("instance_id")))
+        except BadInput as err:
+            raise BadInput(f"{started} line {number}: {err}") from None
     outputs = {s: jsonl(work / "results" / f) for s, (f, _, _) in STAGES.items()}
     patches = jsonl(work / "results/repair_sample_1/output_0_processed.jsonl")
     ran = [s for s in STAGES if any(s == st for st, _ in times)]
@@ -103,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             elif locs_key:
                 what = locs_summary(row.get(locs_key))
             else:
-                what = "patch: " + patch_summary(patches.get(iid, {}).get("model_patch", ""))
+                patch = patches.get(iid, {}).get("model_patch")
+                what = "patch: " + patch_summary(patch if isinstance(patch, str) else "")
             cells.append(f"{what}; {n} req, {p}+{c} tok, {secs} s")
         print(f"| {iid} | " + " | ".join(cells) + " |")
     print()

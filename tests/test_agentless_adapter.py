@@ -3,8 +3,10 @@ offline helpers, and the model-renaming proxy for real on loopback against a scr
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -542,3 +544,292 @@ def test_check_related_locs_reads_only_regular_files_inside_the_tree(tmp_path: P
     seen: list[str] = []
     structure = structure_of(tree, paths, lambda _, text: (seen.append(text), [], [], text)[1:])
     assert seen == ["def f():\n    pass\n"] and list(structure) == ["pkg"]
+
+
+def test_proxy_sends_upstream_credentials_as_basic_auth_and_never_shows_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Found by a review: credentials in `--upstream` were printed at start and returned in
+    the 502 body (and the upstream could not be reached at all: urllib takes no user part in a
+    URL), and a query in it had the request's path appended after it."""
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
+    upstream.seen = []  # type: ignore[attr-defined]
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    port = upstream.server_address[1]
+    secret_url = f"http://bob:HUNTER2SECRET@127.0.0.1:{port}/echo/v1?key=QSECRETKEY"
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "agentless_adapter.proxy", "--model", "m", "--port", "0"]
+    proc = subprocess.Popen(
+        [*command, "--upstream", secret_url], cwd=root, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        started = proc.stderr.readline()
+        assert started.startswith(f"proxy: serving http://<redacted>@127.0.0.1:{port}/echo/v1…")
+        url = started.rsplit(" at ", 1)[1].strip()
+        status, _, body = post(url, agentless_request(AGENTLESS_MODELS[0]), key=None)
+        assert status == 401, body
+        assert upstream.seen == [  # type: ignore[attr-defined]
+            ("/echo/v1/chat/completions?key=QSECRETKEY", "Basic Ym9iOkhVTlRFUjJTRUNSRVQ=")
+        ]
+        assert json.loads(body)["error"]["message"] == "bad key Basic <redacted>"
+    finally:
+        proc.terminate()
+        _, rest = proc.communicate(timeout=30)
+        upstream.shutdown()
+        upstream.server_close()
+    assert "HUNTER2" not in started + rest and "QSECRET" not in started + rest
+
+    server, url = start_proxy(
+        ProxyConfig("http://bob:HUNTER2SECRET@127.0.0.1:9/v1?key=QSECRETKEY", "m", log=False)
+    )
+    try:
+        status, _, body = post(url, agentless_request(AGENTLESS_MODELS[0]))
+        message = json.loads(body)["error"]["message"]
+        assert status == 502 and message.startswith("upstream http://<redacted>@127.0.0.1:9/v1…")
+        assert b"HUNTER2" not in body and b"QSECRET" not in body
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    for args, why in [
+        (["--upstream", "ftp://bob:HUNTER2SECRET@h/v1"], "the scheme must be http or https"),
+        (["--upstream", "http://bob:HUNTER2#SECRET@h/v1"], "percent-encode"),
+        (["--upstream", "http://bob:HUNTER2SECRET@:9/v1"], "no host"),
+        (["--upstream", "http://bob:HUNTER2SECRET@h/v1", "--api-key-env", "PATH"], "give one"),
+    ]:
+        assert proxy_module.main([*args, "--model", "m", "--port", "0"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("proxy: error: --upstream ") and err.count("\n") == 1, err
+        assert why in err and "HUNTER2" not in err, err
+
+
+def _agentless_parser(tmp_path: Path) -> Path:
+    """A folder holding `get_repo_structure/get_repo_structure.py` with the one function of
+    Agentless that `offline structures` imports, `parse_python_file(path, content)`: here it
+    keeps the lines only (Agentless's needs pandas and tqdm, which the tests do not install)."""
+    src = tmp_path / "agentless"
+    (src / "get_repo_structure").mkdir(parents=True)
+    (src / "get_repo_structure" / "get_repo_structure.py").write_text(
+        "def parse_python_file(file_path, file_content=None):\n"
+        "    return [], [], file_content.splitlines()\n"
+    )
+    return src
+
+
+def test_offline_structures_read_only_regular_files_inside_the_tree(tmp_path: Path) -> None:
+    """Found by a review: `structures` handed the raw tree to Agentless's `create_structure`,
+    so a link to a file outside the tree had its content copied into the structure and a FIFO
+    named `*.py` hung the command."""
+    tree = tmp_path / "trees" / "i"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "a.py").write_text("def f():\r\n    pass\n")
+    (tree / "setup.py").write_text("x = 1\n")
+    (tree / "README").write_text("read me\n")
+    (tree / "inner.py").symlink_to(tree / "pkg" / "a.py")
+    secret = tmp_path / "secret.py"
+    secret.write_text("TOKEN = 'SECRETVALUE'\n")
+    (tree / "out.py").symlink_to(secret)
+    (tree / "zero.py").symlink_to("/dev/zero")
+    os.mkfifo(tree / "pkg" / "pipe.py")
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    out = tmp_path / "structures"
+    src = _agentless_parser(tmp_path)
+    args = [
+        "--dataset",
+        dataset,
+        "--repos",
+        tmp_path / "trees",
+        "--out",
+        out,
+        "--agentless-src",
+        src,
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "agentless_adapter.offline", "structures", *map(str, args)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    text = (out / "i.json").read_text()
+    assert "SECRETVALUE" not in text
+    shop = json.loads(text)["structure"]["shop"]
+    assert set(shop) == {"setup.py", "README", "inner.py"}
+    assert json.loads(text)["structure"]["pkg"] == {
+        "a.py": {"classes": [], "functions": [], "text": ["def f():", "    pass"]}
+    }
+    assert shop["inner.py"] == json.loads(text)["structure"]["pkg"]["a.py"]
+    assert shop["README"] == {}
+    for name in ("shop/out.py leads out", "shop/zero.py leads out", "pipe.py is not a regular"):
+        assert name in done.stderr, done.stderr
+    assert not list(tmp_path.glob(".structures.blagent-lock"))
+
+
+def test_offline_refuses_bad_input_in_one_line_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a review: a JSON integer of 5,000 digits, an --agentless-src that is not an
+    Agentless checkout and a dataset row without `repo` gave tracebacks (and the last left an
+    empty --out folder behind)."""
+    huge = '{"instance_id": "i", "found_files": [], "n": ' + "9" * 5000 + "}"
+    bad = tmp_path / "huge.jsonl"
+    bad.write_text(huge + "\n")
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    (structures / "i.json").write_text(json.dumps({"structure": {"a.py": {}}}))
+    start = tmp_path / "start.jsonl"
+    start.write_text(json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n")
+    kept = tmp_path / "theirs.jsonl"
+    kept.write_text(huge + "\n")
+    norepo = tmp_path / "norepo.jsonl"
+    norepo.write_text(json.dumps({"instance_id": "i"}) + "\n")
+    (tmp_path / "trees" / "i").mkdir(parents=True)
+    src = _agentless_parser(tmp_path)
+    align = ["align", "--structures", str(structures)]
+    structs = ["structures", "--repos", str(tmp_path / "trees"), "--out", str(tmp_path / "new")]
+    cases = [
+        ([*align, "--start-file", str(bad), "--out", str(tmp_path / "o.jsonl")], "is not JSON"),
+        ([*align, "--start-file", str(start), "--out", str(kept)], "does not hold what"),
+        (["dataset", "--dataset", str(bad), "--work", str(tmp_path / "w")], "is not JSON"),
+        ([*structs, "--dataset", str(start), "--agentless-src", "/nonexistent"], "not a folder"),
+        ([*structs, "--dataset", str(start), "--agentless-src", str(tmp_path)], "cannot import"),
+        ([*structs, "--dataset", str(norepo), "--agentless-src", str(src)], "repo None is not"),
+    ]
+    for args, why in cases:
+        assert offline.main(args) == 1, args
+        err = capsys.readouterr().err
+        assert err.startswith("offline: ") and err.count("\n") == 1 and why in err, (args, err)
+        assert len(err) < 1000, err
+    assert kept.read_text() == huge + "\n"
+    for made in ("o.jsonl", "w", "new"):
+        assert not (tmp_path / made).exists(), made
+
+
+def _limit_file_size() -> None:
+    # Writes past 64 bytes fail with EFBIG (Python ignores SIGXFSZ, so the process lives on).
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+
+def test_offline_outputs_are_locked_and_a_failed_write_is_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/limits.md says so; found by a review: no output was locked, and a write that
+    failed was exit 1."""
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    py = {"classes": [], "functions": [], "text": ["pass"]}
+    (structures / "i.json").write_text(json.dumps({"structure": {"a.py": py}}))
+    start = tmp_path / "start.jsonl"
+    start.write_text(json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n")
+    out = tmp_path / "aligned.jsonl"
+    args = ["align", "--start-file", str(start), "--structures", str(structures)]
+    lock = tmp_path / ".aligned.jsonl.blagent-lock"
+    with lock.open("w") as held:  # another run, writing the same output
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert offline.main([*args, "--out", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert f"{out} is being written by another run" in err and err.count("\n") == 1, err
+        assert not out.exists()
+    assert offline.main([*args, "--out", str(out)]) == 0
+    assert read_loc_outputs(out)[0]["found_files"] == ["a.py"] and not lock.exists()
+    lock.write_text("mine\n")  # a file of that name this command did not make stays
+    assert offline.main([*args, "--out", str(out)]) == 1
+    assert "is not a lock file" in capsys.readouterr().err and lock.read_text() == "mine\n"
+    lock.unlink()
+
+    big = tmp_path / "big.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "agentless_adapter.offline", *args, "--out", str(big)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_limit_file_size,
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("offline: ") and done.stderr.count("\n") == 1, done.stderr
+    assert "Traceback" not in done.stderr and "File too large" in done.stderr
+    assert not big.exists() and not list(tmp_path.glob(".big*")), list(tmp_path.iterdir())
+
+
+def _module(name: str, *args: object) -> subprocess.CompletedProcess[str]:
+    """`python -m agentless_adapter.NAME ARGS`, with a timeout (a FIFO read would hang)."""
+    return subprocess.run(
+        [sys.executable, "-m", f"agentless_adapter.{name}", *map(str, args)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _one_line_error(done: subprocess.CompletedProcess[str], prefix: str, why: str) -> None:
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert done.stderr.startswith(prefix) and done.stderr.count("\n") == 1, done.stderr
+    assert why in done.stderr, done.stderr
+
+
+def test_check_related_locs_refuses_bad_locs_in_one_line(tmp_path: Path) -> None:
+    """Found by a review: a FIFO given as --locs hung the check (and any file was read
+    whole), and a line that is a JSON list gave an AttributeError traceback."""
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    locs = tmp_path / "locs.jsonl"
+    trees = tmp_path / "trees"
+    (trees / "i").mkdir(parents=True)
+    common = ("--agentless-src", tmp_path / "no-agentless", "--repos", trees, "--locs")
+    good = {"instance_id": "i", "found_related_locs": {"a.py": ["function: f"]}}
+    cases = [
+        (None, "is not a regular file"),
+        ("[1]", "line 1 is not a JSON object"),
+        ("{nope", "line 1 is not JSON"),
+        ('{"instance_id": "../i", "found_related_locs": {}}', "is not a file name"),
+        ('{"instance_id": "i", "found_related_locs": {"a.py": "x"}}', "is not {path:"),
+        (json.dumps(good), "cannot import Agentless"),
+    ]
+    for text, why in cases:
+        if text is not None:
+            locs.write_text(text + "\n")
+        done = _module("check_related_locs", *common, fifo if text is None else locs)
+        _one_line_error(done, "check_related_locs: ", why)
+    locs.write_text("[1]\n")
+    with pytest.raises(offline.BadInput, match="is not a JSON object"):
+        read_loc_outputs(locs)
+
+
+def test_run_table_reads_regular_files_of_its_work_folder_only(tmp_path: Path) -> None:
+    """Found by a review: a missing stage_times.tsv gave a traceback, a FIFO there hung, and
+    the ids of file_level/loc_outputs.jsonl named the logs read (`..` led out of WORK)."""
+    work = tmp_path / "work"
+    (work / "file_level").mkdir(parents=True)
+    started = work / "file_level" / "loc_outputs.jsonl"
+    logs = work / "results" / "related_elements" / "localization_logs"
+    logs.mkdir(parents=True)
+    usage = "CompletionUsage(completion_tokens=7, prompt_tokens=100"
+    (logs / "i.log").write_text(usage + "\n")
+    (tmp_path / "secret.log").write_text(usage + "\n")
+    (work / "results" / "related_elements" / "loc_outputs.jsonl").write_text(
+        json.dumps({"instance_id": "i", "found_related_locs": {"a.py": ["function: f"]}}) + "\n"
+    )
+    times = work / "stage_times.tsv"
+    started.write_text(json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n")
+    done = _module("run_table", work)
+    _one_line_error(done, "run_table: ", "cannot read stage times")
+    os.mkfifo(times)
+    _one_line_error(_module("run_table", work), "run_table: ", "is not a regular file")
+    times.unlink()
+    times.write_text("related_level\ti\t12\t0\n")
+    done = _module("run_table", work)
+    assert done.returncode == 0, done.stderr
+    assert "| i | 1 fn/cls, 0 lines in 1 files; 1 req, 100+7 tok, 12 s |" in done.stdout
+    for iid in ("../../../../secret", "a/b", "", ".."):
+        started.write_text(json.dumps({"instance_id": iid, "found_files": []}) + "\n")
+        _one_line_error(_module("run_table", work), "run_table: ", "is not a file name")
+    started.write_text("[1]\n")
+    _one_line_error(_module("run_table", work), "run_table: ", "is not a JSON object")
+    started.write_text(json.dumps({"instance_id": "i", "found_files": []}) + "\n")
+    times.write_text("related_level\ti\tlong\n")
+    _one_line_error(_module("run_table", work), "run_table: ", "stage_times.tsv line 1 is not")

@@ -431,3 +431,28 @@ def test_eval_leaves_out_instances_without_gold_files_as_compare_does(
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     proc = run("eval", *common, "--quiet")
     assert_clean_failure(proc, because="2 have no gold file")
+
+
+def test_every_output_flag_ending_in_a_slash_is_refused_and_nothing_is_written(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a review: `batch --out newdir/` wrote a file named `newdir` (the CLI turned
+    the flag into a `Path`, which drops the trailing slash, before the core could see it)."""
+    data, trees = run_inputs
+    common = ("--dataset", str(data), "--repos", str(trees), "--quiet")
+    llm = ("--pipeline", "blagent", "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m")
+    file = str(tmp_path / "o.jsonl")
+    cases = [
+        ("batch", "--out"),
+        ("batch", "--out", file, "--failures-out"),
+        ("batch", "--out", file, *llm, "--llm-record"),
+        ("eval", "--out"),
+        ("eval", "--signals-out"),
+        ("calibrate", *llm, "--out"),
+    ]
+    for command, *flags in cases:
+        folder = tmp_path / "newdir"
+        proc = run(command, *common, *flags, f"{folder}/")
+        assert_clean_failure(proc, because="names a folder; give a file name")
+        assert not folder.exists() and not Path(file).exists(), (command, flags)
+        assert not (tmp_path / "newdir.failures.jsonl").exists()

@@ -397,13 +397,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    out = Path(args.out)
+    # --out goes to the core as typed: a trailing `/` names a folder, and the core refuses it
+    # (`Path()` would drop the slash and a file would be written under the folder's name).
+    out = args.out
     # Without --failures-out the core puts them next to OUT (loc_outputs.failures.jsonl).
     explicit = {"failures_out": args.failures_out} if args.failures_out else {}
     config = _run_config(
         args,
         top_k=args.top_k,
-        out=str(out),
+        out=out,
         granularity=args.granularity,
         related_locs=args.related_locs,
         **explicit,
