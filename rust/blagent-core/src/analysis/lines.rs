@@ -72,26 +72,93 @@ pub fn line_similarity(a: &str, b: &str) -> f32 {
     similar::TextDiff::from_chars(&a[..head(a)], &b[..head(b)]).ratio()
 }
 
-/// Whether a line of the file at `path` is a comment or blank (so not a code line): `#` lines
-/// in Python and other files, `//` lines and the lines of a `/* … */` or Javadoc block that
-/// start with `/*` or `*` in Java and Kotlin.
+/// Whether a line of the file at `path` is blank, or a `#` comment outside Java and Kotlin
+/// (whose comments [`jvm_comment_mask`] finds, since a line starting with `*` may be code).
 pub fn is_blank_or_comment(text: &str, path: &str) -> bool {
     let t = text.trim();
-    let jvm = language_for_path(path).is_some_and(|l| matches!(l.name, "java" | "kotlin"));
-    t.is_empty()
-        || if jvm {
-            t.starts_with("//") || t.starts_with("/*") || t.starts_with('*')
-        } else {
-            t.starts_with('#')
+    t.is_empty() || (!is_jvm(path) && t.starts_with('#'))
+}
+
+fn is_jvm(path: &str) -> bool {
+    language_for_path(path).is_some_and(|l| matches!(l.name, "java" | "kotlin"))
+}
+
+/// For each line of Java or Kotlin text, whether it holds comments only (`//` to the end of
+/// the line, `/* … */` blocks, read outside string and character literals), and whether the
+/// text ends inside a block; `inside`: it begins inside one.
+fn scan_jvm_comments<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    inside: bool,
+) -> (Vec<bool>, bool) {
+    let mut in_block = inside;
+    let mut mask = Vec::new();
+    for line in lines {
+        let (b, mut i, mut code, mut quote) = (line.as_bytes(), 0, false, None);
+        while i < b.len() {
+            let two = b.get(i..i + 2);
+            if in_block {
+                in_block = two != Some(b"*/");
+                i += if in_block { 1 } else { 2 };
+            } else if let Some(q) = quote {
+                quote = (b[i] != q).then_some(q);
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            } else if two == Some(b"//") {
+                break;
+            } else if two == Some(b"/*") {
+                in_block = true;
+                i += 2;
+            } else {
+                if matches!(b[i], b'"' | b'\'') {
+                    quote = Some(b[i]);
+                }
+                code |= !b[i].is_ascii_whitespace();
+                i += 1;
+            }
         }
+        mask.push(!code);
+    }
+    (mask, in_block)
+}
+
+/// [`scan_jvm_comments`] of a whole file.
+fn jvm_comment_mask<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<bool> {
+    scan_jvm_comments(lines, false).0
+}
+
+/// [`jvm_comment_mask`] of a hunk's lines, which may begin inside a block comment: they do
+/// when a `*/` closes before any `/*` opens.
+fn hunk_jvm_comment_mask(lines: &[&str]) -> Vec<bool> {
+    let text = lines.join("\n");
+    let inside = match (text.find("*/"), text.find("/*")) {
+        (Some(close), Some(open)) => close < open,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    scan_jvm_comments(lines.iter().copied(), inside).0
 }
 
 /// The code lines a patch changes in one file, in patch order. `base` and `new` are the file
 /// before and after the patch when known; they make docstring detection exact, otherwise the
 /// hunks' own context is scanned ([`hunk_docstring_mask`]).
 pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Vec<CodeLine> {
-    let base_mask = base.map(|t| docstring_mask(t.lines()));
-    let new_mask = new.map(|t| docstring_mask(t.lines()));
+    // Python's docstrings, or Java's and Kotlin's comments, are not code.
+    let jvm = is_jvm(&file.path);
+    let mask = |text: &str| {
+        if jvm {
+            jvm_comment_mask(text.lines())
+        } else {
+            docstring_mask(text.lines())
+        }
+    };
+    let hunk_mask = |lines: &[&str]| {
+        if jvm {
+            hunk_jvm_comment_mask(lines)
+        } else {
+            hunk_docstring_mask(lines)
+        }
+    };
+    let base_mask = base.map(mask);
+    let new_mask = new.map(mask);
     let mut out = Vec::new();
     for hunk in &file.hunks {
         let old_view: Vec<&str> = hunk
@@ -106,10 +173,7 @@ pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Ve
             .filter(|l| l.change != Some(ChangeKind::Removed))
             .map(|l| l.text.as_str())
             .collect();
-        let (hunk_old, hunk_new) = (
-            hunk_docstring_mask(&old_view),
-            hunk_docstring_mask(&new_view),
-        );
+        let (hunk_old, hunk_new) = (hunk_mask(&old_view), hunk_mask(&new_view));
         let (mut oi, mut ni) = (0, 0);
         for line in &hunk.lines {
             let in_doc = match line.change {
@@ -192,28 +256,29 @@ mod tests {
         }
     }
 
-    /// Found by a review: a Java file's `// Copyright` line was taken for its first changed
-    /// code line.
+    /// Found by two reviews: a Java file's `// Copyright` line was taken for its first changed
+    /// code line, and then (the first fix) a continued product `* b;` for a comment.
     #[test]
     fn comments_are_read_by_the_files_language() {
-        for (text, python, java) in [
-            ("# note", true, false),
-            ("// Copyright 2020 Acme", false, true),
-            ("/** Javadoc", false, true),
-            (" * @param x the value", false, true),
-            ("*/", false, true),
-            ("   ", true, true),
-            ("return x + 50;", false, false),
-            ("*args,", false, true),
-        ] {
-            assert_eq!(is_blank_or_comment(text, "pkg/m.py"), python, "{text}");
-            assert_eq!(is_blank_or_comment(text, "src/A.java"), java, "{text}");
-            assert_eq!(is_blank_or_comment(text, "src/A.kt"), java, "{text}");
-        }
+        assert!(is_blank_or_comment("# note", "pkg/m.py"));
+        assert!(!is_blank_or_comment("*args,", "pkg/m.py"));
+        assert!(!is_blank_or_comment("#include <x>", "src/A.java"));
+        let java = "// Copyright 2020 Acme\n/**\n * Sums.\n */\nclass A {\n    int f(int a, int b) {\n        return a\n            * b; // product\n    }\n    /* old */ int g() { return \"/*\".length(); }\n    String h() { return \"*/\"; }\n}\n";
+        let mask = jvm_comment_mask(java.lines());
+        assert_eq!(
+            mask,
+            [true, true, true, true, false, false, false, false, false, false, false, false]
+        );
+        // A hunk cut inside a Javadoc block.
+        let hunk = [" * @param x the value", " */", "int x = 1;", "  *arr"];
+        assert_eq!(hunk_jvm_comment_mask(&hunk), [true, true, false, false]);
         let patch = "--- a/src/A.java\n+++ b/src/A.java\n@@ -1,3 +1,3 @@\n-// Copyright 2020 Acme\n+// Copyright 2021 Acme\n class A {\n-    int x = 1;\n+    int x = 2;\n";
         let file = &parse_patch(patch).unwrap()[0];
         let lines = code_lines(file, None, None);
         assert_eq!(lines[0].text, "int x = 1;");
+        let patch = "--- a/src/A.kt\n+++ b/src/A.kt\n@@ -1,3 +1,3 @@\n fun g(arr: IntArray) = f(\n-    *arr\n+    *arr.copyOf()\n )\n";
+        let file = &parse_patch(patch).unwrap()[0];
+        assert_eq!(code_lines(file, None, None)[0].text, "*arr");
     }
 
     #[test]

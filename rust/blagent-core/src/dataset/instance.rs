@@ -42,6 +42,7 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
         .lines()
         .filter_map(|line| line.strip_prefix("diff --git "))
         .filter_map(super::patch::git_header_path)
+        .filter(|path| !path.is_empty())
         .collect();
     let paths = if git_headers.is_empty() {
         let files = super::patch::parse_patch(patch).unwrap_or_default();

@@ -352,7 +352,7 @@ fn with_gold_functions(
             repos.display()
         )));
     }
-    let (mut no_tree, mut no_gold) = (0usize, 0usize);
+    let (mut no_tree, mut no_gold, mut unknown) = (0usize, 0usize, 0usize);
     let mut kept = Vec::with_capacity(instances.len());
     for mut instance in instances.drain(..) {
         // An id that names no folder of its own (`..`, a path) is left out, as `eval` fails
@@ -368,17 +368,25 @@ fn with_gold_functions(
                 continue;
             }
         };
-        instance.gold_files = gold_functions(&instance.patch, &tree);
-        if instance.gold_files.is_empty() {
-            no_gold += 1;
-        } else {
-            kept.push(instance);
+        match gold_functions(&instance.patch, &tree) {
+            None => unknown += 1,
+            Some(gold) if gold.is_empty() => no_gold += 1,
+            Some(gold) => {
+                instance.gold_files = gold;
+                kept.push(instance);
+            }
         }
     }
     if no_tree > 0 {
         warnings.push(format!(
             "{no_tree} instance(s) left out: no tree under {}",
             repos.display()
+        ));
+    }
+    if unknown > 0 {
+        warnings.push(format!(
+            "{unknown} instance(s) left out: a patched file took longer to parse than its time \
+             budget, so its functions are not known"
         ));
     }
     if no_gold > 0 {

@@ -15,17 +15,16 @@ use crate::retrieve::Entity;
 
 /// `path::Class.method` of every function and method of the base tree at `tree` whose lines
 /// the patch touches, in (path, name) order; empty when the patch does not parse or touches
-/// only module-level code, class bodies or new functions.
-pub fn gold_functions(patch: &str, tree: &Path) -> Vec<String> {
+/// only module-level code, class bodies or new functions. `None` when they are not known: a
+/// patched file's parse ran past its time budget.
+pub fn gold_functions(patch: &str, tree: &Path) -> Option<Vec<String>> {
     let Ok(files) = parse_patch(patch) else {
-        return Vec::new();
+        return Some(Vec::new());
     };
     let mut notes = Vec::new();
-    PatchView::new(files, Some(tree), "gold patch", &mut notes)
-        .functions()
-        .iter()
-        .map(FunctionRef::id)
-        .collect()
+    let view = PatchView::new(files, Some(tree), "gold patch", &mut notes);
+    view.functions_known()
+        .then(|| view.functions().iter().map(FunctionRef::id).collect())
 }
 
 /// The function-level ranking of a result: its function and method entities in their order
@@ -92,8 +91,18 @@ mod tests {
         let base = "def helper():\n    return 1\n\n\nclass Cart:\n    def total(self):\n        return 0\n";
         std::fs::write(dir.path().join("cart.py"), base).unwrap();
         let patch = "--- a/cart.py\n+++ b/cart.py\n@@ -6,2 +6,5 @@ class Cart:\n     def total(self):\n-        return 0\n+        return sum(self.items)\n+\n+    def count(self):\n+        return len(self.items)\n";
-        assert_eq!(gold_functions(patch, dir.path()), ["cart.py::Cart.total"]);
-        assert!(gold_functions("not a patch @@", dir.path()).is_empty());
+        assert_eq!(
+            gold_functions(patch, dir.path()).unwrap(),
+            ["cart.py::Cart.total"]
+        );
+        assert_eq!(
+            gold_functions("not a patch @@", dir.path()),
+            Some(Vec::new())
+        );
+        // Found by a review: a file parsed past its time budget read as touching no function.
+        let garbled = format!("{base}{}", "}{)(][><\n".repeat(20_000));
+        std::fs::write(dir.path().join("cart.py"), garbled).unwrap();
+        assert_eq!(gold_functions(patch, dir.path()), None);
     }
 
     #[test]

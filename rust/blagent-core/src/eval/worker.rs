@@ -82,7 +82,10 @@ impl EvalWorker {
         let given = item.rewrites.as_ref();
         let measure_rewrites = given.is_some() && index.dense.is_some();
         let functions_wanted = self.granularity == Granularity::Function;
-        let gold = functions_wanted.then(|| gold_functions(&instance.patch, &tree));
+        // Functions a parse past its budget left unknown are scored as none: the instance is
+        // left out of the function metrics, as one whose patch touches no function.
+        let gold =
+            functions_wanted.then(|| gold_functions(&instance.patch, &tree).unwrap_or_default());
         if measure_rewrites || self.dump_signals {
             let scored = self
                 .localizer
