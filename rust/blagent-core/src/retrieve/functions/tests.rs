@@ -304,9 +304,10 @@ fn chunks_between_many_functions_find_what_they_cover_at_once() {
 fn every_candidate_file_lists_its_best_functions_after_the_best_overall() {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir_all(dir.path().join("shop")).unwrap();
-    let big: String = (0..60)
-        .map(|i| format!("def invoice_total_{i}(invoice):\n    return invoice.total + {i}\n\n\n"))
-        .collect();
+    let big = (0..60)
+        .map(|i| format!("def invoice_total_{i}(invoice):\n    return invoice.total + {i}\n"))
+        .collect::<Vec<_>>()
+        .join("\n\n");
     fs::write(dir.path().join("shop/invoice.py"), big).unwrap();
     fs::write(dir.path().join("shop/cart.py"), CART).unwrap();
     fs::write(dir.path().join("shop/report.py"), REPORT).unwrap();
