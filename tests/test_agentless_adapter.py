@@ -833,3 +833,62 @@ def test_run_table_reads_regular_files_of_its_work_folder_only(tmp_path: Path) -
     started.write_text(json.dumps({"instance_id": "i", "found_files": []}) + "\n")
     times.write_text("related_level\ti\tlong\n")
     _one_line_error(_module("run_table", work), "run_table: ", "stage_times.tsv line 1 is not")
+
+
+def _raw_request(url: str, request: bytes) -> bytes:
+    """`request` sent as is to the host and port of `url`; the whole answer."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(request)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_proxy_answers_a_request_it_cannot_forward_and_never_prints_the_upstream_query(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a review: a control character in a request's path made urllib raise
+    InvalidURL, which socketserver printed with the whole upstream URL and its `?key=`, and
+    the client got no answer; an unforeseen failure did the same."""
+    upstream_url = "http://bob:HUNTER2SECRET@127.0.0.1:9/v1?key=QSECRETKEY"
+    server, url = start_proxy(ProxyConfig(upstream_url, "m", log=False))
+    try:
+        answer = _raw_request(url, b"GET /v1/x\x01y HTTP/1.0\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.0 400 "), answer
+        assert b"control character" in answer and b"QSECRET" not in answer
+
+        def fail(*_: object, **__: object) -> None:
+            raise RuntimeError(f"{upstream_url} broke")
+
+        monkeypatch.setattr(proxy_module._OPENER, "open", fail)
+        answer = _raw_request(url, b"GET /v1/other HTTP/1.0\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.0 500 "), answer
+        assert b"RuntimeError" in answer and b"QSECRET" not in answer and b"HUNTER2" not in answer
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "QSECRET" not in err and "HUNTER2" not in err, err
+    assert err == "proxy: error: a request failed (RuntimeError); answered 500\n", err
+
+
+def test_proxy_refuses_an_upstream_url_that_does_not_parse_without_showing_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Found by a review: urlsplit's ValueError (an unclosed `[`, a character NFKC changes)
+    was a traceback, and the NFKC one printed the password."""
+    for upstream in (
+        "http://user:pa[ss123@127.0.0.1:9/v1",
+        "http://user:s3cr\u2100et@127.0.0.1:9/v1",
+    ):
+        assert proxy_module.main(["--upstream", upstream, "--model", "m", "--port", "0"]) == 1
+        err = capsys.readouterr().err
+        assert (
+            err
+            == "proxy: error: --upstream http://<redacted>@127.0.0.1:9/v1: the URL does not parse\n"
+        ), err
+    done = _module("proxy", "--upstream", "http://user:s3cr\u2100et@127.0.0.1:9/v1", "--model", "m")
+    _one_line_error(done, "proxy: error: --upstream ", "does not parse")
+    assert "s3cr" not in done.stderr and "Traceback" not in done.stderr
