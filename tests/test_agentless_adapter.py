@@ -3,7 +3,6 @@ offline helpers, and the model-renaming proxy for real on loopback against a scr
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import resource
@@ -727,17 +726,17 @@ def test_offline_outputs_are_locked_and_a_failed_write_is_exit_3(
     out = tmp_path / "aligned.jsonl"
     args = ["align", "--start-file", str(start), "--structures", str(structures)]
     lock = tmp_path / ".aligned.jsonl.blagent-lock"
-    with lock.open("w") as held:  # another run, writing the same output
-        fcntl.flock(held, fcntl.LOCK_EX)
-        assert offline.main([*args, "--out", str(out)]) == 1
-        err = capsys.readouterr().err
-        assert f"{out} is being written by another run" in err and err.count("\n") == 1, err
-        assert not out.exists()
+    lock.write_text("")  # another run, writing the same output (or one that was killed)
+    assert offline.main([*args, "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{out} is locked by {lock}: another run" in err and err.count("\n") == 1, err
+    assert "remove it if no run is going" in err and not out.exists() and lock.exists()
+    lock.unlink()
     assert offline.main([*args, "--out", str(out)]) == 0
     assert read_loc_outputs(out)[0]["found_files"] == ["a.py"] and not lock.exists()
     lock.write_text("mine\n")  # a file of that name this command did not make stays
     assert offline.main([*args, "--out", str(out)]) == 1
-    assert "is not a lock file" in capsys.readouterr().err and lock.read_text() == "mine\n"
+    assert "is locked by" in capsys.readouterr().err and lock.read_text() == "mine\n"
     lock.unlink()
 
     big = tmp_path / "big.jsonl"
@@ -892,3 +891,63 @@ def test_proxy_refuses_an_upstream_url_that_does_not_parse_without_showing_it(
     done = _module("proxy", "--upstream", "http://user:s3cr\u2100et@127.0.0.1:9/v1", "--model", "m")
     _one_line_error(done, "proxy: error: --upstream ", "does not parse")
     assert "s3cr" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_offline_never_removes_a_file_named_as_its_lock(tmp_path: Path) -> None:
+    """Found by a review: an empty regular file named `.NAME.blagent-lock` (here the run's own
+    start file) was taken as the lock and removed at the end; a link of that name was an I/O
+    error (exit 3); `structures --out` naming a file was exit 3 too."""
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    (structures / "i.json").write_text(json.dumps({"structure": {"a.py": {}}}))
+    start = tmp_path / ".out.jsonl.blagent-lock"
+    start.write_text("")  # an input with no lines: empty
+    args = ["align", "--structures", structures, "--start-file", start, "--out"]
+    done = _module("offline", *args, tmp_path / "out.jsonl")
+    _one_line_error(done, "offline: ", "another run is writing it, or a stale lock")
+    assert start.is_file() and start.read_text() == "" and not (tmp_path / "out.jsonl").exists()
+
+    other = tmp_path / "other.jsonl"
+    other.write_text("")
+    (tmp_path / ".loop.jsonl.blagent-lock").symlink_to(".loop.jsonl.blagent-lock")
+    (tmp_path / ".dangling.jsonl.blagent-lock").symlink_to(tmp_path / "nowhere")
+    for name in ("loop.jsonl", "dangling.jsonl"):
+        done = _module("offline", *args[:3], "--start-file", other, "--out", tmp_path / name)
+        _one_line_error(done, "offline: ", "is locked by")
+        assert (tmp_path / f".{name}.blagent-lock").is_symlink()
+    assert not (tmp_path / "nowhere").exists()
+
+    afile = tmp_path / "afile"
+    afile.write_text("keep\n")
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    (tmp_path / "trees" / "i").mkdir(parents=True)
+    src = _agentless_parser(tmp_path)
+    structs = ("structures", "--dataset", dataset, "--repos", tmp_path / "trees")
+    done = _module("offline", *structs, "--agentless-src", src, "--out", afile)
+    _one_line_error(done, "offline: ", "is not a folder")
+    assert afile.read_text() == "keep\n"
+
+
+def test_offline_structures_out_may_be_dot_or_dotdot_and_not_the_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a review: `structures --out .` (or `/`) was a ValueError traceback (a path
+    with an empty name), and with `..` the lock was put in the current folder."""
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    (tmp_path / "trees" / "i").mkdir(parents=True)
+    (tmp_path / "trees" / "i" / "a.py").write_text("x = 1\n")
+    src = _agentless_parser(tmp_path)
+    here = tmp_path / "out" / "inner"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    common = ["structures", "--dataset", str(dataset), "--repos", str(tmp_path / "trees")]
+    for out, written in ((".", here), ("..", tmp_path / "out")):
+        assert offline.main([*common, "--agentless-src", str(src), "--out", out]) == 0
+        assert json.loads((written / "i.json").read_text())["instance_id"] == "i"
+        assert "Traceback" not in capsys.readouterr().err
+        assert not list(tmp_path.rglob("*.blagent-lock")), list(tmp_path.rglob("*"))
+    assert offline.main([*common, "--agentless-src", str(src), "--out", "/"]) == 1
+    err = capsys.readouterr().err
+    assert err == "offline: / is the root folder; name a folder for the output\n", err
