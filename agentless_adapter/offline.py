@@ -314,7 +314,8 @@ def structure_of(tree: Path, top: str, parse_python_file: Any) -> dict[str, Any]
     `create_structure` (no link to a folder followed; top-level files under `top`, each
     subfolder by its path from the tree), each `.py` file read here and parsed by
     `parse_python_file`. A `.py` file that is not a regular file inside the tree of at most
-    `MAX_SOURCE_BYTES` (a link leading out, a FIFO, a device) is left out, with a note."""
+    `MAX_SOURCE_BYTES` (a link leading out, a link loop, a FIFO, a device) is left out, with a
+    note."""
     root = tree.resolve()
     structure: dict[str, Any] = {}
     for folder, _, files in os.walk(root):
@@ -328,7 +329,11 @@ def structure_of(tree: Path, top: str, parse_python_file: Any) -> dict[str, Any]
                 continue
             path = Path(folder) / name
             shown = f"{top}/{name}" if relative == "." else f"{relative}/{name}"
-            target = path.resolve()  # read by this name: no link is followed once checked
+            try:
+                target = path.resolve()  # read by this name: no link is followed once checked
+            except (RuntimeError, OSError):  # a link loop (RuntimeError before Python 3.13)
+                print(f"offline: {tree}: {shown} is a link loop; left out", file=sys.stderr)
+                continue
             if not target.is_relative_to(root):
                 print(f"offline: {tree}: {shown} leads out of the tree; left out", file=sys.stderr)
                 continue

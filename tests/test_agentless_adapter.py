@@ -951,3 +951,26 @@ def test_offline_structures_out_may_be_dot_or_dotdot_and_not_the_root(
     assert offline.main([*common, "--agentless-src", str(src), "--out", "/"]) == 1
     err = capsys.readouterr().err
     assert err == "offline: / is the root folder; name a folder for the output\n", err
+
+
+def test_a_link_loop_in_a_tree_is_left_out(tmp_path: Path) -> None:
+    """Found by a review: a link loop in a tree (`loop.py -> loop.py`) was a RuntimeError
+    traceback in `offline structures` and in `check_related_locs`' reading of a file."""
+    from agentless_adapter.check_related_locs import source_text
+
+    tree = tmp_path / "trees" / "i"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "a.py").write_text("x = 1\n")
+    (tree / "pkg" / "loop.py").symlink_to("loop.py")
+    assert source_text(tree, "pkg/loop.py") is None and source_text(tree, "pkg/a.py") == "x = 1\n"
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    out = tmp_path / "structures"
+    src = _agentless_parser(tmp_path)
+    done = _module(
+        "offline", "structures", "--dataset", dataset, "--repos", tmp_path / "trees",
+        "--out", out, "--agentless-src", src,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "pkg/loop.py" in done.stderr and "left out" in done.stderr, done.stderr
+    assert set(json.loads((out / "i.json").read_text())["structure"]["pkg"]) == {"a.py"}
