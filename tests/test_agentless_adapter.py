@@ -974,3 +974,25 @@ def test_a_link_loop_in_a_tree_is_left_out(tmp_path: Path) -> None:
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "pkg/loop.py" in done.stderr and "left out" in done.stderr, done.stderr
     assert set(json.loads((out / "i.json").read_text())["structure"]["pkg"]) == {"a.py"}
+
+
+def test_run_table_leaves_out_locations_that_are_not_text(tmp_path: Path) -> None:
+    """Found by a review: `found_related_locs` values that are not lists of strings
+    (`{"a.py": [1, 2]}`, nested lists) were a TypeError traceback."""
+    work = tmp_path / "work"
+    (work / "file_level").mkdir(parents=True)
+    (work / "file_level" / "loc_outputs.jsonl").write_text(
+        json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n"
+    )
+    (work / "results" / "related_elements").mkdir(parents=True)
+    locs = {"a.py": [1, 2], "b.py": [["function: g"], "function: f"], "c.py": 7}
+    (work / "results" / "related_elements" / "loc_outputs.jsonl").write_text(
+        json.dumps({"instance_id": "i", "found_related_locs": locs}) + "\n"
+    )
+    (work / "stage_times.tsv").write_text("related_level\ti\t12\t0\n")
+    done = _module("run_table", work)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "| i | 1 fn/cls, 0 lines in 1 files; 0 req, 0+0 tok, 12 s |" in done.stdout
+    assert done.stderr == (
+        "run_table: related_level i found_related_locs: 4 entries are not text; left out\n"
+    ), done.stderr
