@@ -132,6 +132,8 @@ class Upstream:
 
     @classmethod
     def _parse(cls, url: str, shown: str) -> Upstream:
+        if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+            raise BadUpstream(f"--upstream {shown}: holds a space or a control character")
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https"):
             raise BadUpstream(f"--upstream {shown}: the scheme must be http or https")

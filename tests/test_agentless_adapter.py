@@ -595,6 +595,7 @@ def test_proxy_sends_upstream_credentials_as_basic_auth_and_never_shows_them(
         (["--upstream", "ftp://bob:HUNTER2SECRET@h/v1"], "the scheme must be http or https"),
         (["--upstream", "http://bob:HUNTER2#SECRET@h/v1"], "percent-encode"),
         (["--upstream", "http://bob:HUNTER2SECRET@:9/v1"], "no host"),
+        (["--upstream", "http://bob:HUNTER2SECRET@h/v1\x01"], "a control character"),
         (["--upstream", "http://bob:HUNTER2SECRET@h/v1", "--api-key-env", "PATH"], "give one"),
     ]:
         assert proxy_module.main([*args, "--model", "m", "--port", "0"]) == 1
