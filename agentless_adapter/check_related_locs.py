@@ -26,10 +26,13 @@ from .offline import MAX_SOURCE_BYTES, BadInput, file_name_id, read_regular
 
 def source_text(tree: Path, rel: str) -> str | None:
     """The text of `rel` in `tree`, or None where it is not a regular file inside the tree of
-    at most `MAX_SOURCE_BYTES` (an absolute path, `..` or a link leading out, a FIFO, a
-    device): the paths come from the loc line, and nothing outside the tree is read."""
-    root = tree.resolve()
-    file = (tree / rel).resolve()
+    at most `MAX_SOURCE_BYTES` (an absolute path, `..` or a link leading out, a link loop, a
+    FIFO, a device): the paths come from the loc line, and nothing outside the tree is read."""
+    try:
+        root = tree.resolve()
+        file = (tree / rel).resolve()
+    except (RuntimeError, OSError, ValueError):  # a link loop (RuntimeError before 3.13), a NUL
+        return None
     if file == root or not file.is_relative_to(root):
         return None
     try:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import hashlib
 import io
 import json
@@ -136,44 +135,45 @@ def _write_whole(out: Path, text: str) -> None:
         raise
 
 
+def _lock_path(out: Path) -> Path:
+    """`.NAME.blagent-lock` beside `out`, found from `out`'s folder resolved (a last component
+    that is a link is not followed; `.` and `..` are resolved first, so that the lock is named
+    after the folder they are). The root folder has no name, so no lock: it is refused."""
+    where = out.resolve() if out.name in ("", ".", "..") else out.parent.resolve() / out.name
+    if not where.name:
+        raise OutputRefused(f"{out} is the root folder; name a folder for the output")
+    return where.with_name(f".{where.name}.blagent-lock")
+
+
 @contextlib.contextmanager
 def _locked(out: Path) -> Iterator[None]:
-    """Holds an exclusive `flock` for the output `out` (a file, or `structures`' folder) while
-    a run writes it, on `.NAME.blagent-lock` beside it (created, and removed when done): a
-    second run on the same output is refused (`OutputRefused`, naming it) instead of the two
-    replacing each other's files. A file of that name that is not an empty regular file, as
-    each lock file is, is not this module's and is left alone (refused)."""
-    lock = out.with_name(f".{out.name}.blagent-lock")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(3):  # the lock file of a run that has just finished is gone: take a new one
-        fd = os.open(lock, flags | getattr(os, "O_NONBLOCK", 0), 0o666)
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size:
-            os.close(fd)
-            raise OutputRefused(f"{lock} is not a lock file this command made; remove it")
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise OutputRefused(
-                f"{out} is being written by another run (it holds {lock.name}); wait for it "
-                "to end or choose another output"
-            ) from None
-        try:
-            now = os.lstat(lock)
-        except FileNotFoundError:
-            now = None
-        if now is not None and (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
-            break
-        os.close(fd)
-    else:
-        raise OutputRefused(f"{out}: could not take its lock {lock.name}; try again")
+    """Holds the lock of the output `out` (a file, or `structures`' folder) while a run writes
+    it: `.NAME.blagent-lock` beside it, created exclusively (so that it is this run's own, never
+    a file already there) and removed when done. A second run on the same output finds it there
+    and is refused (`OutputRefused`, naming it) instead of the two replacing each other's files;
+    so is a run after one that was killed (a stale lock, to be removed by hand) and any file or
+    link of that name, which is left as it is."""
+    lock = _lock_path(out)
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputRefused(f"{out}: {lock.parent} is not a folder") from None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(lock, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except FileExistsError:
+        raise OutputRefused(
+            f"{out} is locked by {lock}: another run is writing it, or a stale lock: remove it "
+            "if no run is going"
+        ) from None
+    mine = os.fstat(fd)
     try:
         yield
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock)
+        with contextlib.suppress(OSError):
+            now = os.lstat(lock)
+            if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                os.unlink(lock)
         os.close(fd)
 
 
@@ -314,7 +314,8 @@ def structure_of(tree: Path, top: str, parse_python_file: Any) -> dict[str, Any]
     `create_structure` (no link to a folder followed; top-level files under `top`, each
     subfolder by its path from the tree), each `.py` file read here and parsed by
     `parse_python_file`. A `.py` file that is not a regular file inside the tree of at most
-    `MAX_SOURCE_BYTES` (a link leading out, a FIFO, a device) is left out, with a note."""
+    `MAX_SOURCE_BYTES` (a link leading out, a link loop, a FIFO, a device) is left out, with a
+    note."""
     root = tree.resolve()
     structure: dict[str, Any] = {}
     for folder, _, files in os.walk(root):
@@ -328,7 +329,11 @@ def structure_of(tree: Path, top: str, parse_python_file: Any) -> dict[str, Any]
                 continue
             path = Path(folder) / name
             shown = f"{top}/{name}" if relative == "." else f"{relative}/{name}"
-            target = path.resolve()  # read by this name: no link is followed once checked
+            try:
+                target = path.resolve()  # read by this name: no link is followed once checked
+            except (RuntimeError, OSError):  # a link loop (RuntimeError before Python 3.13)
+                print(f"offline: {tree}: {shown} is a link loop; left out", file=sys.stderr)
+                continue
             if not target.is_relative_to(root):
                 print(f"offline: {tree}: {shown} leads out of the tree; left out", file=sys.stderr)
                 continue
@@ -363,6 +368,8 @@ def write_structures(
             raise OutputRefused(f"{err}; no structure written") from err
         tops.append(_top_folder(row, f"{dataset}: instance {iid}"))
         check_output(out / f"{iid}.json", ("structure",), (dataset,), folders=(repos,))
+    if (out.exists() or out.is_symlink()) and not out.is_dir():
+        raise OutputRefused(f"--out {out} is not a folder; give the folder for the structures")
     with _locked(out):
         created = not out.exists()
         out.mkdir(parents=True, exist_ok=True)

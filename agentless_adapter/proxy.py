@@ -10,7 +10,9 @@ body's `model` to the model the endpoint really serves, and forwards them:
 
 Responses (status, body, `Content-Type`) pass through unchanged: JSON whole, server-sent events
 chunk by chunk as they arrive, upstream errors with their status. An unreachable upstream is
-answered 502, a timeout 504, both with an OpenAI-style error body. `GET /v1/models` lists the
+answered 502, a timeout 504, a request path urllib cannot send (a control character) 400,
+any other failure 500, all with an OpenAI-style error body and no traceback (an error's
+message, which may hold the upstream URL, is never printed). `GET /v1/models` lists the
 accepted names. The upstream key, if any, comes from an environment variable (`--api-key-env`)
 and replaces the client's `Authorization`; without one the client's header is forwarded.
 A redirect is not followed (the key would go with it): it is answered 502. An answer is read up
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import http.client
 import json
 import os
 import socket
@@ -120,7 +123,17 @@ class Upstream:
         host (a password's `/`, `?`, `#` or `@` not percent-encoded would be read as the path,
         query or fragment and the host taken from the password)."""
         shown = shown_url(url)
-        url = url.strip()
+        try:
+            return cls._parse(url.strip(), shown)
+        except BadUpstream:
+            raise
+        except ValueError:  # urlsplit's own messages (IPv6, NFKC) echo the user part
+            raise BadUpstream(f"--upstream {shown}: the URL does not parse") from None
+
+    @classmethod
+    def _parse(cls, url: str, shown: str) -> Upstream:
+        if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+            raise BadUpstream(f"--upstream {shown}: holds a space or a control character")
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https"):
             raise BadUpstream(f"--upstream {shown}: the scheme must be http or https")
@@ -135,8 +148,10 @@ class Upstream:
             raise BadUpstream(f"--upstream {shown}: no host")
         try:
             _ = parts.port  # a port that is not a number, or past 65535
-        except ValueError as err:
-            raise BadUpstream(f"--upstream {shown}: {err}") from None
+        except ValueError:
+            raise BadUpstream(
+                f"--upstream {shown}: the port is not a number from 0 to 65535"
+            ) from None
         authorization, forms = None, [v for _, v in urllib.parse.parse_qsl(parts.query)]
         if userinfo:
             user, _, password = userinfo.partition(":")
@@ -204,7 +219,27 @@ class ProxyHandler(BaseHTTPRequestHandler):
         if self.server.config.log:
             sys.stderr.write(f"proxy: {format % args}\n")
 
+    def handle_one_request(self) -> None:
+        """One request, answered 500 (and noted on stderr in one line, by the exception's type
+        only) when forwarding it fails unforeseen: an exception's message may hold the upstream
+        URL with its query or a header with a key, and socketserver would print it whole."""
+        self._answered = False
+        try:
+            super().handle_one_request()
+        except Exception as err:  # never socketserver's traceback
+            self.close_connection = True
+            sys.stderr.write(
+                f"proxy: error: a request failed ({type(err).__name__}); answered 500\n"
+            )
+            if not self._answered:
+                try:
+                    message = f"the proxy failed ({type(err).__name__})"
+                    self._reply(500, _error_body(message, "proxy_error"))
+                except Exception:  # the client has gone
+                    pass
+
     def _reply(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self._answered = True
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -266,13 +301,17 @@ class ProxyHandler(BaseHTTPRequestHandler):
             headers["Authorization"] = f"Bearer {config.api_key}"
         elif config.target.authorization:
             headers["Authorization"] = config.target.authorization
-        request = urllib.request.Request(
-            self._target(), data=body, headers=headers, method=self.command
-        )
         secrets = self._secrets()
         shown = config.target.shown
         try:
+            request = urllib.request.Request(
+                self._target(), data=body, headers=headers, method=self.command
+            )
             response = _OPENER.open(request, timeout=config.timeout)
+        except http.client.InvalidURL:  # its message holds the whole target, query and all
+            message = "the request path holds a control character or a space"
+            self._reply(400, _error_body(message, "invalid_request_error"))
+            return
         except urllib.error.HTTPError as err:  # the endpoint's own error: pass it through
             try:
                 if 300 <= err.code < 400:
@@ -296,9 +335,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
             message = f"upstream {shown} unreachable: {reason}"
             self._reply(502, _error_body(message, "proxy_error"))
             return
+        except (ValueError, http.client.HTTPException) as err:  # messages may hold a key
+            message = f"upstream {shown}: the request could not be sent ({type(err).__name__})"
+            self._reply(502, _error_body(message, "proxy_error"))
+            return
         with response:
             content_type = response.headers.get("Content-Type", "application/json")
             if content_type.startswith("text/event-stream"):
+                self._answered = True
                 self.send_response(response.status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Cache-Control", "no-cache")
@@ -317,6 +361,11 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
 class _ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line, never the traceback (its message may hold the upstream's query or key)."""
+        error = sys.exc_info()[1]
+        sys.stderr.write(f"proxy: error: a connection failed ({type(error).__name__})\n")
 
     def __init__(self, address: tuple[str, int], config: ProxyConfig) -> None:
         super().__init__(address, ProxyHandler)

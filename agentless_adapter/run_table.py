@@ -58,20 +58,25 @@ def usage(log: Path) -> tuple[int, int, int]:
     return len(found), sum(p for _, p in found), sum(c for c, _ in found)
 
 
-def locs_summary(locs: Any) -> str:
-    """`F fn/cls, L lines in N files` over a {file: [text]} map (or a list of samples)."""
+def locs_summary(locs: Any, where: str = "locations") -> str:
+    """`F fn/cls, L lines in N files` over a {file: [text]} map (or a list of samples). An
+    entry that is not text (a number, a nested list) is left out, with a note naming `where`."""
     samples = locs if isinstance(locs, list) else [locs]
-    entries, lines, files = 0, 0, set()
+    entries, lines, files, skipped = 0, 0, set(), 0
     for sample in samples:
         if not isinstance(sample, dict):
             continue
         for path, texts in sample.items():
-            text = "\n".join(texts) if isinstance(texts, list) else str(texts)
+            items = texts if isinstance(texts, list) else [texts]
+            text = "\n".join(t for t in items if isinstance(t, str))
+            skipped += sum(not isinstance(t, str) for t in items)
             kinds = [t.split(":", 1)[0].strip() for t in text.splitlines() if ":" in t]
             entries += sum(k in ("function", "class") for k in kinds)
             lines += kinds.count("line")
             if kinds:
                 files.add(path)
+    if skipped:
+        print(f"run_table: {where}: {skipped} entries are not text; left out", file=sys.stderr)
     return f"{entries} fn/cls, {lines} lines in {len(files)} files"
 
 
@@ -135,7 +140,7 @@ def _table(work: Path) -> int:
                 what = f"**failed** (exit {rc})"
                 totals[stage][4] += 1
             elif locs_key:
-                what = locs_summary(row.get(locs_key))
+                what = locs_summary(row.get(locs_key), f"{stage} {iid} {locs_key}")
             else:
                 patch = patches.get(iid, {}).get("model_patch")
                 what = "patch: " + patch_summary(patch if isinstance(patch, str) else "")

@@ -3,7 +3,6 @@ offline helpers, and the model-renaming proxy for real on loopback against a scr
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import resource
@@ -596,6 +595,7 @@ def test_proxy_sends_upstream_credentials_as_basic_auth_and_never_shows_them(
         (["--upstream", "ftp://bob:HUNTER2SECRET@h/v1"], "the scheme must be http or https"),
         (["--upstream", "http://bob:HUNTER2#SECRET@h/v1"], "percent-encode"),
         (["--upstream", "http://bob:HUNTER2SECRET@:9/v1"], "no host"),
+        (["--upstream", "http://bob:HUNTER2SECRET@h/v1\x01"], "a control character"),
         (["--upstream", "http://bob:HUNTER2SECRET@h/v1", "--api-key-env", "PATH"], "give one"),
     ]:
         assert proxy_module.main([*args, "--model", "m", "--port", "0"]) == 1
@@ -727,17 +727,17 @@ def test_offline_outputs_are_locked_and_a_failed_write_is_exit_3(
     out = tmp_path / "aligned.jsonl"
     args = ["align", "--start-file", str(start), "--structures", str(structures)]
     lock = tmp_path / ".aligned.jsonl.blagent-lock"
-    with lock.open("w") as held:  # another run, writing the same output
-        fcntl.flock(held, fcntl.LOCK_EX)
-        assert offline.main([*args, "--out", str(out)]) == 1
-        err = capsys.readouterr().err
-        assert f"{out} is being written by another run" in err and err.count("\n") == 1, err
-        assert not out.exists()
+    lock.write_text("")  # another run, writing the same output (or one that was killed)
+    assert offline.main([*args, "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{out} is locked by {lock}: another run" in err and err.count("\n") == 1, err
+    assert "remove it if no run is going" in err and not out.exists() and lock.exists()
+    lock.unlink()
     assert offline.main([*args, "--out", str(out)]) == 0
     assert read_loc_outputs(out)[0]["found_files"] == ["a.py"] and not lock.exists()
     lock.write_text("mine\n")  # a file of that name this command did not make stays
     assert offline.main([*args, "--out", str(out)]) == 1
-    assert "is not a lock file" in capsys.readouterr().err and lock.read_text() == "mine\n"
+    assert "is locked by" in capsys.readouterr().err and lock.read_text() == "mine\n"
     lock.unlink()
 
     big = tmp_path / "big.jsonl"
@@ -833,3 +833,167 @@ def test_run_table_reads_regular_files_of_its_work_folder_only(tmp_path: Path) -
     started.write_text(json.dumps({"instance_id": "i", "found_files": []}) + "\n")
     times.write_text("related_level\ti\tlong\n")
     _one_line_error(_module("run_table", work), "run_table: ", "stage_times.tsv line 1 is not")
+
+
+def _raw_request(url: str, request: bytes) -> bytes:
+    """`request` sent as is to the host and port of `url`; the whole answer."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(request)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_proxy_answers_a_request_it_cannot_forward_and_never_prints_the_upstream_query(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a review: a control character in a request's path made urllib raise
+    InvalidURL, which socketserver printed with the whole upstream URL and its `?key=`, and
+    the client got no answer; an unforeseen failure did the same."""
+    upstream_url = "http://bob:HUNTER2SECRET@127.0.0.1:9/v1?key=QSECRETKEY"
+    server, url = start_proxy(ProxyConfig(upstream_url, "m", log=False))
+    try:
+        answer = _raw_request(url, b"GET /v1/x\x01y HTTP/1.0\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.0 400 "), answer
+        assert b"control character" in answer and b"QSECRET" not in answer
+
+        def fail(*_: object, **__: object) -> None:
+            raise RuntimeError(f"{upstream_url} broke")
+
+        monkeypatch.setattr(proxy_module._OPENER, "open", fail)
+        answer = _raw_request(url, b"GET /v1/other HTTP/1.0\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.0 500 "), answer
+        assert b"RuntimeError" in answer and b"QSECRET" not in answer and b"HUNTER2" not in answer
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "QSECRET" not in err and "HUNTER2" not in err, err
+    assert err == "proxy: error: a request failed (RuntimeError); answered 500\n", err
+
+
+def test_proxy_refuses_an_upstream_url_that_does_not_parse_without_showing_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Found by a review: urlsplit's ValueError (an unclosed `[`, a character NFKC changes)
+    was a traceback, and the NFKC one printed the password."""
+    for upstream in (
+        "http://user:pa[ss123@127.0.0.1:9/v1",
+        "http://user:s3cr\u2100et@127.0.0.1:9/v1",
+    ):
+        assert proxy_module.main(["--upstream", upstream, "--model", "m", "--port", "0"]) == 1
+        err = capsys.readouterr().err
+        assert (
+            err
+            == "proxy: error: --upstream http://<redacted>@127.0.0.1:9/v1: the URL does not parse\n"
+        ), err
+    done = _module("proxy", "--upstream", "http://user:s3cr\u2100et@127.0.0.1:9/v1", "--model", "m")
+    _one_line_error(done, "proxy: error: --upstream ", "does not parse")
+    assert "s3cr" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_offline_never_removes_a_file_named_as_its_lock(tmp_path: Path) -> None:
+    """Found by a review: an empty regular file named `.NAME.blagent-lock` (here the run's own
+    start file) was taken as the lock and removed at the end; a link of that name was an I/O
+    error (exit 3); `structures --out` naming a file was exit 3 too."""
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    (structures / "i.json").write_text(json.dumps({"structure": {"a.py": {}}}))
+    start = tmp_path / ".out.jsonl.blagent-lock"
+    start.write_text("")  # an input with no lines: empty
+    args = ["align", "--structures", structures, "--start-file", start, "--out"]
+    done = _module("offline", *args, tmp_path / "out.jsonl")
+    _one_line_error(done, "offline: ", "another run is writing it, or a stale lock")
+    assert start.is_file() and start.read_text() == "" and not (tmp_path / "out.jsonl").exists()
+
+    other = tmp_path / "other.jsonl"
+    other.write_text("")
+    (tmp_path / ".loop.jsonl.blagent-lock").symlink_to(".loop.jsonl.blagent-lock")
+    (tmp_path / ".dangling.jsonl.blagent-lock").symlink_to(tmp_path / "nowhere")
+    for name in ("loop.jsonl", "dangling.jsonl"):
+        done = _module("offline", *args[:3], "--start-file", other, "--out", tmp_path / name)
+        _one_line_error(done, "offline: ", "is locked by")
+        assert (tmp_path / f".{name}.blagent-lock").is_symlink()
+    assert not (tmp_path / "nowhere").exists()
+
+    afile = tmp_path / "afile"
+    afile.write_text("keep\n")
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    (tmp_path / "trees" / "i").mkdir(parents=True)
+    src = _agentless_parser(tmp_path)
+    structs = ("structures", "--dataset", dataset, "--repos", tmp_path / "trees")
+    done = _module("offline", *structs, "--agentless-src", src, "--out", afile)
+    _one_line_error(done, "offline: ", "is not a folder")
+    assert afile.read_text() == "keep\n"
+
+
+def test_offline_structures_out_may_be_dot_or_dotdot_and_not_the_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a review: `structures --out .` (or `/`) was a ValueError traceback (a path
+    with an empty name), and with `..` the lock was put in the current folder."""
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    (tmp_path / "trees" / "i").mkdir(parents=True)
+    (tmp_path / "trees" / "i" / "a.py").write_text("x = 1\n")
+    src = _agentless_parser(tmp_path)
+    here = tmp_path / "out" / "inner"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    common = ["structures", "--dataset", str(dataset), "--repos", str(tmp_path / "trees")]
+    for out, written in ((".", here), ("..", tmp_path / "out")):
+        assert offline.main([*common, "--agentless-src", str(src), "--out", out]) == 0
+        assert json.loads((written / "i.json").read_text())["instance_id"] == "i"
+        assert "Traceback" not in capsys.readouterr().err
+        assert not list(tmp_path.rglob("*.blagent-lock")), list(tmp_path.rglob("*"))
+    assert offline.main([*common, "--agentless-src", str(src), "--out", "/"]) == 1
+    err = capsys.readouterr().err
+    assert err == "offline: / is the root folder; name a folder for the output\n", err
+
+
+def test_a_link_loop_in_a_tree_is_left_out(tmp_path: Path) -> None:
+    """Found by a review: a link loop in a tree (`loop.py -> loop.py`) was a RuntimeError
+    traceback in `offline structures` and in `check_related_locs`' reading of a file."""
+    from agentless_adapter.check_related_locs import source_text
+
+    tree = tmp_path / "trees" / "i"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "a.py").write_text("x = 1\n")
+    (tree / "pkg" / "loop.py").symlink_to("loop.py")
+    assert source_text(tree, "pkg/loop.py") is None and source_text(tree, "pkg/a.py") == "x = 1\n"
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    out = tmp_path / "structures"
+    src = _agentless_parser(tmp_path)
+    done = _module(
+        "offline", "structures", "--dataset", dataset, "--repos", tmp_path / "trees",
+        "--out", out, "--agentless-src", src,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "pkg/loop.py" in done.stderr and "left out" in done.stderr, done.stderr
+    assert set(json.loads((out / "i.json").read_text())["structure"]["pkg"]) == {"a.py"}
+
+
+def test_run_table_leaves_out_locations_that_are_not_text(tmp_path: Path) -> None:
+    """Found by a review: `found_related_locs` values that are not lists of strings
+    (`{"a.py": [1, 2]}`, nested lists) were a TypeError traceback."""
+    work = tmp_path / "work"
+    (work / "file_level").mkdir(parents=True)
+    (work / "file_level" / "loc_outputs.jsonl").write_text(
+        json.dumps({"instance_id": "i", "found_files": ["a.py"]}) + "\n"
+    )
+    (work / "results" / "related_elements").mkdir(parents=True)
+    locs = {"a.py": [1, 2], "b.py": [["function: g"], "function: f"], "c.py": 7}
+    (work / "results" / "related_elements" / "loc_outputs.jsonl").write_text(
+        json.dumps({"instance_id": "i", "found_related_locs": locs}) + "\n"
+    )
+    (work / "stage_times.tsv").write_text("related_level\ti\t12\t0\n")
+    done = _module("run_table", work)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "| i | 1 fn/cls, 0 lines in 1 files; 0 req, 0+0 tok, 12 s |" in done.stdout
+    assert done.stderr == (
+        "run_table: related_level i found_related_locs: 4 entries are not text; left out\n"
+    ), done.stderr
