@@ -152,7 +152,10 @@ class Upstream:
             raise BadUpstream(
                 f"--upstream {shown}: the port is not a number from 0 to 65535"
             ) from None
-        authorization, forms = None, [v for _, v in urllib.parse.parse_qsl(parts.query)]
+        # Each value as decoded and as written (`s3cr%2Bt+value`), which an echo may repeat.
+        raw = [pair.partition("=")[2] for pair in parts.query.split("&")]
+        authorization = None
+        forms = [v for _, v in urllib.parse.parse_qsl(parts.query)] + raw
         if userinfo:
             user, _, password = userinfo.partition(":")
             plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
@@ -165,7 +168,10 @@ class Upstream:
 
     def target(self, path: str) -> str:
         """The URL of a request for `path` (with its own query, if any): the base path, then
-        `path`, then the upstream's query and the request's, in that order."""
+        `path`, then the upstream's query and the request's, in that order. `path` starts
+        with `/` (or is empty), so it never reaches into the host or port."""
+        if path and not path.startswith("/"):
+            raise ValueError("a request path must start with /")
         path, _, query = path.partition("?")
         queries = "&".join(q for q in (self.query, query) if q)
         return self.base + path + (f"?{queries}" if queries else "")
@@ -250,7 +256,19 @@ class ProxyHandler(BaseHTTPRequestHandler):
         path = self.path[3:] if self.path.startswith("/v1") else self.path
         return self.server.config.target.target(path)
 
+    def _path_refused(self) -> bool:
+        """A request path must start with `/`: text after the upstream's host (`2/x`, `:9/x`,
+        `.evil.com/x`) would change the port or host the request, and the key, go to. Refused
+        with 400 (`True`)."""
+        if self.path.startswith("/"):
+            return False
+        message = "the request path must start with /"
+        self._reply(400, _error_body(message, "invalid_request_error"))
+        return True
+
     def do_GET(self) -> None:
+        if self._path_refused():
+            return
         if self.path.rstrip("/") == "/v1/models":
             data = [
                 {"id": name, "object": "model", "owned_by": "blagent-proxy"}
@@ -265,7 +283,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         client = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
         config = self.server.config
         keys = (config.api_key, client, *config.target.secrets)
-        return [key.encode() for key in keys if key and len(key) >= 4]
+        return [key.encode() for key in keys if key and len(key) >= 4 and "\n" not in key]
 
     def _redact(self, data: bytes, secrets: list[bytes]) -> bytes:
         for secret in secrets:
@@ -273,8 +291,15 @@ class ProxyHandler(BaseHTTPRequestHandler):
         return data
 
     def do_POST(self) -> None:
-        declared = self.headers.get("Content-Length") or "0"
-        length = int(declared) if declared.isdigit() else -1
+        if self._path_refused():
+            return
+        if self.headers.get("Transfer-Encoding"):  # a chunked body would be forwarded empty
+            message = "Transfer-Encoding is not supported; send a Content-Length"
+            self._reply(411, _error_body(message, "invalid_request_error"))
+            return
+        declared = (self.headers.get("Content-Length") or "0").strip()
+        digits = declared.isascii() and declared.isdigit() and len(declared) <= 12
+        length = int(declared) if digits else -1
         if not 0 <= length <= MAX_BODY_BYTES:
             message = f"Content-Length must be a number of bytes up to {MAX_BODY_BYTES:,}"
             self._reply(400, _error_body(message, "invalid_request_error"))
@@ -347,9 +372,19 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 self.send_header("Content-Type", content_type)
                 self.send_header("Cache-Control", "no-cache")
                 self.end_headers()
+                # The last bytes of each read after its last line end wait for the next read,
+                # so that a key split between two reads is redacted whole (a key holds no
+                # line end, so the lines before it leave at once, as a stream's events should).
+                keep = max((len(k) for k in secrets), default=1) - 1
+                pending = b""
                 while chunk := response.read1(CHUNK_BYTES):
-                    self.wfile.write(self._redact(chunk, secrets))
+                    pending = self._redact(pending + chunk, secrets)
+                    cut = max(pending.rfind(b"\n") + 1, len(pending) - keep)
+                    self.wfile.write(pending[:cut])
                     self.wfile.flush()
+                    pending = pending[cut:]
+                self.wfile.write(pending)
+                self.wfile.flush()
                 return
             try:
                 data = _read_bounded(response)

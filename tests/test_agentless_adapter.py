@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -997,3 +998,84 @@ def test_run_table_leaves_out_locations_that_are_not_text(tmp_path: Path) -> Non
     assert done.stderr == (
         "run_table: related_level i found_related_locs: 4 entries are not text; left out\n"
     ), done.stderr
+
+
+class _Echoing(BaseHTTPRequestHandler):
+    """An upstream that answers every request with its path and `Authorization`: a stream of
+    two reads that split the key (`/stream`), else one JSON body."""
+
+    protocol_version = "HTTP/1.0"
+    server: Any
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        auth = self.headers.get("Authorization") or ""
+        self.server.seen.append(self.path)
+        if "/stream" in self.path:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            line = f'data: {{"echo": "{auth}"}}\n\n'.encode()
+            half = line.index(b"sk-") + 5
+            self.wfile.write(line[:half])
+            self.wfile.flush()
+            time.sleep(0.3)
+            self.wfile.write(line[half:])
+            return
+        body = json.dumps({"path": self.path, "auth": auth}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_proxy_paths_stay_on_the_upstream_and_echoed_secrets_are_redacted_in_every_form() -> None:
+    """Found by a review of the proxy's fixes: with an upstream without a path, a request path
+    not starting with `/` (`2/steal`, `:PORT/x`) sent the request and the key to another port
+    or host; a `?key=` value echoed as written (`s3cr%2Bt+value`) was not redacted, nor a key
+    split between two reads of a stream; a chunked body was forwarded empty; a Content-Length
+    of `²` was a 500."""
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Echoing)
+    upstream.seen = []  # type: ignore[attr-defined]
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    host = f"127.0.0.1:{upstream.server_address[1]}"
+    key = "sk-upstream-secret-key"
+    servers = []
+    try:
+        bare, bare_url = start_proxy(ProxyConfig(f"http://{host}", "m", api_key=key, log=False))
+        servers.append(bare)
+        for path in (b"2/steal", b":1/steal", b".evil.example/x"):
+            answer = _raw_request(
+                bare_url, b"POST " + path + b" HTTP/1.0\r\nContent-Length: 0\r\n\r\n"
+            )
+            assert answer.startswith(b"HTTP/1.0 400 "), answer
+            assert b"must start with /" in answer
+        assert upstream.seen == [], "nothing was sent on"
+        queried, url = start_proxy(
+            ProxyConfig(f"http://{host}/v1?key=s3cr%2Bt+value", "m", api_key=key, log=False)
+        )
+        servers.append(queried)
+        status, _, body = post(url, agentless_request(AGENTLESS_MODELS[0]))
+        assert status == 200 and upstream.seen[-1] == "/v1/chat/completions?key=s3cr%2Bt+value"
+        assert b"s3cr" not in body and key.encode() not in body, body
+        streamed, stream_url = start_proxy(
+            ProxyConfig(f"http://{host}/stream", "m", api_key=key, log=False)
+        )
+        servers.append(streamed)
+        status, _, body = post(stream_url, agentless_request(AGENTLESS_MODELS[0]))
+        assert status == 200 and body == b'data: {"echo": "Bearer <redacted>"}\n\n', body
+        for headers in (b"Transfer-Encoding: chunked\r\n", "Content-Length: \u00b2\r\n".encode()):
+            answer = _raw_request(
+                bare_url, b"POST /v1/chat/completions HTTP/1.0\r\n" + headers + b"\r\n"
+            )
+            assert answer.startswith((b"HTTP/1.0 411 ", b"HTTP/1.0 400 ")), answer
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        upstream.shutdown()
+        upstream.server_close()
