@@ -74,6 +74,14 @@ def _check_line(line: dict[str, Any], where: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except RuntimeError as err:  # Path.resolve on a link loop (a tree, --repos, --agentless-src)
+        print(f"check_related_locs: {err}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -30,6 +30,7 @@ import io
 import json
 import os
 import secrets
+import signal
 import stat
 import sys
 from collections.abc import Iterator
@@ -501,6 +502,10 @@ def main(argv: list[str] | None = None) -> int:
     al.add_argument("--top-n", type=int, default=3, help="Agentless's --top_n (default 3)")
     args = parser.parse_args(argv)
     ids = set(args.ids.split(",")) if getattr(args, "ids", None) else None
+    # A stop by SIGTERM or SIGHUP unwinds as Ctrl-C does, so that an output's lock is removed
+    # (only `kill -9` leaves one behind).
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, _exit_on)
     try:
         return _run(args, ids)
     except (OutputRefused, BadInput, UnicodeDecodeError) as e:
@@ -509,10 +514,21 @@ def main(argv: list[str] | None = None) -> int:
     except RecursionError:
         print("offline: an input is nested too deeply", file=sys.stderr)
         return 1
+    except RuntimeError as e:  # Path.resolve on a link loop (an output, --repos, --work)
+        print(f"offline: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("offline: interrupted", file=sys.stderr)
+        return 130
     except OSError as e:  # a write that failed (a full disk, a file size limit): an I/O error
         where = f"{e.filename}: " if e.filename else ""
         print(f"offline: {where}{e.strerror or e}", file=sys.stderr)
         return 3
+
+
+def _exit_on(signum: int, _frame: object) -> None:
+    """Ends the run with the shell's status for `signum` (128 + it), running every `finally`."""
+    raise SystemExit(128 + signum)
 
 
 def _run(args: argparse.Namespace, ids: set[str] | None) -> int:

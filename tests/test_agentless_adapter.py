@@ -978,6 +978,61 @@ def test_a_link_loop_in_a_tree_is_left_out(tmp_path: Path) -> None:
     assert set(json.loads((out / "i.json").read_text())["structure"]["pkg"]) == {"a.py"}
 
 
+def test_link_loops_as_outputs_or_folders_are_one_line_and_a_stopped_run_leaves_no_lock(
+    tmp_path: Path,
+) -> None:
+    """Found by a review of the adapter's fixes: a link loop as `--out`, `--repos` or a tree of
+    `check_related_locs` was a RuntimeError traceback; SIGTERM left the output's lock behind,
+    so that every later run was refused."""
+    (tmp_path / "loop").symlink_to("loop")
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    (tmp_path / "trees" / "i").mkdir(parents=True)
+    src = _agentless_parser(tmp_path)
+    for repos, out in (
+        (tmp_path / "trees", tmp_path / "loop" / "x"),
+        (tmp_path / "loop", tmp_path / "s"),
+    ):
+        done = _module(
+            "offline", "structures", "--dataset", dataset, "--repos", repos, "--out", out,
+            "--agentless-src", src,
+        )  # fmt: skip
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert "loop" in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    locs = tmp_path / "locs.jsonl"
+    locs.write_text(json.dumps({"instance_id": "loop", "found_related_locs": {}}) + "\n")
+    done = _module(
+        "check_related_locs", "--agentless-src", src, "--locs", locs, "--repos", tmp_path
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    # A parser that takes seconds per file: the run is stopped while it holds its lock.
+    (src / "get_repo_structure" / "get_repo_structure.py").write_text(
+        "import time\n"
+        "def parse_python_file(file_path, file_content=None):\n"
+        "    time.sleep(30)\n"
+        "    return [], [], []\n"
+    )
+    (tmp_path / "trees" / "i" / "a.py").write_text("x = 1\n")
+    out = tmp_path / "structures"
+    args = ["--dataset", dataset, "--repos", tmp_path / "trees", "--out", out]
+    command = [sys.executable, "-m", "agentless_adapter.offline", "structures", *args]
+    proc = subprocess.Popen(
+        [*map(str, command), "--agentless-src", str(src)],
+        cwd=Path(__file__).resolve().parents[1],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lock = tmp_path / ".structures.blagent-lock"
+    deadline = time.monotonic() + 20
+    while not lock.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert lock.exists(), "the run holds its lock"
+    proc.terminate()
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 128 + 15 and "Traceback" not in err, err
+    assert not lock.exists()
+
+
 def test_run_table_leaves_out_locations_that_are_not_text(tmp_path: Path) -> None:
     """Found by a review: `found_related_locs` values that are not lists of strings
     (`{"a.py": [1, 2]}`, nested lists) were a TypeError traceback."""
