@@ -83,58 +83,101 @@ fn is_jvm(path: &str) -> bool {
     language_for_path(path).is_some_and(|l| matches!(l.name, "java" | "kotlin"))
 }
 
-/// For each line of Java or Kotlin text, whether it holds comments only (`//` to the end of
-/// the line, `/* … */` blocks, read outside string and character literals), and whether the
-/// text ends inside a block; `inside`: it begins inside one.
+/// What a scan of Java or Kotlin text is inside at a line's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Nothing,
+    /// A block comment, this deep (Kotlin's nest; Java's end at the first `*/`).
+    Comment(usize),
+    /// A Java text block or a Kotlin raw string (`"""`), which spans lines.
+    TextBlock,
+}
+
+/// For each line of Java or Kotlin text (`nested`: Kotlin, whose block comments nest), whether
+/// it holds comments only (`//` to the end of the line, `/* … */` blocks, read outside string
+/// and character literals and text blocks); also what the text ends inside, and whether a
+/// `*/` closed a comment that did not open in it (so it began inside one).
 fn scan_jvm_comments<'a>(
     lines: impl IntoIterator<Item = &'a str>,
-    inside: bool,
-) -> (Vec<bool>, bool) {
-    let mut in_block = inside;
+    start: Open,
+    nested: bool,
+) -> (Vec<bool>, Open, bool) {
+    let (mut open, mut closed_before) = (start, false);
     let mut mask = Vec::new();
     for line in lines {
         let (b, mut i, mut code, mut quote) = (line.as_bytes(), 0, false, None);
         while i < b.len() {
-            let two = b.get(i..i + 2);
-            if in_block {
-                in_block = two != Some(b"*/");
-                i += if in_block { 1 } else { 2 };
-            } else if let Some(q) = quote {
-                quote = (b[i] != q).then_some(q);
-                i += if b[i] == b'\\' { 2 } else { 1 };
-            } else if two == Some(b"//") {
-                break;
-            } else if two == Some(b"/*") {
-                in_block = true;
-                i += 2;
-            } else {
-                if matches!(b[i], b'"' | b'\'') {
-                    quote = Some(b[i]);
+            let at = |s: &[u8]| b[i..].starts_with(s);
+            match open {
+                Open::Comment(depth) if at(b"*/") => {
+                    open = if depth > 1 {
+                        Open::Comment(depth - 1)
+                    } else {
+                        Open::Nothing
+                    };
+                    i += 2;
                 }
-                code |= !b[i].is_ascii_whitespace();
-                i += 1;
+                Open::Comment(depth) if nested && at(b"/*") => {
+                    open = Open::Comment(depth + 1);
+                    i += 2;
+                }
+                Open::Comment(_) => i += 1,
+                Open::TextBlock => {
+                    code = true;
+                    if at(b"\"\"\"") {
+                        open = Open::Nothing;
+                        i += 3;
+                    } else {
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                Open::Nothing => {
+                    if let Some(q) = quote {
+                        quote = (b[i] != q).then_some(q);
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    } else if at(b"\"\"\"") {
+                        (open, code) = (Open::TextBlock, true);
+                        i += 3;
+                    } else if at(b"//") {
+                        break;
+                    } else if at(b"/*") {
+                        open = Open::Comment(1);
+                        i += 2;
+                    } else {
+                        closed_before |= at(b"*/");
+                        if matches!(b[i], b'"' | b'\'') {
+                            quote = Some(b[i]);
+                        }
+                        code |= !b[i].is_ascii_whitespace();
+                        i += 1;
+                    }
+                }
             }
         }
         mask.push(!code);
     }
-    (mask, in_block)
+    (mask, open, closed_before)
 }
 
-/// [`scan_jvm_comments`] of a whole file.
-fn jvm_comment_mask<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<bool> {
-    scan_jvm_comments(lines, false).0
+/// [`scan_jvm_comments`] of a whole file at `path`.
+fn jvm_comment_mask<'a>(lines: impl IntoIterator<Item = &'a str>, path: &str) -> Vec<bool> {
+    scan_jvm_comments(lines, Open::Nothing, is_kotlin(path)).0
 }
 
 /// [`jvm_comment_mask`] of a hunk's lines, which may begin inside a block comment: they do
-/// when a `*/` closes before any `/*` opens.
-fn hunk_jvm_comment_mask(lines: &[&str]) -> Vec<bool> {
-    let text = lines.join("\n");
-    let inside = match (text.find("*/"), text.find("/*")) {
-        (Some(close), Some(open)) => close < open,
-        (Some(_), None) => true,
-        _ => false,
-    };
-    scan_jvm_comments(lines.iter().copied(), inside).0
+/// when a `*/` outside any string closes a comment they did not open.
+fn hunk_jvm_comment_mask(lines: &[&str], path: &str) -> Vec<bool> {
+    let nested = is_kotlin(path);
+    let (mask, _, closed_before) = scan_jvm_comments(lines.iter().copied(), Open::Nothing, nested);
+    if closed_before {
+        scan_jvm_comments(lines.iter().copied(), Open::Comment(1), nested).0
+    } else {
+        mask
+    }
+}
+
+fn is_kotlin(path: &str) -> bool {
+    language_for_path(path).is_some_and(|l| l.name == "kotlin")
 }
 
 /// The code lines a patch changes in one file, in patch order. `base` and `new` are the file
@@ -145,14 +188,14 @@ pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Ve
     let jvm = is_jvm(&file.path);
     let mask = |text: &str| {
         if jvm {
-            jvm_comment_mask(text.lines())
+            jvm_comment_mask(text.lines(), &file.path)
         } else {
             docstring_mask(text.lines())
         }
     };
     let hunk_mask = |lines: &[&str]| {
         if jvm {
-            hunk_jvm_comment_mask(lines)
+            hunk_jvm_comment_mask(lines, &file.path)
         } else {
             hunk_docstring_mask(lines)
         }
@@ -264,14 +307,36 @@ mod tests {
         assert!(!is_blank_or_comment("*args,", "pkg/m.py"));
         assert!(!is_blank_or_comment("#include <x>", "src/A.java"));
         let java = "// Copyright 2020 Acme\n/**\n * Sums.\n */\nclass A {\n    int f(int a, int b) {\n        return a\n            * b; // product\n    }\n    /* old */ int g() { return \"/*\".length(); }\n    String h() { return \"*/\"; }\n}\n";
-        let mask = jvm_comment_mask(java.lines());
+        let mask = jvm_comment_mask(java.lines(), "A.java");
         assert_eq!(
             mask,
             [true, true, true, true, false, false, false, false, false, false, false, false]
         );
         // A hunk cut inside a Javadoc block.
         let hunk = [" * @param x the value", " */", "int x = 1;", "  *arr"];
-        assert_eq!(hunk_jvm_comment_mask(&hunk), [true, true, false, false]);
+        assert_eq!(
+            hunk_jvm_comment_mask(&hunk, "A.java"),
+            [true, true, false, false]
+        );
+        // Found by a review of that scan: `*/` in a string, a text block holding `/*`, and
+        // Kotlin's nested comments.
+        let hunk = ["int limit = 10;", "String glob = \"src/**/*.java\";"];
+        assert_eq!(hunk_jvm_comment_mask(&hunk, "A.java"), [false, false]);
+        let text_block = "String q = \"\"\"\n/* not a comment\n\"\"\";\nint f() { return 1; }\n";
+        assert_eq!(
+            jvm_comment_mask(text_block.lines(), "A.java"),
+            [false, false, false, false]
+        );
+        let kotlin = "/* outer\n/* inner */\nstill comment\n*/\nfun f() = 1\n";
+        assert_eq!(
+            jvm_comment_mask(kotlin.lines(), "B.kt"),
+            [true, true, true, true, false]
+        );
+        assert_eq!(
+            jvm_comment_mask(kotlin.lines(), "B.java"),
+            [true, true, false, false, false],
+            "Java's comments do not nest"
+        );
         let patch = "--- a/src/A.java\n+++ b/src/A.java\n@@ -1,3 +1,3 @@\n-// Copyright 2020 Acme\n+// Copyright 2021 Acme\n class A {\n-    int x = 1;\n+    int x = 2;\n";
         let file = &parse_patch(patch).unwrap()[0];
         let lines = code_lines(file, None, None);
