@@ -260,9 +260,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
         """A request path must start with `/`: text after the upstream's host (`2/x`, `:9/x`,
         `.evil.com/x`) would change the port or host the request, and the key, go to. Refused
         with 400 (`True`)."""
-        if self.path.startswith("/"):
+        if not self.path.startswith("/"):
+            message = "the request path must start with /"
+        elif not self.path.isascii():
+            message = "the request path must be ASCII (percent-encode other characters)"
+        else:
             return False
-        message = "the request path must start with /"
         self._reply(400, _error_body(message, "invalid_request_error"))
         return True
 

@@ -1109,6 +1109,8 @@ def test_proxy_paths_stay_on_the_upstream_and_echoed_secrets_are_redacted_in_eve
             )
             assert answer.startswith(b"HTTP/1.0 400 "), answer
             assert b"must start with /" in answer
+        answer = _raw_request(bare_url, "GET /v1/caf\u00e9 HTTP/1.0\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.0 400 ") and b"ASCII" in answer, answer
         assert upstream.seen == [], "nothing was sent on"
         queried, url = start_proxy(
             ProxyConfig(f"http://{host}/v1?key=s3cr%2Bt+value", "m", api_key=key, log=False)
