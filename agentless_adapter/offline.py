@@ -33,6 +33,7 @@ import secrets
 import signal
 import stat
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,22 @@ def _holds_lines_with(path: Path, fields: tuple[str, ...], aligned: bool = False
     )
 
 
+#: The stops `main` turns into an unwinding exit; held back while a step must finish whole.
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Holds Ctrl-C, SIGTERM and SIGHUP back (on this thread) until the block is done, so that
+    a stop never lands between creating a file and the `try` that removes it, nor between an
+    output and its digest."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def _write_whole(out: Path, text: str) -> None:
     """Writes `text` to `out` in one step (a new file beside it, created exclusively so that
     nothing already there is written through, then renamed over it): an error half way leaves
@@ -126,14 +143,15 @@ def _write_whole(out: Path, text: str) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     name = out.with_name(f".{out.name}.{os.getpid()}-{secrets.token_hex(4)}.blagent-part")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(name, flags, 0o666)  # the umask's mode, as any file this command writes
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as part:
-            part.write(text)
-        os.replace(name, out)
-    except BaseException:
-        os.unlink(name)
-        raise
+    with _uninterrupted():
+        fd = os.open(name, flags, 0o666)  # the umask's mode, as any file this command writes
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as part:
+                part.write(text)
+            os.replace(name, out)
+        except BaseException:
+            os.unlink(name)
+            raise
 
 
 def _lock_path(out: Path) -> Path:
@@ -160,18 +178,19 @@ def _locked(out: Path) -> Iterator[None]:
     except (FileExistsError, NotADirectoryError):
         raise OutputRefused(f"{out}: {lock.parent} is not a folder") from None
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(lock, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
-    except FileExistsError:
-        raise OutputRefused(
-            f"{out} is locked by {lock}: another run is writing it, or a stale lock: remove it "
-            "if no run is going"
-        ) from None
-    mine = os.fstat(fd)
+    with _uninterrupted():  # a stop between creating the lock and the `try` would leave it
+        try:
+            fd = os.open(lock, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            raise OutputRefused(
+                f"{out} is locked by {lock}: another run is writing it, or a stale lock: "
+                "remove it if no run is going"
+            ) from None
+        mine = os.fstat(fd)
     try:
         yield
     finally:
-        with contextlib.suppress(OSError):
+        with _uninterrupted(), contextlib.suppress(OSError):
             now = os.lstat(lock)
             if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
                 os.unlink(lock)
@@ -269,8 +288,9 @@ def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
     rows = _rows(dataset, ids)
     text = "".join(json.dumps(row) + "\n" for row in rows)
     with _locked(out):
-        _write_whole(out, text)
-        _write_whole(digest, _sha256(text.encode()) + "\n")
+        with _uninterrupted():  # the dataset and its digest change together
+            _write_whole(out, text)
+            _write_whole(digest, _sha256(text.encode()) + "\n")
     return out
 
 
@@ -503,9 +523,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ids = set(args.ids.split(",")) if getattr(args, "ids", None) else None
     # A stop by SIGTERM or SIGHUP unwinds as Ctrl-C does, so that an output's lock is removed
-    # (only `kill -9` leaves one behind).
-    for stop in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(stop, _exit_on)
+    # (only `kill -9` leaves one behind); one the caller ignores (`nohup`) stays ignored, and
+    # the caller's handlers are back when `main` returns.
+    stops = (signal.SIGTERM, signal.SIGHUP)
+    main_thread = threading.current_thread() is threading.main_thread()  # handlers live there
+    before = {stop: signal.getsignal(stop) for stop in stops} if main_thread else {}
+    for stop, handler in before.items():
+        if handler == signal.SIG_DFL:
+            signal.signal(stop, _exit_on)
     try:
         return _run(args, ids)
     except (OutputRefused, BadInput, UnicodeDecodeError) as e:
@@ -524,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{e.filename}: " if e.filename else ""
         print(f"offline: {where}{e.strerror or e}", file=sys.stderr)
         return 3
+    finally:
+        for stop, handler in before.items():
+            signal.signal(stop, handler)
 
 
 def _exit_on(signum: int, _frame: object) -> None:

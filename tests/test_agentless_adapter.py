@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -1031,6 +1032,25 @@ def test_link_loops_as_outputs_or_folders_are_one_line_and_a_stopped_run_leaves_
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 128 + 15 and "Traceback" not in err, err
     assert not lock.exists()
+    # A caller's handlers (a SIGHUP ignored under `nohup`) are left as they were.
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        assert (
+            offline.main(
+                [
+                    "dataset",
+                    "--dataset",
+                    str(tmp_path / "none.jsonl"),
+                    "--work",
+                    str(tmp_path / "w"),
+                ]
+            )
+            == 1
+        )
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) != offline._exit_on
+    finally:
+        signal.signal(signal.SIGHUP, previous)
 
 
 def test_run_table_leaves_out_locations_that_are_not_text(tmp_path: Path) -> None:

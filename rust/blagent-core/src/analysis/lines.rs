@@ -128,7 +128,8 @@ fn scan_jvm_comments<'a>(
                         open = Open::Nothing;
                         i += 3;
                     } else {
-                        i += if b[i] == b'\\' { 2 } else { 1 };
+                        // Java's text blocks have escapes; Kotlin's raw strings have none.
+                        i += if b[i] == b'\\' && !nested { 2 } else { 1 };
                     }
                 }
                 Open::Nothing => {
@@ -164,16 +165,23 @@ fn jvm_comment_mask<'a>(lines: impl IntoIterator<Item = &'a str>, path: &str) ->
     scan_jvm_comments(lines, Open::Nothing, is_kotlin(path)).0
 }
 
-/// [`jvm_comment_mask`] of a hunk's lines, which may begin inside a block comment: they do
-/// when a `*/` outside any string closes a comment they did not open.
+/// [`jvm_comment_mask`] of a hunk's lines, which may begin inside a block comment (they do
+/// when a `*/` outside any string closes a comment they did not open) or inside a text block
+/// (they may when they hold an odd number of `"""`: then a line is a comment only if it is one
+/// read from outside a text block and from inside one).
 fn hunk_jvm_comment_mask(lines: &[&str], path: &str) -> Vec<bool> {
     let nested = is_kotlin(path);
-    let (mask, _, closed_before) = scan_jvm_comments(lines.iter().copied(), Open::Nothing, nested);
+    let scan = |start| scan_jvm_comments(lines.iter().copied(), start, nested);
+    let (mask, _, closed_before) = scan(Open::Nothing);
     if closed_before {
-        scan_jvm_comments(lines.iter().copied(), Open::Comment(1), nested).0
-    } else {
-        mask
+        return scan(Open::Comment(1)).0;
     }
+    let quotes: usize = lines.iter().map(|l| l.matches("\"\"\"").count()).sum();
+    if quotes % 2 == 1 {
+        let (inside, _, _) = scan(Open::TextBlock);
+        return mask.iter().zip(inside).map(|(&a, b)| a && b).collect();
+    }
+    mask
 }
 
 fn is_kotlin(path: &str) -> bool {
@@ -327,6 +335,16 @@ mod tests {
             jvm_comment_mask(text_block.lines(), "A.java"),
             [false, false, false, false]
         );
+        // A Kotlin raw string ending in a backslash; a hunk that begins inside a text block.
+        let raw = "val p = \"\"\"C:\\\"\"\"\nval g = \"\"\"/* glob\"\"\"\nfun f(): Int {\n    return 42\n}\n";
+        assert_eq!(jvm_comment_mask(raw.lines(), "B.kt"), [false; 5]);
+        let hunk = [
+            "    SELECT /* hint",
+            "    \"\"\";",
+            "int x = compute();",
+            "return x;",
+        ];
+        assert_eq!(hunk_jvm_comment_mask(&hunk, "A.java"), [false; 4]);
         let kotlin = "/* outer\n/* inner */\nstill comment\n*/\nfun f() = 1\n";
         assert_eq!(
             jvm_comment_mask(kotlin.lines(), "B.kt"),
