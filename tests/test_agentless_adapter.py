@@ -321,10 +321,8 @@ def test_proxy_reports_an_unreachable_upstream_and_bad_bodies() -> None:
         server.server_close()
 
 
-class _Misbehaving(BaseHTTPRequestHandler):
-    """An upstream that redirects (`/redirect`), echoes the key it was sent in an error
-    (`/echo`) or answers more than the proxy reads (`/big`); it keeps every request's path and
-    `Authorization`."""
+class _Upstream(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.0 upstream for the proxy's tests; `server.seen` keeps what it was asked."""
 
     protocol_version = "HTTP/1.0"
     server: Any
@@ -332,9 +330,19 @@ class _Misbehaving(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
 
-    def do_POST(self) -> None:
+    def _read(self) -> str:
+        """Reads the request's body; returns its `Authorization`."""
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        auth = self.headers.get("Authorization") or ""
+        return self.headers.get("Authorization") or ""
+
+
+class _Misbehaving(_Upstream):
+    """An upstream that redirects (`/redirect`), echoes the key it was sent in an error
+    (`/echo`) or answers more than the proxy reads (`/big`); it keeps every request's path and
+    `Authorization`."""
+
+    def do_POST(self) -> None:
+        auth = self._read()
         self.server.seen.append((self.path, auth))
         if self.path.startswith("/redirect"):
             self.send_response(307)
@@ -1075,19 +1083,12 @@ def test_run_table_leaves_out_locations_that_are_not_text(tmp_path: Path) -> Non
     ), done.stderr
 
 
-class _Echoing(BaseHTTPRequestHandler):
+class _Echoing(_Upstream):
     """An upstream that answers every request with its path and `Authorization`: a stream of
     two reads that split the key (`/stream`), else one JSON body."""
 
-    protocol_version = "HTTP/1.0"
-    server: Any
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        auth = self.headers.get("Authorization") or ""
+        auth = self._read()
         self.server.seen.append(self.path)
         if "/stream" in self.path:
             self.send_response(200)
