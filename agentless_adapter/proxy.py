@@ -234,15 +234,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
             super().handle_one_request()
         except Exception as err:  # never socketserver's traceback
             self.close_connection = True
-            sys.stderr.write(
-                f"proxy: error: a request failed ({type(err).__name__}); answered 500\n"
-            )
+            outcome = "the answer had begun" if self._answered else "answered 500"
             if not self._answered:
                 try:
                     message = f"the proxy failed ({type(err).__name__})"
                     self._reply(500, _error_body(message, "proxy_error"))
                 except Exception:  # the client has gone
-                    pass
+                    outcome = "the client had gone"
+            sys.stderr.write(f"proxy: error: a request failed ({type(err).__name__}); {outcome}\n")
 
     def _reply(self, status: int, body: bytes, content_type: str = "application/json") -> None:
         self._answered = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -227,6 +228,22 @@ def test_eval_at_function_level_scores_the_ranked_functions(repo: Path, tmp_path
     text = run("eval", *args, "--granularity", "function")
     assert "function level" in text.stdout and "LocAgent's reading" in text.stdout
     assert "functions" not in json.loads(run("eval", *args, "--format", "json").stdout)
+    # Found by a review: a patched file parsed past its time budget was counted as touching
+    # no function; it is named for what it is.
+    slow = tmp_path / "slow"
+    shutil.copytree(repo, slow)
+    (slow / "shop/pricing.py").write_text(old + "}{)(][><\n" * 20_000)
+    (tmp_path / "trees" / "shop-2").unlink()
+    (tmp_path / "trees" / "shop-2").symlink_to(slow, target_is_directory=True)
+    out.unlink()
+    proc = run("eval", *args, "--granularity", "function", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    functions = json.loads(proc.stdout)["functions"]
+    assert functions["functions_not_known"] == ["shop-2"] and functions["no_gold_functions"] == []
+    assert json.loads(out.read_text()).get("gold_functions") is None
+    out.unlink()
+    text = run("eval", *args, "--granularity", "function").stdout
+    assert "1 whose patched file took too long to parse" in text, text
 
 
 def test_eval_selects_ids_and_prints_a_table(repo: Path, tmp_path: Path) -> None:

@@ -43,8 +43,11 @@ def format_report(report: dict[str, Any]) -> str:
     lines += [_metrics_row(repo or "(no repo)", m) for repo, m in report["per_repo"].items()]
     functions = report.get("functions")
     if functions:
+        unknown = len(functions.get("functions_not_known", []))
+        parsed = f", {unknown} whose patched file took too long to parse" if unknown else ""
         lines.append(
-            f"function level ({len(functions['no_gold_functions'])} instances without a gold function left out):"
+            f"function level ({len(functions['no_gold_functions'])} instances without a gold "
+            f"function{parsed} left out):"
         )
         lines.append(_metrics_row("  overall", functions["overall"]))
         lines += [

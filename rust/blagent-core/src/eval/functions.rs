@@ -49,6 +49,10 @@ pub struct FunctionReport {
     pub per_language: BTreeMap<String, Metrics>,
     /// Instances left out: the gold patch touches no function or method of the base commit.
     pub no_gold_functions: Vec<String>,
+    /// Instances left out: a patched file took longer to parse than its time budget, so its
+    /// functions are not known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions_not_known: Vec<String>,
 }
 
 /// Sums function-level rankings; [`FunctionAccumulator::finish`] averages them.
@@ -56,11 +60,16 @@ pub struct FunctionReport {
 pub struct FunctionAccumulator {
     metrics: GroupedAccumulator,
     no_gold: Vec<String>,
+    not_known: Vec<String>,
 }
 
 impl FunctionAccumulator {
-    /// Adds one instance's ranked functions against its gold functions.
-    pub fn add(&mut self, instance: &Instance, ranked: &[String], gold: &[String]) {
+    /// Adds one instance's ranked functions against its gold functions (`None`: not known).
+    pub fn add(&mut self, instance: &Instance, ranked: &[String], gold: Option<&[String]>) {
+        let Some(gold) = gold else {
+            self.not_known.push(instance.instance_id.clone());
+            return;
+        };
         if gold.is_empty() {
             self.no_gold.push(instance.instance_id.clone());
             return;
@@ -77,6 +86,7 @@ impl FunctionAccumulator {
             per_repo: metrics.per_repo,
             per_language: metrics.per_language,
             no_gold_functions: self.no_gold,
+            functions_not_known: self.not_known,
         }
     }
 }
@@ -114,12 +124,14 @@ mod tests {
             ..Instance::default()
         };
         let ranked = vec!["f.py::g".to_owned(), "f.py::h".to_owned()];
-        acc.add(&one("x"), &ranked, &["f.py::h".to_owned()]);
-        acc.add(&one("y"), &ranked, &[]);
+        acc.add(&one("x"), &ranked, Some(&["f.py::h".to_owned()]));
+        acc.add(&one("y"), &ranked, Some(&[]));
+        acc.add(&one("z"), &ranked, None);
         let report = acc.finish();
         assert_eq!(report.overall.instances, 1);
         assert!((report.overall.mrr - 0.5).abs() < 1e-12);
         assert_eq!(report.no_gold_functions, ["y"]);
+        assert_eq!(report.functions_not_known, ["z"]);
         assert_eq!(report.per_repo["a/b"].instances, 1);
         assert!(report.per_language.is_empty());
     }
@@ -134,8 +146,12 @@ mod tests {
             ..Instance::default()
         };
         let ranked = vec!["A.kt::a".to_owned(), "B.java::B.b".to_owned()];
-        acc.add(&task("k", "kt"), &ranked, &["A.kt::a".to_owned()]);
-        acc.add(&task("j", "java"), &ranked, &["B.java::B.b".to_owned()]);
+        acc.add(&task("k", "kt"), &ranked, Some(&["A.kt::a".to_owned()]));
+        acc.add(
+            &task("j", "java"),
+            &ranked,
+            Some(&["B.java::B.b".to_owned()]),
+        );
         let report = acc.finish();
         assert!((report.per_language["kt"].mrr - 1.0).abs() < 1e-12);
         assert!((report.per_language["java"].mrr - 0.5).abs() < 1e-12);

@@ -210,7 +210,7 @@ impl EvalSink {
             totals.add(stats);
         }
         if let (Some(acc), Some((ranked, gold))) = (self.functions.as_mut(), &evaluated.functions) {
-            acc.add(instance, ranked, gold);
+            acc.add(instance, ranked, gold.as_deref());
         }
         let ranked = &evaluated.ranked;
         if gold.is_empty() {
@@ -221,6 +221,7 @@ impl EvalSink {
         }
         if let Some(writer) = self.out.as_mut() {
             let (found_functions, gold_functions) = evaluated.functions.unzip();
+            let gold_functions = gold_functions.flatten();
             writer.write(&Prediction {
                 instance_id: outcome.instance_id,
                 found_files: ranked.iter().take(self.written_k).cloned().collect(),

@@ -188,7 +188,8 @@ pub struct Evaluated {
     /// What the LLM pipeline cost, with its pipeline and model names (LLM mode only).
     #[serde(default)]
     pub llm: Option<(LlmInstanceStats, String, String)>,
-    /// Ranked and gold functions (function granularity only).
+    /// Ranked and gold functions (function granularity only; gold `None` when a patched
+    /// file's functions are not known).
     #[serde(default)]
-    pub functions: Option<(Vec<String>, Vec<String>)>,
+    pub functions: Option<(Vec<String>, Option<Vec<String>>)>,
 }

@@ -82,10 +82,9 @@ impl EvalWorker {
         let given = item.rewrites.as_ref();
         let measure_rewrites = given.is_some() && index.dense.is_some();
         let functions_wanted = self.granularity == Granularity::Function;
-        // Functions a parse past its budget left unknown are scored as none: the instance is
-        // left out of the function metrics, as one whose patch touches no function.
-        let gold =
-            functions_wanted.then(|| gold_functions(&instance.patch, &tree).unwrap_or_default());
+        // `Some(None)`: a patched file's parse ran past its budget, so its functions are not
+        // known; the instance is left out of the function metrics and named for it.
+        let gold = functions_wanted.then(|| gold_functions(&instance.patch, &tree));
         if measure_rewrites || self.dump_signals {
             let scored = self
                 .localizer
@@ -101,7 +100,7 @@ impl EvalWorker {
             }
             if self.dump_signals {
                 let mut dump = signal_dump(&index.repo, &scored.signals, instance);
-                if let Some(gold) = &gold {
+                if let Some(Some(gold)) = &gold {
                     let files: Vec<usize> =
                         complete(&index.repo, scored.ranked.iter().map(|&(f, _)| f))
                             .into_iter()
