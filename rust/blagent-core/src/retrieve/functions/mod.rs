@@ -127,41 +127,35 @@ pub fn rank_functions(
             .then(a.1.file_rank.cmp(&b.1.file_rank))
             .then(a.1.symbol.cmp(&b.1.symbol))
     });
-    let mut seen = HashSet::new();
-    let unique: Vec<(Entity, &Candidate)> = ranked
-        .into_iter()
-        .map(|(score, c)| {
-            let file = &index.repo.files[c.file];
-            let symbol = &file.parsed.symbols[c.symbol];
-            (Entity::of(file.path(), symbol, score, c.file_rank), c)
-        })
-        .filter(|(entity, _)| seen.insert(entity.id.clone()))
-        .collect();
     // A large first file can fill the whole list; the files after it still get their best few
-    // (Agentless's edit stage shows a file only with locations of its own).
+    // (Agentless's edit stage shows a file only with locations of its own). An entity is built
+    // only for a function that is listed.
+    let mut seen = HashSet::new();
     let mut per_file: HashMap<usize, usize> = HashMap::new();
-    let mut listed = Vec::new();
-    let mut more = Vec::new();
-    for (at, (entity, c)) in unique.into_iter().enumerate() {
-        let count = per_file.entry(c.file).or_default();
-        if at < MAX_FUNCTIONS {
-            listed.push((entity, c));
-        } else if *count < PER_FILE_FUNCTIONS {
-            more.push((entity, c));
-        } else {
+    let (mut listed, mut more) = (Vec::new(), Vec::new());
+    for (score, c) in ranked {
+        let file = &index.repo.files[c.file];
+        let symbol = &file.parsed.symbols[c.symbol];
+        if !seen.insert((c.file, symbol.qualified.as_str())) {
             continue;
         }
+        let count = per_file.entry(c.file).or_default();
+        let place = if listed.len() < MAX_FUNCTIONS {
+            &mut listed
+        } else if *count < PER_FILE_FUNCTIONS {
+            &mut more
+        } else {
+            continue;
+        };
         *count += 1;
-    }
-    Ok(listed
-        .into_iter()
-        .chain(more)
-        // What each feature added, for the listed ones only.
-        .map(|(entity, c)| Entity {
+        place.push(Entity {
+            // What each feature added, for the listed ones only.
             contributions: weights.contributions(&c.features),
-            ..entity
-        })
-        .collect())
+            ..Entity::of(file.path(), symbol, score, c.file_rank)
+        });
+    }
+    listed.append(&mut more);
+    Ok(listed)
 }
 
 #[cfg(test)]
