@@ -72,15 +72,30 @@ pub fn line_similarity(a: &str, b: &str) -> f32 {
     similar::TextDiff::from_chars(&a[..head(a)], &b[..head(b)]).ratio()
 }
 
-/// Whether a line of the file at `path` is blank, or a `#` comment outside Java and Kotlin
-/// (whose comments [`jvm_comment_mask`] finds, since a line starting with `*` may be code).
-pub fn is_blank_or_comment(text: &str, path: &str) -> bool {
-    let t = text.trim();
-    t.is_empty() || (!is_jvm(path) && t.starts_with('#'))
+/// How a file's comments are told from its code, found once from its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Comments {
+    /// `#` lines and Python's docstrings: every file but Java's and Kotlin's.
+    Hash,
+    /// Java's and Kotlin's `//` and `/* … */`, found by [`scan_jvm_comments`] (a line starting
+    /// with `*` may be code); `nested`: Kotlin's, whose block comments nest.
+    Jvm { nested: bool },
 }
 
-fn is_jvm(path: &str) -> bool {
-    language_for_path(path).is_some_and(|l| matches!(l.name, "java" | "kotlin"))
+impl Comments {
+    fn of(path: &str) -> Self {
+        match language_for_path(path).map(|l| l.name) {
+            Some("java") => Comments::Jvm { nested: false },
+            Some("kotlin") => Comments::Jvm { nested: true },
+            _ => Comments::Hash,
+        }
+    }
+}
+
+/// Whether a line is blank, or a `#` comment in a file whose comments are [`Comments::Hash`].
+fn is_blank_or_comment(text: &str, comments: Comments) -> bool {
+    let t = text.trim();
+    t.is_empty() || (comments == Comments::Hash && t.starts_with('#'))
 }
 
 /// What a scan of Java or Kotlin text is inside at a line's end.
@@ -160,17 +175,16 @@ fn scan_jvm_comments<'a>(
     (mask, open, closed_before)
 }
 
-/// [`scan_jvm_comments`] of a whole file at `path`.
-fn jvm_comment_mask<'a>(lines: impl IntoIterator<Item = &'a str>, path: &str) -> Vec<bool> {
-    scan_jvm_comments(lines, Open::Nothing, is_kotlin(path)).0
+/// [`scan_jvm_comments`] of a whole file.
+fn jvm_comment_mask<'a>(lines: impl IntoIterator<Item = &'a str>, nested: bool) -> Vec<bool> {
+    scan_jvm_comments(lines, Open::Nothing, nested).0
 }
 
 /// [`jvm_comment_mask`] of a hunk's lines, which may begin inside a block comment (they do
 /// when a `*/` outside any string closes a comment they did not open) or inside a text block
 /// (they may when they hold an odd number of `"""`: then a line is a comment only if it is one
 /// read from outside a text block and from inside one).
-fn hunk_jvm_comment_mask(lines: &[&str], path: &str) -> Vec<bool> {
-    let nested = is_kotlin(path);
+fn hunk_jvm_comment_mask(lines: &[&str], nested: bool) -> Vec<bool> {
     let scan = |start| scan_jvm_comments(lines.iter().copied(), start, nested);
     let (mask, _, closed_before) = scan(Open::Nothing);
     if closed_before {
@@ -184,29 +198,19 @@ fn hunk_jvm_comment_mask(lines: &[&str], path: &str) -> Vec<bool> {
     mask
 }
 
-fn is_kotlin(path: &str) -> bool {
-    language_for_path(path).is_some_and(|l| l.name == "kotlin")
-}
-
 /// The code lines a patch changes in one file, in patch order. `base` and `new` are the file
 /// before and after the patch when known; they make docstring detection exact, otherwise the
 /// hunks' own context is scanned ([`hunk_docstring_mask`]).
 pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Vec<CodeLine> {
     // Python's docstrings, or Java's and Kotlin's comments, are not code.
-    let jvm = is_jvm(&file.path);
-    let mask = |text: &str| {
-        if jvm {
-            jvm_comment_mask(text.lines(), &file.path)
-        } else {
-            docstring_mask(text.lines())
-        }
+    let comments = Comments::of(&file.path);
+    let mask = |text: &str| match comments {
+        Comments::Jvm { nested } => jvm_comment_mask(text.lines(), nested),
+        Comments::Hash => docstring_mask(text.lines()),
     };
-    let hunk_mask = |lines: &[&str]| {
-        if jvm {
-            hunk_jvm_comment_mask(lines, &file.path)
-        } else {
-            hunk_docstring_mask(lines)
-        }
+    let hunk_mask = |lines: &[&str]| match comments {
+        Comments::Jvm { nested } => hunk_jvm_comment_mask(lines, nested),
+        Comments::Hash => hunk_docstring_mask(lines),
     };
     let base_mask = base.map(mask);
     let new_mask = new.map(mask);
@@ -242,7 +246,7 @@ pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Ve
                     lookup(new_mask.as_deref(), line.new_line).unwrap_or(hunk_new[ni - 1])
                 }
             };
-            if !in_doc && !is_blank_or_comment(&line.text, &file.path) {
+            if !in_doc && !is_blank_or_comment(&line.text, comments) {
                 let kind = line.change.expect("context lines skipped above");
                 out.push(CodeLine {
                     path: file.path.clone(),
@@ -311,11 +315,14 @@ mod tests {
     /// code line, and then (the first fix) a continued product `* b;` for a comment.
     #[test]
     fn comments_are_read_by_the_files_language() {
-        assert!(is_blank_or_comment("# note", "pkg/m.py"));
-        assert!(!is_blank_or_comment("*args,", "pkg/m.py"));
-        assert!(!is_blank_or_comment("#include <x>", "src/A.java"));
+        assert!(is_blank_or_comment("# note", Comments::of("pkg/m.py")));
+        assert!(!is_blank_or_comment("*args,", Comments::of("pkg/m.py")));
+        assert!(!is_blank_or_comment(
+            "#include <x>",
+            Comments::of("src/A.java")
+        ));
         let java = "// Copyright 2020 Acme\n/**\n * Sums.\n */\nclass A {\n    int f(int a, int b) {\n        return a\n            * b; // product\n    }\n    /* old */ int g() { return \"/*\".length(); }\n    String h() { return \"*/\"; }\n}\n";
-        let mask = jvm_comment_mask(java.lines(), "A.java");
+        let mask = jvm_comment_mask(java.lines(), false);
         assert_eq!(
             mask,
             [true, true, true, true, false, false, false, false, false, false, false, false]
@@ -323,35 +330,35 @@ mod tests {
         // A hunk cut inside a Javadoc block.
         let hunk = [" * @param x the value", " */", "int x = 1;", "  *arr"];
         assert_eq!(
-            hunk_jvm_comment_mask(&hunk, "A.java"),
+            hunk_jvm_comment_mask(&hunk, false),
             [true, true, false, false]
         );
         // Found by a review of that scan: `*/` in a string, a text block holding `/*`, and
         // Kotlin's nested comments.
         let hunk = ["int limit = 10;", "String glob = \"src/**/*.java\";"];
-        assert_eq!(hunk_jvm_comment_mask(&hunk, "A.java"), [false, false]);
+        assert_eq!(hunk_jvm_comment_mask(&hunk, false), [false, false]);
         let text_block = "String q = \"\"\"\n/* not a comment\n\"\"\";\nint f() { return 1; }\n";
         assert_eq!(
-            jvm_comment_mask(text_block.lines(), "A.java"),
+            jvm_comment_mask(text_block.lines(), false),
             [false, false, false, false]
         );
         // A Kotlin raw string ending in a backslash; a hunk that begins inside a text block.
         let raw = "val p = \"\"\"C:\\\"\"\"\nval g = \"\"\"/* glob\"\"\"\nfun f(): Int {\n    return 42\n}\n";
-        assert_eq!(jvm_comment_mask(raw.lines(), "B.kt"), [false; 5]);
+        assert_eq!(jvm_comment_mask(raw.lines(), true), [false; 5]);
         let hunk = [
             "    SELECT /* hint",
             "    \"\"\";",
             "int x = compute();",
             "return x;",
         ];
-        assert_eq!(hunk_jvm_comment_mask(&hunk, "A.java"), [false; 4]);
+        assert_eq!(hunk_jvm_comment_mask(&hunk, false), [false; 4]);
         let kotlin = "/* outer\n/* inner */\nstill comment\n*/\nfun f() = 1\n";
         assert_eq!(
-            jvm_comment_mask(kotlin.lines(), "B.kt"),
+            jvm_comment_mask(kotlin.lines(), true),
             [true, true, true, true, false]
         );
         assert_eq!(
-            jvm_comment_mask(kotlin.lines(), "B.java"),
+            jvm_comment_mask(kotlin.lines(), false),
             [true, true, false, false, false],
             "Java's comments do not nest"
         );

@@ -39,8 +39,8 @@ pub use self::inputs::{
     FUNCTION_FIELDS,
 };
 pub use self::lines::{
-    code_lines, is_blank_or_comment, line_similarity, match_first_lines, CodeLine, LineMatch,
-    LineVerdict, APPROX_LINE_DISTANCE, APPROX_SIMILARITY, EXACT_LINE_DISTANCE,
+    code_lines, line_similarity, match_first_lines, CodeLine, LineMatch, LineVerdict,
+    APPROX_LINE_DISTANCE, APPROX_SIMILARITY, EXACT_LINE_DISTANCE,
 };
 pub use self::report::{StageCount, Summary};
 pub use self::run::{
