@@ -181,13 +181,13 @@ pub fn git_header_path(rest: &str) -> Option<String> {
     }
     // `a/X b/X`: both halves name the same path, whatever it holds.
     let half = rest.len() / 2;
-    if rest.len() % 2 == 1 && rest.is_char_boundary(half) {
+    if rest.len() % 2 == 1 && rest.is_char_boundary(half) && rest.as_bytes()[half] == b' ' {
         let (a, b) = (&rest[..half], &rest[half + 1..]);
-        if rest.as_bytes()[half] == b' '
-            && a.strip_prefix("a/")
-                .is_some_and(|x| Some(x) == b.strip_prefix("b/"))
+        if let Some(path) = a
+            .strip_prefix("a/")
+            .filter(|&x| b.strip_prefix("b/") == Some(x))
         {
-            return Some(b[2..].to_owned());
+            return Some(path.to_owned());
         }
     }
     rest.split_once(" b/").map(|(_, b)| b.to_owned())
