@@ -4,6 +4,7 @@ mod split;
 mod symbols;
 mod syntax;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -53,8 +54,9 @@ pub enum ChunkKind {
 /// A retrieval unit: a span of one file, following AST boundaries.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Chunk {
-    /// Repository-relative path of the file.
-    pub path: String,
+    /// Repository-relative path of the file, one allocation shared by all its chunks (a
+    /// copy per chunk made memory grow with the path's length times the file's chunks).
+    pub path: Arc<str>,
     /// First line, 1-based.
     pub start_line: usize,
     /// Last line, 1-based, inclusive.
@@ -236,6 +238,26 @@ mod tests {
     /// `open` repeated `depth` times, `middle`, then `close` as often: text nested `depth` deep.
     fn nested(open: &str, middle: &str, close: &str, depth: usize) -> String {
         format!("{}{middle}{}", open.repeat(depth), close.repeat(depth))
+    }
+
+    /// A file's chunks share one allocation of its path, whichever way they were cut (AST
+    /// units, windows over an unparsable region, windows over an unparsable file): a copy per
+    /// chunk took 1.26 GB for two files of 104,000 one-line functions at a 3.6 KB path.
+    #[test]
+    fn the_chunks_of_a_file_share_its_path() {
+        let functions: String = (0..50)
+            .map(|i| format!("def f{i}():\n    return {i}\n\n"))
+            .collect();
+        let broken = format!("{functions}def g(:\n{}", "x = (\n".repeat(200));
+        let garbled = "}{)(][><\n".repeat(20_000);
+        for text in [functions, broken, garbled] {
+            let parsed = parse("pkg/mod.py", text);
+            assert!(parsed.chunks.len() > 1);
+            for chunk in &parsed.chunks {
+                assert_eq!(&*chunk.path, "pkg/mod.py");
+                assert!(Arc::ptr_eq(&chunk.path, &parsed.chunks[0].path));
+            }
+        }
     }
 
     /// Garbled text sends tree-sitter's error recovery into quadratic time (160 KB of these

@@ -2,6 +2,8 @@
 //! large constructs at their children's statement boundaries, line windows only over regions
 //! the parser could not recover.
 
+use std::sync::Arc;
+
 use tree_sitter::Node;
 
 use super::symbols::MAX_NESTING;
@@ -20,7 +22,8 @@ struct Group {
 
 struct Splitter<'a> {
     source: &'a str,
-    path: &'a str,
+    /// The file's path, shared by its chunks.
+    path: Arc<str>,
     language: &'static Language,
     options: &'a ChunkOptions,
     lines: LineIndex,
@@ -40,7 +43,7 @@ pub(super) fn chunk_tree(
 ) -> (Vec<Chunk>, Vec<(usize, usize)>) {
     let mut splitter = Splitter {
         source: &file.text,
-        path: &file.path,
+        path: Arc::from(file.path.as_str()),
         language: file.language,
         options,
         lines: LineIndex::new(&file.text),
@@ -82,7 +85,7 @@ pub(super) fn line_windows(
     let mut chunks = Vec::new();
     push_windows(
         &mut chunks,
-        path,
+        &Arc::from(path),
         source,
         &lines,
         start,
@@ -94,7 +97,7 @@ pub(super) fn line_windows(
 
 fn push_windows(
     chunks: &mut Vec<Chunk>,
-    path: &str,
+    path: &Arc<str>,
     source: &str,
     lines: &LineIndex,
     start: usize,
@@ -114,7 +117,7 @@ fn push_windows(
         }
         if !source[begin..stop].trim().is_empty() {
             chunks.push(Chunk {
-                path: path.to_owned(),
+                path: Arc::clone(path),
                 start_line: lines.line(begin),
                 end_line: lines.line(stop.saturating_sub(1).max(begin)),
                 start_byte: begin,
@@ -159,7 +162,7 @@ impl Splitter<'_> {
             return;
         }
         self.chunks.push(Chunk {
-            path: self.path.to_owned(),
+            path: Arc::clone(&self.path),
             start_line: self.lines.line(start),
             end_line: self.lines.line(end.saturating_sub(1).max(start)),
             start_byte: start,
@@ -254,7 +257,7 @@ impl Splitter<'_> {
                 let (start, end) = (child_start, child.end_byte());
                 push_windows(
                     &mut self.chunks,
-                    self.path,
+                    &self.path,
                     self.source,
                     &self.lines,
                     start,
