@@ -133,3 +133,24 @@ def test_batch_bad_input_exits_1(repo: Path, tmp_path: Path) -> None:
     foreign = _batch(dataset, trees, out)
     assert foreign.returncode == 1 and "refusing to append" in foreign.stderr
     assert run("batch", "--dataset", str(dataset)).returncode == 2
+
+
+def test_a_batch_whose_model_never_answered_says_so(repo: Path, tmp_path: Path) -> None:
+    """Found by a hostile review: a batch where every LLM call failed (a cassette of another
+    model) exited 0 with nothing on stderr; the fallbacks were only inside each line."""
+    dataset, trees = _setup(tmp_path, repo)
+    cassette = tmp_path / "empty.cassette.jsonl"
+    cassette.write_text("")
+    out = tmp_path / "loc.jsonl"
+    proc = _batch(
+        dataset, trees, out, "--ids", "shop-1,shop-3", "--pipeline", "rrl",
+        "--llm-model", "m", "--llm-replay", str(cassette), "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["llm_fell_back"] == 2
+    assert report["llm_first_fallback"].startswith("shop-1: ")
+    assert "in 2 of 2 new lines a stage of the LLM pipeline fell back" in proc.stderr
+    plain = _batch(dataset, trees, tmp_path / "plain.jsonl", "--ids", "shop-1", "--quiet")
+    assert json.loads(plain.stdout)["llm_fell_back"] == 0
+    assert "fell back" not in plain.stderr

@@ -456,3 +456,92 @@ def test_every_output_flag_ending_in_a_slash_is_refused_and_nothing_is_written(
         assert_clean_failure(proc, because="names a folder; give a file name")
         assert not folder.exists() and not Path(file).exists(), (command, flags)
         assert not (tmp_path / "newdir.failures.jsonl").exists()
+
+
+def test_a_refused_or_interrupted_eval_leaves_its_last_outputs_as_they_were(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a hostile review: `eval` emptied --out and --signals-out when it opened them,
+    so a run that then scored nothing (no tree under --repos, exit 1) or was stopped left
+    neither the last outputs nor whole new ones. They are replaced only when the run ends."""
+    from test_hardening import _interrupt
+
+    data, trees = run_inputs
+    common = ["--dataset", str(data), "--quiet", "--history-commits", "0"]
+    out, signals = tmp_path / "preds.jsonl", tmp_path / "signals.jsonl"
+    outputs = ["--out", str(out), "--signals-out", str(signals)]
+    assert run("eval", *common, "--repos", str(trees), *outputs).returncode == 0
+    kept = out.read_bytes(), signals.read_bytes()
+    assert kept[0] and kept[1]
+    empty = tmp_path / "no_trees"
+    empty.mkdir()
+    proc = run("eval", *common, "--repos", str(empty), *outputs)
+    assert_clean_failure(proc, because="has a tree under")
+    assert (out.read_bytes(), signals.read_bytes()) == kept
+    # Twelve trees of a large file: seconds of indexing, stopped after one.
+    big = tmp_path / "big"
+    (big / "pkg").mkdir(parents=True)
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(40_000))
+    (big / "pkg" / "m.py").write_text(body)
+    many = tmp_path / "many"
+    many.mkdir()
+    rows = []
+    for i in range(12):
+        (many / f"b{i}").symlink_to(big, target_is_directory=True)
+        rows.append({"instance_id": f"b{i}", "problem_statement": ISSUE, "gold_files": ["x.py"]})
+    (tmp_path / "many.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["eval", "--dataset", str(tmp_path / "many.jsonl"), "--repos", str(many)]
+    proc, _ = _interrupt([*args, "--history-commits", "0", *outputs], wait_s=2.0)
+    assert proc.returncode == 130, proc.stderr
+    assert (out.read_bytes(), signals.read_bytes()) == kept
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_an_analysis_replaces_the_last_one_whole(tmp_path: Path) -> None:
+    """Found by a hostile review: a rerun on fewer instances left the first run's instance
+    files beside a summary of the second."""
+    flags = _analysis_inputs(tmp_path, "a", tmp_path / "checkout")
+    out = tmp_path / "analysis"
+    assert run("analyze-failures", *flags, "--out-dir", str(out)).returncode == 0
+    instances = out / "instances"
+    stale = instances / "gone.json"
+    stale.write_bytes((instances / "a.json").read_bytes().replace(b'"a"', b'"gone"'))
+    theirs = instances / "notes.json"
+    theirs.write_text('{"mine": true}')
+    assert run("analyze-failures", *flags, "--out-dir", str(out)).returncode == 0
+    assert sorted(p.name for p in instances.iterdir()) == ["a.json", "notes.json"]
+    assert theirs.read_text() == '{"mine": true}'
+
+
+def test_an_output_in_the_trees_under_another_mount_is_refused(
+    run_inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a hostile review: `--out` through a bind mount of the trees folder passed the
+    check on paths and wrote over a tree's empty file. Folders are compared by device and
+    inode too. Runs in a user and mount namespace of its own (`unshare`)."""
+    import shutil
+
+    data, trees = run_inputs
+    real = tmp_path / "real"
+    shutil.copytree(trees / "shop-1", real / "shop-1", symlinks=False)
+    shutil.copytree(trees / "shop-2", real / "shop-2", symlinks=False)
+    empty = real / "shop-1" / "shop" / "__init__.py"
+    empty.parent.mkdir(parents=True, exist_ok=True)
+    empty.write_text("")
+    alias = tmp_path / "alias"
+    alias.mkdir()
+    target = alias / "shop-1" / "shop" / "__init__.py"
+    script = (
+        f"mount --bind {real} {alias} && exec {sys.executable} -m blagent eval "
+        f"--dataset {data} --repos {real} --quiet --history-commits 0 --out {target}"
+    )
+    try:
+        proc = subprocess.run(
+            ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120
+        )
+    except FileNotFoundError:
+        pytest.skip("unshare is not installed")
+    if "mount" in proc.stderr and proc.returncode != 1:
+        pytest.skip(f"no mount namespace here: {proc.stderr.strip()[:200]}")
+    assert_clean_failure(proc, because="under another name")
+    assert empty.read_bytes() == b""

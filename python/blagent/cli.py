@@ -420,6 +420,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
         f"({report['written']} new, {report['resumed']} resumed; {report['seconds']:.1f} s, {rate:.2f}/s)",
         file=sys.stderr,
     )
+    if report.get("llm_fell_back"):
+        first = _io.printable(report.get("llm_first_fallback") or "")[:300]
+        print(
+            f"blagent batch: warning: in {report['llm_fell_back']} of {report['written']} new "
+            f"lines a stage of the LLM pipeline fell back to retrieval (first: {first})",
+            file=sys.stderr,
+        )
     if report["failures"]:
         print(
             f"blagent batch: {len(report['failures'])} failed, listed in {report['failures_out']}",

@@ -16,6 +16,11 @@ use crate::llm::{ChatModel, ChatRequest, Message, StageUsage};
 /// A failed reply is echoed back to the model cut to this many tokens.
 const ECHO_TOKENS: usize = 120;
 
+/// The longest reply a stage reads: a query, a field list or a file's score is a few KB, and
+/// whatever a reply holds is kept in the result (a 50 MB "query" made a 106 MB output line).
+/// A longer reply counts as an invalid one (repaired, then the stage falls back).
+pub const MAX_REPLY_BYTES: usize = 256 * 1024;
+
 /// What one LLM run cost and where it fell short.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LlmStats {
@@ -181,7 +186,15 @@ impl<'a> Session<'a> {
                     break None;
                 }
             };
-            match parse(&reply) {
+            let parsed = if reply.len() > MAX_REPLY_BYTES {
+                Err(format!(
+                    "the reply is {} bytes, more than the {MAX_REPLY_BYTES} a reply may be",
+                    reply.len()
+                ))
+            } else {
+                parse(&reply)
+            };
+            match parsed {
                 Ok(value) => break Some(value),
                 Err(error) => {
                     self.stats.parse_failures += 1;
@@ -308,6 +321,26 @@ mod tests {
             .map(|m| m.content.len().div_ceil(4) as u64)
             .sum();
         assert_eq!(session.stats.stages["s"].prompt_tokens, estimated);
+    }
+
+    /// Found by a hostile review: a 50 MB reply was kept whole as a query (a 106 MB output
+    /// line); a reply past [`MAX_REPLY_BYTES`] is an invalid one, whatever it holds.
+    #[test]
+    fn a_reply_too_long_to_be_an_answer_is_invalid() {
+        let huge = "7".repeat(MAX_REPLY_BYTES + 1);
+        let model = ScriptedModel::new([huge.as_str(), "7"]);
+        let prompts = Prompts::default();
+        let mut session = Session::new(&model, &prompts, SETTINGS);
+        let mut messages = vec![Message::user("a number?")];
+        assert_eq!(session.ask("s", &mut messages, "<n>", number), Some(7));
+        let requests = model.requests();
+        assert_eq!(requests.len(), 2);
+        let repair = &requests[1].messages[2].content;
+        assert!(repair.contains("more than the 262144"), "{repair}");
+        assert!(
+            requests[1].messages[1].content.len() < 1000,
+            "the echo is cut"
+        );
     }
 
     #[test]

@@ -164,9 +164,10 @@ fn window(name: &str, text: &str, offset: usize, tokens: usize) -> String {
 }
 
 /// `view_readme()`: the first window of the README at the repository root. A README that is a
-/// link is read only where it leads to a file of the repository none of whose folders or name
-/// is hidden (`docs/README.md`, not `.git/config` or `.env`): what the model is shown goes to
-/// the endpoint, and a repository's link must not send the user's local secrets there.
+/// link is read only where it leads to another README of the repository (a file named
+/// `README…`) none of whose folders is hidden (`docs/README.md`, not `.git/config`, `.env` or
+/// an ignored `secrets.py`): what the model is shown goes to the endpoint, and a repository's
+/// link must not send the user's local secrets there.
 pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
     for name in ["README.md", "README.rst", "README.txt", "README"] {
         if !index.root.join(name).exists() {
@@ -185,6 +186,15 @@ pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
         if hidden {
             return Err(format!(
                 "{name} is a link to a hidden file of the repository; not shown"
+            ));
+        }
+        let a_readme = path.file_name().is_some_and(|target| {
+            let target = target.as_encoded_bytes();
+            target.len() >= 6 && target[..6].eq_ignore_ascii_case(b"readme")
+        });
+        if !a_readme {
+            return Err(format!(
+                "{name} is a link to a file that is not a README; not shown"
             ));
         }
         // Only the first window is shown: its first megabyte is all that is read.

@@ -14,6 +14,7 @@ use super::inputs::{load_gold, load_localizations, load_predictions, load_report
 use super::report::Summary;
 use super::stage::{classify, Criteria, FunctionRule, InstanceAnalysis};
 use crate::error::{Error, Result};
+use crate::repo::read::{read_bounded, MAX_DATA_FILE_BYTES};
 use crate::repo::{json_object_with, open_outputs, Inputs, OutputMode};
 
 /// What to analyse.
@@ -227,18 +228,24 @@ fn id_hash(instance_id: &str) -> String {
 }
 
 /// Each instance's file name ([`file_name`]); a name an earlier id already took gets the first
-/// 8 hex digits of its id's hash (`acme_shop-1a2b3c4d.json`), so no instance's file replaces
+/// 8 hex digits of its id's hash (`acme_shop-1a2b3c4d.json`), and one taken even so (an id
+/// written to look like another's hashed name) the whole hash, so no instance's file replaces
 /// another's.
 fn file_names<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut taken = std::collections::HashSet::new();
     ids.into_iter()
         .map(|id| {
-            let mut name = file_name(id);
-            if !taken.insert(name.clone()) {
-                name = format!("{}-{}.json", name.trim_end_matches(".json"), id_hash(id));
-                taken.insert(name.clone());
-            }
-            name
+            let name = file_name(id);
+            let stem = name.trim_end_matches(".json").to_owned();
+            let full = || blake3::hash(id.as_bytes()).to_hex().to_string();
+            [name, format!("{stem}-{}.json", id_hash(id))]
+                .into_iter()
+                .find(|name| taken.insert(name.clone()))
+                .unwrap_or_else(|| {
+                    let name = format!("{stem}-{}.json", full());
+                    taken.insert(name.clone());
+                    name
+                })
         })
         .collect()
 }
@@ -326,12 +333,45 @@ pub fn write_outputs(
         .map(|(path, _, mode)| (path.as_path(), *mode, "analysis output"))
         .collect();
     // Folders are made once every check has passed (see `open_outputs`).
-    let opened = open_outputs(&outputs, inputs)?;
-    for ((path, bytes, _), mut file) in files.iter().zip(opened) {
+    let mut opened = open_outputs(&outputs, inputs)?;
+    for ((path, bytes, _), file) in files.iter().zip(&mut opened) {
         file.write_all(bytes).map_err(|e| Error::io(path, e))?;
     }
+    // Every file is written before any replaces the last run's: a run that fails on the way
+    // (a full disk) leaves the last analysis whole.
+    for file in opened {
+        file.commit()?;
+    }
+    let kept: HashSet<&Path> = files.iter().map(|f| f.0.as_path()).collect();
+    remove_stale(out_dir, &kept);
     let written = files.into_iter().take(shown).map(|f| f.0).collect();
     Ok((written, chart.err()))
+}
+
+/// Removes what an earlier analysis wrote into `out_dir` and this one did not (`kept`): the
+/// files of instances it no longer has, a chart it could not draw this time. Only regular
+/// files holding what blagent writes there are removed, so the folder never mixes two runs
+/// and a file someone else put there stays.
+fn remove_stale(out_dir: &Path, kept: &HashSet<&Path>) {
+    let instances = std::fs::read_dir(out_dir.join("instances"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| (entry.path(), is_instance_json as fn(&[u8]) -> bool))
+        .filter(|(path, _)| path.extension().is_some_and(|e| e == "json"));
+    let charts = [
+        (out_dir.join("chart.svg"), is_chart_svg as fn(&[u8]) -> bool),
+        (out_dir.join("chart.png"), is_chart_png),
+    ];
+    for (path, is_ours) in instances.chain(charts) {
+        let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        if !regular || kept.contains(path.as_path()) {
+            continue;
+        }
+        if read_bounded(&path, MAX_DATA_FILE_BYTES).is_ok_and(|bytes| is_ours(&bytes)) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -440,6 +440,7 @@ mod tests {
     use super::super::functions::LocEntry;
     use super::*;
     use crate::dataset::gold_files_from_patch;
+    use crate::repo::DEFAULT_MAX_FILE_BYTES;
 
     const BASE: &str = "class Pricer:\n    def discount(self, price, percent):\n        # percent is 0..100\n        factor = 1 - percent / 100\n        return price * factor\n\n    def total(self, items):\n        subtotal = 0\n        for item in items:\n            subtotal += item.price\n        taxed = subtotal * 1.2\n        shipping = 5 if taxed < 50 else 0\n        rounded = round(taxed + shipping, 2)\n        return rounded\n";
     const PATH: &str = "shop/pricing.py";
@@ -594,6 +595,26 @@ mod tests {
             Some(tree().path()),
         );
         assert_eq!(a.stage, Stage::Function);
+    }
+
+    /// Found by a hostile review: a 15 MB source, which the localizer skips as too large, was
+    /// parsed twice (50 s, 3.7 GB); its functions are now left unknown, the lines still read.
+    #[test]
+    fn a_file_larger_than_any_source_read_leaves_the_function_stage_unchecked() {
+        let dir = tempfile::tempdir().unwrap();
+        let filler =
+            "# padding\n".repeat(usize::try_from(DEFAULT_MAX_FILE_BYTES).unwrap() / 10 + 1);
+        std::fs::create_dir_all(dir.path().join("shop")).unwrap();
+        std::fs::write(dir.path().join(PATH), format!("{BASE}{filler}")).unwrap();
+        let found = loc(&[PATH], &[]);
+        let wrong_total = patch("taxed + shipping, 2", "taxed + shipping, 3");
+        let a = stage(&found, &wrong_total, Outcome::Unresolved, Some(dir.path()));
+        assert_eq!(a.function.passed, None, "{a:?}");
+        assert!(
+            a.notes.iter().any(|n| n.contains("larger than the 2 MiB")),
+            "{:?}",
+            a.notes
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::functions::FunctionRef;
 use super::lines::{code_lines, CodeLine};
 use super::patch::{apply, locate_hunks, ChangeKind, FilePatch, Placement};
 use crate::chunk::{enclosing_by_line, parse_file, ChunkOptions, Symbol, SymbolKind};
-use crate::repo::{language_for_path, SourceFile};
+use crate::repo::{language_for_path, SourceFile, DEFAULT_MAX_FILE_BYTES};
 
 /// One file of a patch, mapped onto the base tree.
 #[derive(Debug, Clone)]
@@ -166,15 +166,26 @@ fn view_file(
         applied
     });
     let code = code_lines(&patch, base.as_deref(), new.as_deref());
-    let mut functions_unknown = false;
+    // A source larger than any the localizer reads is not parsed (a 15 MB one took 50 s and
+    // 3.7 GB): no ranking can have listed its functions, so they are left unknown.
+    let too_large = [&base, &new]
+        .into_iter()
+        .flatten()
+        .any(|text| text.len() as u64 > DEFAULT_MAX_FILE_BYTES);
+    let mut functions_unknown = too_large;
     let mut symbols = |text: Option<&str>| {
-        let (symbols, complete) = symbols_of(&file_path, text?)?;
+        let (symbols, complete) = symbols_of(&file_path, text.filter(|_| !too_large)?)?;
         functions_unknown |= !complete;
         Some(symbols)
     };
     let base_symbols = symbols(base.as_deref()).unwrap_or_default();
     let new_symbols = symbols(new.as_deref());
-    if functions_unknown {
+    if too_large {
+        notes.push(format!(
+            "{label}: {file_path} is larger than the {} MiB a source may be: its functions are not known",
+            DEFAULT_MAX_FILE_BYTES >> 20
+        ));
+    } else if functions_unknown {
         notes.push(format!(
             "{label}: {file_path} took longer to parse than its time budget: its functions are not known"
         ));

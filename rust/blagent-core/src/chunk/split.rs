@@ -147,10 +147,16 @@ impl Splitter<'_> {
     }
 
     /// Where a chunk starting at `node` begins: the start of its line when only indentation
-    /// precedes it, so chunks keep their first line's indentation.
+    /// precedes it, so chunks keep their first line's indentation. Read backwards from
+    /// `offset`, so the many statements of one long line do not each read its indentation
+    /// (a million spaces before 100,000 statements took 79 s).
     fn chunk_start(&self, offset: usize) -> usize {
         let line_start = self.lines.line_start(offset);
-        if self.source[line_start..offset].trim().is_empty() {
+        if self.source[line_start..offset]
+            .chars()
+            .rev()
+            .all(char::is_whitespace)
+        {
             line_start
         } else {
             offset
@@ -222,13 +228,14 @@ impl Splitter<'_> {
         let mut group = header;
         // Where the doc comments leading the next definition start, once seen.
         let mut lead: Option<usize> = None;
+        let leading = self.leading_comments(children);
         for (i, &child) in children.iter().enumerate() {
             if let Some(def) = self.definition(child) {
                 self.flush(&mut group, scope, kind);
                 self.split_definition(child, def, scope, lead.take());
                 continue;
             }
-            if self.leads_definition(&children[i..]) {
+            if leading[i] {
                 lead.get_or_insert(self.chunk_start(child.start_byte()));
                 continue;
             }
@@ -287,21 +294,26 @@ impl Splitter<'_> {
         self.flush(&mut group, scope, kind);
     }
 
-    /// Whether `rest[0]` is a comment in a run of comments right before a definition, in a
-    /// language that documents definitions with leading comments (Javadoc, KDoc): the run
-    /// then belongs to the definition's chunk.
-    fn leads_definition(&self, rest: &[Node<'_>]) -> bool {
+    /// For each of `children`, whether it is a comment in a run of comments right before a
+    /// definition, in a language that documents definitions with leading comments (Javadoc,
+    /// KDoc): the run then belongs to the definition's chunk. One pass from the end, so a run
+    /// of comments is read once, not once per comment (200,000 comment lines took 301 s).
+    fn leading_comments(&self, children: &[Node<'_>]) -> Vec<bool> {
         let lang = self.language;
+        let mut leading = vec![false; children.len()];
         if lang.doc_style != DocStyle::LeadingComment {
-            return false;
+            return leading;
         }
-        let is_comment = |n: &Node<'_>| lang.comment_kinds.contains(&n.kind());
-        if !rest.first().is_some_and(is_comment) {
-            return false;
+        // Whether the first child after the current one that is not a comment is a definition.
+        let mut before_definition = false;
+        for (i, child) in children.iter().enumerate().rev() {
+            if lang.comment_kinds.contains(&child.kind()) {
+                leading[i] = before_definition;
+            } else {
+                before_definition = self.definition(*child).is_some();
+            }
         }
-        rest.iter()
-            .find(|n| !is_comment(n))
-            .is_some_and(|n| self.definition(*n).is_some())
+        leading
     }
 
     fn is_block(&self, node: Node<'_>) -> bool {

@@ -2,7 +2,6 @@
 //! but a regular file; a malformed line is an error naming the file and the line.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -11,6 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::repo::Output;
 
 /// The largest JSONL (or JSON array) file read: SWE-bench's full test split with its patches
 /// is about 100 MB.
@@ -139,18 +139,28 @@ pub fn read_records(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Recor
 #[derive(Debug)]
 pub struct JsonlWriter {
     path: PathBuf,
-    file: BufWriter<File>,
+    file: BufWriter<Output>,
 }
 
 impl JsonlWriter {
     /// A writer of `file`, an output already opened (see [`crate::repo::open_outputs`]: never
     /// an input of the run, a special file or another run's output, and locked while the file
     /// is open).
-    pub fn from_file(path: &Path, file: File) -> Self {
+    pub fn from_file(path: &Path, file: Output) -> Self {
         JsonlWriter {
             path: path.to_path_buf(),
             file: BufWriter::new(file),
         }
+    }
+
+    /// Puts the lines written in place ([`Output::commit`]): a replaced output keeps what it
+    /// held until this is called, and keeps it if the writer is dropped instead.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        self.file
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?
+            .commit()
     }
 
     /// Writes `value` as one line and flushes it.
@@ -229,7 +239,9 @@ mod tests {
         // As a run opens its outputs: every one at once, then a writer for each.
         let write = |mode: OutputMode, n: u32| {
             open_outputs(&[(path.as_path(), mode, "out")], &none).and_then(|mut files| {
-                JsonlWriter::from_file(&path, files.remove(0)).write(&line(n))
+                let mut writer = JsonlWriter::from_file(&path, files.remove(0));
+                writer.write(&line(n))?;
+                writer.commit()
             })
         };
         write(replace, 1).expect("create");

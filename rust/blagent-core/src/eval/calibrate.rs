@@ -196,9 +196,10 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         fit,
     };
     let text = serde_json::to_string_pretty(&profile)?;
-    open_output(&config.out, profile_mode, &inputs, "--out")?
-        .write_all((text + "\n").as_bytes())
+    let mut out = open_output(&config.out, profile_mode, &inputs, "--out")?;
+    out.write_all((text + "\n").as_bytes())
         .map_err(|e| Error::io(&config.out, e))?;
+    out.commit()?;
     Ok(CalibrationReport {
         profile,
         gain_over_default,

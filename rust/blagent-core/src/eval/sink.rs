@@ -257,6 +257,14 @@ impl EvalSink {
         report.dense = self.dense;
         report.functions = self.functions.map(FunctionAccumulator::finish);
         report.seconds = self.start.elapsed().as_secs_f64();
+        // The outputs replace the last run's only for a run that scored an instance: one that
+        // scored none (no tree under --repos, every instance failed) is refused by the caller,
+        // and like a stopped run it leaves them as they were.
+        if report.overall.instances > 0 {
+            for writer in [self.out, self.signals_out].into_iter().flatten() {
+                writer.commit()?;
+            }
+        }
         Ok(report)
     }
 }

@@ -84,7 +84,7 @@ impl BatchSink {
         // in the output are read and checked before this run's failures replace the last run's.
         let shape = line_shape(config);
         let mut resumed = None;
-        let [out, failures_file]: [std::fs::File; 2] =
+        let [out, failures_file]: [crate::repo::Output; 2] =
             open_outputs_checked(&outputs, &inputs, |files| {
                 resumed = Some(existing_ids(&config.out, &mut files[0], &shape)?);
                 Ok(())
@@ -165,6 +165,12 @@ impl BatchSink {
                 check_line(id, &line)?;
                 self.out.write_raw(&line)?;
                 self.report.written += 1;
+                if let Some(first) = outcome.llm_fallbacks.first() {
+                    self.report.llm_fell_back += 1;
+                    self.report
+                        .llm_first_fallback
+                        .get_or_insert_with(|| format!("{id}: {first}"));
+                }
                 self.progress.finish_one(
                     id,
                     &format!("{} files, {:.2} s", outcome.files, outcome.seconds),
@@ -207,6 +213,9 @@ impl BatchSink {
             )));
         }
         self.report.seconds = self.start.elapsed().as_secs_f64();
+        // This run's failures replace the last run's only now: a run stopped before leaves
+        // them as they were (its lines are in the output, and a rerun resumes it).
+        self.failures_file.commit()?;
         Ok(self.report)
     }
 }

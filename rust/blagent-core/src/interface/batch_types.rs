@@ -108,6 +108,13 @@ pub struct BatchReport {
     pub written: usize,
     /// Instances that failed, in order.
     pub failures: Vec<BatchFailure>,
+    /// Lines of this run where a stage of the LLM pipeline fell back to retrieval (the model
+    /// unreachable, unknown to a cassette, or its answers invalid).
+    #[serde(default)]
+    pub llm_fell_back: usize,
+    /// The first fallback of the first such line, as its `warnings` say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_first_fallback: Option<String>,
     /// Wall-clock seconds.
     pub seconds: f64,
 }
@@ -124,6 +131,9 @@ pub struct BatchOutcome {
     pub failure: Option<BatchFailure>,
     /// Files in the line.
     pub files: usize,
+    /// The LLM pipeline's fallbacks in this line, if any.
+    #[serde(default)]
+    pub llm_fallbacks: Vec<String>,
     /// Seconds the instance took.
     pub seconds: f64,
 }
@@ -136,6 +146,7 @@ impl BatchOutcome {
             line: None,
             failure: Some(failure),
             files: 0,
+            llm_fallbacks: Vec::new(),
             seconds,
         }
     }

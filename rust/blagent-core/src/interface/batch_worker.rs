@@ -73,6 +73,11 @@ impl BatchWorker {
         Ok(match localized {
             Ok(result) => {
                 let files = result.files.len();
+                let llm_fallbacks = result
+                    .llm
+                    .as_ref()
+                    .map(|llm| llm.stats.fallbacks.clone())
+                    .unwrap_or_default();
                 let line = if self.related_locs {
                     AgentlessLine::with_related_locs(result)
                 } else {
@@ -83,6 +88,7 @@ impl BatchWorker {
                     line: Some(serde_json::to_string(&line)?),
                     failure: None,
                     files,
+                    llm_fallbacks,
                     seconds,
                 }
             }

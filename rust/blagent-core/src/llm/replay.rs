@@ -3,7 +3,6 @@
 //! BLAKE3 hash of what the model sees ([`request_key`]); the stage is recorded but not hashed.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -13,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::{ChatModel, ChatRequest, ChatResponse, Message};
 use crate::error::{Error, Result};
 use crate::repo::{
-    check_output, complete_last_line, json_lines_with, open_output, Inputs, OutputMode,
+    check_output, complete_last_line, json_lines_with, open_output, Inputs, Output, OutputMode,
 };
 
 /// A request as a cassette stores it: the model name and everything sent.
@@ -231,7 +230,7 @@ pub struct RecordingModel<M> {
     inputs: Inputs,
     /// Opened at the first exchange, so a run refused before it asks anything leaves no
     /// cassette behind.
-    file: Mutex<Option<File>>,
+    file: Mutex<Option<Output>>,
 }
 
 impl<M: ChatModel> RecordingModel<M> {
@@ -279,7 +278,7 @@ impl<M: ChatModel> RecordingModel<M> {
 /// Opens the cassette `path` for appending, its last line completed first: one cut short by
 /// an interrupted write is dropped, whole JSON without its newline gets it
 /// ([`complete_last_line`]).
-fn open_cassette(path: &Path, inputs: &Inputs) -> Result<File> {
+fn open_cassette(path: &Path, inputs: &Inputs) -> Result<Output> {
     let mut file = open_output(path, CASSETTE, inputs, "cassette")?;
     complete_last_line(&mut file, path)?;
     Ok(file)

@@ -186,10 +186,16 @@ fn code_snippets(text: &str) -> Vec<String> {
     snippets
 }
 
-/// Python traceback frames (each traceback's innermost frame gets depth 0), then JVM frames.
+/// The traceback frames read from an issue at most: a report's tracebacks hold tens of
+/// frames, and every frame kept is echoed in the result (300,000 frames made 129 MB of it).
+pub const MAX_STACK_FRAMES: usize = 500;
+
+/// Python traceback frames (each traceback's innermost frame gets depth 0), then JVM frames,
+/// the first [`MAX_STACK_FRAMES`] of them.
 fn stack_frames(text: &str) -> Vec<StackFrame> {
     let mut frames = python_frames(text);
     frames.extend(jvm_frames(text));
+    frames.truncate(MAX_STACK_FRAMES);
     frames
 }
 

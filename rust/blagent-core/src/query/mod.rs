@@ -9,7 +9,7 @@ mod rewrite;
 use serde::{Deserialize, Serialize};
 
 pub use self::boilerplate::strip_boilerplate;
-pub use self::extract::reformulate;
+pub use self::extract::{reformulate, MAX_STACK_FRAMES};
 pub use self::rewrite::{behavioral_query, structural_query};
 
 /// Where an identifier was seen, which says how deliberately the reporter named it.

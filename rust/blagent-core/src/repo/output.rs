@@ -1,8 +1,10 @@
 //! Opening a file blagent writes: never an input of the run, never a special file, never a file
-//! another run is writing, and an existing file is emptied only when it holds what blagent
-//! writes there. Nothing is deleted; nothing is created before every check has passed.
+//! another run is writing, and an existing file is replaced only when it holds what blagent
+//! writes there. Nothing is created before every check has passed, and a file a run replaces
+//! keeps what it held until the run [commits](Output::commit) what it wrote.
 
 use std::fs::{File, OpenOptions};
+use std::ops::{Deref, DerefMut};
 use std::path::{Component, Path, PathBuf};
 
 use super::read::{kind_name, read_bounded, same_file, MAX_DATA_FILE_BYTES};
@@ -26,6 +28,8 @@ pub struct OutputMode {
 pub struct Inputs {
     files: Vec<PathBuf>,
     folders: Vec<PathBuf>,
+    /// The device and inode of each folder of `folders` that exists, found once.
+    folder_ids: std::sync::OnceLock<Vec<(u64, u64)>>,
 }
 
 impl Inputs {
@@ -46,27 +50,184 @@ impl Inputs {
     pub fn folders<P: AsRef<Path>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
         self.folders
             .extend(paths.into_iter().map(|p| p.as_ref().to_path_buf()));
+        self.folder_ids = std::sync::OnceLock::new();
         self
     }
 
     /// Adds a folder whose contents are inputs (the trees folder, a repository).
     #[must_use]
-    pub fn folder<P: AsRef<Path>>(mut self, path: Option<P>) -> Self {
-        self.folders.extend(path.map(|p| p.as_ref().to_path_buf()));
-        self
+    pub fn folder<P: AsRef<Path>>(self, path: Option<P>) -> Self {
+        self.folders(path)
     }
+
+    /// Whether `folder` (an existing folder's metadata) is one of the input folders, by device
+    /// and inode: so the same folder is found under a name none of its paths has (a bind
+    /// mount).
+    fn folder_holding(&self, folder: &std::fs::Metadata) -> bool {
+        let ids = self.folder_ids.get_or_init(|| {
+            self.folders
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok())
+                .filter_map(|m| file_id(&m))
+                .collect()
+        });
+        file_id(folder).is_some_and(|id| ids.contains(&id))
+    }
+}
+
+/// A file's device and inode, where the system has them.
+#[cfg(unix)]
+fn file_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
 }
 
 /// Opens `path` for writing (its folder created when missing), locked for the life of the
 /// returned handle. Refused as bad input: whatever [`check_output`] refuses, and a file
-/// another process holds open through this function. Without [`OutputMode::append`] the file
-/// is then emptied.
-pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<File> {
-    let file = open_output_kept(path, mode, inputs, what)?;
-    if !mode.append {
-        file.set_len(0).map_err(|e| Error::io(path, e))?;
+/// another process holds open through this function. With [`OutputMode::append`] it is
+/// written in place; without, it is replaced at [`Output::commit`].
+pub fn open_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<Output> {
+    let mut opened = open_outputs(&[(path, mode, what)], inputs)?;
+    Ok(opened.remove(0))
+}
+
+/// An output a run writes. One appended to (a batch's lines, a cassette) is written in place,
+/// each write as it comes. One replaced (predictions, a profile, an analysis) is written to a
+/// new file beside it, which takes its place at [`Output::commit`]: a run that stops before,
+/// refused, failed, interrupted or out of disk space, leaves the file as it was (and one it
+/// created to hold the lock is removed again). Writes go to the open file ([`Deref`] to it).
+#[derive(Debug)]
+pub struct Output {
+    /// The file written: the output itself, or the new file that is to replace it.
+    file: File,
+    /// The output as the user named it, for messages.
+    path: PathBuf,
+    replacing: Option<Replacement>,
+}
+
+/// What a replaced [`Output`] replaces once committed.
+#[derive(Debug)]
+struct Replacement {
+    /// The output itself, open and locked until it is replaced, so that another run refuses it.
+    target: File,
+    /// Its path with links resolved: a link named as the output is written through, not replaced.
+    dest: PathBuf,
+    /// The new file, in `dest`'s folder (a rename within a file system is atomic).
+    temp: PathBuf,
+    /// Whether this run created `dest`, empty, to lock it.
+    created: bool,
+}
+
+impl Output {
+    /// Puts what was written in place: for a replaced output, the new file is flushed to disk
+    /// and renamed over the old (which keeps its permissions); for one appended to, nothing
+    /// more is needed.
+    pub fn commit(mut self) -> Result<()> {
+        let Some(replacement) = self.replacing.take() else {
+            return Ok(());
+        };
+        let io = |e| Error::io(&self.path, e);
+        self.file.sync_all().map_err(io)?;
+        if !replacement.created {
+            let permissions = replacement.target.metadata().map_err(io)?.permissions();
+            self.file.set_permissions(permissions).map_err(io)?;
+        }
+        let renamed = std::fs::rename(&replacement.temp, &replacement.dest);
+        if renamed.is_err() {
+            // Left to `Drop`, which removes the new file (and the one created to lock).
+            self.replacing = Some(replacement);
+        }
+        renamed.map_err(io)
     }
-    Ok(file)
+
+    /// Opens the new file that will replace `target` (the output at `path`, opened and locked
+    /// by [`open_output_kept`]; `created` when that created it), beside it under a hidden name
+    /// no file has.
+    fn replacing(path: &Path, target: File, created: bool) -> Result<Output> {
+        let io = |e| Error::io(path, e);
+        let dest = resolve(path).map_err(io)?;
+        let (Some(folder), Some(name)) = (dest.parent(), dest.file_name()) else {
+            return Err(Error::InvalidInput(format!(
+                "{} names no file to write",
+                path.display()
+            )));
+        };
+        let mut attempt = 0u32;
+        let (file, temp) = loop {
+            let temp = folder.join(format!(
+                ".{}.blagent-{}-{attempt}.tmp",
+                name.to_string_lossy(),
+                std::process::id()
+            ));
+            // `create_new`: never a file or link that is already there.
+            match OpenOptions::new().write(true).create_new(true).open(&temp) {
+                Ok(file) => break (file, temp),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(Error::io(&temp, e)),
+            }
+        };
+        Ok(Output {
+            file,
+            path: path.to_path_buf(),
+            replacing: Some(Replacement {
+                target,
+                dest,
+                temp,
+                created,
+            }),
+        })
+    }
+}
+
+impl Deref for Output {
+    type Target = File;
+
+    fn deref(&self) -> &File {
+        &self.file
+    }
+}
+
+impl DerefMut for Output {
+    fn deref_mut(&mut self) -> &mut File {
+        &mut self.file
+    }
+}
+
+impl std::io::Write for Output {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.file.write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for Output {
+    /// Uncommitted, a replaced output stays as it was: the new file is removed, and so is the
+    /// output if this run created it to lock it and it is still that empty file.
+    fn drop(&mut self) {
+        let Some(replacement) = self.replacing.take() else {
+            return;
+        };
+        let _ = std::fs::remove_file(&replacement.temp);
+        if replacement.created {
+            let still_ours = (
+                replacement.target.metadata(),
+                std::fs::symlink_metadata(&replacement.dest),
+            );
+            if matches!(still_ours, (Ok(a), Ok(b)) if same_file(&a, &b) && b.len() == 0) {
+                let _ = std::fs::remove_file(&replacement.dest);
+            }
+        }
+    }
 }
 
 /// [`open_output`] leaving what the file holds as it is.
@@ -105,54 +266,86 @@ fn open_output_kept(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) 
 }
 
 /// Opens every output of a run at once: all are checked ([`check_distinct`], [`check_output`])
-/// before any is created, all are opened and locked before any is emptied, and when one fails
-/// to open, those this call created are removed again. So a refusal leaves every file as it was.
-pub fn open_outputs(outputs: &[(&Path, OutputMode, &str)], inputs: &Inputs) -> Result<Vec<File>> {
+/// before any is created, all are opened and locked before any is written, and when one fails
+/// to open, the files and folders this call created are removed again. So a refusal leaves
+/// every file as it was.
+pub fn open_outputs(outputs: &[(&Path, OutputMode, &str)], inputs: &Inputs) -> Result<Vec<Output>> {
     open_outputs_checked(outputs, inputs, |_| Ok(()))
 }
 
 /// [`open_outputs`], with `check` run on the opened and locked files (in the order of
-/// `outputs`) before any is emptied: what a run must read from an output before it may go on
+/// `outputs`) before any is written: what a run must read from an output before it may go on
 /// (a batch's resumed lines) refuses it the same way, leaving every file as it was. `check`
 /// itself may change only what it has checked.
 pub fn open_outputs_checked(
     outputs: &[(&Path, OutputMode, &str)],
     inputs: &Inputs,
     check: impl FnOnce(&mut [File]) -> Result<()>,
-) -> Result<Vec<File>> {
+) -> Result<Vec<Output>> {
     let named: Vec<(&Path, &str)> = outputs.iter().map(|&(p, _, w)| (p, w)).collect();
     check_distinct(&named)?;
     for &(path, mode, what) in outputs {
         check_output(path, mode, inputs, what)?;
     }
     let mut opened: Vec<File> = Vec::with_capacity(outputs.len());
+    // What this call makes, removed again when it is refused: files, and folders (only empty).
     let mut created: Vec<&Path> = Vec::new();
-    let refused = |e: Error, opened: Vec<File>, created: &[&Path]| {
+    let mut folders: Vec<PathBuf> = Vec::new();
+    let refused = |e: Error, opened: Vec<File>, created: &[&Path], folders: &mut Vec<PathBuf>| {
         drop(opened);
         for made in created {
             let _ = std::fs::remove_file(made);
+        }
+        folders.sort_by_key(|f| std::cmp::Reverse(f.components().count()));
+        for folder in folders.iter() {
+            let _ = std::fs::remove_dir(folder);
         }
         e
     };
     for &(path, mode, what) in outputs {
         let existed = std::fs::symlink_metadata(path).is_ok();
+        folders.extend(missing_folders(path));
         match open_output_kept(path, mode, inputs, what) {
             Ok(file) => opened.push(file),
-            Err(e) => return Err(refused(e, opened, &created)),
+            Err(e) => return Err(refused(e, opened, &created, &mut folders)),
         }
         if !existed {
             created.push(path);
         }
     }
     if let Err(e) = check(&mut opened) {
-        return Err(refused(e, opened, &created));
+        return Err(refused(e, opened, &created, &mut folders));
     }
-    for (&(path, mode, _), file) in outputs.iter().zip(&opened) {
-        if !mode.append {
-            file.set_len(0).map_err(|e| Error::io(path, e))?;
+    let mut ready = Vec::with_capacity(opened.len());
+    for (&(path, mode, _), file) in outputs.iter().zip(opened) {
+        let output = if mode.append {
+            Ok(Output {
+                file,
+                path: path.to_path_buf(),
+                replacing: None,
+            })
+        } else {
+            Output::replacing(path, file, created.contains(&path))
+        };
+        match output {
+            Ok(output) => ready.push(output),
+            Err(e) => {
+                drop(ready);
+                return Err(refused(e, Vec::new(), &created, &mut folders));
+            }
         }
     }
-    Ok(opened)
+    Ok(ready)
+}
+
+/// The folders above `path` that do not exist yet (which opening it creates).
+fn missing_folders(path: &Path) -> Vec<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .take_while(|a| std::fs::symlink_metadata(a).is_err())
+        .map(Path::to_path_buf)
+        .collect()
 }
 
 /// Whether [`open_output`] would accept `path`, without creating, locking or changing
@@ -172,7 +365,10 @@ pub fn check_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) 
 pub fn check_distinct(outputs: &[(&Path, &str)]) -> Result<()> {
     let mut seen: Vec<(PathBuf, &str)> = Vec::new();
     for &(path, what) in outputs {
-        let resolved = resolve(path).map_err(|e| Error::io(path, e))?;
+        let resolved = resolve(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidInput => refusal(path, what)(e.to_string()),
+            _ => Error::io(path, e),
+        })?;
         let same = |p: &PathBuf| {
             *p == resolved
                 || matches!((std::fs::metadata(p), std::fs::metadata(&resolved)),
@@ -227,6 +423,16 @@ fn vet(path: &Path, inputs: &Inputs, refuse: &impl Fn(String) -> Error) -> Resul
                     folder.display()
                 )));
             }
+        }
+    }
+    // The same folder under another path (a bind mount of the trees) holds the same files.
+    for ancestor in resolved.ancestors().skip(1) {
+        if std::fs::metadata(ancestor).is_ok_and(|m| m.is_dir() && inputs.folder_holding(&m)) {
+            return Err(refuse(format!(
+                "is inside {}, which is a folder this run reads under another name; write \
+                 outputs elsewhere",
+                ancestor.display()
+            )));
         }
     }
     if let Ok(meta) = std::fs::metadata(path) {
@@ -497,6 +703,8 @@ fn has_fields(value: &serde_json::Value, fields: &[&str]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write as _;
+
     use super::*;
 
     const JSONL: OutputMode = OutputMode {
@@ -509,7 +717,7 @@ mod tests {
         ..JSONL
     };
 
-    fn refused(result: Result<File>) -> String {
+    fn refused<T: std::fmt::Debug>(result: Result<T>) -> String {
         match result {
             Err(e @ Error::InvalidInput(_)) => e.to_string(),
             other => panic!("expected a refusal, got {other:?}"),
@@ -565,11 +773,17 @@ mod tests {
         assert!(message.contains("target does not exist"), "{message}");
         assert!(!trees.join("a/made.jsonl").exists());
         let fine = dir.path().join("new/sub/../out.jsonl");
-        open_output(&fine, JSONL, &inputs, "--out").unwrap();
+        open_output(&fine, JSONL, &inputs, "--out")
+            .unwrap()
+            .commit()
+            .unwrap();
         assert!(dir.path().join("new/out.jsonl").is_file());
         // `..` out of the trees leads beside them: allowed, as the system resolves it.
         let beside = dir.path().join("trees/a/../../beside.jsonl");
-        open_output(&beside, JSONL, &inputs, "--out").unwrap();
+        open_output(&beside, JSONL, &inputs, "--out")
+            .unwrap()
+            .commit()
+            .unwrap();
         assert!(dir.path().join("beside.jsonl").is_file());
     }
 
@@ -618,10 +832,18 @@ mod tests {
         refused(open_output(&notes, APPEND, &Inputs::new(), "--out"));
 
         let ours = dir.path().join("preds.jsonl");
-        std::fs::write(&ours, "{\"instance_id\": \"a\"}\n{\"instance_id\":\"b").unwrap();
+        let before = "{\"instance_id\": \"a\"}\n{\"instance_id\":\"b";
+        std::fs::write(&ours, before).unwrap();
         drop(open_output(&ours, APPEND, &Inputs::new(), "--out").unwrap());
         drop(open_output(&ours, JSONL, &Inputs::new(), "--out").unwrap());
-        assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
+        assert_eq!(std::fs::read_to_string(&ours).unwrap(), before);
+        let mut out = open_output(&ours, JSONL, &Inputs::new(), "--out").unwrap();
+        out.write_all(b"{\"instance_id\": \"c\"}\n").unwrap();
+        out.commit().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&ours).unwrap(),
+            "{\"instance_id\": \"c\"}\n"
+        );
     }
 
     /// A dataset or another tool's output has an `instance_id` too: only lines with every
@@ -692,9 +914,84 @@ mod tests {
             "{\"instance_id\": \"a\"}\n"
         );
         assert_eq!(open_outputs(&outputs, &none).unwrap().len(), 3);
+        assert_eq!(
+            std::fs::read_to_string(&ours).unwrap(),
+            "{\"instance_id\": \"a\"}\n",
+            "opened and dropped, not committed: as it was"
+        );
+        assert!(!new.exists(), "created to hold the lock, removed again");
+        for output in open_outputs(&outputs, &none).unwrap() {
+            output.commit().unwrap();
+        }
         assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
+        assert_eq!(std::fs::read_to_string(&new).unwrap(), "");
         let cut = b"{\"instance_id\": \"a\"}\n{\"inst";
         assert!(json_lines_with(cut, &["instance_id"], b"{\"instance_id\":"));
+    }
+
+    /// Found by a hostile review: an output was emptied when opened, so a run that then
+    /// failed, was refused or was interrupted left neither the last output nor a whole new
+    /// one. A replaced output now keeps what it held until the run commits; an output named
+    /// through a link is replaced where the link points (the link stays), and keeps its
+    /// permissions; no hidden file is left beside it.
+    #[test]
+    fn a_replaced_output_keeps_what_it_held_until_committed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("preds.jsonl");
+        let old = "{\"instance_id\": \"old\"}\n";
+        std::fs::write(&ours, old).unwrap();
+        std::fs::set_permissions(&ours, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let none = Inputs::new();
+        {
+            let mut out = open_output(&ours, JSONL, &none, "--out").unwrap();
+            out.write_all(b"{\"instance_id\": \"half").unwrap();
+            assert_eq!(std::fs::read_to_string(&ours).unwrap(), old);
+            // Dropped uncommitted: as a run that fails or is stopped.
+        }
+        assert_eq!(std::fs::read_to_string(&ours).unwrap(), old);
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&ours, &link).unwrap();
+        let mut out = open_output(&link, JSONL, &none, "--out").unwrap();
+        out.write_all(b"{\"instance_id\": \"new\"}\n").unwrap();
+        out.commit().unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(&ours).unwrap(),
+            "{\"instance_id\": \"new\"}\n"
+        );
+        let mode = std::fs::metadata(&ours).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["link.jsonl", "preds.jsonl"]);
+    }
+
+    /// Found by a hostile review: a refused run left the folders it had created for its
+    /// outputs.
+    #[test]
+    fn a_refused_run_removes_the_folders_it_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = dir.path().join("held.jsonl");
+        let none = Inputs::new();
+        let holder = open_output(&held, APPEND, &none, "--y").unwrap();
+        let new = dir.path().join("nd/sub/p.jsonl");
+        let deeper = dir.path().join("nd/sub/more/s.jsonl");
+        let outputs = [
+            (new.as_path(), JSONL, "--out"),
+            (deeper.as_path(), JSONL, "--signals-out"),
+            (held.as_path(), JSONL, "--y"),
+        ];
+        let message = refused(open_outputs(&outputs, &none));
+        assert!(message.contains("another blagent run"), "{message}");
+        assert!(!dir.path().join("nd").exists());
+        drop(holder);
     }
 
     /// What a run reads from an output before it may go on refuses it as a failed open does:
@@ -723,6 +1020,9 @@ mod tests {
         );
         let opened = open_outputs_checked(&outputs, &Inputs::new(), |_| Ok(())).unwrap();
         assert_eq!(opened.len(), 2);
+        for output in opened {
+            output.commit().unwrap();
+        }
         assert_eq!(std::fs::read_to_string(&ours).unwrap(), "");
     }
 

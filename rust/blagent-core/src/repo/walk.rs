@@ -32,12 +32,15 @@ pub struct WalkOptions {
     pub max_file_bytes: u64,
 }
 
+/// [`WalkOptions::max_file_bytes`] unless set: the largest source file blagent reads.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
+
 impl Default for WalkOptions {
     fn default() -> Self {
         WalkOptions {
             include_tests: false,
             languages: Vec::new(),
-            max_file_bytes: 2 * 1024 * 1024,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
         }
     }
 }

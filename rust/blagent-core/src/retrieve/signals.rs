@@ -182,11 +182,24 @@ fn history(index: &RepoIndex, title: &QueryTokens, out: &mut [FileSignals]) {
     }
 }
 
-/// Keeps the strongest mention per file: naming a file twice is not twice the evidence.
+/// The pieces of evidence of one signal a file lists at most: its score is the strongest
+/// mention's whatever their number, and a file named by 300,000 traceback frames listed them
+/// all (a 42 MB result).
+const MAX_EVIDENCE_PER_SIGNAL: usize = 20;
+
+/// Keeps the strongest mention per file: naming a file twice is not twice the evidence. The
+/// first [`MAX_EVIDENCE_PER_SIGNAL`] mentions are listed as its evidence.
 fn add_max(signals: &mut FileSignals, evidence: Evidence) {
     let slot = &mut signals.scores[evidence.signal.index()];
     *slot = slot.max(evidence.score);
-    signals.evidence.push(evidence);
+    let listed = signals
+        .evidence
+        .iter()
+        .filter(|e| e.signal == evidence.signal)
+        .count();
+    if listed < MAX_EVIDENCE_PER_SIGNAL {
+        signals.evidence.push(evidence);
+    }
 }
 
 fn mentions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
@@ -483,6 +496,27 @@ mod tests {
         (dir, index)
     }
 
+    /// Found by a hostile review: a file named by 300,000 traceback frames listed every one
+    /// as evidence (a 42 MB result); the frames read and the evidence listed are bounded, the
+    /// score is the innermost frame's as before.
+    #[test]
+    fn a_traceback_of_many_frames_gives_bounded_evidence() {
+        let (_dir, index) = index_of(&[("mod.py", "def f():\n    return 1\n".to_owned())]);
+        let mut issue = String::from("Crash\nTraceback (most recent call last):\n");
+        for i in 0..5_000 {
+            let _ = writeln!(issue, "  File \"mod.py\", line {}, in f", i % 2 + 1);
+        }
+        issue.push_str("ValueError: boom\n");
+        let query = crate::query::reformulate(&issue);
+        assert_eq!(query.stack_frames.len(), crate::query::MAX_STACK_FRAMES);
+        let signals = compute_signals(&index, &query);
+        assert_eq!(
+            details(&signals[0], Signal::StackFrame).len(),
+            MAX_EVIDENCE_PER_SIGNAL
+        );
+        assert!((signals[0].get(Signal::StackFrame) - 1.0).abs() < 1e-6);
+    }
+
     /// The history signal follows the files of past commits whose messages read like the
     /// title: a commit's score is shared among the files it changed, unrelated commits add
     /// nothing, the subjects are the evidence, and with no history read the signal is silent.
@@ -621,7 +655,8 @@ mod tests {
             let _ = writeln!(issue, "  File \"many.py\", line {}, in f0", 1 + i % 2);
         }
         let query = crate::query::reformulate(&issue);
-        assert_eq!(query.stack_frames.len(), 60_000);
+        // The innermost frames are kept, up to the bound.
+        assert_eq!(query.stack_frames.len(), crate::query::MAX_STACK_FRAMES);
         let signals = compute_signals(&index, &query);
         let frames = signals[0]
             .evidence

@@ -149,6 +149,16 @@ fn a_readme_linking_to_a_hidden_file_is_not_shown() {
     std::fs::remove_file(&readme).unwrap();
     std::os::unix::fs::symlink("docs/README.md", &readme).unwrap();
     assert!(view_readme(&index, 100).unwrap().contains("Prices things"));
+    // Found by a later review: a link to an ignored, unindexed file (`secrets.py`, listed in
+    // `.gitignore`) went to the endpoint; a link is followed only to another README.
+    std::fs::write(dir.path().join("secrets.py"), "KEY = 'CANARY'").unwrap();
+    std::fs::remove_file(&readme).unwrap();
+    std::os::unix::fs::symlink("secrets.py", &readme).unwrap();
+    let refused = view_readme(&index, 100).unwrap_err();
+    assert!(
+        refused.contains("not a README") && !refused.contains("CANARY"),
+        "{refused}"
+    );
 }
 
 #[test]
