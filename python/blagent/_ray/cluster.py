@@ -112,3 +112,7 @@ def cluster_cpus(ray: ModuleType) -> int:
     """The CPUs of the cluster (at least 1)."""
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
+
+def largest_node_cpus(ray: ModuleType) -> int:
+    """The CPUs of the cluster's largest live node: a worker reserves its CPUs on one node."""
+    return max((int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n["Alive"]), default=0)
