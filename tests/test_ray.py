@@ -158,19 +158,33 @@ def test_an_instance_whose_worker_keeps_dying_is_a_failure_after_two_retries(
     assert [f["instance_id"] for f in failures] == ["big__tree-1"]
 
 
+def _as_started(stop: int) -> None:
+    """The signals of a driver started from a terminal (this process may run under nohup or
+    in the background, where SIGINT is ignored), but for SIGHUP ignored when SIGTERM stops it,
+    as under nohup."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN if stop == signal.SIGTERM else signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_ray_batch_resumes_without_duplicates_or_losses(
-    cluster: Any, dataset: tuple[Path, Path], local_lines: dict[str, dict[str, Any]], tmp_path: Path
+    cluster: Any,
+    dataset: tuple[Path, Path],
+    local_lines: dict[str, dict[str, Any]],
+    tmp_path: Path,
+    stop: int,
 ) -> None:
+    """SIGTERM, found by a review: Ray's own handler (from `ray.init`) ended the driver with
+    status 1 or 15 after a stack dump; now it stops as Ctrl-C does, then by the signal, as a
+    local run does (killed by it: the shell's 143), and a SIGHUP ignored stays ignored."""
     out = tmp_path / "loc_outputs.jsonl"
     args = batch_args(dataset, out, "--ray", address(cluster), "--ray-workers", "1")
-    # Started under nohup or in the background, this process ignores SIGINT and so would the
-    # driver: it gets the default back, as a terminal would give it.
     proc = subprocess.Popen(
         [*CLI, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=lambda: _as_started(stop),
     )
     deadline = time.monotonic() + 120
     while (
@@ -179,12 +193,14 @@ def test_an_interrupted_ray_batch_resumes_without_duplicates_or_losses(
         and not (out.exists() and out.read_text().count("\n") >= 1)
     ):
         time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
+    if stop == signal.SIGTERM:
+        proc.send_signal(signal.SIGHUP)  # ignored
+    proc.send_signal(stop)
     interrupted = time.monotonic()
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == (130 if stop == signal.SIGINT else -stop), stderr
     assert time.monotonic() - interrupted < 10, "the driver did not stop promptly"
-    assert "interrupted" in stderr
+    assert "blagent: interrupted" in stderr and "received" not in stderr, stderr
     first = by_id(out)  # complete lines only, none twice
     assert 1 <= len(first) < INSTANCES
     second = cli(*args)
@@ -275,6 +291,116 @@ def test_llm_requests_are_limited_across_the_cluster(
     assert server.peak == permits  # 2 workers: at once only when the permits allow it
 
 
+def test_the_llm_endpoint_of_the_drivers_environment_is_the_workers(
+    cluster: Any, dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a review: an endpoint set by BLAGENT_LLM_* variables was dropped on Ray (each
+    worker read its own environment), so every instance fell back to "no LLM configured". The
+    driver now sends the configuration it resolved, and a cluster's variables (here the job's
+    runtime environment, as `ray job submit` or the nodes' environment would give them) do not
+    add an endpoint to a driver that has none."""
+    server = SlowServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    secret = "sk-driver-secret-0123456789"
+
+    def run(out: str, driver: dict[str, str], cluster_env: dict[str, str]) -> Any:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BLAGENT_LLM_")}
+        job = {"runtime_env": {"env_vars": cluster_env}}
+        env.update(driver, RAY_JOB_CONFIG_JSON_ENV_VAR=json.dumps(job))
+        args = batch_args(dataset, tmp_path / out, "--ids", "shop__repo-1,inventory__repo-1")
+        llm = ["--pipeline", "blagent", "--llm-option", "max_steps=1", "--llm-option"]
+        extra = [*llm, "permutation_check=false", "--ray", address(cluster), "--ray-workers", "2"]
+        proc = subprocess.run(
+            [*CLI, *args, *extra], capture_output=True, text=True, timeout=300, env=env
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert secret not in proc.stdout + proc.stderr + (tmp_path / out).read_text()
+        return json.loads(proc.stdout)
+
+    elsewhere = {"BLAGENT_LLM_BASE_URL": "http://127.0.0.1:9/v1", "BLAGENT_LLM_MODEL": "other"}
+    try:
+        driver = {"BLAGENT_LLM_BASE_URL": url, "BLAGENT_LLM_MODEL": "slow"}
+        report = run("env.jsonl", {**driver, "BLAGENT_LLM_API_KEY": secret}, elsewhere)
+        asked = server.requests
+        cluster_only = run("none.jsonl", {}, {**driver, "BLAGENT_LLM_API_KEY": secret})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert report["ray"]["llm_permits"]["granted"] == 2 and asked >= 2
+    modes = {line["blagent"]["localizer"]["mode"] for line in lines(tmp_path / "env.jsonl")}
+    assert modes == {"llm:blagent:http:slow"}, modes
+    assert cluster_only["ray"]["llm_permits"] is None and server.requests == asked
+    modes = {line["blagent"]["localizer"]["mode"] for line in lines(tmp_path / "none.jsonl")}
+    assert modes == {"llm:blagent:none"}, modes
+
+
+def test_paths_on_ray_name_what_they_name_locally_and_the_report_is_the_local_one(
+    cluster: Any, dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a review: the driver made paths absolute with `abspath`, which drops `link/..`
+    before the link is followed, so `--dataset link/../ds.jsonl` read and `--out
+    link/../out.jsonl` wrote other files than a local run; the report named the outputs by
+    their absolute paths, and the failures in the order they came."""
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real / "sub", target_is_directory=True)
+    (real / "trees").mkdir()
+    (real / "trees" / "shop__repo-1").symlink_to(dataset[1] / "shop__repo-1")
+    rows = [json.loads(line) for line in dataset[0].read_text().splitlines()][:1]
+    # One worker takes the largest group first: the aa failures come before zz's.
+    rows += [
+        {"instance_id": i, "problem_statement": "x"} for i in ("zz__a-1", "aa__b-1", "aa__b-2")
+    ]
+    (real / "ds.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (tmp_path / "ds.jsonl").write_text(json.dumps(rows[0]) + "\n")  # where abspath led
+
+    def run(out: str, *extra: str) -> dict[str, Any]:
+        given = ["--dataset", "link/../ds.jsonl", "--repos", "link/../trees", "--out", out]
+        proc = subprocess.run(
+            [*CLI, "batch", *given, "--quiet", *extra],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 3, proc.stderr  # 3 of 4 instances fail
+        report: dict[str, Any] = json.loads(proc.stdout)
+        del report["seconds"]
+        report.pop("ray", None)
+        return report
+
+    local = run("link/../local.jsonl")
+    remote = run("link/../ray.jsonl", "--ray", address(cluster), "--ray-workers", "1")
+    assert not (tmp_path / "ray.jsonl").exists()
+    assert by_id(real / "ray.jsonl") == by_id(real / "local.jsonl")
+    assert (remote["out"], remote["failures_out"]) == (
+        "link/../ray.jsonl",
+        "link/../ray.failures.jsonl",
+    )
+    assert [f["instance_id"] for f in remote["failures"]] == ["zz__a-1", "aa__b-1", "aa__b-2"]
+    for report in (local, remote):
+        del report["out"], report["failures_out"]
+        for failure in report["failures"]:
+            del failure["error"]  # the workers name the trees by their absolute path
+    assert remote == local
+
+
+def test_more_cpus_per_worker_than_any_node_has_is_refused_at_once(
+    cluster: Any, dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Found by a review: the driver waited forever for a worker no node could start."""
+    out = tmp_path / "out.jsonl"
+    started = time.monotonic()
+    proc = cli(*batch_args(dataset, out, "--ray", address(cluster), "--ray-cpus-per-worker", "3"))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        "blagent: error: --ray-cpus-per-worker 3: no node of the cluster has that many CPUs "
+        "(the largest has 2), so no worker could start"
+    )
+    assert time.monotonic() - started < 60 and not out.exists()
+
+
 class _RayError(Exception):
     """Stands for `ray.exceptions.RayError` (a worker died)."""
 
@@ -350,3 +476,39 @@ def test_a_worker_that_dies_after_finishing_an_instance_is_charged_for_the_next(
     assert driver.sink.notes and "died on big-1" in driver.sink.notes[0]
     assert driver.live == {} and slot.inflight == [] and restarted == [0]
     assert driver.scheduler.next_for(0) is dying and driver.scheduler.next_for(0) is None
+
+
+def test_a_driver_waiting_for_its_first_worker_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a review: with the cluster's CPUs taken, the driver waited without a word."""
+    from blagent._ray import driver as driver_module
+    from blagent._ray.driver import Driver
+    from blagent._ray.slots import Slot
+
+    class Busy(_Results):
+        """No worker ready for the first two looks."""
+
+        looks = 0
+
+        def wait(
+            self, refs: list[str], num_returns: int, timeout: float
+        ) -> tuple[list[str], list[str]]:
+            self.looks += 1
+            return ([], refs) if self.looks <= 2 else super().wait(refs, num_returns, timeout)
+
+        def available_resources(self) -> dict[str, float]:
+            return {"CPU": 0.0}
+
+    monkeypatch.setattr(driver_module, "WAIT_NOTE_S", 0.0)
+    driver = Driver.__new__(Driver)
+    driver.ray, driver.cpus = Busy({"probe": None}), 2
+    slot = Slot(0, probe="probe")
+    driver.slots, driver.live = [slot], {"probe": slot}
+
+    driver._await_first()
+
+    notes = capsys.readouterr().err.splitlines()
+    assert len(notes) == 2 and slot.probe is None, notes
+    assert notes[0].startswith("blagent: waiting for a Ray worker to start (0 s so far)")
+    assert notes[0].endswith("each reserves 2 CPU(s), the cluster has 0 free; Ctrl-C stops")

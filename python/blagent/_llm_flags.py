@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from typing import Any, Callable
 
 from . import _core
@@ -19,6 +20,14 @@ LLM_HELP = (
 
 #: Each flag: {"flag", "key", "kind", "metavar", "help"} (see rust/blagent-core/src/llm/flags.rs).
 CONFIG_FLAGS: list[dict[str, str]] = json.loads(_core.LLM_CONFIG_FLAGS)
+
+#: The `LlmConfig` fields that the environment sets where the flags leave them unset, and the
+#: variable of each (`LlmConfig::fill_from`).
+ENVIRONMENT = {
+    "base_url": "BLAGENT_LLM_BASE_URL",
+    "model": "BLAGENT_LLM_MODEL",
+    "api_key": "BLAGENT_LLM_API_KEY",
+}
 
 #: The largest count or seed a flag takes (the core reads them as 32-bit or wider).
 MAX_INT = 2**32 - 1
@@ -91,6 +100,19 @@ def llm_config(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, f"llm_{f['key']}", None)
         if value is not None:
             config[f["key"]] = value
+    return config
+
+
+def with_environment(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` completed from this process's environment as the core completes it
+    (`LlmConfig::fill_from`: a field unset, or a model left empty, takes its variable when that
+    is not blank), so that a process that reads another environment (a Ray worker) gets the
+    configuration this one would use."""
+    for key, name in ENVIRONMENT.items():
+        unset = not config.get(key) if key == "model" else config.get(key) is None
+        value = os.environ.get(name, "")
+        if unset and value.strip():
+            config[key] = value
     return config
 
 

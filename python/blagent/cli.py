@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -858,6 +859,14 @@ def _check_arguments(args: argparse.Namespace) -> None:
                 _io.check_encodable(text, f"{flag} '{_io.printable(text)}'")
 
 
+def _end_by(signum: int) -> None:
+    """Ends the process by `signum` with its default action, so that it has the status of a
+    local run the signal killed (the shell's 128 + `signum`)."""
+    sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     _start.started()
     _open_standard_streams()
@@ -870,9 +879,12 @@ def main(argv: list[str] | None = None) -> int:
         status = int(args.func(args))
         sys.stdout.flush()  # a write that fails fails here, not at exit
         return status
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         # Batch and eval lines written so far are complete (each is flushed); run again to resume.
-        print("blagent: interrupted", file=sys.stderr)
+        signum = getattr(err, "signum", None)  # a run on Ray stopped by SIGTERM or SIGHUP
+        print(f"blagent: interrupted{f' ({err})' if signum else ''}", file=sys.stderr)
+        if signum:
+            _end_by(signum)
         return EXIT_INTERRUPTED
     except RecursionError:
         print("blagent: error: the input is nested too deeply", file=sys.stderr)

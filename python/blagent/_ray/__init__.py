@@ -10,6 +10,7 @@ sent (a shared file system, or the same layout on each machine).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -18,7 +19,8 @@ import time
 from typing import Any
 
 from .. import _core
-from .cluster import cluster_cpus, connected
+from .._llm_flags import with_environment
+from .cluster import cluster_cpus, connected, largest_node_cpus
 from .slots import Job
 
 __all__ = ["RayOptions", "run_batch", "run_eval"]
@@ -41,13 +43,18 @@ class RayOptions:
 
 
 def _absolute(path: Any) -> Any:
-    return os.path.abspath(os.path.expanduser(path)) if isinstance(path, str) and path else path
+    """`path` made absolute as the system resolves it here: joined to this folder, `..` and
+    links left for the system (`abspath` would drop `link/..` before following the link), and
+    `~` a name like any other, as it is to a local run."""
+    return os.path.join(os.getcwd(), path) if isinstance(path, str) and path else path
 
 
-def _worker_paths(
+def _worker_jsons(
     config: dict[str, Any], llm_options: dict[str, Any], llm_config: dict[str, Any]
-) -> None:
-    """Makes the paths the workers read absolute (a worker's folder is not the driver's)."""
+) -> tuple[str, str | None, str]:
+    """The configuration, LLM options and LLM configuration as JSON for the workers, with the
+    paths they read made absolute (a worker's folder is not the driver's)."""
+    config, llm_options, llm_config = copy.deepcopy((config, llm_options, llm_config))
     for key in ("dataset", "repos", "out", "failures_out", "signals_out", "queries"):
         if key in config:
             config[key] = _absolute(config[key])
@@ -61,6 +68,8 @@ def _worker_paths(
     path_keys = {f["key"] for f in json.loads(_core.LLM_CONFIG_FLAGS) if f["kind"] == "path"}
     for key in path_keys & set(llm_config):
         llm_config[key] = _absolute(llm_config[key])
+    options_json = json.dumps(llm_options) if llm_options else None
+    return json.dumps(config), options_json, json.dumps(llm_config)
 
 
 def _run(
@@ -71,13 +80,14 @@ def _run(
     ray_options: RayOptions,
 ) -> dict[str, Any]:
     llm_options = json.loads(llm_options_json) if llm_options_json else {}
-    llm_config = json.loads(llm_config_json) if llm_config_json else {}
+    # The workers get the configuration this process would use, its environment included:
+    # theirs is not read (see `actors.Worker`).
+    llm_config = with_environment(json.loads(llm_config_json) if llm_config_json else {})
     if llm_config.get("record"):
         raise _core.InputError(
             "--llm-record cannot be used with --ray (workers on several machines would append to "
             "one cassette): record with a local run, replay with --ray"
         )
-    _worker_paths(config, llm_options, llm_config)
     client = _core.LlmClient(json.dumps(llm_config))
     job = Job(
         kind=kind,
@@ -86,6 +96,7 @@ def _run(
         llm_config_json=json.dumps(llm_config),
         uses_llm=config.get("pipeline", "fused") != "fused" and client.enabled,
         permits=int(json.loads(client.config_json())["max_concurrency"]),
+        worker_jsons=_worker_jsons(config, llm_options, llm_config),
     )
     started = time.monotonic()
     with connected(ray_options.address) as ray:
@@ -93,6 +104,12 @@ def _run(
 
         connect_seconds = time.monotonic() - started
         cpus, per_worker = cluster_cpus(ray), ray_options.cpus_per_worker
+        largest = largest_node_cpus(ray)
+        if per_worker > largest:
+            raise _core.InputError(
+                f"--ray-cpus-per-worker {per_worker}: no node of the cluster has that many CPUs "
+                f"(the largest has {largest}), so no worker could start"
+            )
         workers = ray_options.workers or max(1, cpus // per_worker)
         if workers * per_worker > cpus:
             print(
@@ -100,9 +117,8 @@ def _run(
                 f"cluster's {cpus} CPUs now; the others start when CPUs free up or nodes join",
                 file=sys.stderr,
             )
-        report_json, stats = Driver(ray, job, workers, ray_options.cpus_per_worker).run()
+        report, stats = Driver(ray, job, workers, ray_options.cpus_per_worker).run()
         stats.connect_seconds = connect_seconds
-    report: dict[str, Any] = json.loads(report_json)
     report["seconds"] = time.monotonic() - started
     report["ray"] = {"address": ray_options.address or "local", **dataclasses.asdict(stats)}
     return report

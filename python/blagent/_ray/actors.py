@@ -42,6 +42,13 @@ class Worker:
         # Read when the core first runs parallel work, which is after this.
         os.environ.setdefault("RAYON_NUM_THREADS", str(max(1, threads)))
         from blagent import _core
+        from blagent._llm_flags import ENVIRONMENT
+
+        # The driver sent the whole LLM configuration, its own environment included: this
+        # node's variables must not add an endpoint, model or key to it (this process is the
+        # actor's own).
+        for name in ENVIRONMENT.values():
+            os.environ.pop(name, None)
 
         self._permits = permits
         self._holder = holder

@@ -7,9 +7,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
-from types import ModuleType
+from types import FrameType, ModuleType
 
 from .. import _core
 
@@ -18,6 +20,19 @@ INSTALL_HINT = "pip install 'blagent[ray]' (or: pip install 'ray>=2.9')"
 
 #: The namespace of blagent's actors on a cluster.
 NAMESPACE = "blagent"
+
+#: The signals that end a run on Ray as Ctrl-C does, where they have their default action.
+STOPS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop by `signum` (SIGTERM, SIGHUP) while connected: it unwinds as Ctrl-C does (the
+    workers killed, a local cluster stopped, every line written whole), and the command then
+    ends by that signal, as a local run that the signal kills at once (`cli.main`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 def import_ray(local: bool) -> ModuleType:
@@ -39,6 +54,9 @@ def import_ray(local: bool) -> ModuleType:
 def connected(address: str | None) -> Iterator[ModuleType]:
     """Ray connected to the cluster at `address`, or to a new local cluster (all this machine's
     CPUs, no dashboard) when it is None; disconnected (the local cluster stopped) on exit.
+    Meanwhile SIGTERM and SIGHUP, where they have their default action, raise `Stopped`, and
+    one that was ignored (`nohup`) stays ignored (`ray.init` sets a SIGTERM handler of its own,
+    which exits with status 15 or 1 after a stack dump).
 
     Raises:
         InputError: Ray is not installed.
@@ -57,6 +75,14 @@ def _connected(ray: ModuleType, address: str | None) -> Iterator[ModuleType]:
         yield ray
         return
     options = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": logging.WARNING}
+    main = threading.current_thread() is threading.main_thread()  # where handlers live
+    before = {signum: signal.getsignal(signum) for signum in STOPS} if main else {}
+    received: list[int] = []
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+        raise Stopped(signum)
+
     try:
         if address is None:
             ray.init(address="local", include_dashboard=False, **options)
@@ -65,12 +91,28 @@ def _connected(ray: ModuleType, address: str | None) -> Iterator[ModuleType]:
     except (ConnectionError, RuntimeError, ValueError) as err:
         where = "a local Ray cluster" if address is None else f"the Ray cluster at {address}"
         raise _core.BlagentIOError(f"cannot start or reach {where}: {err}") from err
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, stop if handler == signal.SIG_DFL else handler)
     try:
         yield ray
+    except KeyboardInterrupt as err:
+        if received and not isinstance(err, Stopped):  # Ray raises its own in a wait
+            raise Stopped(received[0]) from err
+        raise
     finally:
-        ray.shutdown()
+        try:
+            ray.shutdown()
+        finally:
+            for signum, handler in before.items():
+                signal.signal(signum, handler)
 
 
 def cluster_cpus(ray: ModuleType) -> int:
     """The CPUs of the cluster (at least 1)."""
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def largest_node_cpus(ray: ModuleType) -> int:
+    """The CPUs of the cluster's largest live node: a worker reserves its CPUs on one node."""
+    return max((int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n["Alive"]), default=0)

@@ -6,7 +6,9 @@ instances queued behind it go back without counting; a new worker takes its slot
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import time
 from types import ModuleType
 from typing import Any
@@ -22,6 +24,8 @@ MAX_RETRIES = 2
 DEPTH = 2
 #: Seconds between looks at the outcomes (a Ctrl-C is seen within this).
 POLL_S = 0.25
+#: Seconds without a ready worker between the notes that the driver is waiting for one.
+WAIT_NOTE_S = 15.0
 #: Workers of a slot that may die before they are ready, in a row, before the slot is given up.
 MAX_START_FAILURES = 3
 
@@ -39,22 +43,29 @@ class Driver:
         self.sink: Any = None
         self.scheduler = Scheduler([])
 
-    def run(self) -> tuple[str, Stats]:
-        """The core's report (JSON) once every instance has its outcome, and the stats."""
+    def run(self) -> tuple[dict[str, Any], Stats]:
+        """The core's report once every instance has its outcome, and the stats."""
         started = time.monotonic()
         try:
             for slot in self.slots:
                 self._start(slot)
             self._await_first()
             self.sink = self.job.open_sink()
-            self.scheduler = Scheduler(self.job.items(self.sink))
+            items = self.job.items(self.sink)
+            self.scheduler = Scheduler(items)
             ready = time.monotonic()
             self.stats.startup_seconds = ready - started
             self._loop()
             self.stats.run_seconds = time.monotonic() - ready
             if self.permits is not None:
                 self.stats.llm_permits = self.ray.get(self.permits.stats.remote())
-            return str(self.sink.finish()), self.stats
+            report: dict[str, Any] = json.loads(self.sink.finish())
+            if self.job.kind == "batch":
+                # A batch's failures come as instances finish; a local batch lists them in the
+                # dataset's order (an evaluation adds its outcomes up in that order already).
+                place = {item.instance_id: i for i, item in enumerate(items)}
+                report["failures"].sort(key=lambda failure: place[failure["instance_id"]])
+            return report, self.stats
         finally:
             for slot in self.slots:
                 self._kill(slot.actor)
@@ -73,9 +84,7 @@ class Driver:
         name = f"{self.stats.run}-{slot.holder}"
         slot.actor = Worker.options(num_cpus=self.cpus, name=name).remote(  # type: ignore[attr-defined]
             self.job.kind,
-            self.job.config_json,
-            self.job.llm_options_json,
-            self.job.llm_config_json,
+            *self.job.worker_args(),
             self.permits,
             slot.holder,
             self.cpus,
@@ -85,11 +94,23 @@ class Driver:
 
     def _await_first(self) -> None:
         """Waits for the first worker to be ready (the others join when they are): its error,
-        a bad option or model, is the run's, before any output is touched."""
+        a bad option or model, is the run's, before any output is touched. While none is (the
+        cluster's CPUs are taken), a note says so every `WAIT_NOTE_S`; Ctrl-C stops the wait."""
         probes = [slot.probe for slot in self.slots]
         ready: list[Any] = []
+        started = time.monotonic()
+        note_at = started + WAIT_NOTE_S
         while not ready:
             ready, _ = self.ray.wait(probes, num_returns=1, timeout=POLL_S)
+            if not ready and time.monotonic() >= note_at:
+                free = self.ray.available_resources().get("CPU", 0)
+                print(
+                    f"blagent: waiting for a Ray worker to start ({time.monotonic() - started:.0f} "
+                    f"s so far): each reserves {self.cpus} CPU(s), the cluster has {free:g} free; "
+                    "Ctrl-C stops",
+                    file=sys.stderr,
+                )
+                note_at += WAIT_NOTE_S
         slot = self.live.pop(ready[0])
         try:
             error = self.ray.get(ready[0])

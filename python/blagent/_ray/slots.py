@@ -14,7 +14,8 @@ from .schedule import Item, repository_of
 @dataclasses.dataclass
 class Job:
     """A batch or an evaluation, as the driver runs it: the core's job kind and configuration
-    as JSON; its sink, items and lost instances are the same for each kind."""
+    as JSON, as given (the driver's sink reads and writes here, and reports the paths as a
+    local run does); its sink, items and lost instances are the same for each kind."""
 
     kind: str
     config_json: str
@@ -22,6 +23,13 @@ class Job:
     llm_config_json: str | None
     uses_llm: bool
     permits: int
+    #: The workers' configuration, options and LLM configuration: the same with every path
+    #: absolute (a worker's folder is not the driver's); None: the three above.
+    worker_jsons: tuple[str, str | None, str | None] | None = None
+
+    def worker_args(self) -> tuple[str, str | None, str | None]:
+        """What a worker is given (see `worker_jsons`)."""
+        return self.worker_jsons or (self.config_json, self.llm_options_json, self.llm_config_json)
 
     def open_sink(self) -> Any:
         """The core's sink of the run (`_core.JobSink`), with the workers' LLM settings, so
