@@ -381,14 +381,19 @@ def write_structures(
     created is removed if it is still empty when the run fails."""
     parse_python_file = _parser(agentless_src)
     rows = _rows(dataset, ids)
-    tops = []
+    tops, trees = [], []
     for row in rows:
         try:
             iid = file_name_id(row.get("instance_id"))
         except BadInput as err:
             raise OutputRefused(f"{err}; no structure written") from err
         tops.append(_top_folder(row, f"{dataset}: instance {iid}"))
-        check_output(out / f"{iid}.json", ("structure",), (dataset,), folders=(repos,))
+        trees.append(repos / iid)
+    # Each tree is read where it leads (a tree linked from `repos` to a checkout elsewhere), so
+    # no structure, nor the lock beside `out`, may land in one: it would join its structure.
+    folders = (repos, *trees)
+    for tree in trees:
+        check_output(out / f"{tree.name}.json", ("structure",), (dataset,), folders=folders)
     if (out.exists() or out.is_symlink()) and not out.is_dir():
         raise OutputRefused(f"--out {out} is not a folder; give the folder for the structures")
     with _locked(out):

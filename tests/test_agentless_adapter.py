@@ -964,6 +964,28 @@ def test_offline_structures_out_may_be_dot_or_dotdot_and_not_the_root(
     assert err == "offline: / is the root folder; name a folder for the output\n", err
 
 
+def test_offline_structures_out_may_not_lie_in_a_linked_tree(tmp_path: Path) -> None:
+    """Found by a review: with `trees/i -> checkouts/i`, `structures --out checkouts/i/structs`
+    was accepted (only `--repos` was checked): the lock and, on a rerun, the structures
+    appeared inside the tree Agentless reads."""
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    checkout = tmp_path / "checkouts" / "i"
+    checkout.mkdir(parents=True)
+    (checkout / "a.py").write_text("x = 1\n")
+    (tmp_path / "trees").mkdir()
+    (tmp_path / "trees" / "i").symlink_to(checkout)
+    src = _agentless_parser(tmp_path)
+    for out in (checkout / "structs", checkout):
+        done = _module(
+            "offline", "structures", "--dataset", dataset, "--repos", tmp_path / "trees",
+            "--out", out, "--agentless-src", src,
+        )  # fmt: skip
+        _one_line_error(done, "offline: ", f"is inside {tmp_path / 'trees' / 'i'}, which")
+    assert sorted(p.name for p in checkout.iterdir()) == ["a.py"]
+    assert sorted(p.name for p in (tmp_path / "checkouts").iterdir()) == ["i"]
+
+
 def test_a_link_loop_in_a_tree_is_left_out(tmp_path: Path) -> None:
     """Found by a review: a link loop in a tree (`loop.py -> loop.py`) was a RuntimeError
     traceback in `offline structures` and in `check_related_locs`' reading of a file."""
