@@ -3,6 +3,7 @@ offline helpers, and the model-renaming proxy for real on loopback against a scr
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import resource
@@ -75,6 +76,58 @@ def test_any_file_localizer_result_becomes_an_agentless_line(tmp_path: Path) -> 
     path = tmp_path / "loc_outputs.jsonl"
     assert write_loc_outputs([other_localizer_result(), line["blagent"]], path) == 2
     assert [entry["instance_id"] for entry in read_loc_outputs(path)] == ["acme__shop-7"] * 2
+
+
+def test_write_loc_outputs_appends_only_to_its_own_lines(tmp_path: Path) -> None:
+    """Found by a review: `write_loc_outputs` appended to any path (a copy of the dataset took
+    a loc line), and glued its line onto a last line an interrupted write had cut short, so
+    that the file no longer parsed."""
+    result = other_localizer_result()
+    line = json.dumps(to_loc_line(result))
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    theirs = tmp_path / "agentless_loc_outputs.jsonl"  # Agentless's own: no `blagent`
+    theirs.write_text(json.dumps({"instance_id": "i", "found_files": [], "file_traj": {}}))
+    nan = tmp_path / "nan.jsonl"  # JSON cannot read it before its end: someone else's
+    nan.write_text(line + "\n" + '{"instance_id": "x", "found_files": NaN')
+    linked = tmp_path / "linked.jsonl"
+    linked.symlink_to(tmp_path / "nowhere.jsonl")
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    before = {p: p.read_text() for p in (dataset, theirs, nan)}
+    for path, why in [
+        (dataset, "does not hold what blagent writes"),
+        (theirs, "does not hold what blagent writes"),
+        (nan, "does not hold what blagent writes"),
+        (linked, "is a link or a folder"),
+        (tmp_path, "is a link or a folder"),
+        (fifo, "is not a regular file"),
+    ]:
+        with pytest.raises(offline.OutputRefused, match=why):
+            write_loc_outputs([result], path)
+    assert {p: p.read_text() for p in before} == before
+    assert not (tmp_path / "nowhere.jsonl").exists()
+
+    # A batch line (the core writes no spaces), then one an interrupted append cut short
+    # anywhere: it is dropped before the next line, as `blagent batch` drops it.
+    batch = json.dumps(to_loc_line(result), separators=(",", ":"))
+    out = tmp_path / "loc_outputs.jsonl"
+    for cut in (1, 9, 20, len(line) // 2, len(line) - 1):
+        out.write_text(batch + "\n" + line[:cut])
+        assert write_loc_outputs([result], out) == 1
+        assert out.read_text() == batch + "\n" + line + "\n", cut
+    out.write_text(batch)  # a whole line saved without its newline keeps it
+    assert write_loc_outputs([result], out) == 1
+    assert out.read_text() == batch + "\n" + line + "\n"
+    assert len(read_loc_outputs(out)) == 2
+    out.write_bytes(batch.encode() + b'\n{"instance_id":"caf\xc3')  # cut inside a character
+    assert write_loc_outputs([result], out) == 1
+    assert out.read_text() == batch + "\n" + line + "\n"
+    with out.open("rb") as held:  # another run writing it, locked as `blagent batch` locks it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(offline.OutputRefused, match="another run is writing it"):
+            write_loc_outputs([result], out)
+    assert out.read_text() == batch + "\n" + line + "\n"
 
 
 @pytest.mark.parametrize(
