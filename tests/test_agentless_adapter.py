@@ -1039,6 +1039,54 @@ def test_offline_structures_out_may_not_lie_in_a_linked_tree(tmp_path: Path) -> 
     assert sorted(p.name for p in (tmp_path / "checkouts").iterdir()) == ["i"]
 
 
+def test_rehearse_refuses_a_work_folder_it_did_not_make(tmp_path: Path) -> None:
+    """Found by a review: `rehearse.sh` removed an existing WORK/file_level/loc_outputs.jsonl
+    (Agentless's own, from a real run), emptied WORK/stage_times.tsv and removed results/*
+    folders, whoever wrote them. It now runs only in a new or empty WORK, or one it marked."""
+
+    def rehearse(work: Path) -> subprocess.CompletedProcess[str]:
+        env = {
+            **os.environ,
+            "AGENTLESS_SRC": str(tmp_path),
+            "AGENTLESS_PY": "/bin/false",
+            "BLAGENT": "/bin/false",  # the run stops at its first step: enough here
+            "DATASET": str(tmp_path / "d.jsonl"),
+            "REPOS": str(tmp_path),
+            "IDS": "i",
+            "WORK": str(work),
+        }
+        script = Path(__file__).resolve().parents[1] / "agentless_adapter" / "rehearse.sh"
+        return subprocess.run(
+            ["bash", str(script)], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    (tmp_path / "d.jsonl").write_text("")
+    work = tmp_path / "work"
+    (work / "file_level").mkdir(parents=True)
+    theirs = {
+        work / "file_level" / "loc_outputs.jsonl": '{"instance_id": "i", "found_files": []}\n',
+        work / "stage_times.tsv": "stage\tall\t3600\t0\n",
+    }
+    for path, text in theirs.items():
+        path.write_text(text)
+    done = rehearse(work)
+    assert done.returncode == 1 and "holds files this script did not write" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert {p: p.read_text() for p in theirs} == theirs
+    assert not (work / ".blagent-rehearsal").exists()
+    afile = tmp_path / "afile"
+    afile.write_text("keep\n")
+    done = rehearse(afile)
+    assert (
+        done.returncode == 1 and "is not a folder" in done.stderr and afile.read_text() == "keep\n"
+    )
+    fresh = tmp_path / "fresh"
+    for _ in range(2):  # a new folder is marked; a rerun in it replaces its own outputs
+        done = rehearse(fresh)
+        assert "did not write" not in done.stderr and (fresh / ".blagent-rehearsal").is_file()
+        assert "== 1. blagent" in done.stdout, done.stdout
+
+
 def test_a_link_loop_in_a_tree_is_left_out(tmp_path: Path) -> None:
     """Found by a review: a link loop in a tree (`loop.py -> loop.py`) was a RuntimeError
     traceback in `offline structures` and in `check_related_locs`' reading of a file."""
