@@ -1,0 +1,102 @@
+"""The benchmark scripts' outputs never replace an input or a file they did not write: each
+script is run as a subprocess on tiny inputs, offline, and refused before it does any work."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+#: A stand-in for `bm25s` (not installed with the tests): ranks files by shared words.
+BM25_STUB = """
+class _Tokens:
+    def __init__(self, docs):
+        self.docs, self.vocab = docs, {w for d in docs for w in d}
+
+def tokenize(texts, stopwords=None, show_progress=False):
+    return _Tokens([t.lower().split() for t in texts])
+
+class BM25:
+    def __init__(self, **_):
+        pass
+
+    def index(self, tokens, show_progress=False):
+        self.tokens = tokens
+
+    def retrieve(self, query, k, show_progress=False):
+        scores = [sum(w in d for w in query.docs[0]) for d in self.tokens.docs]
+        order = sorted(range(len(scores)), key=lambda i: -scores[i])[:k]
+        return [order], [[scores[i] for i in order]]
+"""
+
+
+def bench(script: str, *args: object, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCH / script), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+
+
+def refused(done: subprocess.CompletedProcess[str], why: str) -> None:
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert done.stderr.count("\n") == 1 and why in done.stderr, done.stderr
+
+
+def tiny_dataset(root: Path, ids: list[str]) -> Path:
+    rows = []
+    for iid in ids:
+        tree = root / "trees" / iid / "shop"
+        tree.mkdir(parents=True)
+        (tree / "pricing.py").write_text("def apply_discount(total, percent):\n    return total\n")
+        (tree / "cart.py").write_text("def total(items):\n    return sum(items)\n")
+        patch = "diff --git a/shop/pricing.py b/shop/pricing.py\n--- a/shop/pricing.py\n"
+        rows.append(
+            {
+                "instance_id": iid,
+                "repo": "acme/shop",
+                "problem_statement": "apply_discount in pricing ignores the percent",
+                "patch": patch + "+++ b/shop/pricing.py\n@@ -1,2 +1,2 @@\n-x\n+y\n",
+            }
+        )
+    dataset = root / "data.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dataset
+
+
+def test_lca_eval_never_rewrites_its_ids_file_nor_foreign_outputs(tmp_path: Path) -> None:
+    """Found by a review: with --ids-file DIR/ids.txt and --out DIR, the user's ids file was
+    rewritten to the ids that have a tree (3 lines became 2); bm25.jsonl and the reports were
+    emptied whatever they held."""
+    dataset = tiny_dataset(tmp_path, ["a-0", "a-1"])
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    ids = runs / "ids.txt"
+    ids.write_text("a-0\na-1\na-2\n")  # a-2's tree is not fetched yet
+    (tmp_path / "stub").mkdir()
+    (tmp_path / "stub" / "bm25s.py").write_text(BM25_STUB)
+    common = ("--dataset", dataset, "--repos", tmp_path / "trees", "--ids-file", ids)
+    for _ in range(2):  # a rerun replaces the outputs the first run wrote
+        done = bench("lca_eval.py", *common, "--out", runs, cwd=tmp_path, PYTHONPATH="stub")
+        assert done.returncode == 0, done.stderr
+        assert ids.read_text() == "a-0\na-1\na-2\n"
+    assert (runs / "blagent.report.txt").read_text().startswith("# blagent eval report")
+    assert len((runs / "bm25.jsonl").read_text().splitlines()) == 2
+
+    for name, text in [("bm25.jsonl", '{"instance_id": "a-0"}\n'), ("blagent.report.txt", "x")]:
+        (runs / name).write_text(text)
+        done = bench("lca_eval.py", *common, "--out", runs, cwd=tmp_path, PYTHONPATH="stub")
+        refused(done, f"{runs / name} exists and does not hold what this script writes")
+        assert (runs / name).read_text() == text
+        (runs / name).unlink()
+    inside = tmp_path / "trees" / "a-0"
+    done = bench("lca_eval.py", *common, "--out", inside, cwd=tmp_path, PYTHONPATH="stub")
+    refused(done, "which this script reads")
+    assert sorted(p.name for p in inside.iterdir()) == ["shop"]
