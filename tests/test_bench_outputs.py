@@ -50,6 +50,12 @@ def refused(done: subprocess.CompletedProcess[str], why: str) -> None:
     assert done.stderr.count("\n") == 1 and why in done.stderr, done.stderr
 
 
+HUNK = (
+    "+++ b/shop/pricing.py\n@@ -1,2 +1,2 @@\n def apply_discount(total, percent):\n"
+    "-    return total\n+    return total - percent\n"
+)
+
+
 def tiny_dataset(root: Path, ids: list[str]) -> Path:
     rows = []
     for iid in ids:
@@ -63,7 +69,7 @@ def tiny_dataset(root: Path, ids: list[str]) -> Path:
                 "instance_id": iid,
                 "repo": "acme/shop",
                 "problem_statement": "apply_discount in pricing ignores the percent",
-                "patch": patch + "+++ b/shop/pricing.py\n@@ -1,2 +1,2 @@\n-x\n+y\n",
+                "patch": patch + HUNK,
             }
         )
     dataset = root / "data.jsonl"
@@ -100,3 +106,81 @@ def test_lca_eval_never_rewrites_its_ids_file_nor_foreign_outputs(tmp_path: Path
     done = bench("lca_eval.py", *common, "--out", inside, cwd=tmp_path, PYTHONPATH="stub")
     refused(done, "which this script reads")
     assert sorted(p.name for p in inside.iterdir()) == ["shop"]
+
+
+def test_fit_function_weights_never_writes_over_its_signal_dump(tmp_path: Path) -> None:
+    """Found by a review: --write naming the signal dump overwrote it with the weights."""
+    dataset = tiny_dataset(tmp_path, ["a-0", "a-1", "a-2", "a-3"])
+    signals = tmp_path / "sig.jsonl"
+    blagent = Path(sys.executable).parent / "blagent"
+    evaluate = ("eval", "--dataset", dataset, "--repos", tmp_path / "trees", "--quiet")
+    subprocess.run(
+        [blagent, *evaluate, "--granularity", "function", "--signals-out", signals],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    dump = signals.read_text()
+    (tmp_path / "link.jsonl").hardlink_to(signals)
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text('{"version": 1, "weights": {"a": "x"}}\n')
+    weights = Path(__file__).resolve().parents[1] / "rust/blagent-core/src/retrieve/functions"
+    common = ("--folds", "2", "--weights", weights / "weights.json", "--write")
+    for out, why in [
+        (signals, "an input of this script"),
+        (tmp_path / "link.jsonl", "an input of this script"),
+        (foreign, "does not hold what this script writes"),
+    ]:
+        refused(bench("fit_function_weights.py", signals, *common, out, cwd=tmp_path), why)
+    assert signals.read_text() == dump
+    assert foreign.read_text() == '{"version": 1, "weights": {"a": "x"}}\n'
+    fitted = tmp_path / "weights.json"
+    for _ in range(2):  # a new file, then the file it wrote
+        done = bench("fit_function_weights.py", signals, *common, fitted, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert set(json.loads(fitted.read_text())) == {"version", "note", "weights"}
+
+
+def test_fit_int8_ranges_refuses_its_inputs_and_foreign_files(tmp_path: Path) -> None:
+    dataset = tiny_dataset(tmp_path, ["a-0"])
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text('{"model": "m"}\n')
+    model = tmp_path / "model"
+    model.mkdir()
+    tree = tmp_path / "trees" / "a-0"
+    common = (tree, "--dataset", dataset, "--model", model, "--write")
+    for out, why in [
+        (dataset, "an input of this script"),
+        (foreign, "does not hold what this script writes"),
+        (tree / "ranges.json", "which this script reads"),
+        (model / "ranges.json", "which this script reads"),
+    ]:
+        refused(bench("fit_int8_ranges.py", *common, out, cwd=tmp_path), why)
+    assert foreign.read_text() == '{"model": "m"}\n'
+    assert not (tree / "ranges.json").exists() and not list(model.iterdir())
+
+
+def test_make_reference_vectors_and_llm_eval_refuse_foreign_files(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}\n")
+    for out, why in [
+        (model / "config.json", "which this script reads"),
+        (tmp_path, "is not a regular file"),
+    ]:
+        refused(bench("make_reference_vectors.py", model, out, cwd=tmp_path), why)
+    assert (model / "config.json").read_text() == "{}\n"
+
+    dataset = tiny_dataset(tmp_path, ["a-0"])
+    ids = tmp_path / "ids.txt"
+    ids.write_text("a-0\n")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "report.json").write_text('{"mine": 1}\n')
+    common = ("--repos", tmp_path / "trees", "--dataset", dataset, "--ids-file", ids)
+    done = bench("llm_eval.py", *common, "--out-dir", runs, cwd=tmp_path)
+    refused(done, "does not hold what this script writes")
+    (tmp_path / "report.json").hardlink_to(ids)
+    done = bench("llm_eval.py", *common, "--out-dir", tmp_path, cwd=tmp_path)
+    refused(done, "an input of this script")
+    assert (runs / "report.json").read_text() == '{"mine": 1}\n' and ids.read_text() == "a-0\n"
