@@ -145,24 +145,9 @@ def cut_short_start(data: bytes, prefix: str) -> int | None:
     return end if tail and starts and ends_too_early(tail) else None
 
 
-#: What may complete a literal, number or `\uXXXX` escape that an interrupted write cut short.
-_COMPLETIONS = (
-    "",
-    "0",
-    "00",
-    "000",
-    "0000",
-    "00000",
-    "rue",
-    "ue",
-    "e",
-    "alse",
-    "lse",
-    "se",
-    "ull",
-    "ll",
-    "l",
-)
+#: What may complete a number or `\uXXXX` escape, or a literal, that a write cut short.
+_DIGITS = ("", "0", "00", "000", "0000", "00000")
+_COMPLETIONS = (*_DIGITS, "rue", "ue", "e", "alse", "lse", "se", "ull", "ll", "l")
 
 
 def _no_constant(name: str) -> None:

@@ -116,6 +116,9 @@ def test_write_loc_outputs_appends_only_to_its_own_lines(tmp_path: Path) -> None
         out.write_text(batch + "\n" + line[:cut])
         assert write_loc_outputs([result], out) == 1
         assert out.read_text() == batch + "\n" + line + "\n", cut
+    tricky = r'{"instance_id": "x", "a": [1.25e-3, -0, true, false, null, "q\u00e9\\"]}'
+    assert all(offline.ends_too_early(tricky[:n]) for n in range(1, len(tricky)))
+    assert not offline.ends_too_early(tricky) and not offline.ends_too_early('{"a": NaN')
     out.write_text(batch)  # a whole line saved without its newline keeps it
     assert write_loc_outputs([result], out) == 1
     assert out.read_text() == batch + "\n" + line + "\n"
