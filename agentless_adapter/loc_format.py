@@ -17,19 +17,28 @@ from the result of any `blagent.FileLocalizer`, so another localizer can feed Ag
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from blagent import LocalizationResult
 
-from .offline import json_lines
+from .offline import MAX_INPUT_BYTES, OutputRefused, cut_short_start, holds_lines_with, json_lines
 
 #: The key under which a line carries the localizer's own result (Agentless ignores it).
 EXTRA_KEY = "blagent"
 #: The keys Agentless reads from a file-level line.
 AGENTLESS_KEYS = ("instance_id", "found_files", "additional_artifact_loc_file", "file_traj")
+#: The fields every line `blagent batch` and `write_loc_outputs` write has; what a file they
+#: append to must hold (Agentless's own `loc_outputs.jsonl` or a dataset does not).
+LINE_FIELDS = ("instance_id", "found_files", EXTRA_KEY)
+#: How each of those lines starts, so how one cut short by an interrupted write starts.
+LINE_PREFIX = '{"instance_id":'
 #: Keys whose presence would make Agentless skip its related-level inputs.
 RELATED_LEVEL_KEYS = ("found_related_locs", "additional_artifact_loc_related", "related_loc_traj")
 
@@ -84,11 +93,43 @@ def contract_problems(line: dict[str, Any]) -> list[str]:
 def write_loc_outputs(
     results: Iterable[LocalizationResult | dict[str, Any]], path: str | Path
 ) -> int:
-    """Appends one line per result to `path`; returns how many were written."""
-    count = 0
-    with Path(path).open("a", encoding="utf-8") as f:
+    """Appends one line per result to `path` (created when missing); returns how many were
+    written. Refused (`offline.OutputRefused`) before anything is written: a link, a FIFO,
+    device or folder, a file another run is writing (locked as `blagent batch` locks it), and a
+    file that is not one blagent writes (`LINE_FIELDS` on every line). As in `blagent batch`,
+    a last line an interrupted write cut short is dropped first, and one saved without its
+    newline gets it."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as err:
+        if err.errno not in (errno.ELOOP, errno.EISDIR):
+            raise
+        raise OutputRefused(f"{path} is a link or a folder; name a regular file") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OutputRefused(f"{path} is not a regular file")
+    with os.fdopen(fd, "r+b") as f:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputRefused(f"{path}: another run is writing it") from None
+        data = f.read(MAX_INPUT_BYTES + 1)  # read under the lock, through this handle
+        if len(data) > MAX_INPUT_BYTES or not holds_lines_with(
+            data, LINE_FIELDS, False, LINE_PREFIX
+        ):
+            raise OutputRefused(
+                f"{path} exists and does not hold what blagent writes (JSON lines with "
+                f"{', '.join(LINE_FIELDS)}); remove it or choose another file"
+            )
+        cut = cut_short_start(data, LINE_PREFIX)
+        if cut is not None:
+            f.truncate(cut)
+        elif data[data.rfind(b"\n") + 1 :].strip():  # a whole last line saved without one
+            f.write(b"\n")
+        count = 0
         for result in results:
-            f.write(json.dumps(to_loc_line(result)) + "\n")
+            f.write(json.dumps(to_loc_line(result)).encode() + b"\n")
             count += 1
     return count
 

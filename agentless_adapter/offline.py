@@ -111,13 +111,66 @@ def _holds_lines_with(path: Path, fields: tuple[str, ...], aligned: bool = False
     """Whether every non-blank line of `path` is a JSON object with all of `fields` (and, with
     `aligned`, `align`'s mark)."""
     try:
-        rows = [json.loads(line) for line in _read_lines(path, "output") if line.strip()]
-    except (BadInput, ValueError, RecursionError):  # ValueError: not JSON, or too long an int
+        return holds_lines_with(read_regular(path, MAX_INPUT_BYTES, "output"), fields, aligned)
+    except BadInput:
+        return False
+
+
+def holds_lines_with(
+    data: bytes, fields: tuple[str, ...], aligned: bool = False, cut_prefix: str | None = None
+) -> bool:
+    """Whether `data` is UTF-8 JSON lines, each non-blank one an object with all of `fields`
+    (and, with `aligned`, `align`'s mark). With `cut_prefix`, its last line may instead be one
+    an interrupted append cut short (`cut_short_start`)."""
+    cut = None if cut_prefix is None else cut_short_start(data, cut_prefix)
+    try:
+        text = data[:cut].decode("utf-8")
+        rows = [json.loads(line) for line in io.StringIO(text, newline=None) if line.strip()]
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, or too long an int
         return False
     return all(
         isinstance(r, dict) and all(k in r for k in fields) and (not aligned or _is_aligned(r))
         for r in rows
     )
+
+
+def cut_short_start(data: bytes, prefix: str) -> int | None:
+    """Where the last line of the JSON lines `data` starts if an interrupted write cut it short,
+    as `blagent batch` tells one: the text after the last newline is JSON that ends too early
+    (`ends_too_early`, a character's bytes cut too) and starts with `prefix`, or is cut inside
+    it. `None` when there is no such line."""
+    end = data.rfind(b"\n") + 1
+    tail = data[end:].decode("utf-8", "surrogateescape").strip()
+    starts = tail.startswith(prefix) or prefix.startswith(tail)
+    return end if tail and starts and ends_too_early(tail) else None
+
+
+#: What may complete a number or `\uXXXX` escape, or a literal, that a write cut short.
+_DIGITS = ("", "0", "00", "000", "0000", "00000")
+_COMPLETIONS = (*_DIGITS, "rue", "ue", "e", "alse", "lse", "se", "ull", "ll", "l")
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")  # Python's NaN and Infinity: not blagent's JSON
+
+
+def ends_too_early(text: str) -> bool:
+    """Whether `text` is JSON cut short by an interrupted write: the parser runs out of text,
+    perhaps inside a literal, number or escape (tried with each of `_COMPLETIONS`). Text it
+    cannot read before its end (a stray character, Python's `NaN`) is not."""
+    for rest in _COMPLETIONS:
+        whole = text + rest
+        try:
+            json.loads(whole, parse_constant=_no_constant)
+        except json.JSONDecodeError as err:
+            if err.pos >= len(whole) or err.msg.startswith("Unterminated string"):
+                return True
+        except (ValueError, RecursionError):
+            return False
+        else:
+            if not rest:
+                return False  # whole JSON
+    return False
 
 
 #: The stops `main` turns into an unwinding exit; held back while a step must finish whole.
@@ -381,14 +434,19 @@ def write_structures(
     created is removed if it is still empty when the run fails."""
     parse_python_file = _parser(agentless_src)
     rows = _rows(dataset, ids)
-    tops = []
+    tops, trees = [], []
     for row in rows:
         try:
             iid = file_name_id(row.get("instance_id"))
         except BadInput as err:
             raise OutputRefused(f"{err}; no structure written") from err
         tops.append(_top_folder(row, f"{dataset}: instance {iid}"))
-        check_output(out / f"{iid}.json", ("structure",), (dataset,), folders=(repos,))
+        trees.append(repos / iid)
+    # Each tree is read where it leads (a tree linked from `repos` to a checkout elsewhere), so
+    # no structure, nor the lock beside `out`, may land in one: it would join its structure.
+    folders = (repos, *trees)
+    for tree in trees:
+        check_output(out / f"{tree.name}.json", ("structure",), (dataset,), folders=folders)
     if (out.exists() or out.is_symlink()) and not out.is_dir():
         raise OutputRefused(f"--out {out} is not a folder; give the folder for the structures")
     with _locked(out):

@@ -15,6 +15,9 @@
 # skipped), INSTANCE_TIMEOUT (seconds one instance may take in one stage; exit 124 past it),
 # PORT_UPSTREAM / PORT_PROXY, BLAGENT (default .venv/bin/blagent). Wall times go to
 # WORK/stage_times.tsv (stage, instance or `all`, seconds, exit code), logs to WORK/logs/.
+# WORK must be new, empty or one an earlier run made (it holds WORK/.blagent-rehearsal): a rerun
+# replaces that run's outputs, and a folder holding anything else is refused, so that no file of
+# yours (Agentless's own results, say) is removed or emptied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ADAPTER_ROOT=$PWD
@@ -27,7 +30,20 @@ PORT_PROXY=${PORT_PROXY:-18765}
 AGENTLESS_MODEL=${AGENTLESS_MODEL:-gpt-4o-2024-05-13}
 NUM_SAMPLES=${NUM_SAMPLES:-2}
 DATASET=$(realpath "$DATASET"); REPOS=$(realpath "$REPOS"); AGENTLESS_SRC=$(realpath "$AGENTLESS_SRC")
+MARK=.blagent-rehearsal
+if [[ -e "$WORK" || -L "$WORK" ]]; then
+    [[ -d "$WORK" ]] || { echo "rehearse.sh: WORK $WORK is not a folder" >&2; exit 1; }
+    if [[ ! -f "$WORK/$MARK" || -L "$WORK/$MARK" ]]; then
+        first=$(find "$WORK/" -mindepth 1 -maxdepth 1 -print -quit)
+        if [[ -n "$first" ]]; then
+            echo "rehearse.sh: WORK $WORK holds files this script did not write ($first; no $MARK):" \
+                "give a new or empty folder" >&2
+            exit 1
+        fi
+    fi
+fi
 mkdir -p "$WORK" && WORK=$(realpath "$WORK")
+[[ -f "$WORK/$MARK" ]] || echo "made by agentless_adapter/rehearse.sh, which replaces its outputs here" > "$WORK/$MARK"
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 : > "$WORK/stage_times.tsv"

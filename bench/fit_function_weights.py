@@ -13,7 +13,9 @@ at most MAX_FUNCTIONS are listed. The fit is a coordinate ascent over a grid of 
 (file_score fixed at 1, since only the order matters) on
 MRR + (any@1 + any@5 + any@10) / 3. It prints the shipped weights and the fitted ones, each
 cross-validated (fit on k-1 folds, scored on the held-out fold), and with --write stores the
-weights fitted on every instance. Pure Python; a fit on 300 instances takes about a minute.
+weights fitted on every instance: a new file, or one that holds a weights JSON (`version`,
+`weights` of numbers), never the signal dump under any name (refused before the fit). Pure
+Python; a fit on 300 instances takes about a minute.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ import argparse
 import json
 import random
 import time
+from pathlib import Path
 from typing import Any
+
+import safe_output
 
 MAX_FUNCTIONS = 50
 KS = (1, 3, 5, 10)
@@ -64,6 +69,21 @@ class Instance:
             if i in gold_rows:
                 by_id.setdefault(self.ids[at], []).append(at)
         self.gold = list(by_id.values())
+
+
+def is_weights(data: bytes) -> bool:
+    """Whether `data` is a weights JSON as --write writes it: `version` and `weights`, an
+    object of numbers."""
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    weights = obj.get("weights") if isinstance(obj, dict) else None
+    return (
+        "version" in obj
+        and isinstance(weights, dict)
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in weights.values())
+    )
 
 
 def load(path: str) -> list[Instance]:
@@ -174,6 +194,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     free = set(args.free.split(",")) if args.free else None
+    if args.write:
+        holds = "a weights JSON: version, weights"
+        safe_output.check(Path(args.write), is_weights, holds, inputs=[Path(args.signals)])
     data = load(args.signals)
     if not data:
         raise SystemExit("no instance with gold functions and a function dump")
@@ -208,9 +231,7 @@ def main() -> None:
             "note": note,
             "weights": {n: final[j] for j, n in enumerate(names)},
         }
-        with open(args.write, "w") as f:
-            json.dump(out, f, indent=2)
-            f.write("\n")
+        safe_output.write(Path(args.write), json.dumps(out, indent=2) + "\n")
         print(f"wrote {args.write}")
 
 

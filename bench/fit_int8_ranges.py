@@ -15,7 +15,8 @@ Python files, taken at even steps) and the first `--issues` problem statements o
 weight, by which blagent tells that the ranges belong to the model it loaded.
 
 Prints the texts used and how long the pass took; `--write` writes the JSON
-(`rust/blagent-core/src/embed/int8_ranges.json` is what blagent ships). Needs numpy, safetensors
+(`rust/blagent-core/src/embed/int8_ranges.json` is what blagent ships): a new file or one of these
+ranges, never the dataset nor a file in a TREE or the model folder (refused before the pass). Needs numpy, safetensors
 and tokenizers next to the installed wheel; no PyTorch.
 """
 
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import safe_output
 from encoder_bench import chunk_texts
 from int8_feasibility import Bert, Variant
 
@@ -67,6 +69,10 @@ def main() -> int:
     from blagent.models import default_model_dir
 
     model_dir = args.model or default_model_dir()
+    if args.write:
+        ours = safe_output.json_object_with("about", "model", "texts", "layers")
+        holds = "int8 ranges: about, model, texts, layers"
+        safe_output.check(args.write, ours, holds, [args.dataset], [*args.trees, model_dir])
     texts: list[str] = []
     for tree in args.trees:
         texts += spread(chunk_texts(tree, 100_000), args.chunks)
@@ -106,7 +112,7 @@ def main() -> int:
         "layers": layers,
     }
     if args.write:
-        args.write.write_text(json.dumps(ranges, separators=(",", ":")) + "\n")
+        safe_output.write(args.write, json.dumps(ranges, separators=(",", ":")) + "\n")
         print(f"wrote {args.write} ({args.write.stat().st_size} bytes)")
     return 0
 

