@@ -74,6 +74,11 @@ pub struct AgentlessLine {
         deserialize_with = "ordered::deserialize"
     )]
     pub related_locs_more: Option<Vec<(String, Vec<String>)>>,
+    /// The localizer's settings that shaped the line (a batch's lines record them, so that a
+    /// resumed batch runs with the same; see `resume::line_settings`), under
+    /// `blagent_settings` (a key Agentless ignores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blagent_settings: Option<serde_json::Value>,
     /// blagent's full result (scores, evidence, entities, timings, usage, warnings), under
     /// `blagent` (a key Agentless ignores).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,6 +131,7 @@ impl AgentlessLine {
             additional_artifact_loc_related: None,
             related_loc_traj: None,
             related_locs_more: None,
+            blagent_settings: None,
             blagent: Some(result),
         }
     }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::batch_types::{BatchConfig, BatchFailure, BatchOutcome, BatchReport};
 use super::progress::Progress;
-use super::resume::{existing_ids, LineShape};
+use super::resume::{existing_ids, line_settings, LineShape};
 use super::SCHEMA_VERSION;
 use crate::dataset::{instance_tree, load_dataset, select_ids, Instance, JsonlWriter};
 use crate::error::{Error, Result};
@@ -58,6 +58,7 @@ fn line_shape(config: &BatchConfig) -> LineShape {
         pipeline: config.run.pipeline.name(),
         granularity: config.asked_granularity().name(),
         related_locs: config.related_locs,
+        settings: line_settings(&config.run.options),
     }
 }
 

@@ -22,6 +22,8 @@ pub struct BatchWorker {
     ask: Ask,
     related_locs: bool,
     pipeline: Pipeline,
+    /// What each line records of the localizer's settings (`blagent_settings`).
+    settings: serde_json::Value,
 }
 
 impl BatchWorker {
@@ -37,6 +39,7 @@ impl BatchWorker {
             ask: Ask::new(config.run.top_k, config.asked_granularity())?,
             related_locs: config.related_locs,
             pipeline: config.run.pipeline,
+            settings: super::resume::line_settings(&config.run.options),
         })
     }
 
@@ -78,11 +81,12 @@ impl BatchWorker {
                     .as_ref()
                     .map(|llm| llm.stats.fallbacks.clone())
                     .unwrap_or_default();
-                let line = if self.related_locs {
+                let mut line = if self.related_locs {
                     AgentlessLine::with_related_locs(result)
                 } else {
                     AgentlessLine::from_result(result)
                 };
+                line.blagent_settings = Some(self.settings.clone());
                 BatchOutcome {
                     instance_id: id.clone(),
                     line: Some(serde_json::to_string(&line)?),

@@ -8,18 +8,61 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::localizer::LocalizeOptions;
 use crate::error::{Error, Result};
 use crate::repo::{end_last_line, read_output};
 
 /// What a batch's lines record of the settings that shape them: the pipeline, the
-/// granularity (`blagent.pipeline`, `blagent.granularity`) and whether they carry Agentless's
-/// `found_related_locs`. A run resuming an output writes lines of the same shape, or one file
-/// would hand Agentless's next stage two kinds of line.
+/// granularity (`blagent.pipeline`, `blagent.granularity`), whether they carry Agentless's
+/// `found_related_locs`, and the localizer's settings ([`line_settings`], under
+/// `blagent_settings`). A run resuming an output writes lines of the same shape, or one file
+/// would hand Agentless's next stage two kinds of line, or rankings of two configurations.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct LineShape {
     pub pipeline: &'static str,
     pub granularity: &'static str,
     pub related_locs: bool,
+    pub settings: Value,
+}
+
+/// The settings of `options` that shape a batch's lines, as each line records them under
+/// `blagent_settings`: what is indexed (tests, languages, sizes, history), how it is chunked
+/// and weighed, and dense retrieval with its parameters (`null` without). The model folder,
+/// the cache and the progress bar are left out: where they are does not shape a line.
+pub(super) fn line_settings(options: &LocalizeOptions) -> Value {
+    let mut value = serde_json::to_value(options).unwrap_or(Value::Null);
+    if let Some(dense) = value.get_mut("dense").and_then(Value::as_object_mut) {
+        for key in ["model_dir", "cache_dir", "progress"] {
+            dense.remove(key);
+        }
+    }
+    if let Some(languages) = value
+        .pointer_mut("/index/walk/languages")
+        .and_then(Value::as_array_mut)
+    {
+        languages.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+        languages.dedup();
+    }
+    value
+}
+
+/// Where `theirs` and `ours` (two [`line_settings`]) differ, as `path theirs (this run: ours)`.
+fn settings_differences(path: &str, theirs: &Value, ours: &Value, out: &mut Vec<String>) {
+    match (theirs, ours) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                let null = Value::Null;
+                let (x, y) = (a.get(key).unwrap_or(&null), b.get(key).unwrap_or(&null));
+                settings_differences(&format!("{path}.{key}"), x, y, out);
+            }
+        }
+        _ if theirs != ours => out.push(format!(
+            "{} {theirs} (this run: {ours})",
+            path.trim_start_matches('.')
+        )),
+        _ => {}
+    }
 }
 
 impl LineShape {
@@ -39,6 +82,12 @@ impl LineShape {
             if let Some(theirs) = recorded(name).filter(|theirs| *theirs != ours) {
                 what.push(format!("{name} {theirs} (this run: {ours})"));
             }
+        }
+        if let Some(theirs) = line.get("blagent_settings") {
+            let mut differences = Vec::new();
+            settings_differences("", theirs, &self.settings, &mut differences);
+            differences.truncate(5);
+            what.extend(differences);
         }
         let related_locs = line.get("found_related_locs").is_some();
         if related_locs != self.related_locs {
@@ -120,6 +169,7 @@ mod tests {
             pipeline: "fused",
             granularity: "file",
             related_locs: false,
+            settings: line_settings(&LocalizeOptions::default()),
         }
     }
 
@@ -210,5 +260,42 @@ mod tests {
         // A line of an older schema without the settings matches any shape.
         std::fs::write(&out, "{\"instance_id\": \"old\"}\n").expect("write");
         assert!(read_ids(&out).expect("older lines").0.contains("old"));
+    }
+
+    /// Found by a hostile review: a batch resumed with other localizer settings (dense,
+    /// tests, history) appended lines ranked another way without a word. The lines record
+    /// the settings, and a resume with others is refused, naming them; where the model
+    /// folder or the cache is does not count.
+    #[test]
+    fn lines_written_with_other_localizer_settings_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("loc.jsonl");
+        let mut theirs = LocalizeOptions::default();
+        theirs.index.walk.include_tests = true;
+        theirs.index.history_commits = 0;
+        let line = serde_json::json!({
+            "instance_id": "a",
+            "blagent_settings": line_settings(&theirs),
+        });
+        std::fs::write(&out, format!("{line}\n")).expect("write");
+        let message = read_ids(&out).expect_err("other settings").to_string();
+        assert!(
+            message.contains("index.walk.include_tests true (this run: false)")
+                && message.contains("index.history_commits 0 (this run: "),
+            "{message}"
+        );
+        let same = LineShape {
+            settings: line_settings(&theirs),
+            ..shape()
+        };
+        assert!(read_ids_as(&out, &same)
+            .expect("same settings")
+            .0
+            .contains("a"));
+        let mut languages = theirs.clone();
+        languages.index.walk.languages = vec!["python".into(), "java".into()];
+        let mut reordered = theirs;
+        reordered.index.walk.languages = vec!["java".into(), "python".into()];
+        assert_eq!(line_settings(&languages), line_settings(&reordered));
     }
 }
