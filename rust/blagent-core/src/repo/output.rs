@@ -77,6 +77,7 @@ impl Inputs {
 
 /// A file's device and inode, where the system has them.
 #[cfg(unix)]
+#[allow(clippy::unnecessary_wraps)] // `None` where the system has no inodes (below)
 fn file_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     Some((meta.dev(), meta.ino()))
