@@ -444,9 +444,15 @@ def write_structures(
         trees.append(repos / iid)
     # Each tree is read where it leads (a tree linked from `repos` to a checkout elsewhere), so
     # no structure, nor the lock beside `out`, may land in one: it would join its structure.
-    folders = (repos, *trees)
+    # Every structure lies in `out`, so `out` is what is checked against the trees, each tree
+    # resolved once (checking each structure against every tree took N² resolutions: 18 s
+    # for 800 instances).
+    resolved = out.resolve()
+    for folder in (repos, *trees):
+        if resolved.is_relative_to(folder.resolve()):
+            raise OutputRefused(f"{out} is inside {folder}, which this command reads")
     for tree in trees:
-        check_output(out / f"{tree.name}.json", ("structure",), (dataset,), folders=folders)
+        check_output(out / f"{tree.name}.json", ("structure",), (dataset,))
     if (out.exists() or out.is_symlink()) and not out.is_dir():
         raise OutputRefused(f"--out {out} is not a folder; give the folder for the structures")
     with _locked(out):

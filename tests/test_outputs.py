@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -495,6 +497,22 @@ def test_a_refused_or_interrupted_eval_leaves_its_last_outputs_as_they_were(
     assert proc.returncode == 130, proc.stderr
     assert (out.read_bytes(), signals.read_bytes()) == kept
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    # SIGTERM stops it the same way (found by the review of this change: it left the new
+    # files behind), then ends it by the signal.
+    term = subprocess.Popen(
+        [sys.executable, "-m", "blagent", *args, "--history-commits", "0", *outputs],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL),
+    )
+    time.sleep(2.0)
+    term.send_signal(signal.SIGTERM)
+    _, err = term.communicate(timeout=30)
+    assert term.returncode == -signal.SIGTERM, err
+    assert "blagent: interrupted (SIGTERM)" in err, err
+    assert (out.read_bytes(), signals.read_bytes()) == kept
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
 def test_an_analysis_replaces_the_last_one_whole(tmp_path: Path) -> None:
@@ -508,9 +526,24 @@ def test_an_analysis_replaces_the_last_one_whole(tmp_path: Path) -> None:
     stale.write_bytes((instances / "a.json").read_bytes().replace(b'"a"', b'"gone"'))
     theirs = instances / "notes.json"
     theirs.write_text('{"mine": true}')
+    copy = instances / "my-copy-of-gone.json"
+    copy.write_bytes(stale.read_bytes())
     assert run("analyze-failures", *flags, "--out-dir", str(out)).returncode == 0
-    assert sorted(p.name for p in instances.iterdir()) == ["a.json", "notes.json"]
+    assert sorted(p.name for p in instances.iterdir()) == [
+        "a.json",
+        "my-copy-of-gone.json",
+        "notes.json",
+    ]
     assert theirs.read_text() == '{"mine": true}'
+    # An `instances` folder that is a link to another analysis's is not cleaned.
+    other = tmp_path / "other"
+    assert run("analyze-failures", *flags, "--out-dir", str(other)).returncode == 0
+    (other / "instances" / "gone.json").write_bytes(copy.read_bytes())
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "instances").symlink_to(other / "instances", target_is_directory=True)
+    run("analyze-failures", *flags, "--out-dir", str(linked))
+    assert (other / "instances" / "gone.json").exists()
 
 
 def test_an_output_in_the_trees_under_another_mount_is_refused(

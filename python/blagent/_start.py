@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from types import FrameType
 
 #: 128 + SIGINT, the core's exit code for an interrupted run (`_core.EXIT_CODES`, not loaded yet).
@@ -38,6 +39,36 @@ def started() -> None:
     """Gives Ctrl-C back to Python's default handling once the command runs."""
     if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+#: The signals that stop the command as Ctrl-C does, where they have their default action.
+STOPS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop by `signum` (SIGTERM, SIGHUP): it unwinds as Ctrl-C does (a core call is
+    cancelled, outputs being replaced keep what they held, every batch line is whole, the
+    workers of a run on Ray are killed), and the command then ends by that signal (`cli.main`),
+    with the status of a process the signal killed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def stop(signum: int, _frame: FrameType | None) -> None:
+    """The command's handler of `STOPS`."""
+    raise Stopped(signum)
+
+
+def stop_on_signals() -> None:
+    """Makes `STOPS` raise `Stopped` where they have their default action (one the caller
+    ignores, as `nohup` does for SIGHUP, stays ignored); the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in STOPS:
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, stop)
 
 
 quiet_interrupts_while_starting()

@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import signal
 import sys
 import time
@@ -859,6 +860,19 @@ def _check_arguments(args: argparse.Namespace) -> None:
                 _io.check_encodable(text, f"{flag} '{_io.printable(text)}'")
 
 
+def _raise_open_files_limit() -> None:
+    """Lifts this process's soft limit on open files towards its hard limit (at most 65,536):
+    `analyze-failures` holds every file of its analysis open until all are written, two
+    descriptors each, and a soft limit of 1,024 stopped it near 500 instances."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ValueError, OSError):  # a limit this system will not change: keep it
+        pass
+
+
 def _end_by(signum: int) -> None:
     """Ends the process by `signum` with its default action, so that it has the status of a
     local run the signal killed (the shell's 128 + `signum`)."""
@@ -869,6 +883,8 @@ def _end_by(signum: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _start.started()
+    _start.stop_on_signals()
+    _raise_open_files_limit()
     _open_standard_streams()
     try:
         parser = build_parser()
@@ -880,8 +896,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a write that fails fails here, not at exit
         return status
     except KeyboardInterrupt as err:
-        # Batch and eval lines written so far are complete (each is flushed); run again to resume.
-        signum = getattr(err, "signum", None)  # a run on Ray stopped by SIGTERM or SIGHUP
+        # Batch lines written so far are complete (each is flushed); run again to resume.
+        signum = getattr(err, "signum", None)  # stopped by SIGTERM or SIGHUP (`_start.Stopped`)
         print(f"blagent: interrupted{f' ({err})' if signum else ''}", file=sys.stderr)
         if signum:
             _end_by(signum)

@@ -105,7 +105,8 @@ def _run(
         connect_seconds = time.monotonic() - started
         cpus, per_worker = cluster_cpus(ray), ray_options.cpus_per_worker
         largest = largest_node_cpus(ray)
-        if per_worker > largest:
+        # A cluster with no CPU node yet (a head of 0 CPUs, workers autoscaled) is waited for.
+        if 0 < largest < per_worker:
             raise _core.InputError(
                 f"--ray-cpus-per-worker {per_worker}: no node of the cluster has that many CPUs "
                 f"(the largest has {largest}), so no worker could start"

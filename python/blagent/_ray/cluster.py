@@ -14,25 +14,14 @@ from collections.abc import Iterator
 from types import FrameType, ModuleType
 
 from .. import _core
+from .._start import STOPS, Stopped
+from .._start import stop as command_stop
 
 #: What to run when Ray is missing.
 INSTALL_HINT = "pip install 'blagent[ray]' (or: pip install 'ray>=2.9')"
 
 #: The namespace of blagent's actors on a cluster.
 NAMESPACE = "blagent"
-
-#: The signals that end a run on Ray as Ctrl-C does, where they have their default action.
-STOPS = (signal.SIGTERM, signal.SIGHUP)
-
-
-class Stopped(KeyboardInterrupt):
-    """A stop by `signum` (SIGTERM, SIGHUP) while connected: it unwinds as Ctrl-C does (the
-    workers killed, a local cluster stopped, every line written whole), and the command then
-    ends by that signal, as a local run that the signal kills at once (`cli.main`)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 def import_ray(local: bool) -> ModuleType:
@@ -93,7 +82,8 @@ def _connected(ray: ModuleType, address: str | None) -> Iterator[ModuleType]:
         raise _core.BlagentIOError(f"cannot start or reach {where}: {err}") from err
     finally:
         for signum, handler in before.items():
-            signal.signal(signum, stop if handler == signal.SIG_DFL else handler)
+            default = handler in (signal.SIG_DFL, command_stop)
+            signal.signal(signum, stop if default else handler)
     try:
         yield ray
     except KeyboardInterrupt as err:

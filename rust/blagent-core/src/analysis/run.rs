@@ -235,19 +235,28 @@ fn file_names<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut taken = std::collections::HashSet::new();
     ids.into_iter()
         .map(|id| {
-            let name = file_name(id);
-            let stem = name.trim_end_matches(".json").to_owned();
-            let full = || blake3::hash(id.as_bytes()).to_hex().to_string();
-            [name, format!("{stem}-{}.json", id_hash(id))]
+            let [name, short, full] = instance_file_names(id);
+            [name, short]
                 .into_iter()
                 .find(|name| taken.insert(name.clone()))
                 .unwrap_or_else(|| {
-                    let name = format!("{stem}-{}.json", full());
-                    taken.insert(name.clone());
-                    name
+                    taken.insert(full.clone());
+                    full
                 })
         })
         .collect()
+}
+
+/// The names an instance's file may have, in the order [`file_names`] tries them.
+fn instance_file_names(id: &str) -> [String; 3] {
+    let name = file_name(id);
+    let stem = name.trim_end_matches(".json").to_owned();
+    let full = blake3::hash(id.as_bytes()).to_hex().to_string();
+    [
+        name,
+        format!("{stem}-{}.json", id_hash(id)),
+        format!("{stem}-{full}.json"),
+    ]
 }
 
 /// An output file of the analysis, and what an existing file there must hold to be replaced:
@@ -350,11 +359,15 @@ pub fn write_outputs(
 
 /// Removes what an earlier analysis wrote into `out_dir` and this one did not (`kept`): the
 /// files of instances it no longer has, a chart it could not draw this time. Only regular
-/// files holding what blagent writes there are removed, so the folder never mixes two runs
-/// and a file someone else put there stays.
+/// files holding what blagent writes there, under the name it gives them, are removed, and
+/// an `instances` folder that is a link is not looked into: the folder never mixes two runs,
+/// and a file someone else put there (a copy under another name) or another analysis's stays.
 fn remove_stale(out_dir: &Path, kept: &HashSet<&Path>) {
-    let instances = std::fs::read_dir(out_dir.join("instances"))
+    let folder = out_dir.join("instances");
+    let real_folder = std::fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir());
+    let instances = std::fs::read_dir(&folder)
         .into_iter()
+        .filter(|_| real_folder)
         .flatten()
         .flatten()
         .map(|entry| (entry.path(), is_instance_json as fn(&[u8]) -> bool))
@@ -368,7 +381,20 @@ fn remove_stale(out_dir: &Path, kept: &HashSet<&Path>) {
         if !regular || kept.contains(path.as_path()) {
             continue;
         }
-        if read_bounded(&path, MAX_DATA_FILE_BYTES).is_ok_and(|bytes| is_ours(&bytes)) {
+        let bytes = read_bounded(&path, MAX_DATA_FILE_BYTES);
+        let named = |bytes: &[u8]| {
+            // An instance file is named after its instance ([`file_names`]); a chart is a chart.
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                return false;
+            };
+            match serde_json::from_slice::<serde_json::Value>(bytes) {
+                Ok(value) => value["instance_id"]
+                    .as_str()
+                    .is_some_and(|id| instance_file_names(id).iter().any(|own| own == name)),
+                Err(_) => true,
+            }
+        };
+        if bytes.is_ok_and(|bytes| is_ours(&bytes) && named(&bytes)) {
             let _ = std::fs::remove_file(&path);
         }
     }

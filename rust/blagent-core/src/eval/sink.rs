@@ -69,6 +69,14 @@ impl EvalSink {
         let start = Instant::now();
         let run = &config.run;
         let selection = select(&run.dataset, &run.repos, run.ids.as_deref())?;
+        if selection.present.is_empty() {
+            // Refused before an output is opened (or a folder for one made).
+            return Err(Error::InvalidInput(format!(
+                "no instance of {} has a tree under {}",
+                run.dataset.display(),
+                run.repos.display()
+            )));
+        }
         let trees = selection.present.iter().map(|(_, tree)| tree);
         let inputs = run.inputs().file(config.queries.as_ref()).folders(trees);
         let mut outputs = Vec::new();

@@ -9,7 +9,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::localizer::LocalizeOptions;
+use crate::dense::DEFAULT_MAX_TOKENS;
 use crate::error::{Error, Result};
+use crate::repo::LANGUAGES;
 use crate::repo::{end_last_line, read_output};
 
 /// What a batch's lines record of the settings that shape them: the pipeline, the
@@ -27,21 +29,37 @@ pub(super) struct LineShape {
 
 /// The settings of `options` that shape a batch's lines, as each line records them under
 /// `blagent_settings`: what is indexed (tests, languages, sizes, history), how it is chunked
-/// and weighed, and dense retrieval with its parameters (`null` without). The model folder,
-/// the cache and the progress bar are left out: where they are does not shape a line.
+/// and weighed, and dense retrieval with its parameters (`null` without), each as it acts
+/// (languages in lower case and order, every language of the table as none named, the
+/// default token limit as unset). The model folder, the cache and the progress bar are left
+/// out: where they are does not shape a line.
 pub(super) fn line_settings(options: &LocalizeOptions) -> Value {
     let mut value = serde_json::to_value(options).unwrap_or(Value::Null);
     if let Some(dense) = value.get_mut("dense").and_then(Value::as_object_mut) {
         for key in ["model_dir", "cache_dir", "progress"] {
             dense.remove(key);
         }
+        if dense.get("max_tokens").is_some_and(Value::is_null) {
+            dense.insert("max_tokens".to_owned(), DEFAULT_MAX_TOKENS.into());
+        }
     }
     if let Some(languages) = value
         .pointer_mut("/index/walk/languages")
         .and_then(Value::as_array_mut)
     {
-        languages.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
-        languages.dedup();
+        let mut names: Vec<String> = languages
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_lowercase)
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut every: Vec<String> = LANGUAGES.iter().map(|l| l.name.to_owned()).collect();
+        every.sort();
+        if names == every {
+            names.clear();
+        }
+        *languages = names.into_iter().map(Value::from).collect();
     }
     value
 }
@@ -294,8 +312,12 @@ mod tests {
             .contains("a"));
         let mut languages = theirs.clone();
         languages.index.walk.languages = vec!["python".into(), "java".into()];
-        let mut reordered = theirs;
-        reordered.index.walk.languages = vec!["java".into(), "python".into()];
+        let mut reordered = theirs.clone();
+        reordered.index.walk.languages = vec!["Java".into(), "python".into(), "java".into()];
         assert_eq!(line_settings(&languages), line_settings(&reordered));
+        // Found by the review of this check: settings that act the same are the same.
+        let mut every = theirs.clone();
+        every.index.walk.languages = vec!["python".into(), "java".into(), "kotlin".into()];
+        assert_eq!(line_settings(&every), line_settings(&theirs));
     }
 }

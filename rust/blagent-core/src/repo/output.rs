@@ -126,17 +126,23 @@ struct Replacement {
 
 impl Output {
     /// Puts what was written in place: for a replaced output, the new file is flushed to disk
-    /// and renamed over the old (which keeps its permissions); for one appended to, nothing
-    /// more is needed.
+    /// and renamed over the old, with the old one's permissions, owner and group; where the
+    /// system will not give it that owner (another user's file the run may write), what was
+    /// written is copied into the old file instead. For one appended to, nothing more is needed.
     pub fn commit(mut self) -> Result<()> {
-        let Some(replacement) = self.replacing.take() else {
+        let Some(mut replacement) = self.replacing.take() else {
             return Ok(());
         };
         let io = |e| Error::io(&self.path, e);
         self.file.sync_all().map_err(io)?;
         if !replacement.created {
-            let permissions = replacement.target.metadata().map_err(io)?.permissions();
-            self.file.set_permissions(permissions).map_err(io)?;
+            let old = replacement.target.metadata().map_err(io)?;
+            self.file.set_permissions(old.permissions()).map_err(io)?;
+            if !keep_owner(&self.file, &old) {
+                let copied = copy_into(&mut self.file, &mut replacement.target);
+                self.replacing = Some(replacement); // `Drop` removes the new file
+                return copied.map_err(io);
+            }
         }
         let renamed = std::fs::rename(&replacement.temp, &replacement.dest);
         if renamed.is_err() {
@@ -148,28 +154,48 @@ impl Output {
 
     /// Opens the new file that will replace `target` (the output at `path`, opened and locked
     /// by [`open_output_kept`]; `created` when that created it), beside it under a hidden name
-    /// no file has.
+    /// no file has. In a folder where no file may be created (read-only, the output alone
+    /// writable), the output is written in place instead, emptied now, as before replacing.
     fn replacing(path: &Path, target: File, created: bool) -> Result<Output> {
         let io = |e| Error::io(path, e);
         let dest = resolve(path).map_err(io)?;
-        let (Some(folder), Some(name)) = (dest.parent(), dest.file_name()) else {
+        let Some(folder) = dest.parent() else {
             return Err(Error::InvalidInput(format!(
                 "{} names no file to write",
                 path.display()
             )));
         };
+        /// New files made by this process so far: each gets its own number.
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let mut attempt = 0u32;
         let (file, temp) = loop {
-            let temp = folder.join(format!(
-                ".{}.blagent-{}-{attempt}.tmp",
-                name.to_string_lossy(),
-                std::process::id()
-            ));
+            let number = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // Short, so that the longest name an output may have still has one beside it.
+            let temp = folder.join(format!(".blagent-{}-{number}.tmp", std::process::id()));
             // `create_new`: never a file or link that is already there.
-            match OpenOptions::new().write(true).create_new(true).open(&temp) {
+            let opened = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&temp);
+            match opened {
                 Ok(file) => break (file, temp),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
                     attempt += 1;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::PermissionDenied
+                            | std::io::ErrorKind::ReadOnlyFilesystem
+                    ) =>
+                {
+                    target.set_len(0).map_err(io)?;
+                    return Ok(Output {
+                        file: target,
+                        path: path.to_path_buf(),
+                        replacing: None,
+                    });
                 }
                 Err(e) => return Err(Error::io(&temp, e)),
             }
@@ -185,6 +211,33 @@ impl Output {
             }),
         })
     }
+}
+
+/// Gives `new` the owner and group of the file `old` describes where they differ (a run by
+/// root over a user's file); false where the system refuses.
+#[cfg(unix)]
+fn keep_owner(new: &File, old: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(mine) = new.metadata() else {
+        return false;
+    };
+    (mine.uid(), mine.gid()) == (old.uid(), old.gid())
+        || std::os::unix::fs::fchown(new, Some(old.uid()), Some(old.gid())).is_ok()
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_: &File, _: &std::fs::Metadata) -> bool {
+    true
+}
+
+/// Writes what `new` holds over what `old` held (both open, `old` locked).
+fn copy_into(new: &mut File, old: &mut File) -> std::io::Result<()> {
+    use std::io::Seek;
+    new.rewind()?;
+    old.set_len(0)?;
+    old.rewind()?;
+    std::io::copy(new, old)?;
+    old.sync_all()
 }
 
 impl Deref for Output {
@@ -972,6 +1025,46 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["link.jsonl", "preds.jsonl"]);
+    }
+
+    /// Found by the review of replacing: the new file took the runner's owner (a user's file
+    /// replaced by root became root's), and an output name near the system's limit left no
+    /// room for the new file's name. The owner and group are kept (given, or the content
+    /// copied where the system will not give them); the new file's name is short.
+    #[test]
+    fn a_replaced_output_keeps_its_owner_and_any_name_fits() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("preds.jsonl");
+        std::fs::write(&ours, "{\"instance_id\": \"old\"}\n").unwrap();
+        // Another owner where this process may give files away (root); else its own.
+        let _ = std::os::unix::fs::chown(&ours, Some(65534), Some(65534));
+        let before = std::fs::metadata(&ours).unwrap();
+        let none = Inputs::new();
+        let mut out = open_output(&ours, JSONL, &none, "--out").unwrap();
+        out.write_all(b"{\"instance_id\": \"new\"}\n").unwrap();
+        out.commit().unwrap();
+        let after = std::fs::metadata(&ours).unwrap();
+        assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+        assert!(std::fs::read_to_string(&ours).unwrap().contains("new"));
+        let long = dir.path().join(format!("{}.jsonl", "p".repeat(249)));
+        let mut out = open_output(&long, JSONL, &none, "--out").unwrap();
+        out.write_all(b"{\"instance_id\": \"a\"}\n").unwrap();
+        out.commit().unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        // Many outputs of one run in one folder (an analysis' instances) each get a new file.
+        let many: Vec<PathBuf> = (0..300)
+            .map(|i| dir.path().join(format!("i/{i}.jsonl")))
+            .collect();
+        let outputs: Vec<(&Path, OutputMode, &str)> =
+            many.iter().map(|p| (p.as_path(), JSONL, "x")).collect();
+        for output in open_outputs(&outputs, &none).unwrap() {
+            output.commit().unwrap();
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("i")).unwrap().count(),
+            300
+        );
     }
 
     /// Found by a hostile review: a refused run left the folders it had created for its
