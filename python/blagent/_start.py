@@ -11,12 +11,13 @@ import signal
 import sys
 import threading
 from types import FrameType
+from typing import Any
 
 #: 128 + SIGINT, the core's exit code for an interrupted run (`_core.EXIT_CODES`, not loaded yet).
 EXIT_INTERRUPTED = 130
 
 
-def _started_as_command() -> bool:
+def is_command() -> bool:
     """Whether this process is the `blagent` script or `python -m blagent`."""
     if os.path.basename(sys.argv[0]) == "blagent":
         return True
@@ -31,7 +32,7 @@ def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
 def quiet_interrupts_while_starting() -> None:
     """Takes Ctrl-C until [`started`] when this process is the command and Ctrl-C has Python's
     default handling (one started in the background, where SIGINT is ignored, keeps ignoring)."""
-    if _started_as_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    if is_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 
@@ -61,14 +62,23 @@ def stop(signum: int, _frame: FrameType | None) -> None:
     raise Stopped(signum)
 
 
-def stop_on_signals() -> None:
-    """Makes `STOPS` raise `Stopped` where they have their default action (one the caller
-    ignores, as `nohup` does for SIGHUP, stays ignored); the main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        return
+def stop_on_signals() -> dict[int, Any]:
+    """When this process is the command, makes `STOPS` raise `Stopped` where they have their
+    default action (one the caller ignores, as `nohup` does for SIGHUP, stays ignored); returns
+    the handlers it replaced, for `restore`. A program that calls `cli.main` keeps its own."""
+    if not is_command() or threading.current_thread() is not threading.main_thread():
+        return {}
+    replaced = {}
     for signum in STOPS:
         if signal.getsignal(signum) == signal.SIG_DFL:
-            signal.signal(signum, stop)
+            replaced[signum] = signal.signal(signum, stop)
+    return replaced
+
+
+def restore(handlers: dict[int, Any]) -> None:
+    """Gives back the handlers `stop_on_signals` replaced."""
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)
 
 
 quiet_interrupts_while_starting()

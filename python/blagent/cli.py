@@ -883,10 +883,18 @@ def _end_by(signum: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _start.started()
-    _start.stop_on_signals()
-    _raise_open_files_limit()
-    _open_standard_streams()
+    handlers = _start.stop_on_signals()
     try:
+        return _main(argv, command=_start.is_command())
+    finally:
+        _start.restore(handlers)
+
+
+def _main(argv: list[str] | None, command: bool) -> int:
+    try:
+        if command:
+            _raise_open_files_limit()
+        _open_standard_streams()
         parser = build_parser()
         args = parser.parse_args(argv)
         _check_arguments(args)

@@ -34,7 +34,12 @@ pub(super) struct LineShape {
 /// default token limit as unset). The model folder, the cache and the progress bar are left
 /// out: where they are does not shape a line.
 pub(super) fn line_settings(options: &LocalizeOptions) -> Value {
-    let mut value = serde_json::to_value(options).unwrap_or(Value::Null);
+    acting(serde_json::to_value(options).unwrap_or(Value::Null))
+}
+
+/// Settings as they act ([`line_settings`]), whether this run's or as a line recorded them
+/// (a line of an earlier build may hold them as given).
+fn acting(mut value: Value) -> Value {
     if let Some(dense) = value.get_mut("dense").and_then(Value::as_object_mut) {
         for key in ["model_dir", "cache_dir", "progress"] {
             dense.remove(key);
@@ -103,7 +108,12 @@ impl LineShape {
         }
         if let Some(theirs) = line.get("blagent_settings") {
             let mut differences = Vec::new();
-            settings_differences("", theirs, &self.settings, &mut differences);
+            settings_differences(
+                "",
+                &acting(theirs.clone()),
+                &self.settings,
+                &mut differences,
+            );
             differences.truncate(5);
             what.extend(differences);
         }
@@ -315,9 +325,18 @@ mod tests {
         let mut reordered = theirs.clone();
         reordered.index.walk.languages = vec!["Java".into(), "python".into(), "java".into()];
         assert_eq!(line_settings(&languages), line_settings(&reordered));
-        // Found by the review of this check: settings that act the same are the same.
+        // Found by the review of this check: settings that act the same are the same, in this
+        // run and as a line recorded them.
         let mut every = theirs.clone();
         every.index.walk.languages = vec!["python".into(), "java".into(), "kotlin".into()];
         assert_eq!(line_settings(&every), line_settings(&theirs));
+        let mut recorded = line_settings(&theirs);
+        recorded["index"]["walk"]["languages"] = serde_json::json!(["kotlin", "Java", "python"]);
+        let line = serde_json::json!({"instance_id": "a", "blagent_settings": recorded});
+        std::fs::write(&out, format!("{line}\n")).expect("write");
+        assert!(read_ids_as(&out, &same)
+            .expect("as it acts")
+            .0
+            .contains("a"));
     }
 }

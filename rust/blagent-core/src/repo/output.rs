@@ -109,6 +109,9 @@ pub struct Output {
     /// The output as the user named it, for messages.
     path: PathBuf,
     replacing: Option<Replacement>,
+    /// Written in place although replaced ([`Output::replacing`]'s fallback): emptied at the
+    /// first write (or the commit), so a run refused before keeps what it held.
+    empty_first: bool,
 }
 
 /// What a replaced [`Output`] replaces once committed.
@@ -126,23 +129,21 @@ struct Replacement {
 
 impl Output {
     /// Puts what was written in place: for a replaced output, the new file is flushed to disk
-    /// and renamed over the old, with the old one's permissions, owner and group; where the
-    /// system will not give it that owner (another user's file the run may write), what was
-    /// written is copied into the old file instead. For one appended to, nothing more is needed.
+    /// and renamed over the old, with the old one's permissions (its owner and group were
+    /// given to it when it was made). For one appended to, or written in place, nothing more
+    /// is needed.
     pub fn commit(mut self) -> Result<()> {
-        let Some(mut replacement) = self.replacing.take() else {
+        let io = |e| Error::io(&self.path, e);
+        if std::mem::take(&mut self.empty_first) {
+            self.file.set_len(0).map_err(io)?;
+        }
+        let Some(replacement) = self.replacing.take() else {
             return Ok(());
         };
-        let io = |e| Error::io(&self.path, e);
         self.file.sync_all().map_err(io)?;
         if !replacement.created {
             let old = replacement.target.metadata().map_err(io)?;
             self.file.set_permissions(old.permissions()).map_err(io)?;
-            if !keep_owner(&self.file, &old) {
-                let copied = copy_into(&mut self.file, &mut replacement.target);
-                self.replacing = Some(replacement); // `Drop` removes the new file
-                return copied.map_err(io);
-            }
         }
         let renamed = std::fs::rename(&replacement.temp, &replacement.dest);
         if renamed.is_err() {
@@ -154,8 +155,11 @@ impl Output {
 
     /// Opens the new file that will replace `target` (the output at `path`, opened and locked
     /// by [`open_output_kept`]; `created` when that created it), beside it under a hidden name
-    /// no file has. In a folder where no file may be created (read-only, the output alone
-    /// writable), the output is written in place instead, emptied now, as before replacing.
+    /// no file has, with the output's owner and group. Where no such file can be made (a
+    /// read-only folder, the output alone writable; another user's output, whose owner this
+    /// run may not give a file), the output is written in place instead, as before replacing:
+    /// emptied at the first write, so a run refused before keeps it, one stopped or failing
+    /// after leaves it part-written.
     fn replacing(path: &Path, target: File, created: bool) -> Result<Output> {
         let io = |e| Error::io(path, e);
         let dest = resolve(path).map_err(io)?;
@@ -190,16 +194,19 @@ impl Output {
                             | std::io::ErrorKind::ReadOnlyFilesystem
                     ) =>
                 {
-                    target.set_len(0).map_err(io)?;
-                    return Ok(Output {
-                        file: target,
-                        path: path.to_path_buf(),
-                        replacing: None,
-                    });
+                    return Ok(Output::in_place(path, target));
                 }
                 Err(e) => return Err(Error::io(&temp, e)),
             }
         };
+        if !created {
+            let old = target.metadata().map_err(io)?;
+            if !keep_owner(&file, &old) {
+                drop(file);
+                let _ = std::fs::remove_file(&temp);
+                return Ok(Output::in_place(path, target));
+            }
+        }
         Ok(Output {
             file,
             path: path.to_path_buf(),
@@ -209,7 +216,18 @@ impl Output {
                 temp,
                 created,
             }),
+            empty_first: false,
         })
+    }
+
+    /// `target` (the output at `path`) written in place, emptied at the first write.
+    fn in_place(path: &Path, target: File) -> Output {
+        Output {
+            file: target,
+            path: path.to_path_buf(),
+            replacing: None,
+            empty_first: true,
+        }
     }
 }
 
@@ -230,16 +248,6 @@ fn keep_owner(_: &File, _: &std::fs::Metadata) -> bool {
     true
 }
 
-/// Writes what `new` holds over what `old` held (both open, `old` locked).
-fn copy_into(new: &mut File, old: &mut File) -> std::io::Result<()> {
-    use std::io::Seek;
-    new.rewind()?;
-    old.set_len(0)?;
-    old.rewind()?;
-    std::io::copy(new, old)?;
-    old.sync_all()
-}
-
 impl Deref for Output {
     type Target = File;
 
@@ -256,6 +264,9 @@ impl DerefMut for Output {
 
 impl std::io::Write for Output {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if std::mem::take(&mut self.empty_first) {
+            self.file.set_len(0)?;
+        }
         self.file.write(bytes)
     }
 
@@ -377,6 +388,7 @@ pub fn open_outputs_checked(
                 file,
                 path: path.to_path_buf(),
                 replacing: None,
+                empty_first: false,
             })
         } else {
             Output::replacing(path, file, created.contains(&path))
@@ -1065,6 +1077,25 @@ mod tests {
             std::fs::read_dir(dir.path().join("i")).unwrap().count(),
             300
         );
+    }
+
+    /// Found by the review of the fallbacks: an output written in place (a read-only folder,
+    /// another user's file) was emptied when opened, so a run refused before it wrote (another
+    /// output could not be made) lost it. It is emptied at the first write, or the commit.
+    #[test]
+    fn an_output_written_in_place_is_emptied_only_when_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        std::fs::write(&path, "old\n").unwrap();
+        let open = || OpenOptions::new().write(true).open(&path).unwrap();
+        drop(Output::in_place(&path, open()));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+        let mut out = Output::in_place(&path, open());
+        out.write_all(b"new\n").unwrap();
+        out.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+        Output::in_place(&path, open()).commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
     }
 
     /// Found by a hostile review: a refused run left the folders it had created for its
