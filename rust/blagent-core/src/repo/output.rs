@@ -114,6 +114,9 @@ pub struct Output {
     empty_first: bool,
 }
 
+/// The new files [`Output::replacing`] has made in this process: each gets its own number.
+static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// What a replaced [`Output`] replaces once committed.
 #[derive(Debug)]
 struct Replacement {
@@ -169,8 +172,6 @@ impl Output {
                 path.display()
             )));
         };
-        /// New files made by this process so far: each gets its own number.
-        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let mut attempt = 0u32;
         let (file, temp) = loop {
             let number = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
