@@ -363,38 +363,45 @@ pub fn write_outputs(
 /// an `instances` folder that is a link is not looked into: the folder never mixes two runs,
 /// and a file someone else put there (a copy under another name) or another analysis's stays.
 fn remove_stale(out_dir: &Path, kept: &HashSet<&Path>) {
-    let folder = out_dir.join("instances");
-    let real_folder = std::fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir());
-    let instances = std::fs::read_dir(&folder)
-        .into_iter()
-        .filter(|_| real_folder)
-        .flatten()
-        .flatten()
-        .map(|entry| (entry.path(), is_instance_json as fn(&[u8]) -> bool))
-        .filter(|(path, _)| path.extension().is_some_and(|e| e == "json"));
+    let stale_and_ours = |path: &Path, ours: &dyn Fn(&[u8]) -> bool| {
+        let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+        regular
+            && !kept.contains(path)
+            && read_bounded(path, MAX_DATA_FILE_BYTES).is_ok_and(|bytes| ours(&bytes))
+    };
     let charts = [
         (out_dir.join("chart.svg"), is_chart_svg as fn(&[u8]) -> bool),
         (out_dir.join("chart.png"), is_chart_png),
     ];
-    for (path, is_ours) in instances.chain(charts) {
-        let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
-        if !regular || kept.contains(path.as_path()) {
-            continue;
+    for (chart, is_chart) in charts {
+        if stale_and_ours(&chart, &is_chart) {
+            let _ = std::fs::remove_file(&chart);
         }
-        let bytes = read_bounded(&path, MAX_DATA_FILE_BYTES);
-        let named = |bytes: &[u8]| {
-            // An instance file is named after its instance ([`file_names`]); a chart is a chart.
-            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-                return false;
-            };
-            match serde_json::from_slice::<serde_json::Value>(bytes) {
-                Ok(value) => value["instance_id"]
-                    .as_str()
-                    .is_some_and(|id| instance_file_names(id).iter().any(|own| own == name)),
-                Err(_) => true,
-            }
+    }
+    let folder = out_dir.join("instances");
+    if !std::fs::symlink_metadata(&folder).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
+    for path in std::fs::read_dir(&folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+    {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
         };
-        if bytes.is_ok_and(|bytes| is_ours(&bytes) && named(&bytes)) {
+        // An instance's file, under the name [`file_names`] gives it.
+        let own_file = |bytes: &[u8]| {
+            is_instance_json(bytes)
+                && serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|value| {
+                    value["instance_id"]
+                        .as_str()
+                        .is_some_and(|id| instance_file_names(id).iter().any(|own| own == name))
+                })
+        };
+        let json = path.extension().is_some_and(|e| e == "json");
+        if json && stale_and_ours(&path, &own_file) {
             let _ = std::fs::remove_file(&path);
         }
     }

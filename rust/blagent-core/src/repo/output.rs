@@ -195,7 +195,7 @@ impl Output {
                             | std::io::ErrorKind::ReadOnlyFilesystem
                     ) =>
                 {
-                    return Ok(Output::in_place(path, target));
+                    return Ok(Output::in_place(path, target, true));
                 }
                 Err(e) => return Err(Error::io(&temp, e)),
             }
@@ -205,7 +205,7 @@ impl Output {
             if !keep_owner(&file, &old) {
                 drop(file);
                 let _ = std::fs::remove_file(&temp);
-                return Ok(Output::in_place(path, target));
+                return Ok(Output::in_place(path, target, true));
             }
         }
         Ok(Output {
@@ -221,13 +221,14 @@ impl Output {
         })
     }
 
-    /// `target` (the output at `path`) written in place, emptied at the first write.
-    fn in_place(path: &Path, target: File) -> Output {
+    /// `target` (the output at `path`) written in place: appended to, or (`empty_first`)
+    /// emptied at the first write.
+    fn in_place(path: &Path, target: File, empty_first: bool) -> Output {
         Output {
             file: target,
             path: path.to_path_buf(),
             replacing: None,
-            empty_first: true,
+            empty_first,
         }
     }
 }
@@ -385,12 +386,7 @@ pub fn open_outputs_checked(
     let mut ready = Vec::with_capacity(opened.len());
     for (&(path, mode, _), file) in outputs.iter().zip(opened) {
         let output = if mode.append {
-            Ok(Output {
-                file,
-                path: path.to_path_buf(),
-                replacing: None,
-                empty_first: false,
-            })
+            Ok(Output::in_place(path, file, false))
         } else {
             Output::replacing(path, file, created.contains(&path))
         };
@@ -432,10 +428,7 @@ pub fn check_output(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) 
 pub fn check_distinct(outputs: &[(&Path, &str)]) -> Result<()> {
     let mut seen: Vec<(PathBuf, &str)> = Vec::new();
     for &(path, what) in outputs {
-        let resolved = resolve(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidInput => refusal(path, what)(e.to_string()),
-            _ => Error::io(path, e),
-        })?;
+        let resolved = resolved(path, &refusal(path, what))?;
         let same = |p: &PathBuf| {
             *p == resolved
                 || matches!((std::fs::metadata(p), std::fs::metadata(&resolved)),
@@ -473,10 +466,7 @@ fn vet(path: &Path, inputs: &Inputs, refuse: &impl Fn(String) -> Error) -> Resul
     if bytes.ends_with(b"/") || bytes.ends_with(b"/.") || path.file_name().is_none() {
         return Err(refuse("names a folder; give a file name".to_owned()));
     }
-    let resolved = resolve(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::InvalidInput => refuse(e.to_string()),
-        _ => Error::io(path, e),
-    })?;
+    let resolved = resolved(path, refuse)?;
     // Compared as written (`..` taken lexically) and with symlinks resolved, on both sides: a
     // tree that is a symlink (`trees/a -> checkout`) holds its target's files under either
     // name, and `trees/../x` lies beside the trees, not in them.
@@ -546,6 +536,14 @@ fn check_content(
         "exists and does not hold {}; refusing to {verb} it (remove it or choose another file)",
         mode.holds
     )))
+}
+
+/// [`resolve`] of output `path`, a link whose target is missing refused by `refuse`.
+fn resolved(path: &Path, refuse: &impl Fn(String) -> Error) -> Result<PathBuf> {
+    resolve(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => refuse(e.to_string()),
+        _ => Error::io(path, e),
+    })
 }
 
 /// `path` with `.` dropped and each `..` taking away the name before it, as written.
@@ -1089,13 +1087,13 @@ mod tests {
         let path = dir.path().join("p.jsonl");
         std::fs::write(&path, "old\n").unwrap();
         let open = || OpenOptions::new().write(true).open(&path).unwrap();
-        drop(Output::in_place(&path, open()));
+        drop(Output::in_place(&path, open(), true));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
-        let mut out = Output::in_place(&path, open());
+        let mut out = Output::in_place(&path, open(), true);
         out.write_all(b"new\n").unwrap();
         out.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
-        Output::in_place(&path, open()).commit().unwrap();
+        Output::in_place(&path, open(), true).commit().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
     }
 
