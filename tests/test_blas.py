@@ -115,3 +115,32 @@ def test_the_precision_variable_picks_any_path_the_cpu_runs_and_refuses_the_rest
     with pytest.raises(subprocess.CalledProcessError) as bad:
         precision_in_fresh_process(BLAGENT_ENCODER_PRECISION="fp8")
     assert "BLAGENT_ENCODER_PRECISION" in bad.value.stderr and "fp8" in bad.value.stderr
+
+
+def threads_in_fresh_process(cpus: set[int] | None = None, **env: str) -> dict[str, object]:
+    """blas_status()["threads"] after `import blagent` in a new interpreter whose CPUs are `cpus`
+    (as `taskset` or a container's cpuset would leave it)."""
+    environ = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"} | env
+    code = (
+        "import json, os, sys; "
+        f"cpus = {sorted(cpus) if cpus else None!r}; "
+        "cpus and os.sched_setaffinity(0, cpus); "
+        "import blagent; "
+        "print(json.dumps(blagent.blas_status()['threads']))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_the_encoders_threads_are_the_cpus_the_process_may_use() -> None:
+    # candle would size its pools by the machine's physical cores, blind to an affinity mask;
+    # its spinning workers then take CPU from the encoder (on 2 of 16 cores, a third of it).
+    mine = os.sched_getaffinity(0)
+    one = {min(mine)}
+    assert threads_in_fresh_process(one) == {"workers": 1, "candle": 1}
+    assert threads_in_fresh_process() == {"workers": len(mine), "candle": len(mine)}
+    # A user's choice is kept.
+    assert threads_in_fresh_process(one, RAYON_NUM_THREADS="2") == {"workers": 2, "candle": 2}

@@ -43,8 +43,13 @@ from .results import (
 def blas_status() -> dict[str, object]:
     """The BLAS kernels in use (`core`), the CPU's vector flags, `fallback` (True when the
     kernels are older than the CPU allows: a slow encoder and exact search), and
-    `encoder_precision` ("bf16-amx" where the encoder's linear layers run on AMX tiles)."""
-    return {**_blas.status(_core.blas_core()), "encoder_precision": _core.encoder_precision()}
+    `encoder_precision` ("bf16-amx" where the encoder's linear layers run on AMX tiles) and
+    `threads`, the encoder's threads (`workers`, `candle`: the CPUs this process may use)."""
+    return {
+        **_blas.status(_core.blas_core()),
+        "encoder_precision": _core.encoder_precision(),
+        "threads": _core.thread_counts(),
+    }
 
 
 __all__ = [

@@ -531,6 +531,18 @@ fn encoder_precision() -> PyResult<&'static str> {
         .map_err(|e| to_py(Error::InvalidInput(e)))
 }
 
+/// The threads the encoder runs on: `workers` (blagent's own pool) and `candle` (candle's
+/// element-wise operations), both the CPUs this process may use unless RAYON_NUM_THREADS says
+/// otherwise.
+#[pyfunction]
+fn thread_counts(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let (workers, candle) = blagent_core::embed::thread_counts();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("workers", workers)?;
+    d.set_item("candle", candle)?;
+    Ok(d)
+}
+
 /// The core's default for each setting the Python API and the CLI offer.
 fn defaults(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     use blagent_core::{dense, eval, interface, repo, Pipeline};
@@ -549,6 +561,8 @@ fn defaults(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
 /// The native core of blagent.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Before any of candle's pools starts (and while no code of this module runs elsewhere).
+    blagent_core::embed::fit_candle_threads();
     let py = m.py();
     m.add("BlagentError", py.get_type::<BlagentError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
@@ -608,5 +622,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_user_file, m)?)?;
     m.add_function(wrap_pyfunction!(blas_core, m)?)?;
     m.add_function(wrap_pyfunction!(encoder_precision, m)?)?;
+    m.add_function(wrap_pyfunction!(thread_counts, m)?)?;
     Ok(())
 }

@@ -114,6 +114,7 @@ impl Encoder {
     /// [`INT8_AVX512_IDENTITY`].
     /// Models other than BERT (Nomic BERT) run in f32 whatever is asked.
     pub fn load_with(dir: &Path, max_tokens: Option<usize>, precision: Precision) -> Result<Self> {
+        super::fit_candle_threads();
         let mut folder = ModelFolder::read(dir)?;
         if let Some(cap) = max_tokens {
             folder.cap_max_seq_length(cap);

@@ -11,9 +11,11 @@ mod encoder;
 mod folder;
 mod int8_ranges;
 mod kernels;
+mod threads;
 mod vnni;
 
 pub use self::blas::{core_name as blas_core, Precision, PRECISION_VARIABLE};
 pub use self::cache::{CacheStats, EmbeddingCache};
 pub use self::encoder::{Encoder, TextKind};
 pub use self::folder::{Architecture, ModelFolder, Pooling};
+pub use self::threads::{fit_candle_threads, thread_counts};
