@@ -444,6 +444,14 @@ def test_a_lone_surrogate_in_the_python_api_is_an_input_error(repo: Path) -> Non
     request = LocalizeRequest("x", str(repo), "bad \ud800 text")
     with pytest.raises(InputError, match="surrogate"):
         Localizer().localize_request(request)
+    # Found by a later review: in the Localizer's options, a bare UnicodeEncodeError.
+    for options in (
+        {"weights": {"\ud800": 1}},
+        {"languages": ["\ud800"]},
+        {"llm_options": {"\ud800": 1}},
+    ):
+        with pytest.raises(InputError, match="surrogate"):
+            Localizer(**options)  # type: ignore[arg-type]
 
 
 def _analysis_inputs(tmp_path: Path, iid: str, checkout: Path) -> list[str]:

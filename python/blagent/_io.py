@@ -92,14 +92,17 @@ def json_value(text: str, what: str) -> Any:
 
 
 def json_text(value: Any, what: str) -> str:
-    """`value` as JSON, or an `InputError` naming `what`: nested too deeply, or holding what
-    JSON cannot carry (a set, bytes, an integer too long to write)."""
+    """`value` as JSON, or an `InputError` naming `what`: nested too deeply, holding what JSON
+    cannot carry (a set, bytes, an integer too long to write), or text that is not UTF-8 (a
+    lone surrogate, in a key or a value)."""
     try:
-        return json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False)
     except RecursionError as err:
         raise _core.InputError(f"{what} is nested too deeply") from err
     except (TypeError, ValueError) as err:
         raise _core.InputError(f"{what} holds a value JSON cannot carry: {err}") from err
+    check_encodable(text, what)
+    return text
 
 
 def printable_lines(text: str) -> str:

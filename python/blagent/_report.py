@@ -148,18 +148,23 @@ def format_calibration(report: dict[str, Any]) -> str:
         lines.append(f"{s['scale']:>12g}  {s['mrr']:.3f}  {s['acc1']:.3f}{mark}")
     cv, free, default = fit["cross_validated"], fit["retrieval_only"], fit["default"]
     lines.append(
-        f"cross-validated (each fold at the scale chosen without it): MRR {cv['mrr']:.3f}, Acc@1 {cv['acc1']:.3f}"
+        f"cross-validated (each fold at the scale this procedure gives without it): "
+        f"MRR {cv['mrr']:.3f}, Acc@1 {cv['acc1']:.3f}"
     )
     lines.append(f"retrieval alone (scale 0): MRR {free['mrr']:.3f}, Acc@1 {free['acc1']:.3f}")
     lines.append(f"default (scale 1): MRR {default['mrr']:.3f}, Acc@1 {default['acc1']:.3f}")
     gain, chosen = report["gain_over_default"], fit["chosen"]["scale"]
+    sign = report["sign_test"]
     lines.append(
         f"gain of scale {chosen:g} over the default: MRR {gain['delta']:+.3f} "
-        f"[{gain['low']:+.3f}, {gain['high']:+.3f}] (paired bootstrap 95%)"
+        f"[{gain['low']:+.3f}, {gain['high']:+.3f}] (paired bootstrap 95%); "
+        f"better on {sign['run_only']}, worse on {sign['baseline_only']}, "
+        f"sign test p {sign['p']:.3g}"
     )
     if profile["weight_scale"] != chosen:
         lines.append(
-            "  not significant on these instances: the default scale is written, not a raised one"
+            "  not significant on these instances (a raised scale needs the interval above 0 "
+            "and p < 0.05): the default scale is written"
         )
     lines.append(f"weight_scale {profile['weight_scale']:g} written to {report['out']}")
     if report["missing_trees"]:

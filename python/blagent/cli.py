@@ -441,8 +441,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
 ANALYZE_HELP = """\
 For every unresolved instance, the first stage that failed:
   file              a gold file is not among the top-k localized files
-  function          no gold function (a function or method of the base commit whose lines a
-                    gold hunk touches) is among the top --function-top-k localized functions,
+  function          no gold function (a function or method of the base commit whose code
+                    lines a gold hunk changes) is among the top --function-top-k localized functions,
                     or, without function-level localization, edited by the generated patch
                     (--function-rule all: every gold function must be); functions the gold
                     patch adds and class-body edits are reported, not required

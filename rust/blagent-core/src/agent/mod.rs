@@ -61,8 +61,8 @@ pub use self::tools::{
     approx_tokens, bm25_topk, read_skeleton, truncate_lines, view_file, view_readme,
 };
 pub use self::trust::{
-    fit, reciprocal_ranks, FusionInputs, LlmProfile, TrustFit, TrustSample, TrustScore,
-    DEFAULT_SCALE, PROFILE_SCHEMA_VERSION, SCALES,
+    fit, reciprocal_ranks, trusted, FusionInputs, LlmProfile, TrustFit, TrustSample, TrustScore,
+    Trusted, DEFAULT_SCALE, PROFILE_SCHEMA_VERSION, SCALES,
 };
 
 use self::session::{CallSettings, Session};

@@ -166,8 +166,10 @@ fn window(name: &str, text: &str, offset: usize, tokens: usize) -> String {
 /// `view_readme()`: the first window of the README at the repository root. A README that is a
 /// link is read only where it leads to another README of the repository (a file named
 /// `README…`) none of whose folders is hidden (`docs/README.md`, not `.git/config`, `.env` or
-/// an ignored `secrets.py`): what the model is shown goes to the endpoint, and a repository's
-/// link must not send the user's local secrets there.
+/// an ignored `secrets.py`), and neither the README nor where it leads may be ignored by the
+/// repository's ignore rules (`secret/README.md` under an ignored `secret/`): what the model is
+/// shown goes to the endpoint, and a repository's link must not send the user's local secrets
+/// there.
 pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
     for name in ["README.md", "README.rst", "README.txt", "README"] {
         if !index.root.join(name).exists() {
@@ -195,6 +197,13 @@ pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
         if !a_readme {
             return Err(format!(
                 "{name} is a link to a file that is not a README; not shown"
+            ));
+        }
+        if crate::repo::ignored_on_the_way(&root, &root.join(name))
+            || crate::repo::ignored_on_the_way(&root, &path)
+        {
+            return Err(format!(
+                "{name} is ignored by the repository's ignore rules; not shown"
             ));
         }
         // Only the first window is shown: its first megabyte is all that is read.

@@ -12,18 +12,24 @@
 //! answered badly or inconsistently still falls back towards retrieval.
 //!
 //! [`fit`] chooses the scale from [`SCALES`] that ranks the gold files best (MRR, then Acc@1,
-//! then the smaller scale), and reports what that choice is worth on instances it did not see:
-//! k-fold cross-validation, the choice made again on each fold's complement and scored on the
-//! fold.
+//! then the default scale, then the smaller one), keeps a scale above the default only where
+//! its gain is significant ([`trusted`]), and reports what that procedure is worth on instances
+//! it did not see: k-fold cross-validation, the whole choice made again on each fold's
+//! complement and scored on the fold.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
 use super::pipeline::Pipeline;
 use super::rank::fuse;
 use crate::dataset::{all_within, reciprocal_rank};
 use crate::error::{Error, Result};
+use crate::eval::paired::{bootstrap, sign_test, Interval, McNemar};
+use crate::eval::DEFAULT_RESAMPLES;
 use crate::repo::read::{read_user_text, MAX_SMALL_FILE_BYTES};
 
 /// The profile format's version.
@@ -38,6 +44,12 @@ pub const DEFAULT_SCALE: f32 = 1.0;
 
 /// Ranks a fit scores (the `Acc@10`/MRR cut of `blagent eval`).
 const SCORED_RANKS: usize = 10;
+
+/// The bootstrap's seed in [`trusted`]: a calibration is reproducible.
+const GAIN_SEED: u64 = 20_261_203;
+
+/// The sign test's level for a raised scale ([`trusted`]).
+const SIGN_TEST_LEVEL: f64 = 0.05;
 
 /// A model's calibrated trust, as `blagent calibrate` writes it and `--llm-profile` reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,8 +143,9 @@ pub struct TrustFit {
     pub scales: Vec<TrustScore>,
     /// The chosen scale's training score.
     pub chosen: TrustScore,
-    /// The fit's score on instances it did not see (each fold ranked at the scale chosen on
-    /// the other folds).
+    /// The fit's score on instances it did not see: each fold ranked at the scale the whole
+    /// procedure (the best scale, kept above the default only where [`trusted`]) gives on the
+    /// other folds; its `scale` is what the procedure gives on all instances.
     pub cross_validated: TrustScore,
     /// Retrieval alone (scale 0) on the same instances.
     pub retrieval_only: TrustScore,
@@ -153,9 +166,12 @@ fn ranked_at(sample: &TrustSample, scale: f32) -> Vec<usize> {
 
 /// Each sample's reciprocal rank of its first gold file at `scale` (0 outside the top
 /// [`SCORED_RANKS`]): the per-instance terms of a fit's MRR, for paired statistics.
-pub fn reciprocal_ranks(samples: &[TrustSample], scale: f32) -> Vec<f64> {
+pub fn reciprocal_ranks<'a>(
+    samples: impl IntoIterator<Item = &'a TrustSample>,
+    scale: f32,
+) -> Vec<f64> {
     samples
-        .iter()
+        .into_iter()
         .map(|s| reciprocal_rank(&ranked_at(s, scale), &s.gold))
         .collect()
 }
@@ -186,15 +202,57 @@ fn score_all(samples: &[&TrustSample]) -> Vec<TrustScore> {
     SCALES.iter().map(|&scale| score(samples, scale)).collect()
 }
 
-/// The best of `scores` (in `SCALES` order): highest MRR, then Acc@1, then the smaller scale.
+/// The best of `scores` (in `SCALES` order): highest MRR, then Acc@1, then the default scale,
+/// then the smaller scale. Where every scale ranks alike (a model that agrees with retrieval
+/// everywhere) the default stays: nothing says the model should be turned down.
+#[allow(clippy::float_cmp)] // scales are the exact constants of `SCALES`
 fn best(scores: &[TrustScore]) -> TrustScore {
     let mut best = scores[0];
     for &candidate in &scores[1..] {
-        if (candidate.mrr, candidate.acc1) > (best.mrr, best.acc1) {
+        let (new, old) = ((candidate.mrr, candidate.acc1), (best.mrr, best.acc1));
+        if new > old || (new == old && candidate.scale == DEFAULT_SCALE) {
             best = candidate;
         }
     }
     best
+}
+
+/// A scale's standing against the default on some instances ([`trusted`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trusted {
+    /// The scale a profile gets.
+    pub scale: f32,
+    /// MRR at the chosen scale minus MRR at the default, with its paired bootstrap 95% interval.
+    pub gain: Interval,
+    /// The exact sign test of the same per-instance reciprocal ranks: instances the default
+    /// ranks better (`baseline_only`), those the chosen scale does (`run_only`), and p.
+    pub sign: McNemar,
+}
+
+/// The scale a profile gets for `chosen` on `samples`: `chosen`, except that a scale above the
+/// default stands only where its gain over the default is significant both ways: the paired
+/// bootstrap's 95% interval lies above 0 and the exact sign test gives p < 0.05. On a small
+/// calibration set the best scale is often best by chance, and a raised scale hands the model
+/// the lead on every instance after it; a percentile bootstrap on a few instances is too
+/// narrow (4 better and none worse of 8 gave [+0.031, +0.366], where no exact test goes below
+/// p 0.125), which the sign test is not. Lowering the trust needs no evidence.
+pub fn trusted(samples: &[&TrustSample], chosen: f32) -> Result<Trusted> {
+    let default = reciprocal_ranks(samples.iter().copied(), DEFAULT_SCALE);
+    let at = reciprocal_ranks(samples.iter().copied(), chosen);
+    let sign = sign_test(&default, &at);
+    let mut rng = StdRng::seed_from_u64(GAIN_SEED);
+    let gain = bootstrap(&[(default, at)], DEFAULT_RESAMPLES, &mut rng)?[0];
+    let raised_without_evidence =
+        chosen > DEFAULT_SCALE && (gain.low <= 0.0 || sign.p >= SIGN_TEST_LEVEL);
+    Ok(Trusted {
+        scale: if raised_without_evidence {
+            DEFAULT_SCALE
+        } else {
+            chosen
+        },
+        gain,
+        sign,
+    })
 }
 
 /// Fits the scale on `samples` with `folds`-fold cross-validation (instance `i` is in fold
@@ -211,7 +269,7 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
     let scales = score_all(&all);
     let chosen = best(&scales);
     let mut held_out = TrustScore {
-        scale: chosen.scale,
+        scale: trusted(&all, chosen.scale)?.scale,
         ..TrustScore::default()
     };
     for fold in 0..folds {
@@ -224,7 +282,10 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
                 .collect()
         };
         let (test, train) = (part(true), part(false));
-        let on_test = score(&test, best(&score_all(&train)).scale);
+        let on_test = score(
+            &test,
+            trusted(&train, best(&score_all(&train)).scale)?.scale,
+        );
         #[allow(clippy::cast_precision_loss)]
         let weight = test.len() as f64;
         held_out.mrr += on_test.mrr * weight;
@@ -275,6 +336,74 @@ mod tests {
     /// The model is wrong where retrieval is right.
     fn trust_costs() -> TrustSample {
         sample(0, vec![9], 4)
+    }
+
+    /// The model ranks what retrieval ranks: every scale scores alike.
+    fn agrees() -> TrustSample {
+        sample(0, vec![5, 6], 5)
+    }
+
+    #[test]
+    fn a_raised_scale_stands_only_on_a_significant_gain() {
+        let many: Vec<TrustSample> = (0..30).map(|_| trust_pays()).collect();
+        let all: Vec<&TrustSample> = many.iter().collect();
+        let trust = trusted(&all, 8.0).unwrap();
+        assert!(trust.gain.delta > 0.4 && trust.gain.low > 0.0, "{trust:?}");
+        assert_eq!((trust.sign.run_only, trust.sign.baseline_only), (30, 0));
+        assert_eq!(trust.scale, 8.0);
+
+        // One instance of ten where the model helps: the best scale by MRR, but by chance.
+        let few: Vec<TrustSample> = (0..10)
+            .map(|i| if i == 0 { trust_pays() } else { agrees() })
+            .collect();
+        let all: Vec<&TrustSample> = few.iter().collect();
+        let trust = trusted(&all, 8.0).unwrap();
+        assert!(trust.gain.delta > 0.0 && trust.gain.low <= 0.0, "{trust:?}");
+        assert_eq!(trust.scale, DEFAULT_SCALE);
+        // Lowering the trust needs no evidence.
+        assert_eq!(trusted(&all, 0.25).unwrap().scale, 0.25);
+    }
+
+    #[test]
+    fn a_bootstrap_on_a_few_instances_is_not_evidence_enough() {
+        // Four of eight better, none worse: the percentile interval lies above 0, but no exact
+        // test of four wins goes below p 0.125 (a review's case from a real calibration).
+        let eight: Vec<TrustSample> = (0..8)
+            .map(|i| if i % 2 == 0 { trust_pays() } else { agrees() })
+            .collect();
+        let all: Vec<&TrustSample> = eight.iter().collect();
+        let trust = trusted(&all, 8.0).unwrap();
+        assert!(trust.gain.low > 0.0, "{trust:?}");
+        assert_eq!((trust.sign.run_only, trust.sign.baseline_only), (4, 0));
+        assert!((trust.sign.p - 0.125).abs() < 1e-9, "{trust:?}");
+        assert_eq!(trust.scale, DEFAULT_SCALE);
+    }
+
+    #[test]
+    fn scales_that_rank_alike_keep_the_default() {
+        // The model agrees with retrieval everywhere: no scale is better, so nothing turns the
+        // model down (scale 0 was chosen before, as the smallest of equals).
+        let samples: Vec<TrustSample> = (0..12).map(|_| agrees()).collect();
+        let fit = fit(&samples, 3).unwrap();
+        assert!(fit.scales.iter().all(|s| s.mrr == fit.scales[0].mrr));
+        assert_eq!(fit.chosen.scale, DEFAULT_SCALE);
+    }
+
+    #[test]
+    fn cross_validation_scores_the_gated_choice() {
+        // Two instances where trust pays among many where the model agrees: scale 8 is the
+        // best on every fold's complement, but never significantly, so every fold is ranked at
+        // the default, and the cross-validated score is the default's.
+        let samples: Vec<TrustSample> = (0..20)
+            .map(|i| if i % 10 == 0 { trust_pays() } else { agrees() })
+            .collect();
+        let fit = fit(&samples, 5).unwrap();
+        assert!(fit.chosen.scale > DEFAULT_SCALE, "{fit:?}");
+        assert_eq!(fit.cross_validated.scale, DEFAULT_SCALE);
+        assert!(
+            (fit.cross_validated.mrr - fit.default.mrr).abs() < 1e-12,
+            "{fit:?}"
+        );
     }
 
     #[test]

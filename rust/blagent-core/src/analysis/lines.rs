@@ -261,6 +261,26 @@ pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Ve
     out
 }
 
+/// Every changed line of one file's patch that is not blank, comments and docstrings included,
+/// in patch order: what touches a function when gold functions are counted (a hunk that edits
+/// only a method's docstring touches that method).
+pub fn changed_lines(file: &FilePatch) -> Vec<CodeLine> {
+    file.hunks
+        .iter()
+        .flat_map(|hunk| &hunk.lines)
+        .filter(|line| !line.text.trim().is_empty())
+        .filter_map(|line| {
+            Some(CodeLine {
+                path: file.path.clone(),
+                line: line.base_line,
+                new_line: line.new_line,
+                kind: line.change?,
+                text: line.text.trim().to_owned(),
+            })
+        })
+        .collect()
+}
+
 fn lookup(mask: Option<&[bool]>, line: usize) -> Option<bool> {
     mask.and_then(|m| m.get(line.checked_sub(1)?).copied())
 }

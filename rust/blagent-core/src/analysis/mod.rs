@@ -50,7 +50,7 @@ pub use self::stage::{
     classify, Criteria, FileEvidence, FunctionEvidence, FunctionRule, FunctionSource,
     InstanceAnalysis, Stage,
 };
-pub use self::view::{FileView, PatchView};
+pub use self::view::{FileView, PatchView, Touch};
 pub use crate::dataset::patch::{
     apply, locate_hunks, parse_patch, ChangeKind, FilePatch, Hunk, HunkLine, Placement,
     MAX_HUNK_OFFSET,

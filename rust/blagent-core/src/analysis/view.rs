@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use super::functions::FunctionRef;
-use super::lines::{code_lines, CodeLine};
+use super::lines::{changed_lines, code_lines, CodeLine};
 use super::patch::{apply, locate_hunks, ChangeKind, FilePatch, Placement};
 use crate::chunk::{enclosing_by_line, parse_file, ChunkOptions, Symbol, SymbolKind};
 use crate::repo::{language_for_path, SourceFile, DEFAULT_MAX_FILE_BYTES};
@@ -38,18 +38,41 @@ pub struct PatchView {
     pub files: Vec<FileView>,
 }
 
+/// Which changed lines place a patch on the functions they lie in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Touch {
+    /// Code lines only ([`code_lines`]): the failure analysis, whose stages ask where a fix's
+    /// code goes (as the analysis it reproduces does).
+    Code,
+    /// Every non-blank changed line, comments and docstrings included ([`changed_lines`]):
+    /// gold functions, the functions a gold hunk touches.
+    AnyLine,
+}
+
 impl PatchView {
-    /// Maps `files` onto the base tree at `tree` (if any); what could not be mapped is
-    /// described in `notes`, prefixed with `label` ("gold patch", "generated patch").
+    /// Maps `files` onto the base tree at `tree` (if any), placing them on functions by their
+    /// code lines ([`Touch::Code`]); what could not be mapped is described in `notes`,
+    /// prefixed with `label` ("gold patch", "generated patch").
     pub fn new(
         files: Vec<FilePatch>,
         tree: Option<&Path>,
         label: &str,
         notes: &mut Vec<String>,
     ) -> Self {
+        Self::placed(files, tree, Touch::Code, label, notes)
+    }
+
+    /// [`PatchView::new`], placing the files on functions by the lines `touch` names.
+    pub fn placed(
+        files: Vec<FilePatch>,
+        tree: Option<&Path>,
+        touch: Touch,
+        label: &str,
+        notes: &mut Vec<String>,
+    ) -> Self {
         let files = files
             .into_iter()
-            .map(|patch| view_file(patch, tree, label, notes))
+            .map(|patch| view_file(patch, tree, touch, label, notes))
             .collect();
         PatchView { files }
     }
@@ -116,6 +139,7 @@ fn symbols_of(path: &str, text: &str) -> Option<(Vec<Symbol>, bool)> {
 fn view_file(
     mut patch: FilePatch,
     tree: Option<&Path>,
+    touch: Touch,
     label: &str,
     notes: &mut Vec<String>,
 ) -> FileView {
@@ -201,7 +225,11 @@ fn view_file(
             .or_insert(symbol);
     }
     let [mut functions, mut added, mut classes] = [(); 3].map(|()| BTreeSet::new());
-    for line in &code {
+    let touching = match touch {
+        Touch::Code => None,
+        Touch::AnyLine => Some(changed_lines(&patch)),
+    };
+    for line in touching.as_ref().unwrap_or(&code) {
         let symbol = match (line.kind, &new_at) {
             (ChangeKind::Removed, _) => base_at.at(line.line),
             (ChangeKind::Added, Some(new_at)) => new_at.at(line.new_line),

@@ -6,17 +6,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rand::rngs::StdRng;
-use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::llm::{LlmInstanceStats, LlmTotals};
-use super::paired::{bootstrap, Interval};
+use super::paired::{Interval, McNemar};
 use super::select::select;
-use super::DEFAULT_RESAMPLES;
-use crate::agent::{
-    fit, reciprocal_ranks, LlmProfile, Pipeline, TrustSample, DEFAULT_SCALE, PROFILE_SCHEMA_VERSION,
-};
+use crate::agent::{fit, trusted, LlmProfile, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use crate::interface::progress::Progress;
 use crate::interface::{catch_panic, DatasetConfig, Localizer};
@@ -43,9 +38,6 @@ pub struct CalibrateConfig {
 /// Cross-validation folds when the config names none.
 pub const DEFAULT_FOLDS: usize = 5;
 
-/// The seed of the gain's bootstrap: a calibration of the same runs writes the same profile.
-const GAIN_SEED: u64 = 20_261_203;
-
 fn default_folds() -> usize {
     DEFAULT_FOLDS
 }
@@ -57,8 +49,11 @@ pub struct CalibrationReport {
     pub profile: LlmProfile,
     /// MRR at the fit's chosen scale minus MRR at the default scale on the calibration
     /// instances, with its paired bootstrap 95% interval: a scale above the default is written
-    /// only when the interval lies above 0.
+    /// only when the interval lies above 0 and [`CalibrationReport::sign_test`] is significant.
     pub gain_over_default: Interval,
+    /// The exact sign test of the same comparison: instances the default ranks better
+    /// (`baseline_only`), those the chosen scale does (`run_only`), two-sided p.
+    pub sign_test: McNemar,
     /// Where it was written.
     pub out: PathBuf,
     /// Selected instances whose tree was not found.
@@ -187,12 +182,13 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
             totals.instances, t.calls, t.parse_failures, t.fallbacks
         )));
     }
-    let gain_over_default = gain_over_default(&samples, fit.chosen.scale)?;
+    let all: Vec<&TrustSample> = samples.iter().collect();
+    let trust = trusted(&all, fit.chosen.scale)?;
     let profile = LlmProfile {
         schema_version: PROFILE_SCHEMA_VERSION.to_owned(),
         model: run.model_name.clone(),
         pipeline: settings.pipeline,
-        weight_scale: trusted_scale(fit.chosen.scale, &gain_over_default),
+        weight_scale: trust.scale,
         fit,
     };
     let text = serde_json::to_string_pretty(&profile)?;
@@ -202,7 +198,8 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
     out.commit()?;
     Ok(CalibrationReport {
         profile,
-        gain_over_default,
+        gain_over_default: trust.gain,
+        sign_test: trust.sign,
         out: config.out.clone(),
         missing_trees: selection.missing,
         failures,
@@ -210,61 +207,4 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         llm: totals,
         seconds: start.elapsed().as_secs_f64(),
     })
-}
-
-/// MRR at `scale` minus MRR at [`DEFAULT_SCALE`] on `samples`, with its paired bootstrap 95%
-/// interval (instances resampled).
-fn gain_over_default(samples: &[TrustSample], scale: f32) -> Result<Interval> {
-    let series = (
-        reciprocal_ranks(samples, DEFAULT_SCALE),
-        reciprocal_ranks(samples, scale),
-    );
-    let mut rng = StdRng::seed_from_u64(GAIN_SEED);
-    Ok(bootstrap(&[series], DEFAULT_RESAMPLES, &mut rng)?[0])
-}
-
-/// The scale a profile gets: the fit's choice, except that a scale above the default stands
-/// only where its gain over the default is significant (the interval's low end above 0). On a
-/// small calibration set the best scale is often best by chance, and a raised scale hands the
-/// model the lead on every instance after it.
-fn trusted_scale(chosen: f32, gain: &Interval) -> f32 {
-    if chosen > DEFAULT_SCALE && gain.low <= 0.0 {
-        DEFAULT_SCALE
-    } else {
-        chosen
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::agent::FusionInputs;
-
-    /// Retrieval ranks the gold file (0) third; the model, when `knows`, first.
-    fn sample(knows: bool) -> TrustSample {
-        TrustSample {
-            fusion: FusionInputs {
-                retrieval: vec![1, 2, 0, 3],
-                model: if knows { vec![0, 1] } else { vec![1, 2] },
-                base_weight: 1.0,
-            },
-            gold: vec![0],
-        }
-    }
-
-    #[test]
-    fn a_raised_scale_stands_only_on_a_significant_gain() {
-        let many: Vec<TrustSample> = (0..30).map(|_| sample(true)).collect();
-        let gain = gain_over_default(&many, 8.0).unwrap();
-        assert!(gain.delta > 0.4 && gain.low > 0.0, "{gain:?}");
-        assert!((trusted_scale(8.0, &gain) - 8.0).abs() < f32::EPSILON);
-
-        // One instance of ten where the model helps: the best scale by MRR, but by chance.
-        let few: Vec<TrustSample> = (0..10).map(|i| sample(i == 0)).collect();
-        let gain = gain_over_default(&few, 8.0).unwrap();
-        assert!(gain.delta > 0.0 && gain.low <= 0.0, "{gain:?}");
-        assert!((trusted_scale(8.0, &gain) - DEFAULT_SCALE).abs() < f32::EPSILON);
-        // Lowering the trust needs no evidence.
-        assert!((trusted_scale(0.25, &gain) - 0.25).abs() < f32::EPSILON);
-    }
 }

@@ -8,13 +8,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{parse_patch, FunctionRef, PatchView};
+use crate::analysis::{parse_patch, FunctionRef, PatchView, Touch};
 use crate::dataset::Instance;
 use crate::dataset::{GroupedAccumulator, Metrics};
 use crate::retrieve::Entity;
 
 /// `path::Class.method` of every function and method of the base tree at `tree` whose lines
-/// the patch touches, in (path, name) order; empty when the patch does not parse or touches
+/// the patch touches (any non-blank changed line, a docstring's or a comment's too:
+/// [`Touch::AnyLine`]), in (path, name) order; empty when the patch does not parse or touches
 /// only module-level code, class bodies or new functions. `None` when they are not known: a
 /// patched file's parse ran past its time budget.
 pub fn gold_functions(patch: &str, tree: &Path) -> Option<Vec<String>> {
@@ -22,7 +23,7 @@ pub fn gold_functions(patch: &str, tree: &Path) -> Option<Vec<String>> {
         return Some(Vec::new());
     };
     let mut notes = Vec::new();
-    let view = PatchView::new(files, Some(tree), "gold patch", &mut notes);
+    let view = PatchView::placed(files, Some(tree), Touch::AnyLine, "gold patch", &mut notes);
     view.functions_known()
         .then(|| view.functions().iter().map(FunctionRef::id).collect())
 }
@@ -113,6 +114,33 @@ mod tests {
         let garbled = format!("{base}{}", "}{)(][><\n".repeat(20_000));
         std::fs::write(dir.path().join("cart.py"), garbled).unwrap();
         assert_eq!(gold_functions(patch, dir.path()), None);
+    }
+
+    /// Found by a review: a hunk that edits only a function's docstring or a comment in it
+    /// counted as touching no function (the instance left the function metrics), where the
+    /// gold functions are those a gold hunk touches.
+    #[test]
+    fn a_docstring_or_comment_edit_touches_its_function() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = "def helper():\n    \"\"\"Help.\n\n    More text.\n    \"\"\"\n    return 1\n\n\nclass Widget:\n    def render(self):\n        # render it\n        return 2\n";
+        std::fs::write(dir.path().join("mod.py"), base).unwrap();
+        let docstring = "--- a/mod.py\n+++ b/mod.py\n@@ -3,3 +3,3 @@ def helper():\n \n-    More text.\n+    More words.\n     \"\"\"\n";
+        assert_eq!(
+            gold_functions(docstring, dir.path()).unwrap(),
+            ["mod.py::helper"]
+        );
+        let comment = "--- a/mod.py\n+++ b/mod.py\n@@ -10,3 +10,3 @@ class Widget:\n     def render(self):\n-        # render it\n+        # draw it\n         return 2\n";
+        assert_eq!(
+            gold_functions(comment, dir.path()).unwrap(),
+            ["mod.py::Widget.render"]
+        );
+        // A blank line added between two functions touches neither.
+        let blank =
+            "--- a/mod.py\n+++ b/mod.py\n@@ -6,2 +6,3 @@ def helper():\n     return 1\n+\n \n";
+        assert_eq!(
+            gold_functions(blank, dir.path()).unwrap(),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ mod calibrate;
 mod compare;
 mod functions;
 mod llm;
-mod paired;
+pub(crate) mod paired;
 mod rewrites;
 mod run;
 mod select;

@@ -58,7 +58,7 @@ fn mean(v: &[f64]) -> f64 {
 
 /// Paired bootstrap of mean(other) − mean(base) for each series, all on the same resamples;
 /// Ctrl-C ([`crate::cancel`]) is heard between resamples.
-pub(super) fn bootstrap(
+pub(crate) fn bootstrap(
     series: &[(Vec<f64>, Vec<f64>)],
     resamples: usize,
     rng: &mut StdRng,
@@ -115,6 +115,29 @@ pub(super) fn mcnemar(base: &[f64], other: &[f64]) -> McNemar {
             _ => {}
         }
     }
+    exact_binomial(b, c)
+}
+
+/// The exact sign test on paired values: the instances where `base` is higher (b) against
+/// those where `other` is (c), ties (within 1e-12) left out, tested as [`mcnemar`] tests its
+/// counts. It asks only which side wins, so a few large differences cannot make it
+/// significant the way they can a bootstrap interval on a few instances.
+pub(crate) fn sign_test(base: &[f64], other: &[f64]) -> McNemar {
+    let (mut b, mut c) = (0usize, 0usize);
+    for (&x, &y) in base.iter().zip(other) {
+        if (y - x).abs() > 1e-12 {
+            if x > y {
+                b += 1;
+            } else {
+                c += 1;
+            }
+        }
+    }
+    exact_binomial(b, c)
+}
+
+/// P(X ≤ min(b, c)) × 2 for X ~ Binomial(b + c, ½), at most 1, with the counts.
+fn exact_binomial(b: usize, c: usize) -> McNemar {
     let n = b + c;
     let tail: f64 = (0..=b.min(c))
         .map(|k| (ln_choose(n, k) - n as f64 * std::f64::consts::LN_2).exp())

@@ -9,6 +9,7 @@ pub mod read;
 mod skipped;
 mod walk;
 
+pub use self::ignores::ignored_on_the_way;
 pub use self::lang::{
     is_test_entry, language_for_path, language_named, DocStyle, Language, JAVA, KOTLIN, LANGUAGES,
     PYTHON,

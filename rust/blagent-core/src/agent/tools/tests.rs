@@ -161,6 +161,42 @@ fn a_readme_linking_to_a_hidden_file_is_not_shown() {
     );
 }
 
+/// Found by a review: a README under an ignored folder (`.gitignore`, `.git/info/exclude`), or
+/// an ignored README at the root, went to the endpoint.
+#[cfg(unix)]
+#[test]
+fn an_ignored_readme_is_not_shown() {
+    let (dir, index) = index_with(&[
+        ("pkg/pricing.py", MODULE),
+        ("secret/README.md", "SECRET_IGNORED"),
+        ("priv/README.txt", "SECRET_EXCLUDED"),
+        ("docs/README.md", "# Shop\nPrices things."),
+        (".gitignore", "secret/\n"),
+        (".git/info/exclude", "priv/\n"),
+    ]);
+    let readme = dir.path().join("README.md");
+    for target in ["secret/README.md", "priv/README.txt"] {
+        std::os::unix::fs::symlink(target, &readme).unwrap();
+        let refused = view_readme(&index, 100).unwrap_err();
+        assert!(
+            refused.contains("ignored") && !refused.contains("SECRET"),
+            "{target}: {refused}"
+        );
+        std::fs::remove_file(&readme).unwrap();
+    }
+    std::os::unix::fs::symlink("docs/README.md", &readme).unwrap();
+    assert!(view_readme(&index, 100).unwrap().contains("Prices things"));
+    std::fs::remove_file(&readme).unwrap();
+    std::fs::write(&readme, "SECRET_ROOT_IGNORED").unwrap();
+    assert_eq!(view_readme(&index, 100).unwrap(), "SECRET_ROOT_IGNORED");
+    std::fs::write(dir.path().join(".gitignore"), "secret/\nREADME.md\n").unwrap();
+    let refused = view_readme(&index, 100).unwrap_err();
+    assert!(
+        refused.contains("ignored") && !refused.contains("SECRET"),
+        "{refused}"
+    );
+}
+
 #[test]
 fn skeletons_are_truncated_and_bm25_ranks_matching_files() {
     let many: String = (0..80).fold(String::new(), |s, i| {
