@@ -153,6 +153,10 @@ fn view_file(
             functions_unknown: false,
         };
     };
+    // A renamed file's functions are those of the base commit, under the path they had there.
+    if !patch.base_path.is_empty() && patch.base_path != patch.path {
+        patch.path = std::mem::take(&mut patch.base_path);
+    }
     let file_path = patch.path.clone();
     let base = if patch.is_new {
         Some(String::new())

@@ -38,10 +38,8 @@ pub struct Instance {
 /// pasted without them) gives the paths of its `---` / `+++` headers where it parses, and
 /// none where it does not.
 pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
-    let git_headers: Vec<String> = patch
-        .lines()
-        .filter_map(|line| line.strip_prefix("diff --git "))
-        .filter_map(super::patch::git_header_path)
+    let git_headers: Vec<String> = git_sections(patch)
+        .into_iter()
         .filter(|path| !path.is_empty())
         .collect();
     let paths = if git_headers.is_empty() {
@@ -51,6 +49,32 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
         git_headers
     };
     once_each(paths)
+}
+
+/// The new path of each `diff --git` section of `patch`, in order: its header's `b/` path, or
+/// where the section names it in a `rename to` or `copy to` line (git writes these for a
+/// renamed or copied file; a header of a path holding ` b/` cannot be split, those lines can).
+fn git_sections(patch: &str) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    let mut in_header = false;
+    for line in patch.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            paths.push(super::patch::git_header_path(rest).unwrap_or_default());
+            in_header = true;
+        } else if in_header {
+            if line.starts_with("@@") || line.starts_with("--- ") {
+                in_header = false;
+            } else if let Some(to) = line
+                .strip_prefix("rename to ")
+                .or_else(|| line.strip_prefix("copy to "))
+            {
+                if let (Some(last), Some(to)) = (paths.last_mut(), super::patch::header_name(to)) {
+                    *last = to;
+                }
+            }
+        }
+    }
+    paths
 }
 
 /// `paths` in their order, each once (a gold file named twice would count twice in MAP@k).
@@ -121,6 +145,13 @@ mod tests {
         let headers =
             "--- \"a/pkg/\\303\\251.py\"\n+++ \"b/pkg/\\303\\251.py\"\n@@ -1 +1 @@\n-a\n+b\n";
         assert_eq!(gold_files_from_patch(headers), ["pkg/\u{e9}.py"]);
+        // Found by a review: a renamed file whose old path holds ` b/` gave `y.py b/z.py`; the
+        // section's `rename to` line names it (quoted too).
+        let renamed = "diff --git a/x b/y.py b/z.py\nsimilarity index 90%\nrename from x b/y.py\n\
+            rename to z.py\n--- a/x b/y.py\n+++ b/z.py\n@@ -1 +1 @@\n-a\n+b\n\
+            diff --git a/p.py b/\"q\\303\\251.py\"\nsimilarity index 100%\nrename from p.py\n\
+            rename to \"q\\303\\251.py\"\n";
+        assert_eq!(gold_files_from_patch(renamed), ["z.py", "q\u{e9}.py"]);
     }
 
     /// Found by a review: a row naming a gold file twice counted it twice in MAP@k.

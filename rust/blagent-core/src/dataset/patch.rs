@@ -48,6 +48,9 @@ pub struct Hunk {
 pub struct FilePatch {
     /// Repository-relative path after the change (before it, for a deleted file).
     pub path: String,
+    /// The path in the base tree: `path`, except for a renamed file, whose `---` header names
+    /// the path it had (empty where no `---` header gave one).
+    pub base_path: String,
     /// Whether the file is created by the patch (`--- /dev/null`).
     pub is_new: bool,
     /// Whether the file is deleted by the patch (`+++ /dev/null`).
@@ -80,6 +83,7 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
             let path = git_header_path(rest).unwrap_or_else(|| rest.to_owned());
             files.push(FilePatch {
                 path,
+                base_path: String::new(),
                 is_new: false,
                 is_deleted: false,
                 hunks: Vec::new(),
@@ -93,6 +97,7 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
             if fresh_header {
                 files.push(FilePatch {
                     path: String::new(),
+                    base_path: String::new(),
                     is_new: false,
                     is_deleted: false,
                     hunks: Vec::new(),
@@ -101,6 +106,7 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
             let file = files.last_mut().expect("pushed above");
             file.is_new = old.is_none();
             file.is_deleted = new.is_none();
+            file.base_path = old.clone().unwrap_or_default();
             file.path = new.or(old).unwrap_or_default();
             i += 2;
             continue;
@@ -191,6 +197,16 @@ pub fn git_header_path(rest: &str) -> Option<String> {
         }
     }
     rest.split_once(" b/").map(|(_, b)| b.to_owned())
+}
+
+/// A path as git writes it in an extended header line (`rename to NAME`): C-quoted where it
+/// holds special or non-ASCII characters, else as is.
+pub fn header_name(text: &str) -> Option<String> {
+    if text.starts_with('"') {
+        unquote(text).map(|(name, _)| name)
+    } else {
+        Some(text.to_owned())
+    }
 }
 
 /// A C-quoted string at the start of `text` (as git quotes paths: `\"`, `\\`, `\t`, `\n` and

@@ -134,6 +134,21 @@ mod tests {
             gold_functions(comment, dir.path()).unwrap(),
             ["mod.py::Widget.render"]
         );
+        // Found by a review: a renamed and edited file had no gold function (its base was
+        // read at the new path); its functions are the base commit's, under the old path.
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::fs::write(
+            dir.path().join("pkg/old.py"),
+            "def doomed():\n    return 1\n",
+        )
+        .unwrap();
+        let renamed = "diff --git a/pkg/old.py b/pkg/new.py\nsimilarity index 80%\n\
+            rename from pkg/old.py\nrename to pkg/new.py\n--- a/pkg/old.py\n+++ b/pkg/new.py\n\
+            @@ -1,2 +1,2 @@\n def doomed():\n-    return 1\n+    return 2\n";
+        assert_eq!(
+            gold_functions(renamed, dir.path()).unwrap(),
+            ["pkg/old.py::doomed"]
+        );
         // A blank line added between two functions touches neither.
         let blank =
             "--- a/mod.py\n+++ b/mod.py\n@@ -6,2 +6,3 @@ def helper():\n     return 1\n+\n \n";

@@ -112,6 +112,10 @@ pub struct Output {
     /// Written in place although replaced ([`Output::replacing`]'s fallback): emptied at the
     /// first write (or the commit), so a run refused before keeps what it held.
     empty_first: bool,
+    /// An appended output this run created: removed when the run ends with nothing written to
+    /// it (interrupted before its first line, or every instance failed), as a file created
+    /// only to hold the lock.
+    created: bool,
 }
 
 /// The new files [`Output::replacing`] has made in this process: each gets its own number.
@@ -218,6 +222,7 @@ impl Output {
                 created,
             }),
             empty_first: false,
+            created: false,
         })
     }
 
@@ -229,6 +234,7 @@ impl Output {
             path: path.to_path_buf(),
             replacing: None,
             empty_first,
+            created: false,
         }
     }
 }
@@ -279,9 +285,16 @@ impl std::io::Write for Output {
 
 impl Drop for Output {
     /// Uncommitted, a replaced output stays as it was: the new file is removed, and so is the
-    /// output if this run created it to lock it and it is still that empty file.
+    /// output if this run created it to lock it and it is still that empty file. An appended
+    /// output this run created is removed while it is still that empty file.
     fn drop(&mut self) {
         let Some(replacement) = self.replacing.take() else {
+            if self.created {
+                let still_ours = (self.file.metadata(), std::fs::symlink_metadata(&self.path));
+                if matches!(still_ours, (Ok(a), Ok(b)) if same_file(&a, &b) && b.len() == 0) {
+                    let _ = std::fs::remove_file(&self.path);
+                }
+            }
             return;
         };
         let _ = std::fs::remove_file(&replacement.temp);
@@ -386,7 +399,9 @@ pub fn open_outputs_checked(
     let mut ready = Vec::with_capacity(opened.len());
     for (&(path, mode, _), file) in outputs.iter().zip(opened) {
         let output = if mode.append {
-            Ok(Output::in_place(path, file, false))
+            let mut output = Output::in_place(path, file, false);
+            output.created = created.contains(&path);
+            Ok(output)
         } else {
             Output::replacing(path, file, created.contains(&path))
         };
@@ -942,6 +957,27 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("its own file"), "{err}");
         check_distinct(&[(&new, "--out"), (&theirs, "--signals-out")]).unwrap();
+    }
+
+    /// Found by a review: a batch interrupted before its first line (or whose instances all
+    /// failed) left a new, empty `--out`.
+    #[test]
+    fn an_appended_output_this_run_created_and_never_wrote_is_removed() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let none = Inputs::new();
+        let new = dir.path().join("batch.jsonl");
+        drop(open_output(&new, APPEND, &none, "--out").unwrap());
+        assert!(!new.exists());
+        let mut out = open_output(&new, APPEND, &none, "--out").unwrap();
+        out.write_all(b"{\"instance_id\": \"a\"}\n").unwrap();
+        drop(out);
+        assert!(new.exists(), "written: kept");
+        // An empty file that was there before is the user's.
+        let theirs = dir.path().join("empty.jsonl");
+        std::fs::write(&theirs, "").unwrap();
+        drop(open_output(&theirs, APPEND, &none, "--out").unwrap());
+        assert!(theirs.exists());
     }
 
     /// Found by a hostile review: an output emptied, or created and left, when a later one of
