@@ -119,6 +119,9 @@ def test_usage_errors_exit_2(repo: Path) -> None:
     for flag, value in [
         ("--top-k", "1" + "0" * 20),
         ("--llm-timeout", "nan"),
+        # Found by a review: 0 and a day and a second reached the core (exit 1).
+        ("--llm-timeout", "0"),
+        ("--llm-timeout", "86401"),
         ("--llm-seed", "-1"),
     ]:
         proc = run("localize", "--repo", str(repo), "--issue-text", ISSUE, flag, value)

@@ -46,6 +46,8 @@ __all__ = [
 
 __version__: str
 SCHEMA_VERSION: str
+#: The longest LLM timeout, in seconds.
+MAX_TIMEOUT_S: float
 PIPELINES: list[str]
 #: What a result ranks: file, function.
 GRANULARITIES: list[str]

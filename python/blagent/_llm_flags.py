@@ -49,10 +49,21 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    """A flag's time limit: above 0, at most the core's `MAX_TIMEOUT_S` (a day)."""
+    value = float(text)
+    if not (math.isfinite(value) and 0 < value <= _core.MAX_TIMEOUT_S):
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds above 0, at most {_core.MAX_TIMEOUT_S:g}: {text}"
+        )
+    return value
+
+
 _KINDS: dict[str, Callable[[str], Any]] = {
     "str": str,
     "path": str,
     "float": _finite_float,
+    "seconds": _seconds,
     "int": lambda text: bounded_int(text, 0),
 }
 

@@ -571,6 +571,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ModelError", py.get_type::<ModelError>())?;
     m.add("LlmError", py.get_type::<LlmError>())?;
     m.add("SCHEMA_VERSION", blagent_core::SCHEMA_VERSION)?;
+    m.add("MAX_TIMEOUT_S", blagent_core::llm::MAX_TIMEOUT_S)?;
     m.add(
         "PIPELINES",
         blagent_core::Pipeline::ALL.map(blagent_core::Pipeline::name),

@@ -13,7 +13,8 @@ pub struct ConfigFlag {
     pub flag: &'static str,
     /// The [`LlmConfig`] field it sets (its JSON key).
     pub key: &'static str,
-    /// The value's type: `str`, `float`, `int` or `path`.
+    /// The value's type: `str`, `float` (finite, at least 0), `seconds` (above 0, at most
+    /// [`MAX_TIMEOUT_S`]), `int` or `path`.
     pub kind: &'static str,
     /// The value's name in usage lines.
     pub metavar: &'static str,
@@ -72,7 +73,7 @@ pub fn config_flags() -> Vec<ConfigFlag> {
         flag(
             "timeout",
             "request_timeout_s",
-            "float",
+            "seconds",
             "SECONDS",
             format!(
                 "seconds for a whole request, connect, headers and body (default {}, at most \
@@ -153,7 +154,7 @@ mod tests {
                 f.key
             );
             assert!(
-                ["str", "float", "int", "path"].contains(&f.kind),
+                ["str", "float", "seconds", "int", "path"].contains(&f.kind),
                 "{}",
                 f.flag
             );
