@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import blagent
 import pytest
@@ -117,16 +118,24 @@ def test_the_precision_variable_picks_any_path_the_cpu_runs_and_refuses_the_rest
     assert "BLAGENT_ENCODER_PRECISION" in bad.value.stderr and "fp8" in bad.value.stderr
 
 
-def threads_in_fresh_process(cpus: set[int] | None = None, **env: str) -> dict[str, object]:
-    """blas_status()["threads"] after `import blagent` in a new interpreter whose CPUs are `cpus`
-    (as `taskset` or a container's cpuset would leave it)."""
-    environ = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"} | env
+def threads_in_fresh_process(
+    cpus: set[int] | None = None, load: bool = True, **env: str
+) -> dict[str, object]:
+    """blas_status()["threads"], after an encoder loads (`load`), in a new interpreter whose
+    CPUs are `cpus` (as `taskset` or a container's cpuset would leave it), and what a child
+    process of it sees of CANDLE_NUM_THREADS."""
+    names = ("RAYON_NUM_THREADS", "CANDLE_NUM_THREADS")
+    environ = {k: v for k, v in os.environ.items() if k not in names} | env
     code = (
-        "import json, os, sys; "
+        "import json, os, subprocess, sys; "
         f"cpus = {sorted(cpus) if cpus else None!r}; "
         "cpus and os.sched_setaffinity(0, cpus); "
-        "import blagent; "
-        "print(json.dumps(blagent.blas_status()['threads']))"
+        "import blagent; from blagent import _core; "
+        "from blagent.models import default_model_dir; "
+        f"{load!r} and _core.Encoder(str(default_model_dir())); "
+        "child = subprocess.run(['sh', '-c', 'echo ${CANDLE_NUM_THREADS-unset}'], "
+        "capture_output=True, text=True).stdout.strip(); "
+        "print(json.dumps({**blagent.blas_status()['threads'], 'child': child}))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True
@@ -136,11 +145,45 @@ def threads_in_fresh_process(cpus: set[int] | None = None, **env: str) -> dict[s
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
 def test_the_encoders_threads_are_the_cpus_the_process_may_use() -> None:
-    # candle would size its pools by the machine's physical cores, blind to an affinity mask;
+    # candle would size its pool by the machine's physical cores, blind to an affinity mask;
     # its spinning workers then take CPU from the encoder (on 2 of 16 cores, a third of it).
     mine = os.sched_getaffinity(0)
     one = {min(mine)}
-    assert threads_in_fresh_process(one) == {"workers": 1, "candle": 1}
-    assert threads_in_fresh_process() == {"workers": len(mine), "candle": len(mine)}
-    # A user's choice is kept.
-    assert threads_in_fresh_process(one, RAYON_NUM_THREADS="2") == {"workers": 2, "candle": 2}
+    unset = {"child": "unset"}
+    assert threads_in_fresh_process(one) == {"workers": 1, "candle": 1} | unset
+    assert threads_in_fresh_process() == {"workers": len(mine), "candle": len(mine)} | unset
+    # Nothing starts before an encoder loads (a process forked then has no pool to miss).
+    assert threads_in_fresh_process(one, load=False) == {"workers": 1, "candle": None} | unset
+    # A user's count is kept; a value that is no count is as unset, as rayon reads it.
+    assert threads_in_fresh_process(one, RAYON_NUM_THREADS="2") == {
+        "workers": 2,
+        "candle": 2,
+    } | unset
+    assert threads_in_fresh_process(one, CANDLE_NUM_THREADS="3") == {
+        "workers": 1,
+        "candle": 3,
+        "child": "3",
+    }
+    for no_count in ("0", "abc"):
+        assert threads_in_fresh_process(one, RAYON_NUM_THREADS=no_count) == {
+            "workers": 1,
+            "candle": 1,
+        } | unset
+
+
+def test_a_process_forked_after_the_status_runs() -> None:
+    # Found by a review: blas_status() started rayon's pool, and a child forked after it hung
+    # on the pool's threads, which a fork does not copy.
+    example = Path(__file__).resolve().parent.parent / "examples" / "minishop"
+    code = f"""
+import os, sys, blagent
+blagent.blas_status()
+pid = os.fork()
+if pid == 0:
+    result = blagent.Localizer().localize({str(example)!r}, "the cart total is wrong")
+    os._exit(0 if result.files else 1)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], timeout=120)
+    assert proc.returncode == 0

@@ -212,10 +212,8 @@ def test_an_impossible_llm_timeout_is_bad_input(repo: Path, value: str) -> None:
         "--llm-timeout",
         value,
     )
-    if value in ("nan", "-1", "inf"):  # not a finite number of at least 0: a usage error
-        assert proc.returncode == 2 and "argument --llm-timeout" in proc.stderr, proc.stderr
-    else:  # a number the core's own check refuses
-        assert_clean_failure(proc)
+    # Not a number of seconds above 0 and up to a day: a usage error naming the flag.
+    assert proc.returncode == 2 and "argument --llm-timeout" in proc.stderr, proc.stderr
 
 
 def test_unknown_rrl_groups_are_refused_with_the_valid_ones(repo: Path) -> None:

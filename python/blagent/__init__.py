@@ -44,7 +44,8 @@ def blas_status() -> dict[str, object]:
     """The BLAS kernels in use (`core`), the CPU's vector flags, `fallback` (True when the
     kernels are older than the CPU allows: a slow encoder and exact search), and
     `encoder_precision` ("bf16-amx" where the encoder's linear layers run on AMX tiles) and
-    `threads`, the encoder's threads (`workers`, `candle`: the CPUs this process may use)."""
+    `threads`, the encoder's threads (`workers`, and `candle` once an encoder has loaded: the
+    CPUs this process may use)."""
     return {
         **_blas.status(_core.blas_core()),
         "encoder_precision": _core.encoder_precision(),

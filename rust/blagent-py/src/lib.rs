@@ -532,8 +532,9 @@ fn encoder_precision() -> PyResult<&'static str> {
 }
 
 /// The threads the encoder runs on: `workers` (blagent's own pool) and `candle` (candle's
-/// element-wise operations), both the CPUs this process may use unless RAYON_NUM_THREADS says
-/// otherwise.
+/// element-wise operations; None until an encoder has loaded), both the CPUs this process may
+/// use unless RAYON_NUM_THREADS (or CANDLE_NUM_THREADS for candle) says otherwise. Starts no
+/// thread.
 #[pyfunction]
 fn thread_counts(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let (workers, candle) = blagent_core::embed::thread_counts();
@@ -561,8 +562,6 @@ fn defaults(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
 /// The native core of blagent.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    // Before any of candle's pools starts (and while no code of this module runs elsewhere).
-    blagent_core::embed::fit_candle_threads();
     let py = m.py();
     m.add("BlagentError", py.get_type::<BlagentError>())?;
     m.add("InputError", py.get_type::<InputError>())?;

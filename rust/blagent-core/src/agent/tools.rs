@@ -171,6 +171,9 @@ fn window(name: &str, text: &str, offset: usize, tokens: usize) -> String {
 /// shown goes to the endpoint, and a repository's link must not send the user's local secrets
 /// there.
 pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
+    // An ignored README is passed over for the next name (a generated `README.md` ignored
+    // beside the `README.rst` the repository ships); said only where none is shown.
+    let mut ignored = None;
     for name in ["README.md", "README.rst", "README.txt", "README"] {
         if !index.root.join(name).exists() {
             continue;
@@ -202,9 +205,10 @@ pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
         if crate::repo::ignored_on_the_way(&root, &root.join(name))
             || crate::repo::ignored_on_the_way(&root, &path)
         {
-            return Err(format!(
+            ignored.get_or_insert(format!(
                 "{name} is ignored by the repository's ignore rules; not shown"
             ));
+            continue;
         }
         // Only the first window is shown: its first megabyte is all that is read.
         let mut text = Vec::new();
@@ -215,7 +219,7 @@ pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
             .map_err(|e| format!("cannot read {name}: {e}"))?;
         return Ok(truncate_lines(&String::from_utf8_lossy(&text), tokens));
     }
-    Err("the repository has no README at its root".to_owned())
+    Err(ignored.unwrap_or_else(|| "the repository has no README at its root".to_owned()))
 }
 
 /// `bm25_topk(query, k)`: the `k` files whose text best matches `query`, best first, with their

@@ -143,6 +143,11 @@ fn view_file(
     label: &str,
     notes: &mut Vec<String>,
 ) -> FileView {
+    // A file git renamed is seen under the path it had in the base commit, whose functions and
+    // lines these are (a localization ranks the base tree's paths).
+    if !patch.base_path.is_empty() {
+        patch.path = std::mem::take(&mut patch.base_path);
+    }
     let Some(tree) = tree else {
         return FileView {
             code_lines: code_lines(&patch, None, None),
@@ -153,10 +158,6 @@ fn view_file(
             functions_unknown: false,
         };
     };
-    // A renamed file's functions are those of the base commit, under the path they had there.
-    if !patch.base_path.is_empty() && patch.base_path != patch.path {
-        patch.path = std::mem::take(&mut patch.base_path);
-    }
     let file_path = patch.path.clone();
     let base = if patch.is_new {
         Some(String::new())

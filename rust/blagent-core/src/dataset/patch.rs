@@ -48,8 +48,8 @@ pub struct Hunk {
 pub struct FilePatch {
     /// Repository-relative path after the change (before it, for a deleted file).
     pub path: String,
-    /// The path in the base tree: `path`, except for a renamed file, whose `---` header names
-    /// the path it had (empty where no `---` header gave one).
+    /// The path it had in the base tree where git renamed it (its `rename from` line); empty
+    /// otherwise, the base path then being `path`.
     pub base_path: String,
     /// Whether the file is created by the patch (`--- /dev/null`).
     pub is_new: bool,
@@ -88,6 +88,11 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
                 is_deleted: false,
                 hunks: Vec::new(),
             });
+        } else if let Some(from) = line.strip_prefix("rename from ") {
+            // An extended header line of the `diff --git` section above (before its hunks).
+            if let Some(file) = files.last_mut().filter(|f| f.hunks.is_empty()) {
+                file.base_path = header_name(from).unwrap_or_default();
+            }
         } else if line.starts_with("--- ")
             && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
         {
@@ -106,7 +111,6 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
             let file = files.last_mut().expect("pushed above");
             file.is_new = old.is_none();
             file.is_deleted = new.is_none();
-            file.base_path = old.clone().unwrap_or_default();
             file.path = new.or(old).unwrap_or_default();
             i += 2;
             continue;

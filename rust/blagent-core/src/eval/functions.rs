@@ -149,6 +149,21 @@ mod tests {
             gold_functions(renamed, dir.path()).unwrap(),
             ["pkg/old.py::doomed"]
         );
+        // Found by the review of that fix: only git's `rename from` says a file was renamed;
+        // a `diff -u` from a backup (`--- mod.py.orig`) and a copy keep the new path.
+        let backup = "--- mod.py.orig\t2024-01-01 00:00:00\n+++ mod.py\t2024-01-02 00:00:00\n\
+            @@ -3,3 +3,3 @@ def helper():\n \n-    More text.\n+    More words.\n     \"\"\"\n";
+        assert_eq!(
+            gold_functions(backup, dir.path()).unwrap(),
+            ["mod.py::helper"]
+        );
+        let copy = "diff --git a/mod.py b/mod2.py\nsimilarity index 90%\ncopy from mod.py\n\
+            copy to mod2.py\n--- a/mod.py\n+++ b/mod2.py\n@@ -3,3 +3,3 @@ def helper():\n \n\
+            -    More text.\n+    More words.\n     \"\"\"\n";
+        assert_eq!(
+            gold_functions(copy, dir.path()).unwrap(),
+            Vec::<String>::new()
+        );
         // A blank line added between two functions touches neither.
         let blank =
             "--- a/mod.py\n+++ b/mod.py\n@@ -6,2 +6,3 @@ def helper():\n     return 1\n+\n \n";

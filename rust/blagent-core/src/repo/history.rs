@@ -97,18 +97,19 @@ pub fn read_history(root: &Path, max_commits: usize) -> History {
 
 /// The files of `.git` that git opens to read the log: where one is there and is not a regular
 /// file (a FIFO would block git's open until something writes to it), git is not run.
-const GIT_FILES: [&str; 6] = [
+const GIT_FILES: [&str; 7] = [
     "HEAD",
     "config",
     "packed-refs",
     "commondir",
     "shallow",
+    "info/grafts",
     "objects/info/alternates",
 ];
 
 /// The folders of `.git` that git reads refs and objects from: a FIFO or device in them (the
-/// branch `HEAD` names, a loose object) blocks git as one of [`GIT_FILES`] would.
-const GIT_FOLDERS: [&str; 2] = ["refs", "objects"];
+/// branch `HEAD` names, a loose object, a reftable) blocks git as one of [`GIT_FILES`] would.
+const GIT_FOLDERS: [&str; 3] = ["refs", "objects", "reftable"];
 
 /// The most entries of [`GIT_FOLDERS`] looked at (real repositories keep most objects in packs:
 /// a few thousand entries); past it the rest is left to git, under its timeout.
@@ -128,7 +129,10 @@ fn check_git_files(git_dir: &Path) -> Result<(), String> {
             }
         }
     }
-    // The folders' entries are typed by their listing, no file opened (a link is followed).
+    // The folders' entries are typed by their listing, no file opened. A link is looked
+    // through to what it names, but a folder it names is not entered (a link to `..` or `/`
+    // would walk in a loop or out of the repository; git reaches a ref through such a folder
+    // only by a name of it, which the walk of the folder itself checks where it lies inside).
     let mut folders: Vec<PathBuf> = GIT_FOLDERS.iter().map(|f| git_dir.join(f)).collect();
     let mut seen = 0usize;
     while let Some(folder) = folders.pop() {
@@ -145,6 +149,7 @@ fn check_git_files(git_dir: &Path) -> Result<(), String> {
             };
             if kind.is_symlink() {
                 match std::fs::metadata(entry.path()) {
+                    Ok(meta) if meta.is_dir() => continue,
                     Ok(meta) => kind = meta.file_type(),
                     Err(_) => continue,
                 }
@@ -575,7 +580,30 @@ mod tests {
             "{note}"
         );
 
-        // A FIFO git opens that is not among those checked: stopped at the timeout.
+        // Found by the review of that fix: links to folders are not walked through (a link
+        // to `..` walked in a loop for 9 s, one to `/` listed the whole file system).
+        std::fs::remove_file(git_dir.join(branch)).unwrap();
+        commit(repo.path(), &[("b.py", "y = 2\n")], "Add b");
+        let tags = git_dir.join("refs/tags");
+        std::os::unix::fs::symlink("..", tags.join("loop")).unwrap();
+        std::os::unix::fs::symlink("/", tags.join("root")).unwrap();
+        std::os::unix::fs::symlink("/dev", tags.join("dev")).unwrap();
+        let start = Instant::now();
+        let history = read_history(repo.path(), 10);
+        assert!(history.note.is_none(), "{:?}", history.note);
+        assert!(start.elapsed().as_secs() < 5);
+        // .git/info/grafts, which git opens for a log.
+        let grafts = git_dir.join("info/grafts");
+        std::fs::create_dir_all(grafts.parent().unwrap()).unwrap();
+        mkfifo(&grafts);
+        let note = read_history(repo.path(), 10).note.unwrap();
+        assert!(note.contains(".git/info/grafts is a FIFO"), "{note}");
+        std::fs::remove_file(&grafts).unwrap();
+        std::fs::remove_file(tags.join("loop")).unwrap();
+
+        // A FIFO git opens, were it not checked first: stopped at the timeout.
+        std::fs::remove_file(git_dir.join(branch)).unwrap();
+        mkfifo(&git_dir.join(branch));
         let err = run_log(&git_dir, 10, Duration::from_millis(500)).unwrap_err();
         assert!(
             err.contains("took more than 0.5 s and was stopped"),

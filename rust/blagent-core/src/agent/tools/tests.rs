@@ -195,6 +195,10 @@ fn an_ignored_readme_is_not_shown() {
         refused.contains("ignored") && !refused.contains("SECRET"),
         "{refused}"
     );
+    // Found by the review of this fix: the README a repository ships beside an ignored one
+    // is shown.
+    std::fs::write(dir.path().join("README.rst"), "Shop\n====\n").unwrap();
+    assert_eq!(view_readme(&index, 100).unwrap(), "Shop\n====\n");
 }
 
 #[test]
