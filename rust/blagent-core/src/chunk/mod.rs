@@ -1,5 +1,6 @@
 //! Parsing a source file with tree-sitter into retrieval chunks, a symbol table and a skeleton.
 
+mod recover;
 mod split;
 mod symbols;
 mod syntax;
@@ -474,5 +475,211 @@ mod tests {
             .map(|c| c.end_line - c.start_line + 1)
             .sum();
         assert!(covered > depth, "every line is in a chunk");
+    }
+
+    /// `(qualified, kind, start line, end line, in a function)` of each symbol.
+    fn table(parsed: &ParsedFile) -> Vec<(&str, &str, usize, usize, bool)> {
+        parsed
+            .symbols
+            .iter()
+            .map(|s| {
+                let kind = s.kind.name();
+                (
+                    s.qualified.as_str(),
+                    kind,
+                    s.start_line,
+                    s.end_line,
+                    s.in_function,
+                )
+            })
+            .collect()
+    }
+
+    /// The methods of an anonymous class outside any function are qualified by the field,
+    /// property or enum constant holding it; in an initializer block, or in a method, they
+    /// are code of it.
+    #[test]
+    fn anonymous_classes_are_qualified_by_what_holds_them() {
+        let java = parse(
+            "TypeAdapters.java",
+            "class TypeAdapters {
+  static final Adapter BOOLEAN = new Adapter() {
+    public Object read(Reader in) { return null; }
+  };
+  static final Adapter INTEGER = wrap(new Adapter() {
+    public Object read(Reader in) { return 0; }
+  });
+  static { register(new Adapter() { public Object read(Reader in) { return 1; } }); }
+  void m() { Runnable r = new Runnable() { public void run() {} }; }
+  enum Naming { UPPER { String name() { return \"U\"; } } }
+}
+"
+            .to_owned(),
+        );
+        assert_eq!(
+            table(&java),
+            [
+                ("TypeAdapters", "class", 1, 11, false),
+                ("TypeAdapters.BOOLEAN.read", "method", 3, 3, false),
+                ("TypeAdapters.INTEGER.read", "method", 6, 6, false),
+                ("TypeAdapters.read", "function", 8, 8, true),
+                ("TypeAdapters.m", "method", 9, 9, false),
+                ("TypeAdapters.m.run", "function", 9, 9, true),
+                ("TypeAdapters.Naming", "class", 10, 10, false),
+                ("TypeAdapters.Naming.UPPER.name", "method", 10, 10, false),
+            ]
+        );
+        // (tree-sitter-kotlin parses neither as a whole with the other before it.)
+        let top = parse(
+            "R.kt",
+            "val r = object : Runnable { override fun run() {} }\n".to_owned(),
+        );
+        assert_eq!(table(&top), [("r.run", "method", 1, 1, false)]);
+        let kotlin = parse(
+            "Cart.kt",
+            "class Cart {
+    private val listener = object : Runnable {
+        override fun run() {}
+    }
+    init {
+        start(object : Runnable { override fun run() {} })
+    }
+}
+"
+            .to_owned(),
+        );
+        assert_eq!(
+            table(&kotlin),
+            [
+                ("Cart", "class", 1, 8, false),
+                ("Cart.listener.run", "method", 3, 3, false),
+                ("Cart.run", "function", 6, 6, true),
+            ]
+        );
+    }
+
+    /// A Kotlin property's accessors with a body are functions of the property's name; one
+    /// without a body (`private set`) is not.
+    #[test]
+    fn kotlin_accessors_are_functions_named_by_their_property() {
+        let parsed = parse(
+            "Cart.kt",
+            "class Cart {
+    var label: String = \"\"
+        get() = field.uppercase()
+        set(value) {
+            field = value.trim()
+        }
+    var count = 0
+        private set
+}
+"
+            .to_owned(),
+        );
+        assert_eq!(
+            table(&parsed),
+            [
+                ("Cart", "class", 1, 9, false),
+                ("Cart.label", "method", 3, 3, false),
+                ("Cart.label", "method", 4, 6, false),
+            ]
+        );
+        assert_eq!(parsed.symbols[2].signature, "var label: String set(value)");
+    }
+
+    /// Where tree-sitter-kotlin fails, class headers read from the text scope the functions
+    /// inside their braces, and every function gets a symbol that ends by its class's `}`.
+    #[test]
+    fn unparsed_kotlin_classes_scope_their_functions() {
+        // `private var final` makes the whole file one ERROR.
+        let cipher = parse(
+            "CipherSource.kt",
+            "class CipherSource(
+  private val source: Source,
+) : Source {
+  private var final = false
+
+  override fun read(sink: Buffer): Long {
+    refill()
+    return 0L
+  }
+
+  private fun refill() {
+    while (!final) {
+      if (source.exhausted()) {
+        final = true
+        break
+      } else {
+        update(\"{\") // }
+      }
+    }
+  }
+
+  override fun timeout() = source.timeout()
+
+  override fun close() {
+    source.close()
+  }
+}
+
+fun String.after() = \"}\"
+"
+            .to_owned(),
+        );
+        assert!(cipher.syntax_errors);
+        assert_eq!(
+            table(&cipher),
+            [
+                ("CipherSource", "class", 1, 27, false),
+                ("CipherSource.read", "method", 6, 9, false),
+                ("CipherSource.refill", "method", 11, 20, false),
+                ("CipherSource.timeout", "method", 22, 22, false),
+                ("CipherSource.close", "method", 24, 26, false),
+                ("String.after", "function", 29, 29, false),
+            ]
+        );
+        // The constructor on the line after the header leaves the class without a body.
+        let bytes = parse(
+            "ByteString.kt",
+            "actual open class B\ninternal actual constructor(\n  val d: ByteArray,\n) {\n  fun utf8(): String = \"\"\n}\n"
+                .to_owned(),
+        );
+        assert_eq!(
+            table(&bytes),
+            [
+                ("B", "class", 1, 6, false),
+                ("B.utf8", "method", 5, 5, false)
+            ]
+        );
+        let sealed = parse(
+            "Result.kt",
+            "sealed class Result {\n data class Ok(val v: Int) : Result() { fun show() = v }\n}\n"
+                .to_owned(),
+        );
+        let names: Vec<&str> = sealed
+            .symbols
+            .iter()
+            .map(|s| s.qualified.as_str())
+            .collect();
+        assert_eq!(names, ["Result", "Result.Ok", "Result.Ok.show"]);
+    }
+
+    /// Reading an unparsed file's text stays linear: a broken class of 20,000 functions.
+    #[test]
+    fn recovering_a_large_unparsed_file_is_linear() {
+        let mut text = String::from("class Big(\n) : Base {\n  private var final = false\n");
+        for i in 0..20_000 {
+            let _ = writeln!(text, "  fun f{i}() {{\n    final = true\n  }}\n");
+        }
+        text.push_str("}\n");
+        let start = Instant::now();
+        let parsed = parse("Big.kt", text);
+        assert_eq!(parsed.symbols.len(), 20_001);
+        assert_eq!(parsed.symbols[20_000].qualified, "Big.f19999");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            start.elapsed()
+        );
     }
 }
