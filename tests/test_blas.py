@@ -155,20 +155,28 @@ def test_the_encoders_threads_are_the_cpus_the_process_may_use() -> None:
     # Nothing starts before an encoder loads (a process forked then has no pool to miss).
     assert threads_in_fresh_process(one, load=False) == {"workers": 1, "candle": None} | unset
     # A user's count is kept; a value that is no count is as unset, as rayon reads it.
-    assert threads_in_fresh_process(one, RAYON_NUM_THREADS="2") == {
-        "workers": 2,
-        "candle": 2,
-    } | unset
+    assert (
+        threads_in_fresh_process(one, RAYON_NUM_THREADS="2")
+        == {
+            "workers": 2,
+            "candle": 2,
+        }
+        | unset
+    )
     assert threads_in_fresh_process(one, CANDLE_NUM_THREADS="3") == {
         "workers": 1,
         "candle": 3,
         "child": "3",
     }
     for no_count in ("0", "abc"):
-        assert threads_in_fresh_process(one, RAYON_NUM_THREADS=no_count) == {
-            "workers": 1,
-            "candle": 1,
-        } | unset
+        assert (
+            threads_in_fresh_process(one, RAYON_NUM_THREADS=no_count)
+            == {
+                "workers": 1,
+                "candle": 1,
+            }
+            | unset
+        )
 
 
 def test_a_process_forked_after_the_status_runs() -> None:
