@@ -60,7 +60,7 @@ pub(super) fn qualified_name(scope: Option<&str>, local: &str) -> String {
 /// (`@Suppress("x") inline fun <T> List<T>.`): the type's simple name, without type arguments
 /// or nullability. A receiver that has no simple name, a function type (`(Int) -> Unit`,
 /// `suspend () -> Unit`), gives none: the function is named as a top-level one.
-pub(super) fn receiver(header: &str) -> Option<String> {
+fn receiver(header: &str) -> Option<String> {
     let header = header.trim_end();
     let typed = header.strip_suffix('.')?;
     let mut rest = typed

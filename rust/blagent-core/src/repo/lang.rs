@@ -26,20 +26,6 @@ pub struct Language {
     pub class_kinds: &'static [&'static str],
     /// Node kinds that define a function or method.
     pub function_kinds: &'static [&'static str],
-    /// Node kinds that hold a value under a name (a field's declarator, a property, an enum
-    /// constant): outside any function, the methods of an anonymous class in one are qualified
-    /// by its name, as if it were a class (`TypeAdapters.BOOLEAN.read`).
-    pub holder_kinds: &'static [&'static str],
-    /// Node kinds of a property's accessors (Kotlin's `get()`, `set(value)`): one with a body
-    /// is a function named by its property (`Cart.label`).
-    pub accessor_kinds: &'static [&'static str],
-    /// Node kinds of code a class runs that is not a function (Java's `static { … }` and
-    /// instance initializer blocks, Kotlin's `init { … }`): definitions in one count as nested
-    /// in a function.
-    pub initializer_kinds: &'static [&'static str],
-    /// Whether string literals hold code in `${…}` (Kotlin's templates), which the text
-    /// recovery of unparsed regions must read as code.
-    pub string_templates: bool,
     /// Definition kinds without a `name` field, with the name they get.
     pub default_names: &'static [(&'static str, &'static str)],
     /// Node kinds that hold a body of statements or members; a construct too large for one
@@ -102,10 +88,6 @@ pub static PYTHON: Language = Language {
     grammar: python_grammar,
     class_kinds: &["class_definition"],
     function_kinds: &["function_definition"],
-    holder_kinds: &[],
-    accessor_kinds: &[],
-    initializer_kinds: &[],
-    string_templates: false,
     default_names: &[],
     block_kinds: &["block"],
     braces: false,
@@ -136,12 +118,6 @@ pub static JAVA: Language = Language {
         "constructor_declaration",
         "compact_constructor_declaration",
     ],
-    holder_kinds: &["variable_declarator", "enum_constant"],
-    accessor_kinds: &[],
-    // A `block` directly in a class body is an instance initializer: the walk meets one with a
-    // class innermost only there.
-    initializer_kinds: &["static_initializer", "block"],
-    string_templates: false,
     default_names: &[],
     block_kinds: &[
         "block",
@@ -173,10 +149,6 @@ pub static KOTLIN: Language = Language {
         "companion_object",
     ],
     function_kinds: &["function_declaration", "secondary_constructor"],
-    holder_kinds: &["property_declaration", "enum_entry"],
-    accessor_kinds: &["getter", "setter"],
-    initializer_kinds: &["anonymous_initializer"],
-    string_templates: true,
     default_names: &[
         ("companion_object", "Companion"),
         ("secondary_constructor", "constructor"),
