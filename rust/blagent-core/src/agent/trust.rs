@@ -26,10 +26,9 @@ use rand::SeedableRng;
 
 use super::pipeline::Pipeline;
 use super::rank::fuse;
+use crate::dataset::paired::{bootstrap, sign_test, Interval, McNemar, DEFAULT_RESAMPLES};
 use crate::dataset::{all_within, reciprocal_rank};
 use crate::error::{Error, Result};
-use crate::eval::paired::{bootstrap, sign_test, Interval, McNemar};
-use crate::eval::DEFAULT_RESAMPLES;
 use crate::repo::read::{read_user_text, MAX_SMALL_FILE_BYTES};
 
 /// The profile format's version.

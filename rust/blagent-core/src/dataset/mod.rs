@@ -7,6 +7,7 @@
 mod instance;
 mod jsonl;
 mod metrics;
+pub(crate) mod paired;
 pub(crate) mod patch;
 mod select;
 

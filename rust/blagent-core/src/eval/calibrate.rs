@@ -9,9 +9,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::llm::{LlmInstanceStats, LlmTotals};
-use super::paired::{Interval, McNemar};
 use super::select::select;
 use crate::agent::{fit, trusted, LlmProfile, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION};
+use crate::dataset::paired::{Interval, McNemar};
 use crate::error::{Error, Result};
 use crate::interface::progress::Progress;
 use crate::interface::{catch_panic, DatasetConfig, Localizer};

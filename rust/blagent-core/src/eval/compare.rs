@@ -20,8 +20,8 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::functions::gold_functions;
-use super::paired::{bootstrap, mcnemar, wilcoxon, Interval, McNemar, Wilcoxon};
 use crate::analysis::load_localizations;
+use crate::dataset::paired::{bootstrap, mcnemar, wilcoxon, Interval, McNemar, Wilcoxon};
 use crate::dataset::{all_within, any_within, reciprocal_rank, Metrics, MetricsAccumulator};
 use crate::dataset::{instance_tree, load_dataset, read_records, select_ids, Instance};
 use crate::error::{Error, Result};
@@ -64,7 +64,7 @@ pub struct CompareConfig {
 }
 
 /// Bootstrap resamples when the config names none.
-pub const DEFAULT_RESAMPLES: usize = 10_000;
+pub use crate::dataset::paired::DEFAULT_RESAMPLES;
 
 fn default_resamples() -> usize {
     DEFAULT_RESAMPLES

@@ -5,7 +5,7 @@ mod calibrate;
 mod compare;
 mod functions;
 mod llm;
-pub(crate) mod paired;
+
 mod rewrites;
 mod run;
 mod select;
@@ -21,7 +21,6 @@ pub use self::compare::{
 };
 pub use self::functions::{gold_functions, ranked_functions, FunctionAccumulator, FunctionReport};
 pub use self::llm::{LlmInstanceStats, LlmMeans, LlmTotals};
-pub use self::paired::{Interval, McNemar, Wilcoxon};
 pub use self::rewrites::{load_rewrites, RewriteReport, RewriteSample, POOL_CAP, POOL_PER_QUERY};
 pub use self::run::{job_sink, job_worker, run_eval, EvalJob, JOB_KINDS};
 pub use self::sink::EvalSink;
@@ -29,6 +28,7 @@ pub use self::types::{
     DenseTotals, EvalConfig, EvalItem, EvalOutcome, EvalReport, Evaluated, Prediction,
 };
 pub use self::worker::EvalWorker;
+pub use crate::dataset::paired::{Interval, McNemar, Wilcoxon};
 pub use crate::dataset::{
     all_within, any_within, average_precision_at, first_hit_rank, reciprocal_rank, Metrics,
     MetricsAccumulator, ACC_KS, MAP_KS,

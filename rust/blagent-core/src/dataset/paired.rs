@@ -13,6 +13,9 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+/// Bootstrap resamples when a comparison or a calibration names none.
+pub const DEFAULT_RESAMPLES: usize = 10_000;
+
 /// A difference with its bootstrap interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
@@ -106,7 +109,7 @@ pub(crate) fn bootstrap(
 }
 
 /// McNemar's exact test: P(X ≤ min(b, c)) × 2 for X ~ Binomial(b + c, ½), at most 1.
-pub(super) fn mcnemar(base: &[f64], other: &[f64]) -> McNemar {
+pub(crate) fn mcnemar(base: &[f64], other: &[f64]) -> McNemar {
     let (mut b, mut c) = (0usize, 0usize);
     for (&x, &y) in base.iter().zip(other) {
         match (x > 0.5, y > 0.5) {
@@ -156,7 +159,7 @@ fn ln_choose(n: usize, k: usize) -> f64 {
 
 /// Wilcoxon's signed-rank test on `other − base` (zeros dropped, average ranks for ties,
 /// normal approximation with tie and continuity corrections).
-pub(super) fn wilcoxon(base: &[f64], other: &[f64]) -> Wilcoxon {
+pub(crate) fn wilcoxon(base: &[f64], other: &[f64]) -> Wilcoxon {
     const EPS: f64 = 1e-12;
     let mut diffs: Vec<f64> = base
         .iter()
