@@ -202,9 +202,7 @@ pub fn view_readme(index: &RepoIndex, tokens: usize) -> Result<String, String> {
                 "{name} is a link to a file that is not a README; not shown"
             ));
         }
-        if crate::repo::ignored_on_the_way(&root, &root.join(name))
-            || crate::repo::ignored_on_the_way(&root, &path)
-        {
+        if crate::repo::ignored_on_the_way(&root, &[&root.join(name), &path]) {
             ignored.get_or_insert(format!(
                 "{name} is ignored by the repository's ignore rules; not shown"
             ));

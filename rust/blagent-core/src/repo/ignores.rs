@@ -30,23 +30,26 @@ pub const MAX_RULES_PER_FILE: usize = 5_000;
 /// have a few hundred); an ignore file past the budget is skipped whole.
 pub const MAX_RULES_PER_REPOSITORY: usize = 20_000;
 
-/// Whether the walk leaves `path` (absolute, under the canonical `root`) out by the
+/// Whether the walk leaves any of `paths` (absolute, under the canonical `root`) out by the
 /// repository's ignore rules: the path itself or a folder on the way to it (the walk never
-/// enters an ignored folder). A path outside `root` counts as ignored.
-pub fn ignored_on_the_way(root: &Path, path: &Path) -> bool {
-    let Ok(inside) = path.strip_prefix(root) else {
-        return true;
-    };
+/// enters an ignored folder). A path outside `root` counts as ignored. The rules are read once
+/// for all of them.
+pub fn ignored_on_the_way(root: &Path, paths: &[&Path]) -> bool {
     let ignores = Ignores::new(root);
-    let mut at = root.to_path_buf();
-    let mut parts = inside.components().peekable();
-    while let Some(part) = parts.next() {
-        at.push(part);
-        if ignores.is_ignored(&at, parts.peek().is_some()) {
+    paths.iter().any(|path| {
+        let Ok(inside) = path.strip_prefix(root) else {
             return true;
+        };
+        let mut at = root.to_path_buf();
+        let mut parts = inside.components().peekable();
+        while let Some(part) = parts.next() {
+            at.push(part);
+            if ignores.is_ignored(&at, parts.peek().is_some()) {
+                return true;
+            }
         }
-    }
-    false
+        false
+    })
 }
 
 /// The ignore rules of one repository, loaded directory by directory as the walk reaches them.

@@ -290,23 +290,23 @@ impl Drop for Output {
     fn drop(&mut self) {
         let Some(replacement) = self.replacing.take() else {
             if self.created {
-                let still_ours = (self.file.metadata(), std::fs::symlink_metadata(&self.path));
-                if matches!(still_ours, (Ok(a), Ok(b)) if same_file(&a, &b) && b.len() == 0) {
-                    let _ = std::fs::remove_file(&self.path);
-                }
+                remove_if_still_empty(&self.file, &self.path);
             }
             return;
         };
         let _ = std::fs::remove_file(&replacement.temp);
         if replacement.created {
-            let still_ours = (
-                replacement.target.metadata(),
-                std::fs::symlink_metadata(&replacement.dest),
-            );
-            if matches!(still_ours, (Ok(a), Ok(b)) if same_file(&a, &b) && b.len() == 0) {
-                let _ = std::fs::remove_file(&replacement.dest);
-            }
+            remove_if_still_empty(&replacement.target, &replacement.dest);
         }
+    }
+}
+
+/// Removes `path` where it is still the file `file` has open and still empty: an output this
+/// run created and left unwritten (not a file someone put there since, nor one written to).
+fn remove_if_still_empty(file: &File, path: &Path) {
+    let still_ours = (file.metadata(), std::fs::symlink_metadata(path));
+    if matches!(still_ours, (Ok(a), Ok(b)) if same_file(&a, &b) && b.len() == 0) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
