@@ -43,12 +43,8 @@ fn benches(c: &mut Criterion) {
             ))
         });
     });
-    let file = SourceFile {
-        path: "pkg/handlers.py".to_owned(),
-        language: language_for_path("x.py").expect("python"),
-        text,
-        lossy: false,
-    };
+    let python = language_for_path("x.py").expect("python");
+    let file = SourceFile::new("pkg/handlers.py".to_owned(), python, text, false);
     c.bench_function("parse and chunk 200-class module", |b| {
         b.iter(|| parse_file(black_box(&file), &ChunkOptions::default()));
     });

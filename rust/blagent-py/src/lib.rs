@@ -499,12 +499,7 @@ fn parse_source(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
     run(py, move || {
         let language = blagent_core::repo::language_for_path(&path)
             .ok_or_else(|| Error::InvalidInput(format!("no supported language for {path}")))?;
-        let file = blagent_core::repo::SourceFile {
-            path,
-            language,
-            text,
-            lossy: false,
-        };
+        let file = blagent_core::repo::SourceFile::new(path, language, text, false);
         to_json(&blagent_core::chunk::parse_file(
             &file,
             &blagent_core::chunk::ChunkOptions::default(),

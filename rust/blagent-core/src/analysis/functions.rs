@@ -189,12 +189,8 @@ mod tests {
     #[test]
     fn enclosing_rolls_closures_up_and_stops_at_module_level() {
         let text = "import os\n\nclass A:\n    x = 1\n\n    def m(self):\n        def inner():\n            return 1\n        return inner\n";
-        let file = SourceFile {
-            path: "a.py".into(),
-            language: language_for_path("a.py").unwrap(),
-            text: text.into(),
-            lossy: false,
-        };
+        let language = language_for_path("a.py").unwrap();
+        let file = SourceFile::new("a.py".into(), language, text.into(), false);
         let symbols = parse_file(&file, &ChunkOptions::default()).symbols;
         let at = |line| enclosing(&symbols, line).map(|s| s.qualified.clone());
         assert_eq!(at(1), None);

@@ -125,12 +125,7 @@ impl PatchView {
 /// or that a stop cut short, gives none of them.
 fn symbols_of(path: &str, text: &str) -> Option<(Vec<Symbol>, bool)> {
     let language = language_for_path(path)?;
-    let file = SourceFile {
-        path: path.to_owned(),
-        language,
-        text: text.to_owned(),
-        lossy: false,
-    };
+    let file = SourceFile::new(path.to_owned(), language, text.to_owned(), false);
     let parsed = parse_file(&file, &ChunkOptions::default());
     let complete = !parsed.parse_too_slow && !crate::cancel::is_requested();
     Some((parsed.symbols, complete))

@@ -169,8 +169,13 @@ const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(250);
 /// Parses `file`, or `None` when its language cannot be set, when the parse takes longer than
 /// its budget ([`PARSE_BUDGET_BASE`]; then `true` too), or when a stop is asked for
 /// ([`crate::cancel`]). Tree-sitter asks whether to go on every hundred parse operations,
-/// milliseconds apart at worst.
+/// milliseconds apart at worst. A text without the final newline its grammar needs (a
+/// `SourceFile` not made by [`SourceFile::new`]) is not given to the parser, which could loop
+/// forever on it between those questions.
 fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
+    if file.language.final_newline && !file.text.ends_with('\n') {
+        return (None, false);
+    }
     let mut parser = tree_sitter::Parser::new();
     if parser.set_language(&(file.language.grammar)()).is_err() {
         return (None, false);
@@ -226,12 +231,8 @@ mod tests {
     use crate::repo::language_for_path;
 
     fn parse(path: &str, text: String) -> ParsedFile {
-        let file = SourceFile {
-            path: path.to_owned(),
-            language: language_for_path(path).expect("a known language"),
-            text,
-            lossy: false,
-        };
+        let language = language_for_path(path).expect("a known language");
+        let file = SourceFile::new(path.to_owned(), language, text, false);
         parse_file(&file, &ChunkOptions::default())
     }
 
@@ -474,5 +475,56 @@ mod tests {
             .map(|c| c.end_line - c.start_line + 1)
             .sum();
         assert!(covered > depth, "every line is in a chunk");
+    }
+
+    /// Parses `file` on a thread of its own and gives up after a minute: a grammar that loops
+    /// fails the test instead of hanging it.
+    fn parse_or_hang(file: SourceFile) -> ParsedFile {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(parse_file(&file, &ChunkOptions::default()));
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the parse did not end"))
+    }
+
+    /// tree-sitter-kotlin's scanner reads an annotation to the next whitespace (and an
+    /// accessor's annotation with arguments to the next newline) without looking for the end
+    /// of the text: a Kotlin file ending in either looped forever before its final newline was
+    /// added. Its code is still read, and the lines stay those of the file.
+    #[test]
+    fn a_kotlin_file_ending_in_an_annotation_parses() {
+        let class = "class Cart {\n    fun add(x: Int) = x\n}\n";
+        for tail in ["@", "@Suppress", "val e\n@", "  @get:JvmName(\"a\""] {
+            let text = format!("{class}{tail}");
+            let language = language_for_path("Cart.kt").unwrap();
+            let file = SourceFile::new("Cart.kt".to_owned(), language, text.clone(), false);
+            assert_eq!(file.text, format!("{text}\n"));
+            let parsed = parse_or_hang(file);
+            let add = parsed.symbols.iter().find(|s| s.qualified == "Cart.add");
+            assert_eq!(
+                add.map(|s| (s.start_line, s.end_line)),
+                Some((2, 2)),
+                "{tail:?}"
+            );
+            let last = parsed.chunks.iter().map(|c| c.end_line).max();
+            assert_eq!(last, Some(text.lines().count()), "{tail:?}");
+        }
+        // Made without `SourceFile::new`, such a text is not parsed: its lines are windows.
+        let file = SourceFile {
+            path: "E.kt".to_owned(),
+            language: language_for_path("E.kt").unwrap(),
+            text: "val e\n@".to_owned(),
+            lossy: false,
+        };
+        let parsed = parse_or_hang(file);
+        assert!(parsed.symbols.is_empty() && parsed.syntax_errors);
+        assert_eq!(parsed.chunks.len(), 1);
+        // Python and Java texts are kept as read.
+        for path in ["a.py", "A.java"] {
+            let language = language_for_path(path).unwrap();
+            let file = SourceFile::new(path.to_owned(), language, "x".to_owned(), false);
+            assert_eq!(file.text, "x");
+        }
     }
 }

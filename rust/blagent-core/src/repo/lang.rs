@@ -35,6 +35,12 @@ pub struct Language {
     /// Whether blocks close with a delimiter (`}`): text between chunks (a closing brace,
     /// `} else {`) then joins the chunk before it.
     pub braces: bool,
+    /// Whether the grammar needs its text to end with a newline: tree-sitter-kotlin's scanner
+    /// reads an annotation (`@`) up to the next whitespace, or an accessor's annotation with
+    /// arguments (`@get:A(`) up to the next newline, without looking for the end of the text,
+    /// so a file ending in either made the parse loop forever, where no stop is heard
+    /// ([`crate::repo::SourceFile::new`] adds the newline).
+    pub final_newline: bool,
     /// Node kind that wraps a definition with its decorators, if the grammar has one.
     pub decorated_kind: Option<&'static str>,
     /// Node kinds that are comments.
@@ -91,6 +97,7 @@ pub static PYTHON: Language = Language {
     default_names: &[],
     block_kinds: &["block"],
     braces: false,
+    final_newline: false,
     decorated_kind: Some("decorated_definition"),
     comment_kinds: &["comment"],
     doc_style: DocStyle::Docstring,
@@ -127,6 +134,7 @@ pub static JAVA: Language = Language {
         "enum_body_declarations",
     ],
     braces: true,
+    final_newline: false,
     decorated_kind: None,
     comment_kinds: &["line_comment", "block_comment"],
     doc_style: DocStyle::LeadingComment,
@@ -162,6 +170,7 @@ pub static KOTLIN: Language = Language {
         "lambda_literal",
     ],
     braces: true,
+    final_newline: true,
     decorated_kind: None,
     comment_kinds: &["line_comment", "block_comment"],
     doc_style: DocStyle::LeadingComment,

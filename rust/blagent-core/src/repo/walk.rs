@@ -58,6 +58,23 @@ pub struct SourceFile {
     pub lossy: bool,
 }
 
+impl SourceFile {
+    /// A file of `language` holding `text`, with a newline added at its end where the text
+    /// has none and the language's grammar needs one ([`Language::final_newline`]). The line
+    /// numbers and byte offsets of the text as read are kept.
+    pub fn new(path: String, language: &'static Language, mut text: String, lossy: bool) -> Self {
+        if language.final_newline && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        SourceFile {
+            path,
+            language,
+            text,
+            lossy,
+        }
+    }
+}
+
 /// What [`walk`] found.
 #[derive(Debug, Default)]
 pub struct WalkOutput {
@@ -441,12 +458,7 @@ fn read_source(
         Ok(text) => (text, false),
         Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
     };
-    Ok(SourceFile {
-        path,
-        language,
-        text,
-        lossy,
-    })
+    Ok(SourceFile::new(path, language, text, lossy))
 }
 
 #[cfg(test)]
