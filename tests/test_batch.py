@@ -154,3 +154,19 @@ def test_a_batch_whose_model_never_answered_says_so(repo: Path, tmp_path: Path) 
     plain = _batch(dataset, trees, tmp_path / "plain.jsonl", "--ids", "shop-1", "--quiet")
     assert json.loads(plain.stdout)["llm_fell_back"] == 0
     assert "fell back" not in plain.stderr
+
+
+def test_a_batch_that_wrote_nothing_does_not_name_an_output_it_left_behind(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Found by a review: every instance failing, the empty output the run created was removed
+    but stderr still read "0/1 instances in OUT"."""
+    dataset = tmp_path / "one.jsonl"
+    row = {"instance_id": "shop-9", "repo": "acme/shop", "problem_statement": ISSUE}
+    dataset.write_text(json.dumps(row) + "\n")
+    (tmp_path / "trees").mkdir()
+    out = tmp_path / "loc_outputs.jsonl"
+    proc = _batch(dataset, tmp_path / "trees", out)
+    assert proc.returncode == 3, proc.stderr
+    assert not out.exists()
+    assert f"0/1 instances written ({out} not left behind)" in proc.stderr, proc.stderr

@@ -125,6 +125,12 @@ def test_llm_free_and_invalid_configurations() -> None:
             client(**bad)
     with pytest.raises(InputError, match="invalid messages"):
         llm.chat("[{}]", "t0")
+    # Found by a review: serde read a struct from a list, so `[]` passed as no LLM, and an
+    # empty list of messages was sent.
+    with pytest.raises(InputError, match="expected a JSON object, found an array"):
+        LlmClient("[]")
+    with pytest.raises(InputError, match="invalid messages: no message"):
+        llm.chat("[]", "t0")
 
 
 def test_recorded_exchanges_replay_identically(

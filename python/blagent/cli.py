@@ -417,8 +417,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
     print()
     done = report["resumed"] + report["written"]
     rate = report["written"] / report["seconds"] if report["seconds"] > 0 else 0.0
+    # An output this run created and wrote nothing to is removed (the core's rule).
+    where = f"in {out}" if done or os.path.lexists(out) else f"written ({out} not left behind)"
     print(
-        f"blagent batch: {done}/{report['selected']} instances in {out} "
+        f"blagent batch: {done}/{report['selected']} instances {where} "
         f"({report['written']} new, {report['resumed']} resumed; {report['seconds']:.1f} s, {rate:.2f}/s)",
         file=sys.stderr,
     )

@@ -25,6 +25,7 @@ pub mod eval;
 mod fault;
 pub mod index;
 pub mod interface;
+pub mod json;
 pub mod llm;
 pub mod query;
 pub mod repo;

@@ -36,7 +36,7 @@ fn parse_or_default<T: DeserializeOwned + Default>(
     json.map_or_else(
         || Ok(T::default()),
         |text| {
-            serde_json::from_str(text)
+            blagent_core::json::from_object(text)
                 .map_err(|e| Error::InvalidInput(format!("invalid {what}: {e}")))
         },
     )
@@ -44,7 +44,7 @@ fn parse_or_default<T: DeserializeOwned + Default>(
 
 /// `T` from JSON text (`what` names it in the error).
 pub(crate) fn parse_required<T: DeserializeOwned>(what: &str, json: &str) -> PyResult<T> {
-    serde_json::from_str(json)
+    blagent_core::json::from_object(json)
         .map_err(|e| to_py(Error::InvalidInput(format!("invalid {what}: {e}"))))
 }
 

@@ -350,6 +350,11 @@ impl PyLlmClient {
     fn chat(&self, py: Python<'_>, messages_json: &str, stage: &str) -> PyResult<String> {
         let messages: Vec<Message> = serde_json::from_str(messages_json)
             .map_err(|e| to_py(Error::InvalidInput(format!("invalid messages: {e}"))))?;
+        if messages.is_empty() {
+            return Err(to_py(Error::InvalidInput(
+                "invalid messages: no message in the list".to_owned(),
+            )));
+        }
         let client = Arc::clone(&self.inner);
         let stage = stage.to_owned();
         run(py, move || to_json(&client.chat(&stage, messages)?))

@@ -70,7 +70,7 @@ impl LlmProfile {
     /// Reads and checks a profile.
     pub fn load(path: &Path) -> Result<Self> {
         let text = read_user_text(path, MAX_SMALL_FILE_BYTES, "LLM profile")?;
-        let profile: LlmProfile = serde_json::from_str(&text).map_err(|e| {
+        let profile: LlmProfile = crate::json::from_object(&text).map_err(|e| {
             Error::InvalidInput(format!("invalid LLM profile {}: {e}", path.display()))
         })?;
         if profile.schema_version.split('.').next() != Some(PROFILE_SCHEMA_VERSION) {

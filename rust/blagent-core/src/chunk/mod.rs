@@ -169,11 +169,18 @@ const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(250);
 /// Parses `file`, or `None` when its language cannot be set, when the parse takes longer than
 /// its budget ([`PARSE_BUDGET_BASE`]; then `true` too), or when a stop is asked for
 /// ([`crate::cancel`]). Tree-sitter asks whether to go on every hundred parse operations,
-/// milliseconds apart at worst. A text without the final newline its grammar needs (a
-/// `SourceFile` not made by [`SourceFile::new`]) is not given to the parser, which could loop
-/// forever on it between those questions.
+/// milliseconds apart at worst. Texts a grammar's own code cannot take are not given to the
+/// parser: one without the final newline its grammar needs (a `SourceFile` not made by
+/// [`SourceFile::new`]), on which it could loop forever between those questions, and one
+/// indenting deeper than its scanner can save ([`Language::max_indent_levels`]), which would
+/// abort the process.
 fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
-    if file.language.final_newline && !file.text.ends_with('\n') {
+    let language = file.language;
+    let unterminated = language.final_newline && !file.text.ends_with('\n');
+    let too_deep = language
+        .max_indent_levels
+        .is_some_and(|max| indent_levels(&file.text) > max);
+    if unterminated || too_deep {
         return (None, false);
     }
     let mut parser = tree_sitter::Parser::new();
@@ -195,6 +202,41 @@ fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
         Some(tree_sitter::ParseOptions::new().progress_callback(&mut give_up)),
     );
     (tree, too_slow)
+}
+
+/// The most indentation levels `text` holds open at once, counted as tree-sitter-python's
+/// scanner counts columns (a space 1, a tab 8, a form feed or carriage return back to 0) over
+/// every line with something besides whitespace. Lines inside brackets or strings, which the
+/// scanner does not count, are counted here too: the bound errs towards not parsing.
+fn indent_levels(text: &str) -> usize {
+    let mut open: Vec<usize> = vec![0];
+    let mut most = 0;
+    for line in text.split('\n') {
+        let mut column = 0;
+        let mut content = false;
+        for byte in line.bytes() {
+            match byte {
+                b' ' => column += 1,
+                b'\t' => column += 8,
+                b'\x0c' | b'\r' => column = 0,
+                _ => {
+                    content = true;
+                    break;
+                }
+            }
+        }
+        if !content {
+            continue;
+        }
+        while open.last().is_some_and(|&top| column < top) {
+            open.pop();
+        }
+        if open.last().is_none_or(|&top| column > top) {
+            open.push(column);
+        }
+        most = most.max(open.len() - 1);
+    }
+    most
 }
 
 /// Maps byte offsets to 1-based line numbers by binary search over line starts.
@@ -526,5 +568,49 @@ mod tests {
             let file = SourceFile::new(path.to_owned(), language, "x".to_owned(), false);
             assert_eq!(file.text, "x");
         }
+    }
+
+    /// tree-sitter-python's scanner saves its indentation levels, two bytes each, in a
+    /// 1,024-byte buffer and wrote past it at 511 nested levels (383 inside an open string),
+    /// where tree-sitter aborted the process (found by a fuzzer). Such a file is read as line
+    /// windows; one within the bound parses as before.
+    #[test]
+    fn python_nested_past_the_scanners_buffer_is_not_parsed() {
+        let nested = |levels: usize, tail: &str| {
+            let mut text = String::new();
+            for level in 0..levels {
+                let _ = writeln!(text, "{}if 1:", " ".repeat(level));
+            }
+            format!("{text}{}{tail}\n", " ".repeat(levels))
+        };
+        let tabs = |levels: usize| {
+            let mut text = String::new();
+            for k in 0..levels {
+                let _ = writeln!(text, "{}{}if 1:", "\t".repeat(k / 8), " ".repeat(k % 8));
+            }
+            format!(
+                "{text}{}{}\"\n",
+                "\t".repeat(levels / 8),
+                " ".repeat(levels % 8)
+            )
+        };
+        for text in [nested(511, "x = \"abc\""), nested(600, "pass"), tabs(511)] {
+            assert!(indent_levels(&text) > 256);
+            let parsed = parse_or_hang(SourceFile::new(
+                "deep.py".to_owned(),
+                language_for_path("deep.py").unwrap(),
+                text,
+                false,
+            ));
+            assert!(parsed.symbols.is_empty() && parsed.syntax_errors);
+            assert!(!parsed.chunks.is_empty());
+        }
+        let within = nested(200, "def f():\n    return 1");
+        assert_eq!(indent_levels(&within), 200);
+        let parsed = parse("deep.py", within);
+        assert!(!parsed.syntax_errors);
+        // Bracketed lines and a dedent back out count as the scanner counts them, or more.
+        assert_eq!(indent_levels("a\n    b\n        c\n    d\n\te\n\n  \n"), 2);
+        assert_eq!(indent_levels("x = [\n      1,\n  2]\n"), 1);
     }
 }

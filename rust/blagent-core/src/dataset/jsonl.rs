@@ -44,7 +44,7 @@ fn lines<T: DeserializeOwned>(
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str(line) {
+        match crate::json::from_object(line) {
             Ok(row) => rows.push((i + 1, row)),
             Err(_) if tolerate_unterminated_tail && i + 1 == lines.len() => {}
             Err(e) => return Err(malformed(path, i + 1, e.to_string())),
@@ -94,7 +94,7 @@ pub fn read_jsonl_or_array<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
     lines_or_items(path)?
         .into_iter()
         .map(|(line, value)| {
-            serde_json::from_value(value).map_err(|e| malformed(path, line, e.to_string()))
+            crate::json::from_object_value(value).map_err(|e| malformed(path, line, e.to_string()))
         })
         .collect()
 }
@@ -196,6 +196,20 @@ mod tests {
         assert!(read_jsonl::<Value>(dir.path())
             .expect_err("a folder")
             .is_input_error());
+        // A line or an item that is not an object is no record (serde reads a struct from a
+        // list of its fields).
+        std::fs::write(&path, "{\"a\": 1}\n[\"b\"]\n").expect("write");
+        let err = read_jsonl::<Value>(&path).expect_err("an array line");
+        assert!(err.to_string().contains("x.jsonl:2"), "{err}");
+        assert!(err.to_string().contains("expected a JSON object"), "{err}");
+        let array = dir.path().join("a.json");
+        std::fs::write(
+            &array,
+            r#"[{"instance_id": "x", "repo": "o/r"}, ["y", "o/r"]]"#,
+        )
+        .expect("write");
+        let err = read_jsonl_or_array::<crate::dataset::Instance>(&array).expect_err("an array");
+        assert!(err.to_string().contains("a.json:2"), "{err}");
     }
 
     #[test]

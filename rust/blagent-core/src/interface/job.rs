@@ -126,7 +126,7 @@ pub fn run_job<J: Job>(config: &J::Config) -> Result<J::Report> {
 
 /// `T` from JSON text, an input error naming `what` of job `J` when it is not one.
 fn parse<J: Job, T: DeserializeOwned>(what: &str, json: &str) -> Result<T> {
-    serde_json::from_str(json)
+    crate::json::from_object(json)
         .map_err(|e| Error::InvalidInput(format!("invalid {} {what}: {e}", J::NAME)))
 }
 

@@ -94,7 +94,7 @@ impl LlmConfig {
     /// Parses a JSON configuration (CLI flags) and fills what it leaves unset from the
     /// environment, then validates and normalizes it.
     pub fn from_json(text: &str) -> Result<Self> {
-        let mut config: LlmConfig = serde_json::from_str(text)
+        let mut config: LlmConfig = crate::json::from_object(text)
             .map_err(|e| Error::InvalidInput(format!("invalid LLM configuration: {e}")))?;
         config.fill_from(|name| std::env::var(name).ok());
         config.validated()

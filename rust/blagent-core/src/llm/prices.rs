@@ -33,7 +33,7 @@ pub struct PriceTable {
 impl PriceTable {
     /// Parses a table.
     pub fn from_json(text: &str) -> Result<Self> {
-        serde_json::from_str(text).map_err(|e| Error::InvalidInput(format!("price table: {e}")))
+        crate::json::from_object(text).map_err(|e| Error::InvalidInput(format!("price table: {e}")))
     }
 
     /// The built-in example table.

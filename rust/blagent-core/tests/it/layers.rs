@@ -34,6 +34,7 @@ const ROOT_ITEMS: &[&str] = &[
     "text",
     "cancel",
     "fault",
+    "json",
 ];
 
 fn layer(module: &str) -> Option<usize> {

@@ -44,7 +44,7 @@ impl FunctionWeights {
     /// Weights from the JSON of a weights file (`{"version", "note", "weights": {name: w}}`);
     /// a feature it leaves out weighs 0, a name that is no feature is an error.
     pub fn from_json(json: &str) -> Result<Self> {
-        let file: WeightsFile = serde_json::from_str(json)
+        let file: WeightsFile = crate::json::from_object(json)
             .map_err(|e| Error::InvalidInput(format!("function weights: {e}")))?;
         let mut weights = [0.0; NUM_FEATURES];
         for (name, weight) in &file.weights {
