@@ -131,6 +131,8 @@ def test_llm_free_and_invalid_configurations() -> None:
         LlmClient("[]")
     with pytest.raises(InputError, match="invalid messages: no message"):
         llm.chat("[]", "t0")
+    with pytest.raises(InputError, match="invalid messages: expected a JSON object"):
+        llm.chat('[["user", "hi"]]', "t0")
 
 
 def test_recorded_exchanges_replay_identically(

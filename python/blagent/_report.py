@@ -44,7 +44,11 @@ def format_report(report: dict[str, Any]) -> str:
     functions = report.get("functions")
     if functions:
         unknown = len(functions.get("functions_not_known", []))
-        parsed = f", {unknown} whose patched file took too long to parse" if unknown else ""
+        parsed = (
+            f", {unknown} whose gold patch does not parse or whose patched file took too long to parse"
+            if unknown
+            else ""
+        )
         lines.append(
             f"function level ({len(functions['no_gold_functions'])} instances without a gold "
             f"function{parsed} left out):"

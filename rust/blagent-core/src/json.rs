@@ -4,7 +4,8 @@
 //! declaration order, and a struct whose fields all have defaults from `[]`: an LLM
 //! configuration written `[]` passed as no LLM, and a dataset line `["id", "repo", …]` as an
 //! instance. Configurations, records and profiles are JSON objects, so anything else is
-//! refused here, before serde reads it.
+//! refused here, before serde reads it. Only the top level is checked: a nested struct written
+//! as an array (`{"index": []}`) is still read field by field.
 
 use serde::de::{DeserializeOwned, Error as _};
 use serde_json::Value;

@@ -348,13 +348,18 @@ impl PyLlmClient {
     /// Raises:
     ///     LlmError: no answer after the retries (or no LLM configured).
     fn chat(&self, py: Python<'_>, messages_json: &str, stage: &str) -> PyResult<String> {
-        let messages: Vec<Message> = serde_json::from_str(messages_json)
-            .map_err(|e| to_py(Error::InvalidInput(format!("invalid messages: {e}"))))?;
-        if messages.is_empty() {
-            return Err(to_py(Error::InvalidInput(
-                "invalid messages: no message in the list".to_owned(),
-            )));
+        let invalid = |e: String| to_py(Error::InvalidInput(format!("invalid messages: {e}")));
+        let items: Vec<serde_json::Value> =
+            serde_json::from_str(messages_json).map_err(|e| invalid(e.to_string()))?;
+        if items.is_empty() {
+            return Err(invalid("no message in the list".to_owned()));
         }
+        // Each an object: serde would read a message from a list of its fields too.
+        let messages = items
+            .into_iter()
+            .map(blagent_core::json::from_object_value::<Message>)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| invalid(e.to_string()))?;
         let client = Arc::clone(&self.inner);
         let stage = stage.to_owned();
         run(py, move || to_json(&client.chat(&stage, messages)?))
@@ -497,7 +502,8 @@ fn read_user_file<'py>(
 ///
 /// Args:
 ///     path: repository-relative path (selects the language by extension).
-///     text: the file's contents.
+///     text: the file's contents. A Kotlin text without a final newline is read with one
+///         added (its grammar needs it), so a chunk may end one byte past the text.
 #[pyfunction]
 fn parse_source(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
     let (path, text) = (path.to_owned(), text.to_owned());

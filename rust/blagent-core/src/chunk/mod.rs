@@ -204,39 +204,46 @@ fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
     (tree, too_slow)
 }
 
-/// The most indentation levels `text` holds open at once, counted as tree-sitter-python's
-/// scanner counts columns (a space 1, a tab 8, a form feed or carriage return back to 0) over
-/// every line with something besides whitespace. Lines inside brackets or strings, which the
-/// scanner does not count, are counted here too: the bound errs towards not parsing.
+/// A bound on the indentation levels tree-sitter-python's scanner can hold open on `text`: the
+/// number of different widths a line's indentation can have, counted as that scanner counts
+/// them (a space 1, a tab 8, a form feed or carriage return back to 0, a backslash ending the
+/// line carrying the count on to the next line; 16 bits, wrapping). The scanner opens a level
+/// only for a width greater than the one open before, so it never holds more levels than
+/// there are widths. Every line counts, those inside brackets, strings and comments too, so
+/// the bound errs towards not parsing.
 fn indent_levels(text: &str) -> usize {
-    let mut open: Vec<usize> = vec![0];
-    let mut most = 0;
-    for line in text.split('\n') {
-        let mut column = 0;
-        let mut content = false;
-        for byte in line.bytes() {
-            match byte {
-                b' ' => column += 1,
-                b'\t' => column += 8,
-                b'\x0c' | b'\r' => column = 0,
-                _ => {
-                    content = true;
-                    break;
-                }
+    let mut widths = std::collections::HashSet::new();
+    let mut width: u16 = 0;
+    let mut bytes = text.bytes().peekable();
+    let mut at_line_start = true;
+    while let Some(byte) = bytes.next() {
+        if !at_line_start {
+            if byte == b'\n' {
+                at_line_start = true;
+                width = 0;
             }
-        }
-        if !content {
             continue;
         }
-        while open.last().is_some_and(|&top| column < top) {
-            open.pop();
+        match byte {
+            b'\n' | b'\r' | b'\x0c' => width = 0,
+            b' ' => width = width.wrapping_add(1),
+            b'\t' => width = width.wrapping_add(8),
+            // A line continued by a backslash: the scanner counts on.
+            b'\\' if matches!(bytes.peek(), Some(b'\n' | b'\r') | None) => {
+                if bytes.peek() == Some(&b'\r') {
+                    bytes.next();
+                }
+                bytes.next();
+            }
+            _ => {
+                if width > 0 {
+                    widths.insert(width);
+                }
+                at_line_start = false;
+            }
         }
-        if open.last().is_none_or(|&top| column > top) {
-            open.push(column);
-        }
-        most = most.max(open.len() - 1);
     }
-    most
+    widths.len()
 }
 
 /// Maps byte offsets to 1-based line numbers by binary search over line starts.
@@ -573,16 +580,30 @@ mod tests {
     /// tree-sitter-python's scanner saves its indentation levels, two bytes each, in a
     /// 1,024-byte buffer and wrote past it at 511 nested levels (383 inside an open string),
     /// where tree-sitter aborted the process (found by a fuzzer). Such a file is read as line
-    /// windows; one within the bound parses as before.
+    /// windows; one within the bound parses as before. The review of the first bound found
+    /// lines the scanner does not count (a comment, a bracket's or a string's line at column
+    /// 0, a line continued by a backslash) taking levels off it: every width counts now.
     #[test]
     fn python_nested_past_the_scanners_buffer_is_not_parsed() {
-        let nested = |levels: usize, tail: &str| {
+        let nested_with = |levels: usize, between: &str, tail: &str| {
             let mut text = String::new();
             for level in 0..levels {
-                let _ = writeln!(text, "{}if 1:", " ".repeat(level));
+                let _ = write!(text, "{}if 1:\n{between}", " ".repeat(level));
             }
             format!("{text}{}{tail}\n", " ".repeat(levels))
         };
+        let nested = |levels: usize, tail: &str| nested_with(levels, "", tail);
+        let continued = (0..520).fold(String::new(), |mut text, level| {
+            let _ = write!(text, "{}\\\nif 1:\n", " ".repeat(level));
+            text
+        }) + &" ".repeat(520)
+            + "\\\nx = \"abc\"\n";
+        let reviewed = [
+            nested_with(520, "#\n", "x = \"abc\""),
+            nested_with(520, "(\n1)\n", "x = \"abc\""),
+            nested_with(520, "'''\n'''\n", "x = \"abc\""),
+            continued,
+        ];
         let tabs = |levels: usize| {
             let mut text = String::new();
             for k in 0..levels {
@@ -594,7 +615,8 @@ mod tests {
                 " ".repeat(levels % 8)
             )
         };
-        for text in [nested(511, "x = \"abc\""), nested(600, "pass"), tabs(511)] {
+        let found = [nested(511, "x = \"abc\""), nested(600, "pass"), tabs(511)];
+        for text in found.into_iter().chain(reviewed) {
             assert!(indent_levels(&text) > 256);
             let parsed = parse_or_hang(SourceFile::new(
                 "deep.py".to_owned(),
@@ -609,8 +631,9 @@ mod tests {
         assert_eq!(indent_levels(&within), 200);
         let parsed = parse("deep.py", within);
         assert!(!parsed.syntax_errors);
-        // Bracketed lines and a dedent back out count as the scanner counts them, or more.
+        // Widths as the scanner counts them (a tab 8, a form feed back to 0), bracketed lines
+        // too, blank lines not.
         assert_eq!(indent_levels("a\n    b\n        c\n    d\n\te\n\n  \n"), 2);
-        assert_eq!(indent_levels("x = [\n      1,\n  2]\n"), 1);
+        assert_eq!(indent_levels("x = [\n      1,\n  2]\n\x0c  y\n"), 2);
     }
 }

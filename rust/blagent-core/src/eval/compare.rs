@@ -385,8 +385,8 @@ fn with_gold_functions(
     }
     if unknown > 0 {
         warnings.push(format!(
-            "{unknown} instance(s) left out: a patched file took longer to parse than its time \
-             budget, so its functions are not known"
+            "{unknown} instance(s) left out: the gold patch does not parse, or a patched file \
+             took longer to parse than its time budget, so its functions are not known"
         ));
     }
     if no_gold > 0 {

@@ -15,13 +15,11 @@ use crate::retrieve::Entity;
 
 /// `path::Class.method` of every function and method of the base tree at `tree` whose lines
 /// the patch touches (any non-blank changed line, a docstring's or a comment's too:
-/// [`Touch::AnyLine`]), in (path, name) order; empty when the patch does not parse or touches
-/// only module-level code, class bodies or new functions. `None` when they are not known: a
-/// patched file's parse ran past its time budget.
+/// [`Touch::AnyLine`]), in (path, name) order; empty when the patch touches only module-level
+/// code, class bodies or new functions. `None` when they are not known: the patch does not
+/// parse, or a patched file's parse ran past its time budget.
 pub fn gold_functions(patch: &str, tree: &Path) -> Option<Vec<String>> {
-    let Ok(files) = parse_patch(patch) else {
-        return Some(Vec::new());
-    };
+    let files = parse_patch(patch).ok()?;
     let mut notes = Vec::new();
     let view = PatchView::placed(files, Some(tree), Touch::AnyLine, "gold patch", &mut notes);
     view.functions_known()
@@ -50,8 +48,8 @@ pub struct FunctionReport {
     pub per_language: BTreeMap<String, Metrics>,
     /// Instances left out: the gold patch touches no function or method of the base commit.
     pub no_gold_functions: Vec<String>,
-    /// Instances left out: a patched file took longer to parse than its time budget, so its
-    /// functions are not known.
+    /// Instances left out: the gold patch does not parse, or a patched file took longer to
+    /// parse than its time budget, so their functions are not known.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub functions_not_known: Vec<String>,
 }
@@ -106,10 +104,9 @@ mod tests {
             gold_functions(patch, dir.path()).unwrap(),
             ["cart.py::Cart.total"]
         );
-        assert_eq!(
-            gold_functions("not a patch @@", dir.path()),
-            Some(Vec::new())
-        );
+        // Found by a review: a malformed gold patch was counted as touching no function.
+        assert_eq!(gold_functions("@@ -1 +1 @@\n x\n", dir.path()), None);
+        assert_eq!(gold_functions("not a patch", dir.path()), Some(Vec::new()));
         // Found by a review: a file parsed past its time budget read as touching no function.
         let garbled = format!("{base}{}", "}{)(][><\n".repeat(20_000));
         std::fs::write(dir.path().join("cart.py"), garbled).unwrap();
