@@ -16,13 +16,13 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
         .bytes()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
     match first {
-        Some(b'{') => serde_json::from_str(text),
-        // Let serde_json name what is wrong with text that is no JSON at all.
+        // JSON that is not an object (an empty text or one that is no JSON keeps serde_json's
+        // own message).
         None | Some(b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') => {
             let value: Value = serde_json::from_str(text)?;
             Err(not_an_object(&value))
         }
-        Some(_) => serde_json::from_str(text),
+        _ => serde_json::from_str(text),
     }
 }
 
