@@ -246,7 +246,9 @@ def test_eval_at_function_level_scores_the_ranked_functions(repo: Path, tmp_path
     assert json.loads(out.read_text()).get("gold_functions") is None
     out.unlink()
     text = run("eval", *args, "--granularity", "function").stdout
-    assert "1 whose gold patch does not parse or whose patched file took too long to parse" in text, text
+    assert (
+        "1 whose gold patch does not parse or whose patched file took too long to parse" in text
+    ), text
 
 
 def test_eval_selects_ids_and_prints_a_table(repo: Path, tmp_path: Path) -> None:
