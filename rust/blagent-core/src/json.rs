@@ -15,15 +15,12 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     let first = text
         .bytes()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-    match first {
-        // JSON that is not an object (an empty text or one that is no JSON keeps serde_json's
-        // own message).
-        None | Some(b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') => {
-            let value: Value = serde_json::from_str(text)?;
-            Err(not_an_object(&value))
-        }
-        _ => serde_json::from_str(text),
+    if first == Some(b'{') {
+        return serde_json::from_str(text);
     }
+    // Text that is no JSON at all keeps serde_json's own message.
+    let value: Value = serde_json::from_str(text)?;
+    Err(not_an_object(&value))
 }
 
 /// `T` from `value`, which must be a JSON object.

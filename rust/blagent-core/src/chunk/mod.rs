@@ -176,15 +176,14 @@ const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(250);
 /// abort the process.
 fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
     let language = file.language;
-    let unterminated = language.final_newline && !file.text.ends_with('\n');
     let too_deep = language
         .max_indent_levels
         .is_some_and(|max| indent_levels(&file.text) > max);
-    if unterminated || too_deep {
+    if language.lacks_final_newline(&file.text) || too_deep {
         return (None, false);
     }
     let mut parser = tree_sitter::Parser::new();
-    if parser.set_language(&(file.language.grammar)()).is_err() {
+    if parser.set_language(&(language.grammar)()).is_err() {
         return (None, false);
     }
     let hundreds_of_kb = u32::try_from(file.text.len() / 100_000).unwrap_or(u32::MAX);

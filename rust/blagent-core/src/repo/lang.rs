@@ -45,7 +45,8 @@ pub struct Language {
     /// grammar, for a grammar whose scanner keeps them: tree-sitter-python's saves its stack of
     /// levels, two bytes each, in tree-sitter's 1,024-byte buffer and writes one byte past it
     /// from about 383 levels on (511 with no string open), where tree-sitter's check aborts
-    /// the process (`crate::chunk` counts the levels as that scanner does).
+    /// the process (`crate::chunk` bounds the levels by the different indentation widths,
+    /// counted as that scanner counts them).
     pub max_indent_levels: Option<usize>,
     /// Node kind that wraps a definition with its decorators, if the grammar has one.
     pub decorated_kind: Option<&'static str>,
@@ -65,6 +66,15 @@ pub struct Language {
     /// Whether a file name (not a path) is a test file in this language's ecosystem, beyond
     /// the shared rule of [`is_test_entry`].
     pub test_file: fn(&str) -> bool,
+}
+
+impl Language {
+    /// Whether `text` lacks the final newline this language's grammar needs
+    /// ([`Language::final_newline`]).
+    #[must_use]
+    pub fn lacks_final_newline(&self, text: &str) -> bool {
+        self.final_newline && !text.ends_with('\n')
+    }
 }
 
 /// Python's bound on nested indentation levels ([`Language::max_indent_levels`], counted as

@@ -63,7 +63,7 @@ impl SourceFile {
     /// has none and the language's grammar needs one ([`Language::final_newline`]). The line
     /// numbers and byte offsets of the text as read are kept.
     pub fn new(path: String, language: &'static Language, mut text: String, lossy: bool) -> Self {
-        if language.final_newline && !text.ends_with('\n') {
+        if language.lacks_final_newline(&text) {
             text.push('\n');
         }
         SourceFile {
