@@ -135,6 +135,17 @@ def test_llm_free_and_invalid_configurations() -> None:
         llm.chat('[["user", "hi"]]', "t0")
 
 
+def test_a_struct_inside_a_configuration_is_an_object_too(tmp_path: Path) -> None:
+    # Found by a review: serde read a struct nested in a JSON input from a list of its
+    # fields' values, so a price file's `[2.0, 8.0]` priced a model.
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"models": {"mine": [2.0, 8.0]}}')
+    with pytest.raises(InputError, match="ModelPrice: expected a JSON object, found an array"):
+        client(base_url="http://127.0.0.1:9/v1", model="mine", prices=str(prices))
+    prices.write_text('{"models": {"mine": {"prompt": 2.0, "completion": 8.0}}}')
+    assert client(base_url="http://127.0.0.1:9/v1", model="mine", prices=str(prices)).enabled
+
+
 def test_recorded_exchanges_replay_identically(
     scripted: tuple[ScriptedServer, str], tmp_path: Path
 ) -> None:

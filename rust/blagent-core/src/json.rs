@@ -2,50 +2,158 @@
 //!
 //! serde's derived `Deserialize` reads a struct from a JSON array too, field by field in
 //! declaration order, and a struct whose fields all have defaults from `[]`: an LLM
-//! configuration written `[]` passed as no LLM, and a dataset line `["id", "repo", …]` as an
-//! instance. Configurations, records and profiles are JSON objects, so anything else is
-//! refused here, before serde reads it. Only the top level is checked: a nested struct written
-//! as an array (`{"index": []}`) is still read field by field.
+//! configuration written `[]` passed as no LLM, a dataset line `["id", "repo", …]` as an
+//! instance, and `{"index": []}` as a configuration with a default index section.
+//! Configurations, records and profiles are JSON objects, and so is every struct inside them,
+//! so a struct at any depth must be read from an object here ([`Strict`]). Not held to it:
+//! the fields of an enum serde reads by looking at the value first (`#[serde(tag = …)]`,
+//! `untagged`), which serde buffers before it reads them.
 
-use serde::de::{DeserializeOwned, Error as _};
-use serde_json::Value;
+use serde::de::value::{MapAccessDeserializer, MapDeserializer, SeqDeserializer};
+use serde::de::{DeserializeOwned, Error as _, IntoDeserializer, Visitor};
+use serde::{forward_to_deserialize_any, Deserializer};
+use serde_json::{Map, Value};
 
-/// `T` from `text`, which must hold one JSON object.
+/// `T` from `text`, which must hold one JSON object, as must every struct within it.
 pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
-    let first = text
-        .bytes()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-    if first == Some(b'{') {
-        return serde_json::from_str(text);
-    }
-    // Text that is no JSON at all keeps serde_json's own message.
     let value: Value = serde_json::from_str(text)?;
-    Err(not_an_object(&value))
+    if !value.is_object() {
+        return Err(not_an_object(&value));
+    }
+    T::deserialize(Strict(value)).map_err(|strict| {
+        // serde_json read straight from the text says where a mistake is (line and column);
+        // where it reads the text, the mistake is a struct written as an array.
+        serde_json::from_str::<T>(text).err().unwrap_or(strict)
+    })
 }
 
-/// `T` from `value`, which must be a JSON object.
+/// `T` from `value`, which must be a JSON object, as must every struct within it.
 pub fn from_object_value<T: DeserializeOwned>(value: Value) -> serde_json::Result<T> {
     if value.is_object() {
-        serde_json::from_value(value)
+        T::deserialize(Strict(value))
     } else {
         Err(not_an_object(&value))
     }
 }
 
 fn not_an_object(value: &Value) -> serde_json::Error {
-    let found = match value {
+    serde_json::Error::custom(format!("expected a JSON object, found {}", kind(value)))
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    };
-    serde_json::Error::custom(format!("expected a JSON object, found {found}"))
+    }
+}
+
+/// A JSON value that serde reads as `serde_json::Value` does, except that a struct must be an
+/// object: the arrays and objects within are read as `Strict` again, so the rule holds at every
+/// depth.
+struct Strict(Value);
+
+impl IntoDeserializer<'_, serde_json::Error> for Strict {
+    type Deserializer = Self;
+
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+fn visit_object<'de, V: Visitor<'de>>(
+    map: Map<String, Value>,
+    visitor: V,
+) -> serde_json::Result<V::Value> {
+    let mut entries = MapDeserializer::new(map.into_iter().map(|(k, v)| (k, Strict(v))));
+    let read = visitor.visit_map(&mut entries)?;
+    entries.end()?;
+    Ok(read)
+}
+
+impl<'de> Deserializer<'de> for Strict {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> serde_json::Result<V::Value> {
+        match self.0 {
+            Value::Object(map) => visit_object(map, visitor),
+            Value::Array(items) => {
+                let mut items = SeqDeserializer::new(items.into_iter().map(Strict));
+                let read = visitor.visit_seq(&mut items)?;
+                items.end()?;
+                Ok(read)
+            }
+            scalar => scalar.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> serde_json::Result<V::Value> {
+        match self.0 {
+            Value::Object(map) => visit_object(map, visitor),
+            other => Err(serde_json::Error::custom(format!(
+                "{name}: expected a JSON object, found {}",
+                kind(&other)
+            ))),
+        }
+    }
+
+    /// A map, and the fields of an enum's struct variant, which serde asks for as a map.
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> serde_json::Result<V::Value> {
+        match self.0 {
+            Value::Object(map) => visit_object(map, visitor),
+            other => Err(not_an_object(&other)),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> serde_json::Result<V::Value> {
+        match self.0 {
+            Value::Null => visitor.visit_none(),
+            value => visitor.visit_some(Strict(value)),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> serde_json::Result<V::Value> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> serde_json::Result<V::Value> {
+        match self.0 {
+            // `{"Variant": content}`: the content is read as `Strict` too.
+            Value::Object(map) if map.len() == 1 => {
+                let entry = map.into_iter().map(|(k, v)| (k, Strict(v)));
+                visitor.visit_enum(MapAccessDeserializer::new(MapDeserializer::new(entry)))
+            }
+            other => other.deserialize_enum(name, variants, visitor),
+        }
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct seq tuple tuple_struct identifier ignored_any
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use serde::Deserialize;
 
     use super::*;
@@ -80,5 +188,86 @@ mod tests {
         assert!(from_object_value::<Config>(serde_json::json!([])).is_err());
         let value = serde_json::json!({"seed": 2});
         assert_eq!(from_object_value::<Config>(value).unwrap().seed, 2);
+    }
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    #[serde(default, deny_unknown_fields)]
+    struct Outer {
+        name: String,
+        inner: Config,
+        maybe: Option<Config>,
+        list: Vec<Config>,
+        by_key: BTreeMap<String, Config>,
+        pairs: Vec<(String, u32)>,
+        kind: Kind,
+        wrapped: Wrapped,
+    }
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    struct Wrapped(Config);
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    #[serde(rename_all = "snake_case")]
+    enum Kind {
+        #[default]
+        Plain,
+        Tuned(Config),
+        Named {
+            inner: Config,
+        },
+    }
+
+    #[test]
+    fn a_struct_at_any_depth_is_read_only_from_an_object() {
+        let text = r#"{"name": "n", "inner": {"seed": 1}, "maybe": {"model": "m"},
+            "list": [{"seed": 2}, {}], "by_key": {"a": {"seed": 3}}, "pairs": [["x", 4]],
+            "kind": {"named": {"inner": {"seed": 5}}}, "wrapped": {"seed": 6}}"#;
+        let read = from_object::<Outer>(text).unwrap();
+        assert_eq!(read, serde_json::from_str::<Outer>(text).unwrap());
+        assert_eq!(read.inner.seed, 1);
+        assert_eq!(read.maybe.as_ref().unwrap().model, "m");
+        assert_eq!(read.list.len(), 2);
+        assert_eq!(read.by_key["a"].seed, 3);
+        assert_eq!(read.pairs, vec![("x".to_owned(), 4)]);
+        assert!(matches!(read.kind, Kind::Named { ref inner } if inner.seed == 5));
+        assert_eq!(read.wrapped.0.seed, 6);
+        for (kind, expected) in [
+            (r#""plain""#, Kind::Plain),
+            (
+                r#"{"tuned": {"seed": 7}}"#,
+                Kind::Tuned(Config {
+                    model: String::new(),
+                    seed: 7,
+                }),
+            ),
+        ] {
+            let text = format!(r#"{{"kind": {kind}, "maybe": null}}"#);
+            let read = from_object::<Outer>(&text).unwrap();
+            assert_eq!((read.kind, read.maybe), (expected, None));
+        }
+        // Each of these is read by serde alone, a struct taken field by field from an array.
+        for text in [
+            r#"{"inner": []}"#,
+            r#"{"inner": ["m", 3]}"#,
+            r#"{"maybe": []}"#,
+            r#"{"list": [{}, []]}"#,
+            r#"{"by_key": {"a": []}}"#,
+            r#"{"kind": {"tuned": []}}"#,
+            r#"{"kind": {"named": {"inner": []}}}"#,
+            r#"{"kind": {"named": [{}]}}"#,
+            r#"{"wrapped": ["m"]}"#,
+        ] {
+            assert!(serde_json::from_str::<Outer>(text).is_ok(), "{text}");
+            let err = from_object::<Outer>(text).expect_err(text).to_string();
+            assert!(
+                err.contains("expected a JSON object, found an array"),
+                "{text}: {err}"
+            );
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert!(from_object_value::<Outer>(value).is_err(), "{text}");
+        }
+        // Other mistakes keep serde_json's message, with where they are.
+        let err = from_object::<Outer>("{\n\"inner\": {\"seed\": \"x\"}}").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
     }
 }

@@ -91,22 +91,8 @@ impl LocalizeRequest {
     /// `rewrites` are JSON objects, as the schema has them (serde would read a struct from a
     /// list of its fields' values as well).
     pub fn from_json(text: &str) -> Result<Self> {
-        let invalid = |e: serde_json::Error| Error::InvalidInput(format!("invalid request: {e}"));
-        let value: serde_json::Value = serde_json::from_str(text).map_err(invalid)?;
-        // (what, the value if present, whether `null` stands for absent)
-        let parts = [
-            ("the request", Some(&value), false),
-            ("hints", value.get("hints"), false),
-            ("rewrites", value.get("rewrites"), true),
-        ];
-        for (what, part, null_ok) in parts {
-            if part.is_some_and(|p| !(p.is_object() || (null_ok && p.is_null()))) {
-                return Err(Error::InvalidInput(format!(
-                    "invalid request: {what} must be a JSON object"
-                )));
-            }
-        }
-        let request: LocalizeRequest = serde_json::from_value(value).map_err(invalid)?;
+        let request: LocalizeRequest = crate::json::from_object(text)
+            .map_err(|e| Error::InvalidInput(format!("invalid request: {e}")))?;
         request.validate()?;
         Ok(request)
     }
@@ -185,7 +171,7 @@ mod tests {
         ];
         for text in lists {
             let err = LocalizeRequest::from_json(text).expect_err(text);
-            assert!(err.to_string().contains("must be a JSON object"), "{err}");
+            assert!(err.to_string().contains("expected a JSON object"), "{err}");
         }
         let objects = r#"{"repo_path": "/r", "issue": "x", "hints": {"files": ["a.py"]},
             "rewrites": null}"#;

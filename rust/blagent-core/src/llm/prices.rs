@@ -122,5 +122,12 @@ mod tests {
         let err = PriceTable::load(Some(&path)).unwrap_err().to_string();
         assert!(err.contains("prices.json"), "{err}");
         assert!(PriceTable::load(Some(&dir.path().join("absent.json"))).is_err());
+        // Found by a review: serde read a model's price from a list, `[prompt, completion]`.
+        std::fs::write(&path, r#"{"models": {"x": [2.0, 8.0]}}"#).unwrap();
+        let err = PriceTable::load(Some(&path)).unwrap_err().to_string();
+        assert!(
+            err.contains("ModelPrice: expected a JSON object, found an array"),
+            "{err}"
+        );
     }
 }
