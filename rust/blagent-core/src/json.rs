@@ -20,11 +20,11 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     if !value.is_object() {
         return Err(not_an_object(&value));
     }
-    T::deserialize(Strict(value)).map_err(|strict| {
-        // serde_json read straight from the text says where a mistake is (line and column);
-        // where it reads the text, the mistake is a struct written as an array.
-        serde_json::from_str::<T>(text).err().unwrap_or(strict)
-    })
+    // serde_json reading the text itself refuses a repeated key (a `Value` keeps the last) and
+    // says where a mistake is; `Strict` then refuses a struct written as an array.
+    let read = serde_json::from_str(text)?;
+    T::deserialize(Strict(value))?;
+    Ok(read)
 }
 
 /// `T` from `value`, which must be a JSON object, as must every struct within it.
@@ -266,6 +266,10 @@ mod tests {
             let value: Value = serde_json::from_str(text).unwrap();
             assert!(from_object_value::<Outer>(value).is_err(), "{text}");
         }
+        // A repeated key is refused, as serde_json refuses it.
+        let twice = r#"{"inner": {"seed": 1, "seed": 2}}"#;
+        let err = from_object::<Outer>(twice).unwrap_err();
+        assert!(err.to_string().contains("duplicate field `seed`"), "{err}");
         // Other mistakes keep serde_json's message, with where they are.
         let err = from_object::<Outer>("{\n\"inner\": {\"seed\": \"x\"}}").unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
