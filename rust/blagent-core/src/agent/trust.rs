@@ -255,8 +255,9 @@ pub fn trusted(samples: &[&TrustSample], chosen: f32) -> Result<Trusted> {
 }
 
 /// Fits the scale on `samples` with `folds`-fold cross-validation (instance `i` is in fold
-/// `i % folds`; at least 2 folds and 2 instances).
-pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
+/// `i % folds`; at least 2 folds and 2 instances), with the chosen scale's standing on all of
+/// them ([`trusted`]), whose `scale` is the one a profile gets.
+pub fn fit(samples: &[TrustSample], folds: usize) -> Result<(TrustFit, Trusted)> {
     if samples.len() < 2 || folds < 2 {
         return Err(Error::InvalidInput(format!(
             "a fit needs at least 2 labelled instances and 2 folds (got {} and {folds})",
@@ -267,8 +268,9 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
     let all: Vec<&TrustSample> = samples.iter().collect();
     let scales = score_all(&all);
     let chosen = best(&scales);
+    let trust = trusted(&all, chosen.scale)?;
     let mut held_out = TrustScore {
-        scale: trusted(&all, chosen.scale)?.scale,
+        scale: trust.scale,
         ..TrustScore::default()
     };
     for fold in 0..folds {
@@ -294,7 +296,7 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
     let n = samples.len() as f64;
     held_out.mrr /= n;
     held_out.acc1 /= n;
-    Ok(TrustFit {
+    let fit = TrustFit {
         instances: samples.len(),
         folds,
         scales,
@@ -302,7 +304,8 @@ pub fn fit(samples: &[TrustSample], folds: usize) -> Result<TrustFit> {
         cross_validated: held_out,
         retrieval_only: score(&all, 0.0),
         default: score(&all, DEFAULT_SCALE),
-    })
+    };
+    Ok((fit, trust))
 }
 
 #[cfg(test)]
@@ -383,7 +386,7 @@ mod tests {
         // The model agrees with retrieval everywhere: no scale is better, so nothing turns the
         // model down (scale 0 was chosen before, as the smallest of equals).
         let samples: Vec<TrustSample> = (0..12).map(|_| agrees()).collect();
-        let fit = fit(&samples, 3).unwrap();
+        let (fit, _) = fit(&samples, 3).unwrap();
         assert!(fit.scales.iter().all(|s| s.mrr == fit.scales[0].mrr));
         assert_eq!(fit.chosen.scale, DEFAULT_SCALE);
     }
@@ -396,7 +399,7 @@ mod tests {
         let samples: Vec<TrustSample> = (0..20)
             .map(|i| if i % 10 == 0 { trust_pays() } else { agrees() })
             .collect();
-        let fit = fit(&samples, 5).unwrap();
+        let (fit, _) = fit(&samples, 5).unwrap();
         assert!(fit.chosen.scale > DEFAULT_SCALE, "{fit:?}");
         assert_eq!(fit.cross_validated.scale, DEFAULT_SCALE);
         assert!(
@@ -408,7 +411,7 @@ mod tests {
     #[test]
     fn a_model_that_is_right_where_retrieval_is_wrong_earns_more_weight() {
         let samples: Vec<TrustSample> = (0..10).map(|_| trust_pays()).collect();
-        let fit = fit(&samples, 5).expect("fits");
+        let (fit, _) = fit(&samples, 5).expect("fits");
         assert_eq!(
             fit.chosen.scale, 2.0,
             "the smallest scale that ranks gold first"
@@ -422,7 +425,7 @@ mod tests {
     #[test]
     fn a_model_that_is_wrong_where_retrieval_is_right_gets_no_weight() {
         let samples: Vec<TrustSample> = (0..8).map(|_| trust_costs()).collect();
-        let fit = fit(&samples, 4).expect("fits");
+        let (fit, _) = fit(&samples, 4).expect("fits");
         assert_eq!(fit.chosen.scale, 0.0, "ties go to the smaller scale");
         assert!((fit.cross_validated.mrr - 1.0).abs() < 1e-9);
         assert_eq!(fit.scales.len(), SCALES.len());
@@ -434,7 +437,7 @@ mod tests {
         // Fold 0 holds the instances that reward trust, fold 1 those that punish it: each is
         // ranked at the scale the other fold chose (0 for fold 0, 2 for fold 1).
         let samples = vec![trust_pays(), trust_costs(), trust_pays(), trust_costs()];
-        let fit = fit(&samples, 2).expect("fits");
+        let (fit, _) = fit(&samples, 2).expect("fits");
         // On all four, 0.25 keeps the punishing instances first and the rewarding ones second
         // (MRR 0.75), as 2 does the other way round: the tie goes to the smaller scale.
         assert_eq!(fit.chosen.scale, 0.25);

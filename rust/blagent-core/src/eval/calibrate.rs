@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::llm::{LlmInstanceStats, LlmTotals};
 use super::select::select;
-use crate::agent::{fit, trusted, LlmProfile, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION};
+use crate::agent::{fit, LlmProfile, Pipeline, TrustSample, PROFILE_SCHEMA_VERSION};
 use crate::dataset::paired::{Interval, McNemar};
 use crate::error::{Error, Result};
 use crate::interface::progress::Progress;
@@ -167,7 +167,7 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
         }
     }
     progress.finish();
-    let fit = fit(&samples, config.folds)?;
+    let (fit, trust) = fit(&samples, config.folds)?;
     // Every scale ranks alike when the model gave no order with a weight above 0 (it never
     // answered, every answer failed, or it never agreed with itself): such a fit chooses
     // nothing, and its profile would only turn the model off.
@@ -182,8 +182,6 @@ pub fn run_calibration(config: &CalibrateConfig) -> Result<CalibrationReport> {
             totals.instances, t.calls, t.parse_failures, t.fallbacks
         )));
     }
-    let all: Vec<&TrustSample> = samples.iter().collect();
-    let trust = trusted(&all, fit.chosen.scale)?;
     let profile = LlmProfile {
         schema_version: PROFILE_SCHEMA_VERSION.to_owned(),
         model: run.model_name.clone(),
