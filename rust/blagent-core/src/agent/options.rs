@@ -3,6 +3,9 @@
 //! ranges are here, so a negative or non-finite weight, a zero-step agent or an absurd budget
 //! is bad input naming the option, not a silent misbehaviour mid-run.
 
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
+
 use super::rrl::validate_rrl_groups;
 use super::LlmOptions;
 use crate::error::{Error, Result};
@@ -14,6 +17,21 @@ pub const MAX_MODEL_WEIGHT: f32 = 1000.0;
 const MAX_STEPS: usize = 1000;
 /// The largest token budget or size an option may name.
 const MAX_TOKENS: usize = 100_000_000;
+
+/// `model_weight` as written: a number past `f32`'s range would become `inf` when serde
+/// narrows it, and the message would name a value the user never wrote.
+pub(super) fn model_weight<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<f32>, D::Error> {
+    match Option::<f64>::deserialize(d)? {
+        #[allow(clippy::cast_possible_truncation)]
+        Some(weight) if (0.0..=f64::from(MAX_MODEL_WEIGHT)).contains(&weight) => Ok(Some(weight as f32)),
+        Some(weight) => Err(D::Error::custom(format!(
+            "LLM option model_weight: {weight:?} is out of range (a number from 0 to {MAX_MODEL_WEIGHT})"
+        ))),
+        None => Ok(None),
+    }
+}
 
 impl LlmOptions {
     /// Checks every option's range (see the module documentation), and that every RRL group
@@ -115,6 +133,25 @@ mod tests {
             };
             assert!(error(&options).contains("model_weight"), "{weight}");
         }
+        // Found by a review: a number past f32's range was named as `inf`.
+        for (text, named) in [
+            ("1e308", "1e308"),
+            ("-1e300", "-1e300"),
+            ("1000.5", "1000.5"),
+        ] {
+            let json = format!(r#"{{"model_weight": {text}}}"#);
+            let err = serde_json::from_str::<LlmOptions>(&json)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("model_weight: {named} is out of range")),
+                "{err}"
+            );
+        }
+        let read: LlmOptions = serde_json::from_str(r#"{"model_weight": 2.5}"#).unwrap();
+        assert_eq!(read.model_weight, Some(2.5));
+        let read: LlmOptions = serde_json::from_str(r#"{"model_weight": null}"#).unwrap();
+        assert_eq!(read.model_weight, None);
         // The temperature is the configuration's (`LlmConfig` checks it), not an option.
         let refused = serde_json::from_str::<LlmOptions>(r#"{"temperature": 0.7}"#).unwrap_err();
         assert!(

@@ -45,7 +45,9 @@ pub struct LlmOptions {
     /// The model order's weight against retrieval's in the final ranking (`agent::fuse`);
     /// `None`: the profile's scale (1 without one) times the share of the model's replies that
     /// were valid in this run, times the phase-2 agreement when `permutation_check` ran (0
-    /// unless significant). See the `trust` module.
+    /// unless significant). See the `trust` module. Read as a JSON number and range-checked
+    /// before it is narrowed to `f32` (`1e308` is refused as itself, not as `inf`).
+    #[serde(deserialize_with = "super::options::model_weight")]
     pub model_weight: Option<f32>,
     /// A calibrated profile of the model (`blagent calibrate`), read by [`LlmRun::from_config`].
     pub profile: Option<PathBuf>,
