@@ -5,25 +5,34 @@
 //! configuration written `[]` passed as no LLM, a dataset line `["id", "repo", …]` as an
 //! instance, and `{"index": []}` as a configuration with a default index section.
 //! Configurations, records and profiles are JSON objects, and so is every struct inside them,
-//! so a struct at any depth must be read from an object here ([`Strict`]). Not held to it:
-//! the fields of an enum serde reads by looking at the value first (`#[serde(tag = …)]`,
-//! `untagged`), which serde buffers before it reads them.
+//! so a struct at any depth must be read from an object here ([`Strict`]). serde buffers the
+//! fields of a `#[serde(flatten)]`ed struct and of an enum it reads by looking at the value
+//! first (`#[serde(tag = …)]`, `untagged`) before it reads them, out of `Strict`'s reach: such
+//! a field that holds a struct or such an enum is read with [`object`].
 
 use serde::de::value::{MapAccessDeserializer, MapDeserializer, SeqDeserializer};
 use serde::de::{DeserializeOwned, Error as _, IntoDeserializer, Visitor};
-use serde::{forward_to_deserialize_any, Deserializer};
+use serde::{forward_to_deserialize_any, Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 /// `T` from `text`, which must hold one JSON object, as must every struct within it.
 pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
-    let value: Value = serde_json::from_str(text)?;
-    if !value.is_object() {
+    let first = text
+        .bytes()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    if first != Some(b'{') {
+        // Text that is no JSON at all keeps serde_json's own message.
+        let value: Value = serde_json::from_str(text)?;
         return Err(not_an_object(&value));
     }
-    // serde_json reading the text itself refuses a repeated key (a `Value` keeps the last) and
-    // says where a mistake is; `Strict` then refuses a struct written as an array.
+    // serde_json reading the text itself refuses a repeated key and says where a mistake is.
     let read = serde_json::from_str(text)?;
-    T::deserialize(Strict(value))?;
+    // `Strict` then checks that every struct is an object. A text a `Value` cannot hold (past
+    // its 128 levels, a number past f64, a lone surrogate), which serde_json read because it
+    // lies in a field `T` skips, keeps serde_json's reading.
+    if let Ok(value) = serde_json::from_str::<Value>(text) {
+        T::deserialize(Strict(value))?;
+    }
     Ok(read)
 }
 
@@ -34,6 +43,13 @@ pub fn from_object_value<T: DeserializeOwned>(value: Value) -> serde_json::Resul
     } else {
         Err(not_an_object(&value))
     }
+}
+
+/// A field serde reads from content it has buffered, where [`Strict`] does not reach (the
+/// fields of a `#[serde(flatten)]`ed struct, an internally tagged enum), held to the same rule:
+/// `#[serde(deserialize_with = "crate::json::object")]`.
+pub fn object<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<T, D::Error> {
+    from_object_value(Value::deserialize(d)?).map_err(D::Error::custom)
 }
 
 fn not_an_object(value: &Value) -> serde_json::Error {
@@ -154,8 +170,6 @@ impl<'de> Deserializer<'de> for Strict {
 mod tests {
     use std::collections::BTreeMap;
 
-    use serde::Deserialize;
-
     use super::*;
 
     #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -188,6 +202,12 @@ mod tests {
         assert!(from_object_value::<Config>(serde_json::json!([])).is_err());
         let value = serde_json::json!({"seed": 2});
         assert_eq!(from_object_value::<Config>(value).unwrap().seed, 2);
+    }
+
+    /// A struct that skips the fields it does not know.
+    #[derive(Debug, Deserialize)]
+    struct Open {
+        seed: u64,
     }
 
     #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -270,6 +290,20 @@ mod tests {
         let twice = r#"{"inner": {"seed": 1, "seed": 2}}"#;
         let err = from_object::<Outer>(twice).unwrap_err();
         assert!(err.to_string().contains("duplicate field `seed`"), "{err}");
+        // Found by a review: text a `Value` cannot hold, in a field the struct skips, was
+        // refused once read through a `Value`; serde_json alone reads it.
+        let deep = format!(
+            r#"{{"seed": 1, "note": {}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for text in [
+            deep.as_str(),
+            r#"{"seed": 1, "as_of": 1e400}"#,
+            r#"{"seed": 1, "note": "\ud83d cut"}"#,
+        ] {
+            assert_eq!(from_object::<Open>(text).expect(text).seed, 1);
+        }
         // Other mistakes keep serde_json's message, with where they are.
         let err = from_object::<Outer>("{\n\"inner\": {\"seed\": \"x\"}}").unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");

@@ -30,8 +30,9 @@ pub struct DenseOptions {
     /// the JSON); `None`: no cache.
     #[serde(default = "default_cache_dir")]
     pub cache_dir: Option<PathBuf>,
-    /// Which vector index to build.
-    #[serde(default)]
+    /// Which vector index to build: an object (`{"kind": "hnsw", "m": 16}`); serde reads a
+    /// tagged enum from a list too.
+    #[serde(default, deserialize_with = "crate::json::object")]
     pub kind: VectorIndexKind,
     /// Nearest chunks looked at per query.
     #[serde(default = "default_chunks_per_query")]

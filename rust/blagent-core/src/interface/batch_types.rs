@@ -187,4 +187,37 @@ mod tests {
         };
         assert_eq!(named.failures_path(), PathBuf::from("elsewhere.jsonl"));
     }
+
+    /// Found by a review: the run's options are flattened into the configuration, so serde
+    /// buffered them out of the strict reading's reach, and a tagged enum reads from a list.
+    #[test]
+    fn the_options_of_a_run_are_objects_at_every_depth() {
+        let with = |options: &str| {
+            format!(
+                r#"{{"dataset": "d.jsonl", "repos": "r", "out": "o.jsonl", "options": {options}}}"#
+            )
+        };
+        for options in [
+            "[]",
+            "[[[], [], [1.2, 0.75], 0]]",
+            r#"{"index": []}"#,
+            r#"{"dense": {"model_dir": "m", "kind": ["hnsw", 16]}}"#,
+        ] {
+            let err = crate::json::from_object::<BatchConfig>(&with(options))
+                .expect_err(options)
+                .to_string();
+            assert!(
+                err.contains("expected a JSON object, found an array"),
+                "{options}: {err}"
+            );
+        }
+        let read: BatchConfig = crate::json::from_object(&with(
+            r#"{"index": {}, "dense": {"model_dir": "m", "kind": {"kind": "hnsw", "m": 16}}}"#,
+        ))
+        .unwrap();
+        let dense = read.run.options.dense.expect("dense options");
+        assert_eq!(dense.kind, crate::dense::VectorIndexKind::Hnsw { m: 16 });
+        let read: BatchConfig = crate::json::from_object(&with("{}")).unwrap();
+        assert!(read.run.options.dense.is_none());
+    }
 }

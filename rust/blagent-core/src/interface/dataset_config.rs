@@ -20,8 +20,9 @@ pub struct DatasetConfig {
     /// Only these instances, in dataset order (all when `None`).
     #[serde(default)]
     pub ids: Option<Vec<String>>,
-    /// Localizer options (walk, chunking, weights, dense retrieval).
-    #[serde(default)]
+    /// Localizer options (walk, chunking, weights, dense retrieval). An object, as every
+    /// struct in it: this struct is flattened into each run's, so serde buffers it.
+    #[serde(default, deserialize_with = "crate::json::object")]
     pub options: LocalizeOptions,
     /// Files per instance.
     #[serde(default = "default_top_k")]
