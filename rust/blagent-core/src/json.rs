@@ -31,7 +31,7 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     // its 128 levels, a number past f64, a lone surrogate), which serde_json read because it
     // lies in a field `T` skips, keeps serde_json's reading.
     if let Ok(value) = serde_json::from_str::<Value>(text) {
-        T::deserialize(Strict(value))?;
+        T::deserialize(Strict::root(value))?;
     }
     Ok(read)
 }
@@ -39,7 +39,7 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
 /// `T` from `value`, which must be a JSON object, as must every struct within it.
 pub fn from_object_value<T: DeserializeOwned>(value: Value) -> serde_json::Result<T> {
     if value.is_object() {
-        T::deserialize(Strict(value))
+        T::deserialize(Strict::root(value))
     } else {
         Err(not_an_object(&value))
     }
@@ -69,8 +69,41 @@ fn kind(value: &Value) -> &'static str {
 
 /// A JSON value that serde reads as `serde_json::Value` does, except that a struct must be an
 /// object: the arrays and objects within are read as `Strict` again, so the rule holds at every
-/// depth.
-struct Strict(Value);
+/// depth. `at` is where the value lies (`models.mine`, `list[2]`), for the message.
+struct Strict {
+    value: Value,
+    at: String,
+}
+
+impl Strict {
+    fn root(value: Value) -> Self {
+        Strict {
+            value,
+            at: String::new(),
+        }
+    }
+
+    fn within(&self, value: Value, step: std::fmt::Arguments<'_>) -> Self {
+        let at = if self.at.is_empty() {
+            step.to_string().trim_start_matches('.').to_owned()
+        } else {
+            format!("{}{step}", self.at)
+        };
+        Strict { value, at }
+    }
+
+    fn not_an_object(&self, what: &str) -> serde_json::Error {
+        let place = if self.at.is_empty() {
+            String::new()
+        } else {
+            format!(" (at {})", self.at)
+        };
+        serde_json::Error::custom(format!(
+            "{what}expected a JSON object, found {}{place}",
+            kind(&self.value)
+        ))
+    }
+}
 
 impl IntoDeserializer<'_, serde_json::Error> for Strict {
     type Deserializer = Self;
@@ -81,10 +114,15 @@ impl IntoDeserializer<'_, serde_json::Error> for Strict {
 }
 
 fn visit_object<'de, V: Visitor<'de>>(
+    parent: &Strict,
     map: Map<String, Value>,
     visitor: V,
 ) -> serde_json::Result<V::Value> {
-    let mut entries = MapDeserializer::new(map.into_iter().map(|(k, v)| (k, Strict(v))));
+    let entries = map.into_iter().map(|(k, v)| {
+        let value = parent.within(v, format_args!(".{k}"));
+        (k, value)
+    });
+    let mut entries = MapDeserializer::new(entries);
     let read = visitor.visit_map(&mut entries)?;
     entries.end()?;
     Ok(read)
@@ -93,11 +131,15 @@ fn visit_object<'de, V: Visitor<'de>>(
 impl<'de> Deserializer<'de> for Strict {
     type Error = serde_json::Error;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> serde_json::Result<V::Value> {
-        match self.0 {
-            Value::Object(map) => visit_object(map, visitor),
+    fn deserialize_any<V: Visitor<'de>>(mut self, visitor: V) -> serde_json::Result<V::Value> {
+        match std::mem::take(&mut self.value) {
+            Value::Object(map) => visit_object(&self, map, visitor),
             Value::Array(items) => {
-                let mut items = SeqDeserializer::new(items.into_iter().map(Strict));
+                let items = items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, v)| self.within(v, format_args!("[{i}]")));
+                let mut items = SeqDeserializer::new(items);
                 let read = visitor.visit_seq(&mut items)?;
                 items.end()?;
                 Ok(read)
@@ -107,32 +149,36 @@ impl<'de> Deserializer<'de> for Strict {
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
-        self,
+        mut self,
         name: &'static str,
         _fields: &'static [&'static str],
         visitor: V,
     ) -> serde_json::Result<V::Value> {
-        match self.0 {
-            Value::Object(map) => visit_object(map, visitor),
-            other => Err(serde_json::Error::custom(format!(
-                "{name}: expected a JSON object, found {}",
-                kind(&other)
-            ))),
+        match std::mem::take(&mut self.value) {
+            Value::Object(map) => visit_object(&self, map, visitor),
+            other => {
+                self.value = other;
+                Err(self.not_an_object(&format!("{name}: ")))
+            }
         }
     }
 
     /// A map, and the fields of an enum's struct variant, which serde asks for as a map.
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> serde_json::Result<V::Value> {
-        match self.0 {
-            Value::Object(map) => visit_object(map, visitor),
-            other => Err(not_an_object(&other)),
+    fn deserialize_map<V: Visitor<'de>>(mut self, visitor: V) -> serde_json::Result<V::Value> {
+        match std::mem::take(&mut self.value) {
+            Value::Object(map) => visit_object(&self, map, visitor),
+            other => {
+                self.value = other;
+                Err(self.not_an_object(""))
+            }
         }
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> serde_json::Result<V::Value> {
-        match self.0 {
-            Value::Null => visitor.visit_none(),
-            value => visitor.visit_some(Strict(value)),
+        if self.value.is_null() {
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
         }
     }
 
@@ -145,16 +191,23 @@ impl<'de> Deserializer<'de> for Strict {
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
-        self,
+        mut self,
         name: &'static str,
         variants: &'static [&'static str],
         visitor: V,
     ) -> serde_json::Result<V::Value> {
-        match self.0 {
+        match std::mem::take(&mut self.value) {
             // `{"Variant": content}`: the content is read as `Strict` too.
             Value::Object(map) if map.len() == 1 => {
-                let entry = map.into_iter().map(|(k, v)| (k, Strict(v)));
-                visitor.visit_enum(MapAccessDeserializer::new(MapDeserializer::new(entry)))
+                let entry: Vec<(String, Strict)> = map
+                    .into_iter()
+                    .map(|(k, v)| {
+                        let value = self.within(v, format_args!(".{k}"));
+                        (k, value)
+                    })
+                    .collect();
+                let entry = MapDeserializer::new(entry.into_iter());
+                visitor.visit_enum(MapAccessDeserializer::new(entry))
             }
             other => other.deserialize_enum(name, variants, visitor),
         }
@@ -265,22 +318,29 @@ mod tests {
             let read = from_object::<Outer>(&text).unwrap();
             assert_eq!((read.kind, read.maybe), (expected, None));
         }
-        // Each of these is read by serde alone, a struct taken field by field from an array.
-        for text in [
-            r#"{"inner": []}"#,
-            r#"{"inner": ["m", 3]}"#,
-            r#"{"maybe": []}"#,
-            r#"{"list": [{}, []]}"#,
-            r#"{"by_key": {"a": []}}"#,
-            r#"{"kind": {"tuned": []}}"#,
-            r#"{"kind": {"named": {"inner": []}}}"#,
-            r#"{"kind": {"named": [{}]}}"#,
-            r#"{"wrapped": ["m"]}"#,
+        // Each of these is read by serde alone, a struct taken field by field from an array;
+        // the message says which struct and where it lies.
+        for (text, place) in [
+            (
+                r#"{"inner": []}"#,
+                "Config: expected a JSON object, found an array (at inner)",
+            ),
+            (r#"{"inner": ["m", 3]}"#, "(at inner)"),
+            (r#"{"maybe": []}"#, "(at maybe)"),
+            (r#"{"list": [{}, []]}"#, "(at list[1])"),
+            (r#"{"by_key": {"a": []}}"#, "(at by_key.a)"),
+            (r#"{"kind": {"tuned": []}}"#, "(at kind.tuned)"),
+            (
+                r#"{"kind": {"named": {"inner": []}}}"#,
+                "(at kind.named.inner)",
+            ),
+            (r#"{"kind": {"named": [{}]}}"#, "(at kind.named)"),
+            (r#"{"wrapped": ["m"]}"#, "(at wrapped)"),
         ] {
             assert!(serde_json::from_str::<Outer>(text).is_ok(), "{text}");
             let err = from_object::<Outer>(text).expect_err(text).to_string();
             assert!(
-                err.contains("expected a JSON object, found an array"),
+                err.contains("expected a JSON object, found an array") && err.contains(place),
                 "{text}: {err}"
             );
             let value: Value = serde_json::from_str(text).unwrap();

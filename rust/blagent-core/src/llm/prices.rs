@@ -126,7 +126,7 @@ mod tests {
         std::fs::write(&path, r#"{"models": {"x": [2.0, 8.0]}}"#).unwrap();
         let err = PriceTable::load(Some(&path)).unwrap_err().to_string();
         assert!(
-            err.contains("ModelPrice: expected a JSON object, found an array"),
+            err.contains("ModelPrice: expected a JSON object, found an array (at models.x)"),
             "{err}"
         );
     }
