@@ -144,12 +144,14 @@ def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
+        # A terminal names its kind; without TERM (a CI runner, `env -i`) nothing is drawn.
         proc = subprocess.run(
             [sys.executable, "-m", "blagent", *args],
             stdout=subprocess.PIPE,
             stderr=slave,
             check=False,
             timeout=300,
+            env={**os.environ, "TERM": "xterm"},
         )
     finally:
         os.close(slave)
