@@ -113,19 +113,34 @@ impl IntoDeserializer<'_, serde_json::Error> for Strict {
     }
 }
 
-fn visit_object<'de, V: Visitor<'de>>(
-    parent: &Strict,
-    map: Map<String, Value>,
-    visitor: V,
-) -> serde_json::Result<V::Value> {
-    let entries = map.into_iter().map(|(k, v)| {
-        let value = parent.within(v, format_args!(".{k}"));
-        (k, value)
-    });
-    let mut entries = MapDeserializer::new(entries);
-    let read = visitor.visit_map(&mut entries)?;
-    entries.end()?;
-    Ok(read)
+impl Strict {
+    /// An object's entries, each value read as `Strict` where it lies.
+    fn entries(&self, map: Map<String, Value>) -> impl Iterator<Item = (String, Strict)> + '_ {
+        map.into_iter().map(|(k, v)| {
+            let value = self.within(v, format_args!(".{k}"));
+            (k, value)
+        })
+    }
+
+    /// The value read as an object (a struct named in `what`, or a map), or refused.
+    fn object<'de, V: Visitor<'de>>(
+        mut self,
+        what: &str,
+        visitor: V,
+    ) -> serde_json::Result<V::Value> {
+        match std::mem::take(&mut self.value) {
+            Value::Object(map) => {
+                let mut entries = MapDeserializer::new(self.entries(map));
+                let read = visitor.visit_map(&mut entries)?;
+                entries.end()?;
+                Ok(read)
+            }
+            other => {
+                self.value = other;
+                Err(self.not_an_object(what))
+            }
+        }
+    }
 }
 
 impl<'de> Deserializer<'de> for Strict {
@@ -133,7 +148,7 @@ impl<'de> Deserializer<'de> for Strict {
 
     fn deserialize_any<V: Visitor<'de>>(mut self, visitor: V) -> serde_json::Result<V::Value> {
         match std::mem::take(&mut self.value) {
-            Value::Object(map) => visit_object(&self, map, visitor),
+            map @ Value::Object(_) => Strict { value: map, ..self }.object("", visitor),
             Value::Array(items) => {
                 let items = items
                     .into_iter()
@@ -149,29 +164,17 @@ impl<'de> Deserializer<'de> for Strict {
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
-        mut self,
+        self,
         name: &'static str,
         _fields: &'static [&'static str],
         visitor: V,
     ) -> serde_json::Result<V::Value> {
-        match std::mem::take(&mut self.value) {
-            Value::Object(map) => visit_object(&self, map, visitor),
-            other => {
-                self.value = other;
-                Err(self.not_an_object(&format!("{name}: ")))
-            }
-        }
+        self.object(&format!("{name}: "), visitor)
     }
 
     /// A map, and the fields of an enum's struct variant, which serde asks for as a map.
-    fn deserialize_map<V: Visitor<'de>>(mut self, visitor: V) -> serde_json::Result<V::Value> {
-        match std::mem::take(&mut self.value) {
-            Value::Object(map) => visit_object(&self, map, visitor),
-            other => {
-                self.value = other;
-                Err(self.not_an_object(""))
-            }
-        }
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> serde_json::Result<V::Value> {
+        self.object("", visitor)
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> serde_json::Result<V::Value> {
@@ -199,14 +202,7 @@ impl<'de> Deserializer<'de> for Strict {
         match std::mem::take(&mut self.value) {
             // `{"Variant": content}`: the content is read as `Strict` too.
             Value::Object(map) if map.len() == 1 => {
-                let entry: Vec<(String, Strict)> = map
-                    .into_iter()
-                    .map(|(k, v)| {
-                        let value = self.within(v, format_args!(".{k}"));
-                        (k, value)
-                    })
-                    .collect();
-                let entry = MapDeserializer::new(entry.into_iter());
+                let entry = MapDeserializer::new(self.entries(map));
                 visitor.visit_enum(MapAccessDeserializer::new(entry))
             }
             other => other.deserialize_enum(name, variants, visitor),
