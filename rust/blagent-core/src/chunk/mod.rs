@@ -289,6 +289,60 @@ mod tests {
         format!("{}{middle}{}", open.repeat(depth), close.repeat(depth))
     }
 
+    /// A file whose lines end in a lone carriage return (classic Mac OS) has lines as Python,
+    /// Java and Kotlin count them, a CR being a line terminator in each: its definitions are
+    /// found on their own lines, alone or mixed with CRLF, and the chunks keep the file's bytes.
+    #[test]
+    fn lines_ending_in_a_lone_carriage_return_are_lines() {
+        /// Each definition's name and first line.
+        type Lines = &'static [(&'static str, usize)];
+        let files: [(&str, &str, Lines); 3] = [
+            (
+                "m.py",
+                "import os\r\rdef first():\r    return 1\r\rclass C:\r    def second(self):\r        return 2\r",
+                &[("first", 3), ("C", 6), ("C.second", 7)],
+            ),
+            (
+                "M.java",
+                "package p;\r\rclass C {\r    int first() {\r        return 1;\r    }\r\r    int second() {\r        return 2;\r    }\r}\r",
+                &[("C", 3), ("C.first", 4), ("C.second", 8)],
+            ),
+            (
+                "m.kt",
+                "package p\r\rfun first(): Int {\r    return 1\r}\r\rclass C {\r    fun second(): Int = 2\r}\r",
+                &[("first", 3), ("C", 7), ("C.second", 8)],
+            ),
+        ];
+        for (path, code, want) in files {
+            for text in [code.to_owned(), code.replacen("\r\r", "\r\n\r", 1)] {
+                let parsed = parse(path, text.clone());
+                let got: Vec<(&str, usize)> = parsed
+                    .symbols
+                    .iter()
+                    .map(|s| (s.qualified.as_str(), s.start_line))
+                    .collect();
+                assert_eq!(got, want, "{path} {text:?}");
+                // The chunk holding `first` spans its line, and its bytes are the file's.
+                let (_, line) = want.iter().find(|(q, _)| q.ends_with("first")).unwrap();
+                let at = text.find("first").unwrap();
+                let chunk = parsed
+                    .chunks
+                    .iter()
+                    .find(|c| (c.start_byte..c.end_byte).contains(&at))
+                    .expect("a chunk holds the function");
+                assert!(
+                    (chunk.start_line..=chunk.end_line).contains(line),
+                    "{path} {text:?} {chunk:?}"
+                );
+                assert!(chunk.code(&text).contains("return 1"), "{path} {text:?}");
+                assert!(
+                    chunk.start_line < chunk.end_line,
+                    "{path} {text:?} {chunk:?}"
+                );
+            }
+        }
+    }
+
     /// A file's chunks share one allocation of its path, whichever way they were cut (AST
     /// units, windows over an unparsable region, windows over an unparsable file): a copy per
     /// chunk took 1.26 GB for two files of 104,000 one-line functions at a 3.6 KB path.

@@ -60,9 +60,14 @@ pub struct SourceFile {
 
 impl SourceFile {
     /// A file of `language` holding `text`, with a newline added at its end where the text
-    /// has none and the language's grammar needs one ([`Language::final_newline`]). The line
-    /// numbers and byte offsets of the text as read are kept.
+    /// has none and the language's grammar needs one ([`Language::final_newline`]), and each
+    /// carriage return that ends a line on its own (classic Mac OS line ends) made a newline:
+    /// Python, Java and Kotlin count such a CR as a line end, tree-sitter and every line count
+    /// here only `\n`. The line numbers and byte offsets of the text as read are kept.
     pub fn new(path: String, language: &'static Language, mut text: String, lossy: bool) -> Self {
+        if text.contains('\r') {
+            text = lone_carriage_returns_as_newlines(&text);
+        }
         if language.lacks_final_newline(&text) {
             text.push('\n');
         }
@@ -73,6 +78,19 @@ impl SourceFile {
             lossy,
         }
     }
+}
+
+/// `text` with every `\r` not followed by `\n` replaced by `\n` (one byte for one, so every
+/// offset holds); a CRLF stays as it is.
+fn lone_carriage_returns_as_newlines(text: &str) -> String {
+    let mut bytes = text.as_bytes().to_vec();
+    for i in 0..bytes.len() {
+        if bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n') {
+            bytes[i] = b'\n';
+        }
+    }
+    // Only ASCII bytes changed, each for another ASCII byte: the text is still UTF-8.
+    String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned())
 }
 
 /// What [`walk`] found.
