@@ -1007,3 +1007,29 @@ sys.exit(os.waitstatus_to_exitcode(status))
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, (proc.returncode, proc.stderr)
+
+
+def test_a_file_whose_lines_end_in_a_lone_cr_gets_its_functions_and_lines(repo: Path) -> None:
+    """Classic Mac OS line ends: Python counts a lone CR as a line end, and so does blagent."""
+    localizer = Localizer(top_k=3)
+    unix = {e.id: e.lines for e in localizer.localize(repo, ISSUE, granularity="function").entities}
+    for name in ("pricing.py", "cart.py"):
+        path = repo / "shop" / name
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r"))
+    mac = {e.id: e.lines for e in localizer.localize(repo, ISSUE, granularity="function").entities}
+    assert mac["shop/pricing.py::apply_discount"] == unix["shop/pricing.py::apply_discount"]
+    assert mac["shop/cart.py::Cart.total"] == unix["shop/cart.py::Cart.total"]
+    assert mac == unix
+
+
+def test_a_dataset_line_that_repeats_a_key_is_refused(repo: Path, tmp_path: Path) -> None:
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    (trees / "shop-1").symlink_to(repo, target_is_directory=True)
+    data = tmp_path / "data.jsonl"
+    row = json.dumps({"instance_id": "shop-1", "problem_statement": ISSUE})
+    # Two gold lists: serde_json alone would keep the second without a word.
+    data.write_text(row[:-1] + ', "gold_files": ["shop/cart.py"], "gold_files": ["x.py"]}\n')
+    proc = run("eval", "--dataset", str(data), "--repos", str(trees), "--quiet")
+    assert_clean_failure(proc)
+    assert "data.jsonl:1" in proc.stderr and "`gold_files` is repeated" in proc.stderr, proc.stderr

@@ -25,15 +25,93 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
         let value: Value = serde_json::from_str(text)?;
         return Err(not_an_object(&value));
     }
-    // serde_json reading the text itself refuses a repeated key and says where a mistake is.
+    // serde_json reading the text itself refuses a repeated field and says where a mistake is.
     let read = serde_json::from_str(text)?;
-    // `Strict` then checks that every struct is an object. A text a `Value` cannot hold (past
-    // its 128 levels, a number past f64, a lone surrogate), which serde_json read because it
-    // lies in a field `T` skips, keeps serde_json's reading.
-    if let Ok(value) = serde_json::from_str::<Value>(text) {
-        T::deserialize(Strict::root(value))?;
+    // `Strict` then checks that every struct is an object, on a `Value` read with every key
+    // once (a map's key repeated is refused there). A text a `Value` cannot hold (past its 128
+    // levels, a number past f64, a lone surrogate), which serde_json read because it lies in a
+    // field `T` skips, keeps serde_json's reading.
+    match value(text) {
+        Ok(value) => {
+            T::deserialize(Strict::root(value))?;
+        }
+        Err(e) if e.classify() == serde_json::error::Category::Data => return Err(e),
+        Err(_) => {}
     }
     Ok(read)
+}
+
+/// The JSON value `text` holds, refusing an object that repeats a key at any depth (a plain
+/// `serde_json::Value` keeps the last, so `{"patch": A, "patch": B}` read as B without a word).
+pub fn value(text: &str) -> serde_json::Result<Value> {
+    serde_json::from_str::<Unique>(text).map(|Unique(value)| value)
+}
+
+/// A `Value` read with every object's keys once.
+struct Unique(Value);
+
+impl<'de> Deserialize<'de> for Unique {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(A::Error::custom(format!("the key `{key}` is repeated")));
+            }
+            let Unique(item) = map.next_value()?;
+            object.insert(key, item);
+        }
+        Ok(Value::Object(object))
+    }
 }
 
 /// `T` from `value`, which must be a JSON object, as must every struct within it.
@@ -346,6 +424,24 @@ mod tests {
         let twice = r#"{"inner": {"seed": 1, "seed": 2}}"#;
         let err = from_object::<Outer>(twice).unwrap_err();
         assert!(err.to_string().contains("duplicate field `seed`"), "{err}");
+        // So is a key repeated where serde_json keeps the last: in a map, in a `Value`, at
+        // any depth.
+        let in_a_map = r#"{"by_key": {"a": {"seed": 1}, "a": {"seed": 2}}}"#;
+        let skipped = r#"{"seed": 1, "note": [{"x": 1, "x": 2}]}"#;
+        for (text, err) in [
+            (in_a_map, from_object::<Outer>(in_a_map).map(drop)),
+            (skipped, from_object::<Open>(skipped).map(drop)),
+        ] {
+            let err = err.expect_err(text).to_string();
+            assert!(err.contains("the key `"), "{text}: {err}");
+            let err = from_object::<Value>(text).expect_err(text).to_string();
+            assert!(err.contains("is repeated"), "{text}: {err}");
+            assert!(value(text).is_err(), "{text}");
+        }
+        assert_eq!(
+            value(r#"{"a": {"a": 1}, "b": [{"a": 2}]}"#).unwrap()["b"][0]["a"],
+            2
+        );
         // Found by a review: text a `Value` cannot hold, in a field the struct skips, was
         // refused once read through a `Value`; serde_json alone reads it.
         let deep = format!(

@@ -77,9 +77,7 @@ fn lines_or_items(path: &Path) -> Result<Vec<(usize, Value)>> {
     if !text.trim_start().starts_with('[') {
         return lines(path, &text, false);
     }
-    match serde_json::from_str::<Value>(&text)
-        .map_err(|e| malformed(path, e.line(), e.to_string()))?
-    {
+    match crate::json::value(&text).map_err(|e| malformed(path, e.line(), e.to_string()))? {
         Value::Array(items) => Ok(items
             .into_iter()
             .enumerate()
@@ -210,6 +208,24 @@ mod tests {
         .expect("write");
         let err = read_jsonl_or_array::<crate::dataset::Instance>(&array).expect_err("an array");
         assert!(err.to_string().contains("a.json:2"), "{err}");
+        // A record that repeats a key is refused, not read as its last value (in lines, in an
+        // array, and in a record's nested object).
+        let twice = r#"{"instance_id": "x", "patch": "a", "patch": "b"}"#;
+        std::fs::write(&path, format!("{{\"a\": 1}}\n{twice}\n")).expect("write");
+        let err = read_records(&path, &mut Vec::new()).expect_err("a repeated key");
+        assert!(err.to_string().contains("x.jsonl:2"), "{err}");
+        assert!(
+            err.to_string().contains("the key `patch` is repeated"),
+            "{err}"
+        );
+        std::fs::write(&array, format!("[{twice}]")).expect("write");
+        let err = read_records(&array, &mut Vec::new()).expect_err("a repeated key");
+        assert!(
+            err.to_string().contains("the key `patch` is repeated"),
+            "{err}"
+        );
+        std::fs::write(&path, r#"{"instance_id": "x", "spans": {"f": 1, "f": 2}}"#).expect("write");
+        assert!(read_records(&path, &mut Vec::new()).is_err());
     }
 
     #[test]
