@@ -122,12 +122,25 @@ impl PatchView {
 
 /// The classes, functions and methods of `text` read as `path`'s language (`None` for a file
 /// no grammar reads), and whether they are all there: a parse that ran past its time budget,
-/// or that a stop cut short, gives none of them.
+/// or that a stop cut short, gives none of them. Their lines are numbered as git numbers the
+/// patch's (a carriage return ending a line on its own is a line end to the parser, not to git).
 fn symbols_of(path: &str, text: &str) -> Option<(Vec<Symbol>, bool)> {
     let language = language_for_path(path)?;
     let file = SourceFile::new(path.to_owned(), language, text.to_owned(), false);
-    let parsed = parse_file(&file, &ChunkOptions::default());
+    let mut parsed = parse_file(&file, &ChunkOptions::default());
     let complete = !parsed.parse_too_slow && !crate::cancel::is_requested();
+    if let Some(git) = crate::repo::git_lines(text) {
+        let git_line = |line: usize| {
+            line.checked_sub(1)
+                .and_then(|i| git.get(i))
+                .map_or(line, |l| *l)
+        };
+        for symbol in &mut parsed.symbols {
+            symbol.start_line = git_line(symbol.start_line);
+            symbol.end_line = git_line(symbol.end_line);
+            symbol.body_line = symbol.body_line.map(git_line);
+        }
+    }
     Some((parsed.symbols, complete))
 }
 

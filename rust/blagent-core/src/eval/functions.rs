@@ -113,6 +113,41 @@ mod tests {
         assert_eq!(gold_functions(patch, dir.path()), None);
     }
 
+    /// Found by a review: a lone carriage return is a line end to the parser, not to git, and
+    /// the functions of such a file were placed on the patch's lines by the parser's count (a
+    /// patch on `second` gave `first`).
+    #[test]
+    fn a_patch_on_a_file_with_a_lone_carriage_return_touches_the_right_function() {
+        let dir = tempfile::tempdir().unwrap();
+        let patch = "--- a/m.py\n+++ b/m.py\n@@ -4,2 +4,2 @@\n-def second():\n+def second(x):\n     return 2\n";
+        for (base, hunk_at) in [
+            (
+                "# a\rb\ndef first():\n    return 1\ndef second():\n    return 2\n",
+                4,
+            ),
+            (
+                "# a\r\r\ndef first():\n    return 1\ndef second():\n    return 2\n",
+                4,
+            ),
+        ] {
+            std::fs::write(dir.path().join("m.py"), base).unwrap();
+            let patch = patch.replace("-4,2 +4,2", &format!("-{hunk_at},2 +{hunk_at},2"));
+            assert_eq!(
+                gold_functions(&patch, dir.path()).unwrap(),
+                ["m.py::second"],
+                "{base:?}"
+            );
+        }
+        let touching_c =
+            "--- a/m.py\n+++ b/m.py\n@@ -2,2 +2,2 @@\n-def c():\n+def c(x):\n     return 3\n";
+        std::fs::write(
+            dir.path().join("m.py"),
+            "def b():\r    return 2\r\r\ndef c():\n    return 3\n",
+        )
+        .unwrap();
+        assert_eq!(gold_functions(touching_c, dir.path()).unwrap(), ["m.py::c"]);
+    }
+
     /// Found by a review: a hunk that edits only a function's docstring or a comment in it
     /// counted as touching no function (the instance left the function metrics), where the
     /// gold functions are those a gold hunk touches.

@@ -21,5 +21,5 @@ pub use self::output::{
 };
 pub use self::skipped::{SkipReason, Skipped};
 pub use self::walk::{
-    is_test_path, walk, SourceFile, WalkOptions, WalkOutput, DEFAULT_MAX_FILE_BYTES,
+    git_lines, is_test_path, walk, SourceFile, WalkOptions, WalkOutput, DEFAULT_MAX_FILE_BYTES,
 };

@@ -63,7 +63,8 @@ impl SourceFile {
     /// has none and the language's grammar needs one ([`Language::final_newline`]), and each
     /// carriage return that ends a line on its own (classic Mac OS line ends) made a newline:
     /// Python, Java and Kotlin count such a CR as a line end, tree-sitter and every line count
-    /// here only `\n`. The line numbers and byte offsets of the text as read are kept.
+    /// here only `\n`. Byte offsets are the text's as read; where git's line numbers (which
+    /// count only `\n`) meet these, [`git_lines`] maps one to the other.
     pub fn new(path: String, language: &'static Language, mut text: String, lossy: bool) -> Self {
         if text.contains('\r') {
             text = lone_carriage_returns_as_newlines(&text);
@@ -80,17 +81,44 @@ impl SourceFile {
     }
 }
 
+/// Whether `bytes[i]` is a carriage return that ends a line on its own (no `\n` after it).
+fn lone_carriage_return(bytes: &[u8], i: usize) -> bool {
+    bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n')
+}
+
 /// `text` with every `\r` not followed by `\n` replaced by `\n` (one byte for one, so every
 /// offset holds); a CRLF stays as it is.
 fn lone_carriage_returns_as_newlines(text: &str) -> String {
     let mut bytes = text.as_bytes().to_vec();
     for i in 0..bytes.len() {
-        if bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n') {
+        if lone_carriage_return(&bytes, i) {
             bytes[i] = b'\n';
         }
     }
     // Only ASCII bytes changed, each for another ASCII byte: the text is still UTF-8.
     String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned())
+}
+
+/// For a text holding a carriage return that ends a line on its own, the line as git counts
+/// it (by `\n` only, as patches number lines) of each line as [`SourceFile::new`] counts it:
+/// entry `k` is git's line of line `k + 1`. `None` when the two counts agree.
+pub fn git_lines(text: &str) -> Option<Vec<usize>> {
+    let bytes = text.as_bytes();
+    let lone = |i: usize| lone_carriage_return(bytes, i);
+    if !(0..bytes.len()).any(lone) {
+        return None;
+    }
+    let mut git = 1;
+    let mut lines = vec![1];
+    for (i, &byte) in bytes.iter().enumerate() {
+        if byte == b'\n' {
+            git += 1;
+            lines.push(git);
+        } else if lone(i) {
+            lines.push(git);
+        }
+    }
+    Some(lines)
 }
 
 /// What [`walk`] found.
