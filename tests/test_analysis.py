@@ -282,6 +282,10 @@ def test_bad_input_exits_1(inputs: dict[str, Path], tmp_path: Path) -> None:
     proc = analyze(inputs)
     assert proc.returncode == 1
     assert "list of instance ids" in proc.stderr
+    # Found by a review: a report that names an outcome twice was read as its last list.
+    inputs["report"].write_text('{"resolved": [], "resolved": ["x"]}')
+    proc = analyze(inputs)
+    assert proc.returncode == 1 and "duplicate key `resolved`" in proc.stderr, proc.stderr
 
     inputs["report"] = tmp_path / "missing.json"
     assert analyze(inputs).returncode == 1

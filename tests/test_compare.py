@@ -101,6 +101,11 @@ def test_peers_are_runs_and_bad_input_is_an_error(tmp_path: Path) -> None:
         "compare", str(base), "--peers", str(peers), "--peer", "nobody", "--dataset", str(dataset)
     )
     assert unknown.returncode == 1 and "no peer run" in unknown.stderr
+    # Found by a review: a peer named twice was read as its last ranking.
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"perfect": {}, "perfect": {"a": ["x.py"]}}')
+    proc = run("compare", str(base), "--peers", str(twice), "--dataset", str(dataset))
+    assert proc.returncode == 1 and "duplicate key `perfect`" in proc.stderr, proc.stderr
     alone = run("compare", str(base), "--dataset", str(dataset))
     assert alone.returncode == 1 and "at least two runs" in alone.stderr
 

@@ -802,6 +802,7 @@ def test_eval_refuses_ids_its_dataset_lacks(repo: Path, tmp_path: Path) -> None:
         ("[]", "JSON object"),
         ('{"definition": 1e999}', "finite number"),
         ('{"definition": 1e308}', "at most 3.4028235e38"),  # finite, but past an f32
+        ('{"definition": 1, "definition": 0}', "duplicate key `definition`"),
     ]:
         proc = run("eval", *common, "--weights", weights)
         assert_clean_failure(proc)
@@ -1032,4 +1033,17 @@ def test_a_dataset_line_that_repeats_a_key_is_refused(repo: Path, tmp_path: Path
     data.write_text(row[:-1] + ', "gold_files": ["shop/cart.py"], "gold_files": ["x.py"]}\n')
     proc = run("eval", "--dataset", str(data), "--repos", str(trees), "--quiet")
     assert_clean_failure(proc)
-    assert "data.jsonl:1" in proc.stderr and "`gold_files` is repeated" in proc.stderr, proc.stderr
+    assert "data.jsonl:1" in proc.stderr and "duplicate key `gold_files`" in proc.stderr, (
+        proc.stderr
+    )
+
+
+def test_a_request_that_repeats_a_key_is_refused(repo: Path, tmp_path: Path) -> None:
+    # Found by a review: Python's json.loads keeps the last of a repeated key.
+    request = tmp_path / "request.json"
+    body = json.dumps({"repo_path": str(repo), "issue": ISSUE})
+    request.write_text(body[:-1] + ', "hints": {"files": ["x.py"], "files": ["shop/cart.py"]}}')
+    proc = run("localize", "--request-json", str(request), "--quiet")
+    assert_clean_failure(proc, because="duplicate key `files`")
+    request.write_text(body)
+    assert run("localize", "--request-json", str(request), "--quiet").returncode == 0

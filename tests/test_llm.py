@@ -133,6 +133,9 @@ def test_llm_free_and_invalid_configurations() -> None:
         llm.chat("[]", "t0")
     with pytest.raises(InputError, match="invalid messages: expected a JSON object"):
         llm.chat('[["user", "hi"]]', "t0")
+    # Found by a review: a message that repeats a key was read as its last value.
+    with pytest.raises(InputError, match="invalid messages: duplicate key `content`"):
+        llm.chat('[{"role": "user", "content": "a", "content": "b"}]', "t0")
 
 
 def test_a_struct_inside_a_configuration_is_an_object_too(tmp_path: Path) -> None:

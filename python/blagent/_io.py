@@ -80,11 +80,23 @@ def check_encodable(text: str, what: str) -> None:
         ) from err
 
 
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict, refusing a key given twice (`json.loads` keeps the last),
+    as the core refuses one in the files it reads."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key `{key}`")
+        obj[key] = value
+    return obj
+
+
 def json_value(text: str, what: str) -> Any:
-    """`text` read as JSON, or an `InputError` naming `what`: not JSON, nested too deeply, or
-    an integer of more digits than Python converts (4,300 by default)."""
+    """`text` read as JSON, or an `InputError` naming `what`: not JSON, an object that repeats
+    a key, nested too deeply, or an integer of more digits than Python converts (4,300 by
+    default)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_repeated_keys)
     except RecursionError as err:
         raise _core.InputError(f"{what} is nested too deeply") from err
     except ValueError as err:  # json.JSONDecodeError, or an integer too long to convert

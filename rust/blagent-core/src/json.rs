@@ -105,7 +105,7 @@ impl<'de> Visitor<'de> for UniqueVisitor {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if object.contains_key(&key) {
-                return Err(A::Error::custom(format!("the key `{key}` is repeated")));
+                return Err(A::Error::custom(format!("duplicate key `{key}`")));
             }
             let Unique(item) = map.next_value()?;
             object.insert(key, item);
@@ -433,9 +433,9 @@ mod tests {
             (skipped, from_object::<Open>(skipped).map(drop)),
         ] {
             let err = err.expect_err(text).to_string();
-            assert!(err.contains("the key `"), "{text}: {err}");
+            assert!(err.contains("duplicate key `"), "{text}: {err}");
             let err = from_object::<Value>(text).expect_err(text).to_string();
-            assert!(err.contains("is repeated"), "{text}: {err}");
+            assert!(err.contains("duplicate key `"), "{text}: {err}");
             assert!(value(text).is_err(), "{text}");
         }
         assert_eq!(

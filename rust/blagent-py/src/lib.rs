@@ -349,8 +349,9 @@ impl PyLlmClient {
     ///     LlmError: no answer after the retries (or no LLM configured).
     fn chat(&self, py: Python<'_>, messages_json: &str, stage: &str) -> PyResult<String> {
         let invalid = |e: String| to_py(Error::InvalidInput(format!("invalid messages: {e}")));
-        let items: Vec<serde_json::Value> =
-            serde_json::from_str(messages_json).map_err(|e| invalid(e.to_string()))?;
+        let items: Vec<serde_json::Value> = blagent_core::json::value(messages_json)
+            .and_then(serde_json::from_value)
+            .map_err(|e| invalid(e.to_string()))?;
         if items.is_empty() {
             return Err(invalid("no message in the list".to_owned()));
         }

@@ -186,7 +186,7 @@ pub fn load_report(path: &Path, warnings: &mut Vec<String>) -> Result<BTreeMap<S
         Error::InvalidInput(format!("{}: {message}", PathBuf::from(path).display()))
     };
     let Value::Object(map) =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?
+        crate::json::value(&text).map_err(|e| bad(format!("not JSON: {e}")))?
     else {
         return Err(bad("expected a JSON object".into()));
     };

@@ -219,7 +219,8 @@ fn load_runs(config: &CompareConfig, warnings: &mut Vec<String>) -> Result<Vec<R
             crate::repo::read::MAX_DATA_FILE_BYTES,
             "peer rankings",
         )?;
-        let peers: BTreeMap<String, HashMap<String, Vec<String>>> = serde_json::from_str(&text)
+        let peers: BTreeMap<String, HashMap<String, Vec<String>>> = crate::json::value(&text)
+            .and_then(serde_json::from_value)
             .map_err(|e| {
                 Error::InvalidInput(format!(
                     "{}: expected {{run name: {{instance_id: [files]}}}}: {e}",

@@ -152,7 +152,13 @@ pub(super) fn existing_ids(
     };
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let tail = &bytes[complete..];
-    let tail_is_whole = serde_json::from_slice::<Value>(tail).is_ok();
+    // Read as every JSON input is, a key given twice refused (`crate::json::value`).
+    let read = |line: &[u8]| {
+        std::str::from_utf8(line)
+            .ok()
+            .and_then(|text| crate::json::value(text).ok())
+    };
+    let tail_is_whole = read(tail).is_some();
     let lines = bytes[..complete]
         .split(|&b| b == b'\n')
         .chain(tail_is_whole.then_some(tail));
@@ -160,7 +166,7 @@ pub(super) fn existing_ids(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let value = serde_json::from_slice::<Value>(line).ok();
+        let value = read(line);
         let id = value
             .as_ref()
             .and_then(|v| v.get("instance_id"))
@@ -244,6 +250,13 @@ mod tests {
         assert!(std::fs::read_to_string(&out).expect("read").ends_with('\n'));
         std::fs::write(&out, "not json\n").expect("write");
         assert!(read_ids(&out).expect_err("foreign").is_input_error());
+        // Found by a review: a line that gives its id twice resumed as the last one, where
+        // `compare` and `analyze-failures` refuse it.
+        let twice = "{\"instance_id\": \"b\", \"instance_id\": \"a\"}\n";
+        std::fs::write(&out, twice).expect("write");
+        let err = read_ids(&out).expect_err("a repeated key");
+        assert!(err.to_string().contains("loc.jsonl:1"), "{err}");
+        assert_eq!(std::fs::read_to_string(&out).expect("read"), twice);
     }
 
     #[test]
