@@ -67,7 +67,7 @@ impl SourceFile {
     /// count only `\n`) meet these, [`git_lines`] maps one to the other.
     pub fn new(path: String, language: &'static Language, mut text: String, lossy: bool) -> Self {
         if text.contains('\r') {
-            text = lone_carriage_returns_as_newlines(&text);
+            text = lone_carriage_returns_as_newlines(text);
         }
         if language.lacks_final_newline(&text) {
             text.push('\n');
@@ -86,17 +86,26 @@ fn lone_carriage_return(bytes: &[u8], i: usize) -> bool {
     bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n')
 }
 
+/// Whether `bytes` holds a carriage return that ends a line on its own.
+fn has_lone_carriage_return(bytes: &[u8]) -> bool {
+    (0..bytes.len()).any(|i| lone_carriage_return(bytes, i))
+}
+
 /// `text` with every `\r` not followed by `\n` replaced by `\n` (one byte for one, so every
-/// offset holds); a CRLF stays as it is.
-fn lone_carriage_returns_as_newlines(text: &str) -> String {
-    let mut bytes = text.as_bytes().to_vec();
+/// offset holds); a CRLF stays as it is, and a text with none (CRLF line ends) is returned
+/// as it came, not copied.
+fn lone_carriage_returns_as_newlines(text: String) -> String {
+    if !has_lone_carriage_return(text.as_bytes()) {
+        return text;
+    }
+    let mut bytes = text.into_bytes();
     for i in 0..bytes.len() {
         if lone_carriage_return(&bytes, i) {
             bytes[i] = b'\n';
         }
     }
     // Only ASCII bytes changed, each for another ASCII byte: the text is still UTF-8.
-    String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned())
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// For a text holding a carriage return that ends a line on its own, the line as git counts
@@ -104,8 +113,7 @@ fn lone_carriage_returns_as_newlines(text: &str) -> String {
 /// entry `k` is git's line of line `k + 1`. `None` when the two counts agree.
 pub fn git_lines(text: &str) -> Option<Vec<usize>> {
     let bytes = text.as_bytes();
-    let lone = |i: usize| lone_carriage_return(bytes, i);
-    if !(0..bytes.len()).any(lone) {
+    if !has_lone_carriage_return(bytes) {
         return None;
     }
     let mut git = 1;
@@ -114,7 +122,7 @@ pub fn git_lines(text: &str) -> Option<Vec<usize>> {
         if byte == b'\n' {
             git += 1;
             lines.push(git);
-        } else if lone(i) {
+        } else if lone_carriage_return(bytes, i) {
             lines.push(git);
         }
     }
