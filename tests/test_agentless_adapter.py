@@ -838,6 +838,41 @@ def _one_line_error(done: subprocess.CompletedProcess[str], prefix: str, why: st
     assert why in done.stderr, done.stderr
 
 
+def test_check_related_locs_reads_a_run_of_line_entries_as_one_location() -> None:
+    """The check groups the `line: N` lines blagent writes for an entity Agentless would not
+    find by its name, and judges the code Agentless shows for each location by the lines of
+    the entity it names: a name that lands on other code is wrong."""
+    from agentless_adapter.check_related_locs import agentless_name, lands_right, location_groups
+
+    text = "function: Cart.total\nline: 6\nline: 7\nclass: Inner\nline: 9\n\nfunction: f"
+    assert location_groups(text) == [
+        "function: Cart.total",
+        "line: 6\nline: 7",
+        "class: Inner",
+        "line: 9",
+        "function: f",
+    ]
+    entities = [
+        {"name": "Cart.total", "kind": "method", "lines": [2, 3]},
+        {"name": "validate", "kind": "function", "lines": [6, 7]},
+        {"name": "Outer.Inner", "kind": "class", "lines": [9, 12]},
+        {"name": "Outer.Inner.run", "kind": "method", "lines": [10, 12]},
+    ]
+    assert [agentless_name(e) for e in entities] == [
+        "function: Cart.total",
+        "function: validate",
+        "class: Inner",
+        "function: Inner.run",
+    ]
+    assert lands_right("function: Cart.total", [(2, 3)], entities)
+    assert lands_right("function: Inner.run", [(11, 12)], entities)  # from `def`, no decorator
+    assert not lands_right("function: validate", [(2, 3)], entities)  # the method of that name
+    assert lands_right("line: 6\nline: 7", [(6, 6), (7, 7)], entities)
+    assert lands_right("line: 7\nline: 9", [(7, 7), (9, 9)], entities)  # two entities' runs
+    assert not lands_right("line: 4", [(4, 4)], entities)
+    assert not lands_right("function: other", [(2, 3)], entities)
+
+
 def test_check_related_locs_refuses_bad_locs_in_one_line(tmp_path: Path) -> None:
     """Found by a review: a FIFO given as --locs hung the check (and any file was read
     whole), and a line that is a JSON list gave an AttributeError traceback."""

@@ -124,6 +124,37 @@ def test_batch_related_locs_hand_blagents_functions_to_agentless_edit_location(
     assert any("not in `found_files`" in p for p in contract_problems(outside))
 
 
+def test_related_locs_write_lines_where_agentless_would_find_other_code(tmp_path: Path) -> None:
+    """Found by a review with Agentless's own parser: a module-level `validate` after a class
+    with a method `validate` is left out of its function list, so `function: validate` showed
+    the method. Such an entity is written as its lines; a method found by its name keeps it."""
+    tree = tmp_path / "trees" / "v-1"
+    tree.mkdir(parents=True)
+    (tree / "v.py").write_text(
+        "class Validator:\n"
+        "    def validate(self, x):\n"
+        "        return x > 0\n"
+        "\n"
+        "\n"
+        "def validate(value):\n"
+        "    return value is not None\n"
+    )
+    issue = "validate(value) in v.py accepts None; Validator.validate is fine"
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "v-1", "problem_statement": issue}) + "\n")
+    out = tmp_path / "loc_outputs.jsonl"
+    proc = _batch(dataset, tmp_path / "trees", out, "--related-locs")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = _lines(out)
+    names = [e["name"] for e in line["blagent"]["entities"]]  # type: ignore[index]
+    assert {"validate", "Validator.validate"} <= set(names), names
+    text = line["found_related_locs"]["v.py"][0]  # type: ignore[index]
+    assert "function: Validator.validate" in text.splitlines()
+    assert "function: validate" not in text.splitlines()
+    assert "line: 6\nline: 7" in text
+    assert contract_problems(line) == []
+
+
 def test_batch_bad_input_exits_1(repo: Path, tmp_path: Path) -> None:
     dataset, trees = _setup(tmp_path, repo)
     out = tmp_path / "loc_outputs.jsonl"

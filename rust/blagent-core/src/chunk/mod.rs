@@ -343,6 +343,64 @@ mod tests {
         }
     }
 
+    /// `Symbol::direct`: a definition directly at the top level or in its definition's body
+    /// (through a decorator, or Java's enum declarations), not one inside a statement there.
+    #[test]
+    fn definitions_inside_statements_are_not_direct() {
+        let python = "\
+import sys
+
+class A:
+    @property
+    def p(self):
+        return 1
+
+    if sys.version_info > (3,):
+        def m(self):
+            return 2
+
+try:
+    def t():
+        pass
+except ImportError:
+    pass
+
+def f():
+    def inner():
+        return 3
+    return inner
+";
+        let java =
+            "enum E {\n    X;\n    int value() { return 1; }\n}\nclass C {\n    void run() {}\n}\n";
+        for (path, text, want) in [
+            (
+                "a.py",
+                python,
+                vec![
+                    ("A", true),
+                    ("A.p", true),
+                    ("A.m", false),
+                    ("t", false),
+                    ("f", true),
+                    ("f.inner", true),
+                ],
+            ),
+            (
+                "E.java",
+                java,
+                vec![("E", true), ("E.value", true), ("C", true), ("C.run", true)],
+            ),
+        ] {
+            let parsed = parse(path, text.to_owned());
+            let got: Vec<(&str, bool)> = parsed
+                .symbols
+                .iter()
+                .map(|s| (s.qualified.as_str(), s.direct))
+                .collect();
+            assert_eq!(got, want, "{path}");
+        }
+    }
+
     /// A file's chunks share one allocation of its path, whichever way they were cut (AST
     /// units, windows over an unparsable region, windows over an unparsable file): a copy per
     /// chunk took 1.26 GB for two files of 104,000 one-line functions at a 3.6 KB path.

@@ -119,6 +119,11 @@ pub struct Symbol {
     pub depth: usize,
     /// Whether it is nested inside a function (and so is left out of the skeleton).
     pub in_function: bool,
+    /// Whether it is defined directly at the file's top level or in its enclosing definition's
+    /// body, not inside a statement there (a Python `def` under an `if` or a `try`); a header
+    /// recovered from a region the parser could not read is not.
+    #[serde(default)]
+    pub direct: bool,
     /// Python decorators, one per entry, as written (`@property`); Java and Kotlin
     /// annotations are part of the signature.
     pub decorators: Vec<String>,
@@ -143,14 +148,14 @@ pub(super) fn extract(
     let mut too_deep = Vec::new();
     let mut scope: Scope = Vec::new();
     let mut steps = Vec::new();
-    push_children(&mut steps, root);
+    push_children(&mut steps, root, true);
     while let Some(step) = steps.pop() {
         match step {
             Step::Leave => {
                 scope.pop();
             }
             Step::Recover(error) => recover_headers(error, source, language, &scope, &mut symbols),
-            Step::Enter(child) => {
+            Step::Enter(child, direct) => {
                 let kind = child.kind();
                 let is_class = language.class_kinds.contains(&kind);
                 let named = (is_class || language.function_kinds.contains(&kind))
@@ -160,7 +165,11 @@ pub(super) fn extract(
                     if child.is_error() {
                         steps.push(Step::Recover(child));
                     }
-                    push_children(&mut steps, child);
+                    // A body's blocks (Java's enum declarations) and a decorator's wrapper
+                    // keep what they hold directly in the body; a statement does not.
+                    let keeps = language.block_kinds.contains(&kind)
+                        || Some(kind) == language.decorated_kind;
+                    push_children(&mut steps, child, direct && keeps);
                     continue;
                 };
                 if scope.len() >= MAX_NESTING {
@@ -172,14 +181,15 @@ pub(super) fn extract(
                     None => name.clone(),
                 };
                 let body = definition_body(language, child);
-                let symbol = symbol(
+                let mut symbol = symbol(
                     language, child, body, &scope, name, &local, is_class, source,
                 );
+                symbol.direct = direct;
                 scope.push((symbol.qualified.clone(), is_class));
                 symbols.push(symbol);
                 steps.push(Step::Leave);
                 if let Some(body) = body {
-                    push_children(&mut steps, body);
+                    push_children(&mut steps, body, true);
                 }
             }
         }
@@ -195,19 +205,25 @@ pub(super) const MAX_NESTING: usize = 100;
 /// One step of [`extract`]'s walk.
 enum Step<'t> {
     /// Look at a node: a definition becomes a symbol and its body is walked in its scope; any
-    /// other node's children are walked.
-    Enter(Node<'t>),
+    /// other node's children are walked. The flag: whether the node lies directly at the top
+    /// level or in the enclosing definition's body ([`Symbol::direct`]).
+    Enter(Node<'t>, bool),
     /// Recover definition headers in an ERROR region, after its children were walked.
     Recover(Node<'t>),
     /// Close the scope of the definition whose body was just walked.
     Leave,
 }
 
-/// Pushes `node`'s named children so that the first is popped first.
-fn push_children<'t>(steps: &mut Vec<Step<'t>>, node: Node<'t>) {
+/// Pushes `node`'s named children so that the first is popped first, each with `direct`.
+fn push_children<'t>(steps: &mut Vec<Step<'t>>, node: Node<'t>, direct: bool) {
     let mut cursor = node.walk();
     let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
-    steps.extend(children.into_iter().rev().map(Step::Enter));
+    steps.extend(
+        children
+            .into_iter()
+            .rev()
+            .map(|child| Step::Enter(child, direct)),
+    );
 }
 
 /// The symbol a named definition makes in `scope`.
@@ -241,6 +257,7 @@ fn symbol(
         body_line: body.map(|b| b.start_position().row + 1),
         depth: scope.len(),
         in_function: scope.iter().any(|(_, class)| !class),
+        direct: false,
         decorators: decorators(outer, source),
         signature: collapse_whitespace(&source[def.start_byte()..header_end]),
         doc: documentation(lang, outer, body, source),
@@ -305,6 +322,7 @@ fn recover_headers(
             body_line: None,
             depth: scope.len(),
             in_function: scope.iter().any(|(_, class)| !class),
+            direct: false,
             decorators: Vec::new(),
             signature: collapse_whitespace(line),
             doc: None,

@@ -16,10 +16,23 @@
 //! `class: C` / `function: f` / `function: C.m` lines, which `transfer_arb_locs_to_locs`
 //! resolves against the file's classes (nested ones too, by bare name) and functions: a nested
 //! class `Outer.Inner` is written `class: Inner`, its method `function: Inner.run`.
+//!
+//! A name finds the wrong code in Agentless where its parser (`parse_python_file`) and
+//! `transfer_arb_locs_to_locs` read a Python file otherwise than blagent: it lists no `async def`
+//! and no method under an `if` in a class body, leaves a function out when a class it met
+//! first has a method of that name (then `function: f` finds that method), and takes the first
+//! class, method or function of a name. In a Python file whose symbols say a name could land
+//! elsewhere, the entity is written as `line: N` lines instead, one per line of it, which
+//! Agentless shows whatever its context window ([`locations_of`]).
+
+use std::collections::HashMap;
+use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::result::LocalizationResult;
+use crate::chunk::{parse_file, ChunkOptions, Symbol, SymbolKind};
+use crate::repo::{language_for_path, SourceFile, DEFAULT_MAX_FILE_BYTES};
 use crate::retrieve::Entity;
 
 /// Files whose functions a related-level line names (Agentless's `--top_n` default).
@@ -119,6 +132,83 @@ fn location(entity: &Entity) -> String {
     }
 }
 
+/// The symbols of a related-level line's Python files, by path: what tells whether Agentless
+/// finds an entity by its name ([`locations_of`]). A file not here is named by names.
+pub type FileSymbols = HashMap<String, Vec<Symbol>>;
+
+/// The symbols of the Python files among the first [`RELATED_MORE_FILES`] of `result` under
+/// `tree`, read as the index reads a file (inside the tree, a regular file, at most
+/// [`DEFAULT_MAX_FILE_BYTES`]); a file that cannot be read or parsed whole is left out.
+pub fn python_symbols(tree: &Path, result: &LocalizationResult) -> FileSymbols {
+    let mut out = FileSymbols::new();
+    for path in result.paths().into_iter().take(RELATED_MORE_FILES) {
+        let Some(language) = language_for_path(&path).filter(|l| l.name == "python") else {
+            continue;
+        };
+        let Some(bytes) = crate::repo::read::read_inside(tree, &path, DEFAULT_MAX_FILE_BYTES)
+        else {
+            continue;
+        };
+        let (text, lossy) = match String::from_utf8(bytes) {
+            Ok(text) => (text, false),
+            Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
+        };
+        let file = SourceFile::new(path.clone(), language, text, lossy);
+        let parsed = parse_file(&file, &ChunkOptions::default());
+        if !parsed.parse_too_slow {
+            out.insert(path, parsed.symbols);
+        }
+    }
+    out
+}
+
+/// Whether Agentless finds `entity`'s own definition by [`location`]'s name, judged from its
+/// file's `symbols`: the definition is one of a kind Agentless lists (not `async`; a method
+/// directly in its class's body) and the name can lead nowhere else (a function whose bare
+/// name nothing else in the file has; a class, or a method's class, of a name no other class
+/// has; a method or class defined once).
+fn found_by_name(entity: &Entity, symbols: &[Symbol]) -> bool {
+    let mut own = symbols.iter().filter(|s| s.qualified == entity.name);
+    let (Some(own), None) = (own.next(), own.next()) else {
+        // Not found as blagent names it, or defined more than once (`@overload` stubs,
+        // `if`/`else` twins): Agentless takes the first of a name.
+        return false;
+    };
+    let classes_named = |name: &str| {
+        symbols
+            .iter()
+            .filter(|s| s.kind == SymbolKind::Class && s.name == name)
+            .count()
+    };
+    if own.signature.starts_with("async ") {
+        return false;
+    }
+    match own.kind {
+        SymbolKind::Class => classes_named(&own.name) == 1,
+        SymbolKind::Method => {
+            let class = entity.name.rsplit('.').nth(1).unwrap_or_default();
+            own.direct && classes_named(class) == 1
+        }
+        SymbolKind::Function => symbols.iter().filter(|s| s.name == own.name).count() == 1,
+    }
+}
+
+/// What a related-level line writes for `entity`: [`location`]'s name, or, in a file of
+/// `symbols` where Agentless would not find it by that name ([`found_by_name`]), a `line: N`
+/// for each of its lines.
+fn locations_of(entity: &Entity, symbols: Option<&Vec<Symbol>>) -> String {
+    match symbols {
+        Some(symbols) if !found_by_name(entity, symbols) => {
+            let (start, end) = entity.lines;
+            (start..=end)
+                .map(|n| format!("line: {n}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        _ => location(entity),
+    }
+}
+
 impl AgentlessLine {
     /// The line for `result`, which it carries whole under `blagent`.
     pub fn from_result(result: LocalizationResult) -> Self {
@@ -142,8 +232,9 @@ impl AgentlessLine {
     /// and the same for the top [`RELATED_MORE_FILES`] under `blagent_related_locs`. A class
     /// is named only in a file none of whose functions or methods is ranked: Agentless shows
     /// a named class whole, which for a large one fills the prompt. Needs a result of
-    /// function granularity (its entities).
-    pub fn with_related_locs(result: LocalizationResult) -> Self {
+    /// function granularity (its entities). An entity of a file in `symbols` that Agentless
+    /// would not find by its name is written as its lines ([`locations_of`]).
+    pub fn with_related_locs(result: LocalizationResult, symbols: &FileSymbols) -> Self {
         let entities = result.entities.as_deref().unwrap_or_default();
         let more: Vec<(String, Vec<String>)> = result
             .paths()
@@ -154,7 +245,7 @@ impl AgentlessLine {
                 let functions = mine.iter().any(|e| e.kind != "class");
                 let mut lines: Vec<String> = Vec::new();
                 for entity in mine.iter().filter(|e| !functions || e.kind != "class") {
-                    let line = location(entity);
+                    let line = locations_of(entity, symbols.get(&path));
                     if !lines.contains(&line) && lines.len() < RELATED_PER_FILE {
                         lines.push(line);
                     }
@@ -224,6 +315,115 @@ mod tests {
     }
 
     #[test]
+    fn names_agentless_would_resolve_elsewhere_are_written_as_lines() {
+        // Each case found by a review with Agentless's own parser, which resolved the name to
+        // other code (or to none).
+        let text = "\
+import sys
+from typing import overload
+
+
+class Validator:
+    def validate(self, x):
+        return x > 0
+
+    if sys.version_info > (3,):
+        def legacy(self):
+            return 1
+
+    async def fetch(self):
+        return 2
+
+
+def validate(value):
+    return value is not None
+
+
+def helper():
+    return 3
+
+
+async def poll():
+    return 4
+
+
+@overload
+def fixture(a: int) -> int: ...
+def fixture(a):
+    return a
+
+
+class Form:
+    class Meta:
+        def render(self):
+            return 5
+
+
+class Model:
+    class Meta:
+        def render(self):
+            return 6
+";
+        let language = language_for_path("v.py").unwrap();
+        let file = SourceFile::new("v.py".into(), language, text.into(), false);
+        let symbols = parse_file(&file, &ChunkOptions::default()).symbols;
+        let of = |name: &str, line: usize| {
+            let symbol = symbols
+                .iter()
+                .find(|s| s.qualified == name && s.start_line <= line && line <= s.end_line)
+                .unwrap_or_else(|| panic!("{name} at {line}"));
+            Entity {
+                id: crate::retrieve::entity_id("v.py", name),
+                path: "v.py".to_owned(),
+                name: name.to_owned(),
+                kind: symbol.kind.name().to_owned(),
+                lines: (symbol.start_line, symbol.end_line),
+                score: 1.0,
+                file_rank: 1,
+                contributions: std::collections::BTreeMap::new(),
+            }
+        };
+        let lines = |from: usize, to: usize| {
+            (from..=to)
+                .map(|n| format!("line: {n}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let cases = [
+            (
+                of("Validator.validate", 6),
+                "function: Validator.validate".to_owned(),
+            ),
+            (of("helper", 21), "function: helper".to_owned()),
+            (of("Validator", 5), "class: Validator".to_owned()),
+            // A class met first has a method `validate`: Agentless leaves the function out and
+            // `function: validate` finds that method.
+            (of("validate", 17), lines(17, 18)),
+            // Not listed by Agentless: a method under an `if` in its class body, `async`.
+            (of("Validator.legacy", 10), lines(10, 11)),
+            (of("Validator.fetch", 13), lines(13, 14)),
+            (of("poll", 25), lines(25, 26)),
+            // The first `fixture` is the overload stub.
+            (of("fixture", 31), lines(31, 32)),
+            // Agentless takes the first class `Meta`.
+            (of("Form.Meta.render", 37), lines(37, 38)),
+            (of("Model.Meta.render", 43), lines(43, 44)),
+        ];
+        let mut files = FileSymbols::new();
+        files.insert("v.py".to_owned(), symbols.clone());
+        for (entity, want) in cases {
+            assert_eq!(
+                locations_of(&entity, files.get("v.py")),
+                want,
+                "{}",
+                entity.name
+            );
+            // Without the file's symbols, the name as before.
+            assert_eq!(locations_of(&entity, None), location(&entity));
+        }
+    }
+
+    #[test]
     fn related_level_lines_name_the_top_files_functions_as_agentless_writes_them() {
         let entity = |path: &str, name: &str, kind: &str| Entity {
             id: crate::retrieve::entity_id(path, name),
@@ -256,7 +456,11 @@ mod tests {
             entity("d.py", "far", "function"),
             entity("e.py", "Only", "class"),
         ]);
-        let text = serde_json::to_string(&AgentlessLine::with_related_locs(result)).unwrap();
+        let text = serde_json::to_string(&AgentlessLine::with_related_locs(
+            result,
+            &FileSymbols::new(),
+        ))
+        .unwrap();
         let order: Vec<usize> = ["\"b.py\":[", "\"a.py\":[", "\"c.py\":["]
             .iter()
             .map(|key| text.find(key).expect("each of the top 3 files"))

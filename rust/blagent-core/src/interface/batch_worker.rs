@@ -59,13 +59,16 @@ impl BatchWorker {
                 format!("no tree at {}", tree.display()),
             )),
             Ok(tree) => {
-                let mut request =
-                    LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
+                let mut request = LocalizeRequest::new(
+                    id.clone(),
+                    tree.clone(),
+                    instance.problem_statement.clone(),
+                );
                 request.top_k = self.ask.top_k();
                 request.granularity = self.ask.granularity();
                 request.pipeline = self.pipeline;
                 match self.localizer.localize(&request) {
-                    Ok(result) => Ok(result),
+                    Ok(result) => Ok((result, tree)),
                     Err(Error::Cancelled) => return Err(Error::Cancelled),
                     Err(err) => Err(failure(id, err.kind().name(), err.to_string())),
                 }
@@ -74,7 +77,7 @@ impl BatchWorker {
         crate::cancel::check()?;
         let seconds = begun.elapsed().as_secs_f64();
         Ok(match localized {
-            Ok(result) => {
+            Ok((result, tree)) => {
                 let files = result.files.len();
                 let llm_fallbacks = result
                     .llm
@@ -82,7 +85,8 @@ impl BatchWorker {
                     .map(|llm| llm.stats.fallbacks.clone())
                     .unwrap_or_default();
                 let mut line = if self.related_locs {
-                    AgentlessLine::with_related_locs(result)
+                    let symbols = super::agentless::python_symbols(&tree, &result);
+                    AgentlessLine::with_related_locs(result, &symbols)
                 } else {
                     AgentlessLine::from_result(result)
                 };
