@@ -42,6 +42,10 @@ pub enum LocEntry {
         path: Option<String>,
         /// The name as written: qualified (`Class.method`), bare (`method`) or a class.
         name: String,
+        /// Whether it came as a blagent id (`path::name`, as `found_functions` writes them),
+        /// whose name is qualified in full: a name without a dot is a top-level function there,
+        /// where in Agentless's `function: name` it may be any method of that name.
+        full: bool,
     },
     /// A line range of a file.
     Lines {
@@ -56,11 +60,11 @@ pub enum LocEntry {
 
 impl LocEntry {
     /// Whether the entry localizes `function`: same file (when it names one) and the same
-    /// qualified name, its class, or its bare name; for a line range, an overlap with the
-    /// function's base lines.
+    /// qualified name, its class, or (unless it is a [full](LocEntry::Function::full) id) its
+    /// bare name; for a line range, an overlap with the function's base lines.
     pub fn covers(&self, function: &FunctionRef) -> bool {
         match self {
-            LocEntry::Function { path, name } => {
+            LocEntry::Function { path, name, full } => {
                 if path.as_ref().is_some_and(|p| p != &function.path) {
                     return false;
                 }
@@ -68,7 +72,7 @@ impl LocEntry {
                 q == name
                     || q.strip_prefix(name.as_str())
                         .is_some_and(|rest| rest.starts_with('.'))
-                    || (!name.contains('.') && q.rsplit('.').next() == Some(name.as_str()))
+                    || (!full && !name.contains('.') && q.rsplit('.').next() == Some(name.as_str()))
             }
             LocEntry::Lines { path, start, end } => {
                 path == &function.path
@@ -140,6 +144,7 @@ fn parse_entry(line: &str, path: Option<&str>) -> Option<LocEntry> {
 
 /// An entry from `value`, which may carry its own path (`path::name`, `path:name`).
 fn entry(path: Option<&str>, value: &str) -> Option<LocEntry> {
+    let full = value.contains("::");
     let split = value.split_once("::").or_else(|| value.split_once(':'));
     let (path, name) = match split {
         Some((p, n)) if !p.is_empty() && !n.trim().is_empty() => (Some(p.trim()), n.trim()),
@@ -156,6 +161,7 @@ fn entry(path: Option<&str>, value: &str) -> Option<LocEntry> {
     Some(LocEntry::Function {
         path: path.map(str::to_owned),
         name: name.to_owned(),
+        full,
     })
 }
 
@@ -218,6 +224,12 @@ mod tests {
         let func = |p: &str, n: &str| LocEntry::Function {
             path: Some(p.into()),
             name: n.into(),
+            full: false,
+        };
+        let id = |p: &str, n: &str| LocEntry::Function {
+            path: Some(p.into()),
+            name: n.into(),
+            full: true,
         };
         let lines = |p: &str, s, e| LocEntry::Lines {
             path: p.into(),
@@ -227,7 +239,7 @@ mod tests {
         assert_eq!(
             out,
             [
-                func("a.py", "Cart.total"),
+                id("a.py", "Cart.total"),
                 func("b.py", "helper"),
                 lines("a.py", 10, 20),
                 lines("c.py", 7, 7),
@@ -249,7 +261,9 @@ mod tests {
         let names: Vec<String> = out
             .iter()
             .map(|e| match e {
-                LocEntry::Function { path, name } => entity_id(path.as_deref().unwrap_or(""), name),
+                LocEntry::Function { path, name, .. } => {
+                    entity_id(path.as_deref().unwrap_or(""), name)
+                }
                 LocEntry::Lines { path, .. } => path.clone(),
             })
             .collect();
@@ -262,6 +276,7 @@ mod tests {
         let func = |p: Option<&str>, n: &str| LocEntry::Function {
             path: p.map(Into::into),
             name: n.into(),
+            full: false,
         };
         assert!(func(Some("a.py"), "Cart.total").covers(&gold));
         assert!(func(Some("a.py"), "Cart").covers(&gold));
@@ -269,6 +284,17 @@ mod tests {
         assert!(!func(Some("b.py"), "Cart.total").covers(&gold));
         assert!(!func(Some("a.py"), "Car").covers(&gold));
         assert!(!func(Some("a.py"), "Other.total").covers(&gold));
+        // Found by a review: a blagent id `a.py::total` is the top-level function `total`,
+        // not the method `Cart.total` (Agentless's `function: total` may be either).
+        let mut out = Vec::new();
+        collect_entries(
+            &serde_json::json!(["a.py::total", "a.py::Cart"]),
+            None,
+            &[],
+            &mut out,
+        );
+        assert!(!out[0].covers(&gold));
+        assert!(out[1].covers(&gold));
         assert!(LocEntry::Lines {
             path: "a.py".into(),
             start: 18,

@@ -30,7 +30,8 @@ pub const FUNCTION_FIELDS: [&str; 6] = [
 pub struct Localization {
     /// Ranked files, best first.
     pub found_files: Vec<String>,
-    /// Function-level entries and line ranges, from any of [`FUNCTION_FIELDS`].
+    /// Function-level entries and line ranges, from any of [`FUNCTION_FIELDS`], else from the
+    /// ids of a blagent result's `entities` (`blagent.entities`).
     pub entries: Vec<LocEntry>,
 }
 
@@ -125,6 +126,18 @@ pub fn load_localizations(
                 collect_entries(value, None, &found_files, &mut entries);
             }
         }
+        if entries.is_empty() {
+            // A line of `blagent batch --granularity function` carries its ranking only in
+            // its result (`blagent.entities`, each with its `path::Class.method` id).
+            if let Some(Value::Array(ranked)) = map.get("blagent").and_then(|b| b.get("entities")) {
+                let ids: Vec<Value> = ranked
+                    .iter()
+                    .filter_map(|entity| entity.get("id").filter(|id| id.is_string()))
+                    .cloned()
+                    .collect();
+                collect_entries(&Value::Array(ids), None, &found_files, &mut entries);
+            }
+        }
         out.insert(
             id,
             Localization {
@@ -177,7 +190,7 @@ const REPORT_KEYS: [(&str, &str, Outcome); 4] = [
 /// "unresolved": [...], "empty_patch": [...], "error": [...]}`, and SWE-bench's per-instance
 /// report (`{id: {"resolved": bool, "patch_exists": bool, ...}}`).
 pub fn load_report(path: &Path, warnings: &mut Vec<String>) -> Result<BTreeMap<String, Outcome>> {
-    let text = crate::repo::read::read_user_text(
+    let text = crate::repo::read::read_user_json(
         path,
         crate::repo::read::MAX_DATA_FILE_BYTES,
         "evaluation report",
@@ -294,6 +307,33 @@ mod tests {
         let locs = load_localizations(&l, &mut w).unwrap();
         assert_eq!(locs["a"].found_files, ["x.py"]);
         assert_eq!(locs["a"].entries.len(), 1);
+    }
+
+    /// Found by a review: a line of `blagent batch --granularity function` carries its function
+    /// ranking only under `blagent.entities`, which `analyze-failures` did not read (it judged
+    /// the function stage from the generated patch, without a word).
+    #[test]
+    fn a_blagent_results_entities_are_its_function_ranking() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Vec::new();
+        let line = r#"{"instance_id": "a", "found_files": ["m.py"], "blagent": {"entities": [{"id": "m.py::Cart.helper", "path": "m.py"}, {"id": "m.py::run"}]}}
+{"instance_id": "b", "found_files": ["m.py"], "found_functions": ["m.py::other"], "blagent": {"entities": [{"id": "m.py::Cart.helper"}]}}"#;
+        let locs = load_localizations(&write(&dir, "b.jsonl", line), &mut w).unwrap();
+        let names = |id: &str| -> Vec<String> {
+            locs[id]
+                .entries
+                .iter()
+                .map(|e| match e {
+                    LocEntry::Function { path, name, full } => {
+                        assert!(full);
+                        format!("{}::{name}", path.as_deref().unwrap_or(""))
+                    }
+                    LocEntry::Lines { .. } => panic!("no lines here"),
+                })
+                .collect()
+        };
+        assert_eq!(names("a"), ["m.py::Cart.helper", "m.py::run"]);
+        assert_eq!(names("b"), ["m.py::other"], "a function field comes first");
     }
 
     #[test]

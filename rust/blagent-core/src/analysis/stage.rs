@@ -486,6 +486,7 @@ mod tests {
             .map(|f| LocEntry::Function {
                 path: Some(PATH.into()),
                 name: (*f).into(),
+                full: false,
             })
             .collect();
         Localization {
