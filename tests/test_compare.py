@@ -75,6 +75,14 @@ def test_compare_prints_metrics_and_paired_tests(tmp_path: Path) -> None:
     assert {d["scope"] for d in report["differences"]} == {"overall", "a/x", "b/y"}
     text = run("compare", str(base), str(other), "--dataset", str(dataset), "--resamples", "200")
     assert "McNemar b=2 c=5" in text.stdout and "LocAgent's reading" in text.stdout
+    assert "warning" not in text.stderr, text.stderr
+    # Found by a review: two runs joined by `cat` were scored by each instance's last line,
+    # without a word.
+    joined = tmp_path / "joined.jsonl"
+    joined.write_text(other.read_text() + base.read_text())
+    proc = run("compare", str(base), str(joined), "--dataset", str(dataset), "--resamples", "50")
+    assert proc.returncode == 0, proc.stderr
+    assert "blagent: warning:" in proc.stderr and "duplicate instance r0" in proc.stderr
 
 
 def test_peers_are_runs_and_bad_input_is_an_error(tmp_path: Path) -> None:

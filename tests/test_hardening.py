@@ -786,6 +786,81 @@ def test_arguments_that_are_not_utf8_are_named(repo: Path, tmp_path: Path) -> No
     assert "--out" in proc.stderr and "not UTF-8 (byte 0xff)" in proc.stderr, proc.stderr
 
 
+def test_a_write_that_fails_part_way_leaves_only_whole_lines(repo: Path, tmp_path: Path) -> None:
+    """Found by a review: a batch output that reached a file size limit (as a full disk would)
+    ended in half a line, which Agentless chokes on. The failed line is taken back; the run
+    fails with the I/O error and a rerun resumes after the last whole line."""
+    import resource
+
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    rows = []
+    for i in range(3):
+        (trees / f"shop-{i}").symlink_to(repo, target_is_directory=True)
+        rows.append({"instance_id": f"shop-{i}", "problem_statement": ISSUE})
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "o.jsonl"
+    args = ["batch", "--dataset", str(data), "--repos", str(trees), "--out", str(out), "--quiet"]
+    limit = 10_000  # bytes: a line is about 7 KB, so the second crosses it part way
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    failed = subprocess.run(
+        [sys.executable, "-m", "blagent", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=cap,
+    )
+    assert_clean_failure(failed, 3, "File too large")
+    written = out.read_bytes()
+    assert 0 < len(written) < limit and written.endswith(b"\n"), len(written)
+    ids = [json.loads(line)["instance_id"] for line in written.decode().splitlines()]
+    assert ids == [f"shop-{i}" for i in range(len(ids))] and len(ids) < 3, ids
+    resumed = run(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    done = [json.loads(line)["instance_id"] for line in out.read_text().splitlines()]
+    assert done == ["shop-0", "shop-1", "shop-2"], done
+
+
+def test_empty_arguments_are_refused_by_name(repo: Path, tmp_path: Path) -> None:
+    """Found by a review: `--ids ""` selected every instance, `--out-dir ""` wrote the analysis
+    into the current folder and `--cache-dir ""` the caches, `--failures-out ""` was as if not
+    given. Each is bad input naming its flag, before anything runs."""
+    data = tmp_path / "d.jsonl"
+    row = {"instance_id": "shop-1", "problem_statement": ISSUE, "gold_files": ["shop/pricing.py"]}
+    data.write_text(json.dumps(row) + "\n")
+    common = ["--dataset", str(data), "--repos", str(tmp_path)]
+    out = str(tmp_path / "o.jsonl")
+    cases = [
+        (["eval", *common, "--ids", ""], "--ids"),
+        (["eval", *common, "--ids-file", ""], "--ids-file"),
+        (["batch", *common, "--out", out, "--failures-out", ""], "--failures-out"),
+        (["localize", "--repo", str(repo), "--issue-text", "x", "--cache-dir", ""], "--cache-dir"),
+        (["compare", out, "", "--dataset", str(data)], "runs"),
+    ]
+    for args, flag in cases:
+        proc = run(*args)
+        assert_clean_failure(proc)
+        assert f"{flag} is empty" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "repo"], "nothing written"
+    here = tmp_path / "here"
+    here.mkdir()
+    analyze = ["analyze-failures", "--dataset", str(data), "--locs", str(data)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "blagent", *analyze, "--predictions", str(data), "--out-dir", ""],
+        cwd=here,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert_clean_failure(proc)
+    assert "--out-dir is empty" in proc.stderr and list(here.iterdir()) == [], proc.stderr
+
+
 def test_eval_refuses_ids_its_dataset_lacks(repo: Path, tmp_path: Path) -> None:
     trees = tmp_path / "trees"
     trees.mkdir()

@@ -492,6 +492,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     report = json.loads(
         _core.compare(json.dumps({k: v for k, v in config.items() if v is not None}))
     )
+    # A run's repeated instance (two runs joined by `cat`), a run line left out: said, not
+    # only kept in the JSON report.
+    for warning in report.get("warnings", []):
+        print(f"blagent: warning: {_io.printable(str(warning))}", file=sys.stderr)
     _print_report(args, report, format_comparison)
     return EXIT_OK
 
@@ -854,11 +858,17 @@ def _drop_standard_output() -> None:
 
 def _check_arguments(args: argparse.Namespace) -> None:
     """Refuses an argument that is not UTF-8 (a file name with other bytes): the core takes
-    paths and options as UTF-8 JSON. `--issue` is read here, so any name works there."""
+    paths and options as UTF-8 JSON. `--issue` is read here, so any name works there. An empty
+    argument is refused too: an empty path was read as the current folder (`--out-dir ""`
+    wrote there) or as none given, and an empty `--ids` selected every instance."""
     for name, value in vars(args).items():
         for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str) and name != "issue":
-                flag = name if name == "runs" else "--" + name.replace("_", "-")
+            if not isinstance(text, str):
+                continue
+            flag = name if name == "runs" else "--" + name.replace("_", "-")
+            if not text:
+                raise _core.InputError(f"{flag} is empty")
+            if name != "issue":
                 _io.check_encodable(text, f"{flag} '{_io.printable(text)}'")
 
 

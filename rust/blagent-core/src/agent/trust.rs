@@ -29,7 +29,7 @@ use super::rank::fuse;
 use crate::dataset::paired::{bootstrap, sign_test, Interval, McNemar, DEFAULT_RESAMPLES};
 use crate::dataset::{all_within, reciprocal_rank};
 use crate::error::{Error, Result};
-use crate::repo::read::{read_user_text, MAX_SMALL_FILE_BYTES};
+use crate::repo::read::MAX_SMALL_FILE_BYTES;
 
 /// The profile format's version.
 pub const PROFILE_SCHEMA_VERSION: &str = "1";
@@ -69,7 +69,7 @@ pub struct LlmProfile {
 impl LlmProfile {
     /// Reads and checks a profile.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = read_user_text(path, MAX_SMALL_FILE_BYTES, "LLM profile")?;
+        let text = crate::repo::read::read_user_json(path, MAX_SMALL_FILE_BYTES, "LLM profile")?;
         let profile: LlmProfile = crate::json::from_object(&text).map_err(|e| {
             Error::InvalidInput(format!("invalid LLM profile {}: {e}", path.display()))
         })?;

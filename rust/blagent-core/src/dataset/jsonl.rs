@@ -2,7 +2,6 @@
 //! but a regular file; a malformed line is an error naming the file and the line.
 
 use std::collections::HashMap;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -18,7 +17,7 @@ pub const MAX_JSONL_BYTES: u64 = crate::repo::read::MAX_DATA_FILE_BYTES;
 
 /// The text of the user's file `path`, bounded by `max` bytes, regular files only.
 fn read_text(path: &Path, max: u64) -> Result<String> {
-    crate::repo::read::read_user_text(path, max, "JSON file")
+    crate::repo::read::read_user_json(path, max, "JSON file")
 }
 
 fn malformed(path: &Path, line: usize, message: impl Into<String>) -> Error {
@@ -132,12 +131,12 @@ pub fn read_records(path: &Path, warnings: &mut Vec<String>) -> Result<Vec<Recor
     Ok(records)
 }
 
-/// Writes one JSON value a line, each line flushed as it is written, so an interrupted run
-/// leaves at most one incomplete last line.
+/// Writes one JSON value a line, each line whole or not at all ([`Output::append_line`]), so
+/// an interrupted or failed run leaves only complete lines.
 #[derive(Debug)]
 pub struct JsonlWriter {
     path: PathBuf,
-    file: BufWriter<Output>,
+    file: Output,
 }
 
 impl JsonlWriter {
@@ -147,18 +146,14 @@ impl JsonlWriter {
     pub fn from_file(path: &Path, file: Output) -> Self {
         JsonlWriter {
             path: path.to_path_buf(),
-            file: BufWriter::new(file),
+            file,
         }
     }
 
     /// Puts the lines written in place ([`Output::commit`]): a replaced output keeps what it
     /// held until this is called, and keeps it if the writer is dropped instead.
     pub fn commit(self) -> Result<()> {
-        let path = self.path;
-        self.file
-            .into_inner()
-            .map_err(|e| Error::io(&path, e.into_error()))?
-            .commit()
+        self.file.commit()
     }
 
     /// Writes `value` as one line and flushes it.
@@ -173,8 +168,7 @@ impl JsonlWriter {
         line.extend_from_slice(json.as_bytes());
         line.push(b'\n');
         self.file
-            .write_all(&line)
-            .and_then(|()| self.file.flush())
+            .append_line(&line)
             .map_err(|e| Error::io(&self.path, e))
     }
 }
@@ -183,6 +177,18 @@ impl JsonlWriter {
 mod tests {
     use super::*;
     use crate::repo::{open_outputs, Inputs, OutputMode};
+
+    /// Found by a review: a dataset saved with a byte order mark was "expected value at line
+    /// 1 column 1".
+    #[test]
+    fn a_byte_order_mark_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("d.jsonl");
+        std::fs::write(&path, "\u{feff}{\"instance_id\": \"a\"}\n").expect("write");
+        let err = read_records(&path, &mut Vec::new()).expect_err("a BOM");
+        assert!(err.is_input_error(), "{err:?}");
+        assert!(err.to_string().contains("byte order mark (BOM)"), "{err}");
+    }
 
     #[test]
     fn malformed_lines_name_file_and_line_and_special_files_are_refused() {

@@ -214,7 +214,7 @@ fn load_runs(config: &CompareConfig, warnings: &mut Vec<String>) -> Result<Vec<R
         runs.push((name, run_rankings(path, config.granularity, warnings)?));
     }
     if let Some(path) = &config.peers {
-        let text = crate::repo::read::read_user_text(
+        let text = crate::repo::read::read_user_json(
             path,
             crate::repo::read::MAX_DATA_FILE_BYTES,
             "peer rankings",

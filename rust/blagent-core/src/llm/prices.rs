@@ -45,7 +45,7 @@ impl PriceTable {
     pub fn load(user: Option<&Path>) -> Result<Self> {
         let mut table = PriceTable::builtin();
         if let Some(path) = user {
-            let text = crate::repo::read::read_user_text(
+            let text = crate::repo::read::read_user_json(
                 path,
                 crate::repo::read::MAX_SMALL_FILE_BYTES,
                 "price table",

@@ -270,6 +270,26 @@ impl DerefMut for Output {
     }
 }
 
+impl Output {
+    /// Appends `line` (one whole line of a JSON lines output) at the end of what is written,
+    /// all of it or none: a write that fails part way (a full disk, a file size limit) is
+    /// taken back, so the output never ends in a line cut short that its reader would choke
+    /// on (an interruption between writes leaves whole lines already).
+    pub fn append_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+        use std::io::{Seek, SeekFrom, Write};
+        if std::mem::take(&mut self.empty_first) {
+            self.file.set_len(0)?;
+        }
+        let start = self.file.seek(SeekFrom::End(0))?;
+        let written = self.file.write_all(line).and_then(|()| self.file.flush());
+        if written.is_err() {
+            let _ = self.file.set_len(start);
+            let _ = self.file.seek(SeekFrom::Start(start));
+        }
+        written
+    }
+}
+
 impl std::io::Write for Output {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         if std::mem::take(&mut self.empty_first) {

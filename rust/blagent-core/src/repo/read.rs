@@ -187,6 +187,21 @@ pub fn read_user_text(path: &Path, limit: u64, what: &str) -> Result<String> {
     })
 }
 
+/// [`read_user_text`] for a file of JSON (or JSON lines), refusing one that opens with a byte
+/// order mark, which JSON does not allow: `serde_json`'s own word for it was "expected value at
+/// line 1 column 1".
+pub fn read_user_json(path: &Path, limit: u64, what: &str) -> Result<String> {
+    let text = read_user_text(path, limit, what)?;
+    if text.starts_with('\u{feff}') {
+        return Err(Error::InvalidInput(format!(
+            "{what} {} opens with a UTF-8 byte order mark (BOM), which JSON does not allow: \
+             save it without one",
+            path.display()
+        )));
+    }
+    Ok(text)
+}
+
 /// The bytes of `rel` (a `/`-separated relative path) under `root`, when it names a regular
 /// file of at most `limit` bytes that lies inside `root` once symlinks are resolved
 /// ([`super::confine`]); `None` otherwise (absolute paths, `..`, links leading out, special
@@ -232,6 +247,19 @@ mod tests {
             err.is_input_error() && err.to_string().contains("directory"),
             "{err}"
         );
+    }
+
+    /// Found by a review: a dataset saved with a byte order mark was "expected value at line 1
+    /// column 1"; JSON inputs now name the mark (an issue's text keeps it, as text).
+    #[test]
+    fn a_json_file_opening_with_a_byte_order_mark_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("d.jsonl");
+        std::fs::write(&file, "\u{feff}{\"instance_id\": \"a\"}\n").unwrap();
+        let err = read_user_json(&file, 1 << 10, "dataset").unwrap_err();
+        assert!(err.is_input_error(), "{err:?}");
+        assert!(err.to_string().contains("byte order mark (BOM)"), "{err}");
+        assert!(read_user_text(&file, 1 << 10, "issue").is_ok());
     }
 
     #[cfg(unix)]
