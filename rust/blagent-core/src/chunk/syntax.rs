@@ -150,14 +150,12 @@ pub(super) fn definition_body<'t>(lang: &Language, node: Node<'t>) -> Option<Nod
 /// `{ statements }`, and its `{}` that holds no body node). The header ends there.
 pub(super) fn body_start<'t>(def: Node<'t>, body: Option<Node<'t>>) -> Option<Node<'t>> {
     let is_brace = |n: &Node<'_>| !n.is_named() && n.kind() == "{";
-    match body {
-        Some(body) => Some(body.prev_sibling().filter(is_brace).unwrap_or(body)),
-        None => {
-            let mut cursor = def.walk();
-            let brace = def.children(&mut cursor).find(is_brace);
-            brace
-        }
+    if let Some(body) = body {
+        return Some(body.prev_sibling().filter(is_brace).unwrap_or(body));
     }
+    let mut cursor = def.walk();
+    let brace = def.children(&mut cursor).find(is_brace);
+    brace
 }
 
 /// `node`'s named children, each of a grouping kind ([`Language::grouping_kinds`]) replaced by
