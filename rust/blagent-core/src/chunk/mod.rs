@@ -1,5 +1,7 @@
 //! Parsing a source file with tree-sitter into retrieval chunks, a symbol table and a skeleton.
 
+#[cfg(test)]
+mod kotlin_tests;
 mod split;
 mod symbols;
 mod syntax;
@@ -648,14 +650,28 @@ def f():
             .unwrap_or_else(|_| panic!("the parse did not end"))
     }
 
-    /// tree-sitter-kotlin's scanner reads an annotation to the next whitespace (and an
+    /// The Kotlin endings in an annotation that made tree-sitter-kotlin-ng's scanner loop
+    /// forever without a final newline, and neighbours of them.
+    const ANNOTATION_TAILS: [&str; 8] = [
+        "@",
+        "@Suppress",
+        "val e\n@",
+        "  @get:JvmName(\"a\"",
+        "@get:A(",
+        "  @get:A(",
+        "@set:[A B(",
+        "@file:",
+    ];
+
+    /// tree-sitter-kotlin-ng's scanner read an annotation to the next whitespace (and an
     /// accessor's annotation with arguments to the next newline) without looking for the end
     /// of the text: a Kotlin file ending in either looped forever before its final newline was
-    /// added. Its code is still read, and the lines stay those of the file.
+    /// added. The newline is still added (a guard): the code is read, and the lines stay those
+    /// of the file.
     #[test]
     fn a_kotlin_file_ending_in_an_annotation_parses() {
         let class = "class Cart {\n    fun add(x: Int) = x\n}\n";
-        for tail in ["@", "@Suppress", "val e\n@", "  @get:JvmName(\"a\""] {
+        for tail in ANNOTATION_TAILS {
             let text = format!("{class}{tail}");
             let language = language_for_path("Cart.kt").unwrap();
             let file = SourceFile::new("Cart.kt".to_owned(), language, text.clone(), false);
@@ -680,6 +696,20 @@ def f():
         let parsed = parse_or_hang(file);
         assert!(parsed.symbols.is_empty() && parsed.syntax_errors);
         assert_eq!(parsed.chunks.len(), 1);
+        // tree-sitter-kotlin-sg itself ends on those texts without their final newline.
+        for tail in ANNOTATION_TAILS {
+            let text = format!("{class}{tail}");
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut parser = tree_sitter::Parser::new();
+                parser
+                    .set_language(&(crate::repo::KOTLIN.grammar)())
+                    .expect("grammar");
+                let _ = tx.send(parser.parse(&text, None).is_some());
+            });
+            let parsed = rx.recv_timeout(Duration::from_secs(60));
+            assert_eq!(parsed, Ok(true), "{tail:?}");
+        }
         // Python and Java texts are kept as read.
         for path in ["a.py", "A.java"] {
             let language = language_for_path(path).unwrap();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tree_sitter::Node;
 
 use super::symbols::MAX_NESTING;
-use super::syntax::{definition_body, definition_name, qualified_name};
+use super::syntax::{body_start, children, definition_body, definition_name, qualified_name};
 use super::{Chunk, ChunkKind, ChunkOptions, LineIndex};
 use crate::repo::{DocStyle, Language, SourceFile};
 
@@ -51,7 +51,8 @@ pub(super) fn chunk_tree(
         depth: 0,
         too_deep: Vec::new(),
     };
-    splitter.split(&named_children(root), None, None, ChunkKind::Module);
+    let top = children(file.language, root);
+    splitter.split(&top, None, None, ChunkKind::Module);
     if file.language.braces {
         join_closing_text(&mut splitter.chunks, &file.text, &splitter.lines);
     }
@@ -128,11 +129,6 @@ fn push_windows(
         }
         begin = stop;
     }
-}
-
-fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).collect()
 }
 
 impl Splitter<'_> {
@@ -326,7 +322,9 @@ impl Splitter<'_> {
     fn is_splittable(&self, node: Node<'_>) -> bool {
         self.is_block(node)
             || node.kind().ends_with("_clause")
-            || named_children(node).iter().any(|c| self.is_block(*c))
+            || children(self.language, node)
+                .iter()
+                .any(|c| self.is_block(*c))
     }
 
     /// Splits a compound statement: its text up to its first block child is a header for the
@@ -339,8 +337,8 @@ impl Splitter<'_> {
         kind: ChunkKind,
     ) {
         let own = [node];
-        let children = named_children(node);
-        let first_part = children
+        let node_children = children(self.language, node);
+        let first_part = node_children
             .iter()
             .position(|c| self.is_block(*c) || c.kind().ends_with("_clause"));
         let (header_end, rest) = if self.is_block(node) {
@@ -348,15 +346,15 @@ impl Splitter<'_> {
             (start, &own[..])
         } else {
             let header_end = match first_part {
-                Some(i) if i > 0 => children[i - 1].end_byte(),
+                Some(i) if i > 0 => node_children[i - 1].end_byte(),
                 // The block is the first child (`else:`, `try:`, `finally:`): the keyword
                 // before it is the header.
-                Some(0) => children[0].start_byte().max(start),
+                Some(0) => node_children[0].start_byte().max(start),
                 _ => start.max(node.start_byte()),
             };
             (
                 header_end,
-                &children[first_part.unwrap_or(children.len())..],
+                &node_children[first_part.unwrap_or(node_children.len())..],
             )
         };
         let header = Group {
@@ -367,7 +365,7 @@ impl Splitter<'_> {
         let mut units = Vec::new();
         for part in rest {
             if self.is_block(*part) {
-                units.extend(named_children(*part));
+                units.extend(children(self.language, *part));
             } else {
                 units.push(*part);
             }
@@ -414,9 +412,10 @@ impl Splitter<'_> {
         };
         let header = Group {
             start,
-            end: body.start_byte(),
+            end: body_start(def, Some(body)).unwrap_or(body).start_byte(),
             has_content: false,
         };
-        self.split(&named_children(body), Some(header), Some(&qualified), kind);
+        let units = children(self.language, body);
+        self.split(&units, Some(header), Some(&qualified), kind);
     }
 }

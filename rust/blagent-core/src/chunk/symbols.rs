@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
 use super::syntax::{
-    capped, collapse_whitespace, definition_body, definition_name, documentation, qualified_name,
-    MAX_NAME_BYTES,
+    body_start, capped, collapse_whitespace, definition_body, definition_name, documentation,
+    qualified_name, MAX_NAME_BYTES,
 };
 use crate::repo::{DocStyle, Language, LANGUAGES};
 
@@ -247,14 +247,15 @@ fn symbol(
         (false, Some((_, true))) => SymbolKind::Method,
         (false, _) => SymbolKind::Function,
     };
-    let header_end = body.map_or(def.end_byte(), |b| b.start_byte());
+    let opening = body_start(def, body);
+    let header_end = opening.map_or(def.end_byte(), |b| b.start_byte());
     Symbol {
         name,
         qualified: qualify(scope, local),
         kind,
         start_line: outer.start_position().row + 1,
         end_line: def.end_position().row + 1,
-        body_line: body.map(|b| b.start_position().row + 1),
+        body_line: opening.map(|b| b.start_position().row + 1),
         depth: scope.len(),
         in_function: scope.iter().any(|(_, class)| !class),
         direct: false,

@@ -6,14 +6,22 @@ use tree_sitter::Node;
 use crate::repo::{DocStyle, Language};
 
 /// The name of a definition, with a Kotlin extension function's receiver in front
-/// (`fun List<T>.second()` is `List.second`); a definition kind without a `name` field gets
-/// the table's default name (`constructor`, `Companion`). `None` for an anonymous construct.
+/// (`fun List<T>.second()` is `List.second`): its `name` field, else its first direct child of
+/// a [`Language::name_kinds`] kind; a definition with neither gets the table's default name
+/// (`constructor`, `Companion`). `None` for an anonymous construct.
 pub(super) fn definition_name(
     lang: &Language,
     node: Node<'_>,
     source: &str,
 ) -> Option<(String, Option<String>)> {
-    let Some(name) = node.child_by_field_name("name") else {
+    let named = node.child_by_field_name("name").or_else(|| {
+        let mut cursor = node.walk();
+        let found = node
+            .named_children(&mut cursor)
+            .find(|c| lang.name_kinds.contains(&c.kind()));
+        found
+    });
+    let Some(name) = named else {
         let kind = node.kind();
         return lang
             .default_names
@@ -125,22 +133,48 @@ fn skip_parenthesized(text: &str) -> &str {
     ""
 }
 
-/// A definition's body: its `body` field, else its first child of a block kind. A body whose
-/// only child is a `block` (Kotlin's `function_body`) yields that block.
+/// A definition's body: its `body` field, else its first child of a block kind (Kotlin's
+/// `function_body`, `class_body`, a secondary constructor's `statements`).
 pub(super) fn definition_body<'t>(lang: &Language, node: Node<'t>) -> Option<Node<'t>> {
-    let body = node.child_by_field_name("body").or_else(|| {
+    node.child_by_field_name("body").or_else(|| {
         let mut cursor = node.walk();
         let found = node
             .named_children(&mut cursor)
             .find(|c| lang.block_kinds.contains(&c.kind()));
         found
-    })?;
-    if body.kind() != "block" && body.named_child_count() == 1 {
-        if let Some(inner) = body.named_child(0).filter(|c| c.kind() == "block") {
-            return Some(inner);
+    })
+}
+
+/// Where the body of `def` starts, if it has one: its `body`, or the `{` before it where the
+/// braces are the definition's own rather than the body's (a Kotlin secondary constructor's
+/// `{ statements }`, and its `{}` that holds no body node). The header ends there.
+pub(super) fn body_start<'t>(def: Node<'t>, body: Option<Node<'t>>) -> Option<Node<'t>> {
+    let is_brace = |n: &Node<'_>| !n.is_named() && n.kind() == "{";
+    if let Some(body) = body {
+        return Some(body.prev_sibling().filter(is_brace).unwrap_or(body));
+    }
+    let mut cursor = def.walk();
+    let brace = def.children(&mut cursor).find(is_brace);
+    brace
+}
+
+/// `node`'s named children, each of a grouping kind ([`Language::grouping_kinds`]) replaced by
+/// its own named children, except a block's inside a node that is not one (the `statements` of
+/// a Kotlin `try` stay its block).
+pub(super) fn children<'t>(lang: &Language, node: Node<'t>) -> Vec<Node<'t>> {
+    let is_block = |n: &Node<'_>| lang.block_kinds.contains(&n.kind());
+    let mut out = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        let grouping = lang.grouping_kinds.contains(&child.kind());
+        if grouping && (!is_block(&child) || is_block(&node)) {
+            let mut inner = child.walk();
+            out.extend(child.named_children(&mut inner));
+        } else {
+            out.push(child);
         }
     }
-    Some(body)
+    out
 }
 
 /// The first non-blank line of a definition's documentation: the docstring opening `body`, or
@@ -214,13 +248,13 @@ pub(super) fn package(lang: &Language, root: Node<'_>, source: &str) -> Option<S
 }
 
 /// The file's import declarations as written (whitespace collapsed), for languages that
-/// declare a package.
+/// declare a package: the root's children, or those of a group of them (Kotlin's `import_list`).
 pub(super) fn imports(lang: &Language, root: Node<'_>, source: &str) -> Vec<String> {
     if lang.package_kind.is_none() {
         return Vec::new();
     }
-    let mut cursor = root.walk();
-    root.named_children(&mut cursor)
+    children(lang, root)
+        .into_iter()
         .filter(|c| lang.import_kinds.contains(&c.kind()))
         .map(|c| collapse_whitespace(&source[c.byte_range()]))
         .collect()

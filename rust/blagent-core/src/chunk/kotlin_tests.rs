@@ -1,0 +1,560 @@
+//! Kotlin as tree-sitter-kotlin-sg parses it: the shapes tree-sitter-kotlin-ng, the grammar
+//! before it, failed on (multi-line delegation lists, one-line class bodies), and how
+//! definitions without a `name` field, bodies without a `block` node, comments, imports and the
+//! package are read from its trees.
+
+use std::fmt::Write as _;
+
+use super::*;
+use crate::repo::language_for_path;
+
+fn parse(text: &str) -> ParsedFile {
+    let language = language_for_path("Spec.kt").expect("Kotlin");
+    let file = SourceFile::new("Spec.kt".to_owned(), language, text.to_owned(), false);
+    parse_file(&file, &ChunkOptions::default())
+}
+
+/// Each symbol's kind and qualified name, in file order.
+fn symbols(parsed: &ParsedFile) -> Vec<(SymbolKind, &str)> {
+    parsed
+        .symbols
+        .iter()
+        .map(|s| (s.kind, s.qualified.as_str()))
+        .collect()
+}
+
+fn symbol<'p>(parsed: &'p ParsedFile, qualified: &str) -> &'p Symbol {
+    parsed
+        .symbols
+        .iter()
+        .find(|s| s.qualified == qualified)
+        .unwrap_or_else(|| panic!("no {qualified} in {:?}", symbols(parsed)))
+}
+
+/// Every non-blank line of `text` is in a chunk (a line such as `} catch (e: E) {` may be in
+/// two: the `}` ends one, the `catch` starts the next), and no two chunks share a byte.
+fn assert_covered(parsed: &ParsedFile, text: &str) {
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let held = parsed
+            .chunks
+            .iter()
+            .any(|c| c.start_line <= n && n <= c.end_line);
+        assert!(held || line.trim().is_empty(), "line {n} `{line}`");
+    }
+    for pair in parsed.chunks.windows(2) {
+        assert!(pair[0].end_byte <= pair[1].start_byte, "{pair:?}");
+    }
+}
+
+/// kotlinpoet's `PropertySpec.kt`, shortened: constructors on their own lines, delegation
+/// lists over several lines (`) :` / `Taggable by tagMap,` / `Annotatable,` / `Documentable {`).
+/// tree-sitter-kotlin-ng read lines 7 to 43 as one syntax error, whose recovery took the class
+/// away and left its methods top-level functions (`emit` for `PropertySpec.emit`).
+const PROPERTY_SPEC: &str = r#"package com.squareup.kotlinpoet
+
+import com.squareup.kotlinpoet.KModifier.Target.PROPERTY
+import java.lang.reflect.Type
+
+/** A generated property declaration. */
+@OptIn(ExperimentalKotlinPoetApi::class)
+public class PropertySpec
+private constructor(
+  builder: Builder,
+  private val tagMap: TagMap = builder.buildTagMap(),
+) :
+  Taggable by tagMap,
+  Annotatable,
+  Documentable {
+  public val name: String = builder.name
+
+  internal fun emit(
+    codeWriter: CodeWriter,
+    implicitModifiers: Set<KModifier>,
+  ) {
+    codeWriter.emit("val")
+  }
+
+  override fun equals(other: Any?): Boolean {
+    if (this === other) return true
+    return toString() == other.toString()
+  }
+
+  public class Builder
+  internal constructor(internal val name: String, internal val type: TypeName) :
+    Taggable.Builder<Builder>,
+    Annotatable.Builder<Builder> {
+    public fun build(): PropertySpec = PropertySpec(this)
+  }
+
+  public companion object {
+    @JvmStatic public fun builder(name: String): Builder = Builder(name)
+  }
+}
+
+public fun PropertySpec.after(): Int = 1
+"#;
+
+#[test]
+fn a_delegation_list_over_several_lines_keeps_its_class() {
+    let parsed = parse(PROPERTY_SPEC);
+    assert!(!parsed.syntax_errors);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Class, "PropertySpec"),
+            (SymbolKind::Method, "PropertySpec.emit"),
+            (SymbolKind::Method, "PropertySpec.equals"),
+            (SymbolKind::Class, "PropertySpec.Builder"),
+            (SymbolKind::Method, "PropertySpec.Builder.build"),
+            (SymbolKind::Class, "PropertySpec.Companion"),
+            (SymbolKind::Method, "PropertySpec.Companion.builder"),
+            (SymbolKind::Function, "PropertySpec.after"),
+        ]
+    );
+    let class = symbol(&parsed, "PropertySpec");
+    assert_eq!(
+        (class.start_line, class.end_line, class.body_line),
+        (7, 40, Some(15))
+    );
+    assert_eq!(
+        class.doc.as_deref(),
+        Some("A generated property declaration.")
+    );
+    assert!(
+        class.signature.ends_with("Annotatable, Documentable"),
+        "{}",
+        class.signature
+    );
+    let emit = symbol(&parsed, "PropertySpec.emit");
+    assert_eq!((emit.start_line, emit.end_line), (18, 23));
+    assert_eq!(
+        emit.signature,
+        "internal fun emit( codeWriter: CodeWriter, implicitModifiers: Set<KModifier>, )"
+    );
+    let chunks: Vec<(ChunkKind, usize, usize, Option<&str>)> = parsed
+        .chunks
+        .iter()
+        .map(|c| (c.kind, c.start_line, c.end_line, c.symbol.as_deref()))
+        .collect();
+    assert_eq!(
+        chunks,
+        [
+            (ChunkKind::Module, 1, 4, None),
+            (ChunkKind::Class, 6, 40, Some("PropertySpec")),
+            (ChunkKind::Function, 42, 42, Some("PropertySpec.after")),
+        ]
+    );
+    assert_covered(&parsed, PROPERTY_SPEC);
+    // Under a smaller budget the class's members are chunks of their own, named in it.
+    let language = language_for_path("Spec.kt").expect("Kotlin");
+    let file = SourceFile::new(
+        "Spec.kt".to_owned(),
+        language,
+        PROPERTY_SPEC.to_owned(),
+        false,
+    );
+    let small = ChunkOptions {
+        max_bytes: 300,
+        ..ChunkOptions::default()
+    };
+    let parsed = parse_file(&file, &small);
+    let named: Vec<(ChunkKind, Option<&str>)> = parsed
+        .chunks
+        .iter()
+        .map(|c| (c.kind, c.symbol.as_deref()))
+        .collect();
+    for member in [
+        (ChunkKind::ClassBody, Some("PropertySpec")),
+        (ChunkKind::Function, Some("PropertySpec.emit")),
+        (ChunkKind::Function, Some("PropertySpec.equals")),
+        (ChunkKind::Class, Some("PropertySpec.Builder")),
+        (ChunkKind::Class, Some("PropertySpec.Companion")),
+    ] {
+        assert!(named.contains(&member), "{member:?} in {named:?}");
+    }
+    assert_covered(&parsed, PROPERTY_SPEC);
+}
+
+/// `class C { fun f() {} }` on one line, which tree-sitter-kotlin-ng could not parse, and the
+/// declarations after it.
+#[test]
+fn a_one_line_class_body_and_what_follows_it() {
+    let text = "class C { fun f() {} }\n\nclass D {\n    fun g() = 1\n}\n\nfun h() {}\n";
+    let parsed = parse(text);
+    // tree-sitter-kotlin-sg reads `fun f() {}` before the `}` on its line with a zero-width
+    // statement separator it marks missing: nothing is left out, but the file is flagged.
+    assert!(parsed.syntax_errors);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Class, "C"),
+            (SymbolKind::Method, "C.f"),
+            (SymbolKind::Class, "D"),
+            (SymbolKind::Method, "D.g"),
+            (SymbolKind::Function, "h"),
+        ]
+    );
+    let chunks: Vec<(ChunkKind, usize, usize, Option<&str>)> = parsed
+        .chunks
+        .iter()
+        .map(|c| (c.kind, c.start_line, c.end_line, c.symbol.as_deref()))
+        .collect();
+    assert_eq!(
+        chunks,
+        [
+            (ChunkKind::Class, 1, 1, Some("C")),
+            (ChunkKind::Class, 3, 5, Some("D")),
+            (ChunkKind::Function, 7, 7, Some("h")),
+        ]
+    );
+    assert_eq!(symbol(&parsed, "C.f").signature, "fun f()");
+}
+
+/// An extension function is named by its receiver's simple type, read from the header before
+/// the name (`receiver_type` in the tree), in a class too.
+#[test]
+fn extension_functions_are_named_by_their_receiver() {
+    let text = "\
+inline fun <T> List<T>.second(): T = this[1]
+fun String?.orBlank(): String = this ?: \"\"
+suspend fun <K, V> Map<K, List<V>>.firstKey(): K = keys.first()
+fun kotlin.collections.Set<Int>.total() = sum()
+fun ((Int) -> Unit).twice() { this(1); this(2) }
+fun <T : Comparable<T>> T.atLeast(min: T): T = maxOf(this, min)
+class Ops {
+    fun Int.double() = this * 2
+}
+";
+    let parsed = parse(text);
+    assert!(!parsed.syntax_errors);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Function, "List.second"),
+            (SymbolKind::Function, "String.orBlank"),
+            (SymbolKind::Function, "Map.firstKey"),
+            (SymbolKind::Function, "Set.total"),
+            (SymbolKind::Function, "twice"),
+            (SymbolKind::Function, "T.atLeast"),
+            (SymbolKind::Class, "Ops"),
+            (SymbolKind::Method, "Ops.Int.double"),
+        ]
+    );
+    let second = symbol(&parsed, "List.second");
+    assert_eq!(second.name, "second");
+    assert_eq!(second.signature, "inline fun <T> List<T>.second(): T");
+    let chunk = &parsed.chunks[0];
+    assert_eq!(
+        (chunk.kind, chunk.symbol.as_deref()),
+        (ChunkKind::Function, Some("List.second"))
+    );
+}
+
+/// A companion object is named `Companion` unless it has a name of its own.
+#[test]
+fn companion_objects_named_and_unnamed() {
+    let text = "\
+class Cart {
+    companion object {
+        fun empty(): Cart = Cart()
+    }
+}
+class Money {
+    companion object Factory : Parser<Money> {
+        fun of(cents: Long) = Money()
+    }
+}
+object Registry {
+    fun register() {}
+}
+";
+    let parsed = parse(text);
+    assert!(!parsed.syntax_errors);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Class, "Cart"),
+            (SymbolKind::Class, "Cart.Companion"),
+            (SymbolKind::Method, "Cart.Companion.empty"),
+            (SymbolKind::Class, "Money"),
+            (SymbolKind::Class, "Money.Factory"),
+            (SymbolKind::Method, "Money.Factory.of"),
+            (SymbolKind::Class, "Registry"),
+            (SymbolKind::Method, "Registry.register"),
+        ]
+    );
+    assert_eq!(symbol(&parsed, "Cart.Companion").name, "Companion");
+    assert_eq!(
+        symbol(&parsed, "Money.Factory").signature,
+        "companion object Factory : Parser<Money>"
+    );
+}
+
+/// Secondary constructors are `constructor`; their header ends at the `{` of their body,
+/// an empty one included, where tree-sitter-kotlin-sg puts the braces outside the body.
+#[test]
+fn secondary_constructors() {
+    let text = "\
+class Point(val x: Int, val y: Int) {
+    constructor() : this(0, 0) {
+        log(\"origin\")
+    }
+    constructor(x: Long) : this(x.toInt(), 0) {}
+    constructor(s: String) : this(s.length, 0)
+}
+";
+    let parsed = parse(text);
+    assert!(!parsed.syntax_errors);
+    let constructors: Vec<(&str, &str, usize, Option<usize>)> = parsed
+        .symbols
+        .iter()
+        .filter(|s| s.name == "constructor")
+        .map(|s| {
+            assert_eq!(s.kind, SymbolKind::Method);
+            (
+                s.qualified.as_str(),
+                s.signature.as_str(),
+                s.start_line,
+                s.body_line,
+            )
+        })
+        .collect();
+    assert_eq!(
+        constructors,
+        [
+            (
+                "Point.constructor",
+                "constructor() : this(0, 0)",
+                2,
+                Some(2)
+            ),
+            (
+                "Point.constructor",
+                "constructor(x: Long) : this(x.toInt(), 0)",
+                5,
+                Some(5)
+            ),
+            (
+                "Point.constructor",
+                "constructor(s: String) : this(s.length, 0)",
+                6,
+                None
+            ),
+        ]
+    );
+    assert!(parsed
+        .skeleton
+        .contains("    constructor() : this(0, 0)\n    constructor(x: Long)"));
+}
+
+/// KDoc is the `/** … */` comment right before a definition (its annotations included); other
+/// comments and a KDoc cut off by a blank line are not.
+#[test]
+fn kdoc_documents_the_definition_after_it() {
+    let text = "\
+/**
+ *
+ * Adds two numbers.
+ * @param a the first
+ */
+@JvmStatic
+fun add(a: Int, b: Int) = a + b
+
+/* Not KDoc. */
+fun plain() {}
+
+/** Cut off. */
+
+fun apart() {}
+
+// A line comment.
+class Shop {
+    /** The total in cents. */
+    override fun total(): Long = 0
+}
+";
+    let parsed = parse(text);
+    assert!(!parsed.syntax_errors);
+    let docs: Vec<(&str, Option<&str>)> = parsed
+        .symbols
+        .iter()
+        .map(|s| (s.qualified.as_str(), s.doc.as_deref()))
+        .collect();
+    assert_eq!(
+        docs,
+        [
+            ("add", Some("Adds two numbers.")),
+            ("plain", None),
+            ("apart", None),
+            ("Shop", None),
+            ("Shop.total", Some("The total in cents.")),
+        ]
+    );
+    // The KDoc leads its definition's chunk.
+    let add = parsed
+        .chunks
+        .iter()
+        .find(|c| c.symbol.as_deref() == Some("add"));
+    assert_eq!(add.map(|c| (c.start_line, c.end_line)), Some((1, 7)));
+    assert!(parsed
+        .skeleton
+        .contains("/** Adds two numbers. */\n@JvmStatic fun add(a: Int, b: Int)\n"));
+}
+
+/// The package and the imports (in tree-sitter-kotlin-sg's `import_list`); a long run of
+/// imports is cut into chunks within the budget, as statements are.
+#[test]
+fn package_and_imports() {
+    let mut text =
+        "@file:JvmName(\"ShopKt\")\n\npackage com.example.shop\n\nimport kotlin.math.max\n\
+                    import com.example.core.Money as Cash\nimport kotlinx.coroutines.*\n"
+            .to_owned();
+    for i in 0..100 {
+        let _ = writeln!(text, "import com.example.generated.module{i}.Generated{i}");
+    }
+    text.push_str("\nfun main() {}\n");
+    let parsed = parse(&text);
+    assert!(!parsed.syntax_errors);
+    assert_eq!(parsed.package.as_deref(), Some("com.example.shop"));
+    assert_eq!(parsed.imports.len(), 103);
+    assert_eq!(
+        parsed.imports[..3],
+        [
+            "import kotlin.math.max",
+            "import com.example.core.Money as Cash",
+            "import kotlinx.coroutines.*",
+        ]
+    );
+    assert_eq!(
+        parsed.imports[102],
+        "import com.example.generated.module99.Generated99"
+    );
+    assert!(parsed.skeleton.starts_with(
+        "package com.example.shop\nimport kotlin.math.max\nimport com.example.core.Money as Cash\n"
+    ));
+    let module: Vec<&Chunk> = parsed
+        .chunks
+        .iter()
+        .filter(|c| c.kind == ChunkKind::Module)
+        .collect();
+    assert!(module.len() >= 3, "{module:?}");
+    for chunk in module {
+        assert!(chunk.end_byte - chunk.start_byte <= ChunkOptions::default().max_bytes);
+    }
+    assert_covered(&parsed, &text);
+    assert_eq!(symbols(&parsed), [(SymbolKind::Function, "main")]);
+}
+
+/// A long function is cut at statement boundaries, inside its `try`, `catch`, `if` branches,
+/// loops and trailing lambdas too (whose statements tree-sitter-kotlin-sg groups in `statements`
+/// between braces that are not theirs), each piece within the budget and starting at a
+/// statement, a compound statement's header (`try {`, `Column(…) {`) with its first piece.
+#[test]
+fn a_long_function_is_split_at_statement_boundaries() {
+    let run = |tag: &str, indent: &str| {
+        (0..60).fold(String::new(), |mut s, i| {
+            let _ = writeln!(s, "{indent}val {tag}{i} = compute(\"{tag}\", {i})");
+            s
+        })
+    };
+    let text = format!(
+        "fun big(flag: Boolean) {{\n    // Starts here.\n{}    try {{\n{}    }} catch (e: IOException) {{\n{}    }} finally {{\n        close()\n    }}\n    if (flag) {{\n{}    }} else {{\n{}    }}\n    Column(modifier = Modifier) {{\n{}    }}\n    for (i in 0 until 3) {{\n{}    }}\n}}\n\nfun after() = 1\n",
+        run("a", "    "),
+        run("t", "        "),
+        run("c", "        "),
+        run("i", "        "),
+        run("e", "        "),
+        run("l", "        "),
+        run("f", "        "),
+    );
+    let parsed = parse(&text);
+    assert!(!parsed.syntax_errors);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Function, "big"),
+            (SymbolKind::Function, "after")
+        ]
+    );
+    let big = symbol(&parsed, "big");
+    assert_eq!(
+        (big.signature.as_str(), big.body_line),
+        ("fun big(flag: Boolean)", Some(1))
+    );
+    let max = ChunkOptions::default().max_bytes;
+    let pieces: Vec<&Chunk> = parsed
+        .chunks
+        .iter()
+        .filter(|c| c.symbol.as_deref() == Some("big"))
+        .collect();
+    assert!(pieces.len() >= 12, "{} pieces", pieces.len());
+    for piece in &pieces {
+        assert_eq!(piece.kind, ChunkKind::Fragment);
+        let code = piece.code(&text);
+        assert!(code.len() <= max + 200, "a piece of {} bytes", code.len());
+        let first = code.lines().next().unwrap().trim_start();
+        assert!(
+            first.starts_with("val ")
+                || first.starts_with("fun big")
+                || [
+                    "try {",
+                    "catch (",
+                    "finally {",
+                    "if (flag)",
+                    "Column(",
+                    "for ("
+                ]
+                .iter()
+                .any(|h| first.starts_with(h)),
+            "a piece starts mid-construct: {first}"
+        );
+    }
+    // The function's header and its leading comment open the first piece; each compound
+    // statement's header opens the piece holding its first statements.
+    let starts = |needle: &str| pieces.iter().any(|p| p.code(&text).contains(needle));
+    assert!(pieces[0]
+        .code(&text)
+        .starts_with("fun big(flag: Boolean) {\n    // Starts here.\n    val a0"));
+    for opening in [
+        "    try {\n        val t0 ",
+        "catch (e: IOException) {\n        val c0 ",
+        "if (flag) {\n        val i0 ",
+        "Column(modifier = Modifier) {\n        val l0 ",
+        "for (i in 0 until 3) {\n        val f0 ",
+    ] {
+        assert!(starts(opening), "{opening:?}");
+    }
+    assert_covered(&parsed, &text);
+}
+
+/// Top-level properties, type aliases and the like are module statements; getters are part of
+/// their property; `init` blocks stay in their class.
+#[test]
+fn other_top_level_statements_and_class_members() {
+    let text = "\
+val defaultCurrency: String
+    get() = \"EUR\"
+
+typealias Items = List<Item>
+
+class Cart(val items: Items) {
+    init {
+        require(items.isNotEmpty())
+    }
+    val size get() = items.size
+}
+";
+    let parsed = parse(text);
+    assert!(!parsed.syntax_errors);
+    assert_eq!(symbols(&parsed), [(SymbolKind::Class, "Cart")]);
+    let chunks: Vec<(ChunkKind, usize, usize)> = parsed
+        .chunks
+        .iter()
+        .map(|c| (c.kind, c.start_line, c.end_line))
+        .collect();
+    assert_eq!(
+        chunks,
+        [(ChunkKind::Module, 1, 4), (ChunkKind::Class, 6, 11)]
+    );
+}
