@@ -97,6 +97,29 @@ def test_index_is_reusable_across_issues(repo: Path) -> None:
     assert second.paths[0] == "shop/inventory.py"
 
 
+def test_an_index_answers_only_for_a_localizer_of_its_settings_and_repository(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Found by a review: an index built by one localizer was used by another as it was (a
+    dense localizer got no dense signals, a Java-only one ranked Python files), and a request
+    naming another repository was answered in the index without a word."""
+    index = Localizer(history_commits=0).index(repo)
+    with pytest.raises(InputError, match=r"other options .*index\.walk\.languages"):
+        Localizer(history_commits=0, languages=["java"]).localize(index, ISSUE)
+    with pytest.raises(InputError, match=r"index\.history_commits"):
+        Localizer().localize(index, ISSUE)
+    # Settings that do not shape the index may differ: the result's length, the weights.
+    reused = Localizer(history_commits=0, top_k=1, weights={"definition": 0.1})
+    assert reused.localize(index, ISSUE).paths == ["shop/pricing.py"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    request = {"repo_path": str(elsewhere), "issue": ISSUE}
+    with pytest.raises(InputError, match=r"names the repository .* but the index is of"):
+        Localizer(history_commits=0).localize_request(request, index)
+    same = {"repo_path": str(repo), "issue": ISSUE}
+    assert Localizer(history_commits=0).localize_request(same, index).paths[0] == "shop/pricing.py"
+
+
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(
         [

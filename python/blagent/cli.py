@@ -866,7 +866,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
             if not isinstance(text, str):
                 continue
             flag = name if name == "runs" else "--" + name.replace("_", "-")
-            if not text:
+            if not text and name != "ray":  # `--ray` alone is "": a new local cluster
                 raise _core.InputError(f"{flag} is empty")
             if name != "issue":
                 _io.check_encodable(text, f"{flag} '{_io.printable(text)}'")

@@ -40,6 +40,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[pyclass(name = "RepoIndex", module = "blagent._core", frozen)]
 struct PyRepoIndex {
     inner: Arc<SearchIndex>,
+    /// The index settings of the localizer that built it (`Localizer::index_settings`).
+    built_with: serde_json::Value,
 }
 
 #[pymethods]
@@ -135,6 +137,7 @@ impl PyLocalizer {
         let inner = run(py, move || localizer.index(&repo))?;
         Ok(PyRepoIndex {
             inner: Arc::new(inner),
+            built_with: self.inner.index_settings(),
         })
     }
 
@@ -165,6 +168,9 @@ impl PyLocalizer {
         request_json: &str,
     ) -> PyResult<String> {
         let request = LocalizeRequest::from_json(request_json).map_err(to_py)?;
+        self.inner
+            .check_index(&index.built_with, &index.inner, &request)
+            .map_err(to_py)?;
         if request.is_quick() {
             if index.inner.dense.is_some() {
                 // The query is embedded on the core's thread pool, which a fork does not copy.

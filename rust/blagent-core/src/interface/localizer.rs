@@ -66,6 +66,50 @@ impl Localizer {
         &self.options
     }
 
+    /// The options an index is built with: [`IndexOptions`] (walk, chunks, BM25, history) and
+    /// dense retrieval's model, vector index and truncation (not its cache or progress bar). A
+    /// [`SearchIndex`] built by a localizer with other such settings gives results of neither
+    /// ([`Localizer::check_index`]).
+    pub fn index_settings(&self) -> serde_json::Value {
+        let dense = self.options.dense.as_ref().map(|d| {
+            serde_json::json!({"model_dir": d.model_dir, "kind": d.kind, "max_tokens": d.max_tokens})
+        });
+        serde_json::json!({"index": self.options.index, "dense": dense})
+    }
+
+    /// Refuses to answer `request` in `index`, a prebuilt index handed in with the settings it
+    /// was `built_with` ([`Localizer::index_settings`] of the localizer that built it), where
+    /// those settings are not this localizer's (its dense signals, languages or chunks would
+    /// be silently another's) or where the request names another repository than the index's.
+    pub fn check_index(
+        &self,
+        built_with: &serde_json::Value,
+        index: &SearchIndex,
+        request: &LocalizeRequest,
+    ) -> Result<()> {
+        let mine = self.index_settings();
+        if *built_with != mine {
+            let mut differ = Vec::new();
+            differences("", built_with, &mine, &mut differ);
+            return Err(Error::InvalidInput(format!(
+                "the index was built with other options than this localizer's ({}): index the \
+                 repository with this localizer",
+                differ.join(", ")
+            )));
+        }
+        if !request.repo_path.as_os_str().is_empty() {
+            let named = std::fs::canonicalize(&request.repo_path).ok();
+            if named.as_deref() != Some(index.repo.root.as_path()) {
+                return Err(Error::InvalidInput(format!(
+                    "the request names the repository {} but the index is of {}",
+                    request.repo_path.display(),
+                    index.repo.root.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The model and options of the LLM pipelines, when given.
     pub fn llm(&self) -> Option<&LlmRun> {
         self.llm.as_ref()
@@ -122,4 +166,30 @@ impl Localizer {
     ) -> Result<Scored> {
         score(index, issue, &self.options.weights, rewrites)
     }
+}
+
+/// The dotted names of the fields where `a` and `b` differ (at most 8), for a message.
+fn differences(at: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                let name = if at.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{at}.{key}")
+                };
+                let (x, y) = (a.get(key), b.get(key));
+                match (x, y) {
+                    (Some(x), Some(y)) if x == y => {}
+                    (Some(x), Some(y)) => differences(&name, x, y, out),
+                    _ => out.push(name),
+                }
+            }
+        }
+        _ if a != b && out.len() < 8 => out.push(at.to_owned()),
+        _ => {}
+    }
+    out.truncate(8);
 }
