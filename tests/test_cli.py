@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -21,9 +22,11 @@ def run(
     stdin: str | None = None,
     stdout: IO[str] | None = None,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`blagent ARGS`, its output captured (standard output to `stdout` when given), with
-    `env` added to the environment."""
+    `env` added to the environment, in `cwd`, after `preexec_fn` in the child."""
     return subprocess.run(
         [sys.executable, "-m", "blagent", *args],
         input=stdin,
@@ -32,6 +35,8 @@ def run(
         text=True,
         timeout=120,
         env={**os.environ, **env} if env else None,
+        cwd=cwd,
+        preexec_fn=preexec_fn,
     )
 
 

@@ -808,13 +808,7 @@ def test_a_write_that_fails_part_way_leaves_only_whole_lines(repo: Path, tmp_pat
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
-    failed = subprocess.run(
-        [sys.executable, "-m", "blagent", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=cap,
-    )
+    failed = run(*args, preexec_fn=cap)
     assert_clean_failure(failed, 3, "File too large")
     written = out.read_bytes()
     assert 0 < len(written) < limit and written.endswith(b"\n"), len(written)
@@ -850,13 +844,7 @@ def test_empty_arguments_are_refused_by_name(repo: Path, tmp_path: Path) -> None
     here = tmp_path / "here"
     here.mkdir()
     analyze = ["analyze-failures", "--dataset", str(data), "--locs", str(data)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "blagent", *analyze, "--predictions", str(data), "--out-dir", ""],
-        cwd=here,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run(*analyze, "--predictions", str(data), "--out-dir", "", cwd=here)
     assert_clean_failure(proc)
     assert "--out-dir is empty" in proc.stderr and list(here.iterdir()) == [], proc.stderr
 

@@ -14,6 +14,13 @@ fn parse(text: &str) -> ParsedFile {
     parse_file(&file, &ChunkOptions::default())
 }
 
+/// [`parse`] of a text the grammar reads without an error.
+fn parse_clean(text: &str) -> ParsedFile {
+    let parsed = parse(text);
+    assert!(!parsed.syntax_errors, "{text}");
+    parsed
+}
+
 /// Each symbol's kind and qualified name, in file order.
 fn symbols(parsed: &ParsedFile) -> Vec<(SymbolKind, &str)> {
     parsed
@@ -97,8 +104,7 @@ public fun PropertySpec.after(): Int = 1
 
 #[test]
 fn a_delegation_list_over_several_lines_keeps_its_class() {
-    let parsed = parse(PROPERTY_SPEC);
-    assert!(!parsed.syntax_errors);
+    let parsed = parse_clean(PROPERTY_SPEC);
     assert_eq!(
         symbols(&parsed),
         [
@@ -226,8 +232,7 @@ class Ops {
     fun Int.double() = this * 2
 }
 ";
-    let parsed = parse(text);
-    assert!(!parsed.syntax_errors);
+    let parsed = parse_clean(text);
     assert_eq!(
         symbols(&parsed),
         [
@@ -269,8 +274,7 @@ object Registry {
     fun register() {}
 }
 ";
-    let parsed = parse(text);
-    assert!(!parsed.syntax_errors);
+    let parsed = parse_clean(text);
     assert_eq!(
         symbols(&parsed),
         [
@@ -304,8 +308,7 @@ class Point(val x: Int, val y: Int) {
     constructor(s: String) : this(s.length, 0)
 }
 ";
-    let parsed = parse(text);
-    assert!(!parsed.syntax_errors);
+    let parsed = parse_clean(text);
     let constructors: Vec<(&str, &str, usize, Option<usize>)> = parsed
         .symbols
         .iter()
@@ -374,8 +377,7 @@ class Shop {
     override fun total(): Long = 0
 }
 ";
-    let parsed = parse(text);
-    assert!(!parsed.syntax_errors);
+    let parsed = parse_clean(text);
     let docs: Vec<(&str, Option<&str>)> = parsed
         .symbols
         .iter()
@@ -414,8 +416,7 @@ fn package_and_imports() {
         let _ = writeln!(text, "import com.example.generated.module{i}.Generated{i}");
     }
     text.push_str("\nfun main() {}\n");
-    let parsed = parse(&text);
-    assert!(!parsed.syntax_errors);
+    let parsed = parse_clean(&text);
     assert_eq!(parsed.package.as_deref(), Some("com.example.shop"));
     assert_eq!(parsed.imports.len(), 103);
     assert_eq!(
@@ -468,8 +469,7 @@ fn a_long_function_is_split_at_statement_boundaries() {
         run("l", "        "),
         run("f", "        "),
     );
-    let parsed = parse(&text);
-    assert!(!parsed.syntax_errors);
+    let parsed = parse_clean(&text);
     assert_eq!(
         symbols(&parsed),
         [
@@ -545,8 +545,7 @@ class Cart(val items: Items) {
     val size get() = items.size
 }
 ";
-    let parsed = parse(text);
-    assert!(!parsed.syntax_errors);
+    let parsed = parse_clean(text);
     assert_eq!(symbols(&parsed), [(SymbolKind::Class, "Cart")]);
     let chunks: Vec<(ChunkKind, usize, usize)> = parsed
         .chunks
