@@ -187,16 +187,20 @@ fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
     out
 }
 
-/// A pattern matching `secret` with each character as written, percent-encoded (either hex
-/// case; a space also as `+`) or JSON-escaped (`\uXXXX`, and `\"`, `\\`, `\/`, `\n`, …);
-/// as written only past [`MAX_VARIANT_CHARS`].
+/// A pattern matching `secret` with each character as written (in either case),
+/// percent-encoded (either hex case; a space also as `+`) or JSON-escaped (`\uXXXX`, and `\"`,
+/// `\\`, `\/`, `\n`, …); as written only past [`MAX_VARIANT_CHARS`].
 fn text_pattern(secret: &str) -> String {
     if secret.chars().count() > MAX_VARIANT_CHARS {
         return regex::escape(secret);
     }
     let mut pattern = String::new();
     for c in secret.chars() {
-        let mut forms = vec![regex::escape(c.encode_utf8(&mut [0; 4]))];
+        // In either case as written: a server may echo a key upper-cased (`SK-…`).
+        let mut forms = vec![format!(
+            "(?i:{})",
+            regex::escape(c.encode_utf8(&mut [0; 4]))
+        )];
         if c == ' ' {
             forms.push(r"\+".to_owned());
         }
@@ -367,6 +371,19 @@ mod tests {
         );
         assert_eq!(base64(&[0xfb, 0xff], BASE64_STANDARD), "+/8=");
         assert_eq!(base64(&[0xfb, 0xff], BASE64_URL_SAFE), "-_8=");
+    }
+
+    /// Found by a review: an endpoint that echoed the key upper-cased got it into the error.
+    #[test]
+    fn a_secret_echoed_in_another_case_is_redacted() {
+        let r = redactor(&["sk-SecretAbc123"]);
+        for echoed in ["SK-SECRETABC123", "sk-secretabc123", "sK-sEcReTaBc123"] {
+            assert_eq!(
+                r.redact(&format!("bad key {echoed}!")),
+                "bad key <redacted>!"
+            );
+        }
+        assert_eq!(r.redact("sk-SecretAbc124"), "sk-SecretAbc124");
     }
 
     #[test]
