@@ -26,13 +26,13 @@
 //! Agentless shows whatever its context window ([`locations_of`]).
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::result::LocalizationResult;
-use crate::chunk::{parse_file, ChunkOptions, Symbol, SymbolKind};
-use crate::repo::{language_for_path, SourceFile, DEFAULT_MAX_FILE_BYTES};
+use crate::chunk::{Symbol, SymbolKind};
+use crate::index::RepoIndex;
+use crate::repo::language_for_path;
 use crate::retrieve::Entity;
 
 /// Files whose functions a related-level line names (Agentless's `--top_n` default).
@@ -134,32 +134,28 @@ fn location(entity: &Entity) -> String {
 
 /// The symbols of a related-level line's Python files, by path: what tells whether Agentless
 /// finds an entity by its name ([`locations_of`]). A file not here is named by names.
-pub type FileSymbols = HashMap<String, Vec<Symbol>>;
+pub type FileSymbols<'a> = HashMap<&'a str, &'a [Symbol]>;
 
-/// The symbols of the Python files among the first [`RELATED_MORE_FILES`] of `result` under
-/// `tree`, read as the index reads a file (inside the tree, a regular file, at most
-/// [`DEFAULT_MAX_FILE_BYTES`]); a file that cannot be read or parsed whole is left out.
-pub fn python_symbols(tree: &Path, result: &LocalizationResult) -> FileSymbols {
-    let mut out = FileSymbols::new();
-    for path in result.paths().into_iter().take(RELATED_MORE_FILES) {
-        let Some(language) = language_for_path(&path).filter(|l| l.name == "python") else {
-            continue;
-        };
-        let Some(bytes) = crate::repo::read::read_inside(tree, &path, DEFAULT_MAX_FILE_BYTES)
-        else {
-            continue;
-        };
-        let (text, lossy) = match String::from_utf8(bytes) {
-            Ok(text) => (text, false),
-            Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
-        };
-        let file = SourceFile::new(path.clone(), language, text, lossy);
-        let parsed = parse_file(&file, &ChunkOptions::default());
-        if !parsed.parse_too_slow {
-            out.insert(path, parsed.symbols);
-        }
-    }
-    out
+/// The symbols of the Python files among the first [`RELATED_MORE_FILES`] of `result`, as
+/// `index` (the repository's index the result was ranked in) parsed them; a file whose parse
+/// ran past its time budget is left out.
+pub fn python_symbols<'a>(index: &'a RepoIndex, result: &LocalizationResult) -> FileSymbols<'a> {
+    let ranked: Vec<String> = result
+        .paths()
+        .into_iter()
+        .take(RELATED_MORE_FILES)
+        .collect();
+    index
+        .files
+        .iter()
+        .filter(|file| {
+            let parsed = &file.parsed;
+            !parsed.parse_too_slow
+                && language_for_path(&parsed.path).is_some_and(|l| l.name == "python")
+                && ranked.contains(&parsed.path)
+        })
+        .map(|file| (file.parsed.path.as_str(), file.parsed.symbols.as_slice()))
+        .collect()
 }
 
 /// Whether Agentless finds `entity`'s own definition by [`location`]'s name, judged from its
@@ -196,7 +192,7 @@ fn found_by_name(entity: &Entity, symbols: &[Symbol]) -> bool {
 /// What a related-level line writes for `entity`: [`location`]'s name, or, in a file of
 /// `symbols` where Agentless would not find it by that name ([`found_by_name`]), a `line: N`
 /// for each of its lines.
-fn locations_of(entity: &Entity, symbols: Option<&Vec<Symbol>>) -> String {
+fn locations_of(entity: &Entity, symbols: Option<&&[Symbol]>) -> String {
     match symbols {
         Some(symbols) if !found_by_name(entity, symbols) => {
             let (start, end) = entity.lines;
@@ -245,7 +241,7 @@ impl AgentlessLine {
                 let functions = mine.iter().any(|e| e.kind != "class");
                 let mut lines: Vec<String> = Vec::new();
                 for entity in mine.iter().filter(|e| !functions || e.kind != "class") {
-                    let line = locations_of(entity, symbols.get(&path));
+                    let line = locations_of(entity, symbols.get(path.as_str()));
                     if !lines.contains(&line) && lines.len() < RELATED_PER_FILE {
                         lines.push(line);
                     }
@@ -266,9 +262,11 @@ impl AgentlessLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chunk::{parse_file, ChunkOptions};
     use crate::interface::{
         Granularity, IndexStats, LocalizerInfo, Pipeline, StageTimings, TokenUsage, SCHEMA_VERSION,
     };
+    use crate::repo::SourceFile;
 
     fn empty_result() -> LocalizationResult {
         LocalizationResult {
@@ -410,7 +408,7 @@ class Model:
             (of("Model.Meta.render", 43), lines(43, 44)),
         ];
         let mut files = FileSymbols::new();
-        files.insert("v.py".to_owned(), symbols.clone());
+        files.insert("v.py", symbols.as_slice());
         for (entity, want) in cases {
             assert_eq!(
                 locations_of(&entity, files.get("v.py")),

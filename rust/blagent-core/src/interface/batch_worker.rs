@@ -59,25 +59,24 @@ impl BatchWorker {
                 format!("no tree at {}", tree.display()),
             )),
             Ok(tree) => {
-                let mut request = LocalizeRequest::new(
-                    id.clone(),
-                    tree.clone(),
-                    instance.problem_statement.clone(),
-                );
+                let mut request =
+                    LocalizeRequest::new(id.clone(), tree, instance.problem_statement.clone());
                 request.top_k = self.ask.top_k();
                 request.granularity = self.ask.granularity();
                 request.pipeline = self.pipeline;
-                match self.localizer.localize(&request) {
-                    Ok(result) => Ok((result, tree)),
+                // The index stays for the related-level line, which reads its files' symbols.
+                match self.localizer.localize_indexed(&request) {
                     Err(Error::Cancelled) => return Err(Error::Cancelled),
-                    Err(err) => Err(failure(id, err.kind().name(), err.to_string())),
+                    localized => {
+                        localized.map_err(|err| failure(id, err.kind().name(), err.to_string()))
+                    }
                 }
             }
         };
         crate::cancel::check()?;
         let seconds = begun.elapsed().as_secs_f64();
         Ok(match localized {
-            Ok((result, tree)) => {
+            Ok((result, index)) => {
                 let files = result.files.len();
                 let llm_fallbacks = result
                     .llm
@@ -85,7 +84,7 @@ impl BatchWorker {
                     .map(|llm| llm.stats.fallbacks.clone())
                     .unwrap_or_default();
                 let mut line = if self.related_locs {
-                    let symbols = super::agentless::python_symbols(&tree, &result);
+                    let symbols = super::agentless::python_symbols(&index.repo, &result);
                     AgentlessLine::with_related_locs(result, &symbols)
                 } else {
                     AgentlessLine::from_result(result)

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::request::LocalizeRequest;
 use super::result::LocalizationResult;
@@ -90,7 +91,8 @@ impl Localizer {
         let mine = self.index_settings();
         if *built_with != mine {
             let mut differ = Vec::new();
-            differences("", built_with, &mine, &mut differ);
+            settings_differences("", (built_with, &mine), "this localizer", &mut differ);
+            differ.truncate(8);
             return Err(Error::InvalidInput(format!(
                 "the index was built with other options than this localizer's ({}): index the \
                  repository with this localizer",
@@ -135,13 +137,22 @@ impl Localizer {
 
     /// Answers `request`: indexes its repository, then [`Localizer::localize_in`].
     pub fn localize(&self, request: &LocalizeRequest) -> Result<LocalizationResult> {
+        self.localize_indexed(request).map(|(result, _)| result)
+    }
+
+    /// [`Localizer::localize`], with the index it built, for a caller that reads more of the
+    /// repository's parsed files (`batch --related-locs` reads their symbols).
+    pub fn localize_indexed(
+        &self,
+        request: &LocalizeRequest,
+    ) -> Result<(LocalizationResult, SearchIndex)> {
         let start = Instant::now();
         request.validate()?;
         let index = self.index(&request.repo_path)?;
         let mut result = self.localize_in(&index, request)?;
         result.timings.index_reused = false;
         result.timings.total_ms = crate::timing::elapsed_ms(start);
-        Ok(result)
+        Ok((result, index))
     }
 
     /// Answers `request` in an index already built for its repository, with the pipeline the
@@ -168,28 +179,28 @@ impl Localizer {
     }
 }
 
-/// The dotted names of the fields where `a` and `b` differ (at most 8), for a message.
-fn differences(at: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
-    use serde_json::Value;
-    match (a, b) {
+/// Where `theirs` and `ours` (two settings, as a batch line records them or as
+/// [`Localizer::index_settings`] gives them) differ, as `path theirs
+/// (<ours_are>: ours)`.
+pub(super) fn settings_differences(
+    path: &str,
+    (theirs, ours): (&Value, &Value),
+    ours_are: &str,
+    out: &mut Vec<String>,
+) {
+    match (theirs, ours) {
         (Value::Object(a), Value::Object(b)) => {
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for key in keys {
-                let name = if at.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{at}.{key}")
-                };
-                let (x, y) = (a.get(key), b.get(key));
-                match (x, y) {
-                    (Some(x), Some(y)) if x == y => {}
-                    (Some(x), Some(y)) => differences(&name, x, y, out),
-                    _ => out.push(name),
-                }
+                let null = Value::Null;
+                let (x, y) = (a.get(key).unwrap_or(&null), b.get(key).unwrap_or(&null));
+                settings_differences(&format!("{path}.{key}"), (x, y), ours_are, out);
             }
         }
-        _ if a != b && out.len() < 8 => out.push(at.to_owned()),
+        _ if theirs != ours => out.push(format!(
+            "{} {theirs} ({ours_are}: {ours})",
+            path.trim_start_matches('.')
+        )),
         _ => {}
     }
-    out.truncate(8);
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::localizer::LocalizeOptions;
+use super::localizer::{settings_differences, LocalizeOptions};
 use crate::dense::DEFAULT_MAX_TOKENS;
 use crate::error::{Error, Result};
 use crate::repo::LANGUAGES;
@@ -69,25 +69,6 @@ fn acting(mut value: Value) -> Value {
     value
 }
 
-/// Where `theirs` and `ours` (two [`line_settings`]) differ, as `path theirs (this run: ours)`.
-fn settings_differences(path: &str, theirs: &Value, ours: &Value, out: &mut Vec<String>) {
-    match (theirs, ours) {
-        (Value::Object(a), Value::Object(b)) => {
-            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-            for key in keys {
-                let null = Value::Null;
-                let (x, y) = (a.get(key).unwrap_or(&null), b.get(key).unwrap_or(&null));
-                settings_differences(&format!("{path}.{key}"), x, y, out);
-            }
-        }
-        _ if theirs != ours => out.push(format!(
-            "{} {theirs} (this run: {ours})",
-            path.trim_start_matches('.')
-        )),
-        _ => {}
-    }
-}
-
 impl LineShape {
     /// How `line`, a batch output's line, differs from this shape, in words, if it does. A
     /// setting the line does not record (an older schema) matches any.
@@ -110,8 +91,8 @@ impl LineShape {
             let mut differences = Vec::new();
             settings_differences(
                 "",
-                &acting(theirs.clone()),
-                &self.settings,
+                (&acting(theirs.clone()), &self.settings),
+                "this run",
                 &mut differences,
             );
             differences.truncate(5);
