@@ -183,7 +183,7 @@ def test_compare_at_function_level_reads_found_functions_in_both_readings(
     # Found by a review: a trees folder that does not exist was reported as "no selected
     # instance has gold functions", and one id that names no folder of its own failed all.
     missing = run("compare", *args, "--repos", str(tmp_path / "nowhere"))
-    assert missing.returncode == 1 and "is not a folder" in missing.stderr, missing.stderr
+    assert missing.returncode == 1 and "does not exist" in missing.stderr, missing.stderr
     write(tmp_path / "fn.jsonl", [*rows, {**rows[0], "instance_id": ".."}])
     proc = run("compare", *args, "--repos", str(trees), "--format", "json", "--resamples", "50")
     assert proc.returncode == 0, proc.stderr

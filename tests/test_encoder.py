@@ -106,8 +106,12 @@ def test_precisions_are_separate_models_to_the_cache() -> None:
 
 
 def test_bad_folders_and_kinds_are_clear_errors(tmp_path: Path, encoder: _core.Encoder) -> None:
-    with pytest.raises(_core.InputError, match="model folder not found"):
+    with pytest.raises(_core.InputError, match="model folder .* does not exist"):
         _core.Encoder(str(tmp_path / "nope"))
+    # Found by a review: a file named as the model folder was said not to be found.
+    (tmp_path / "model.bin").write_bytes(b"")
+    with pytest.raises(_core.InputError, match="is a file, not a folder"):
+        _core.Encoder(str(tmp_path / "model.bin"))
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(_core.ModelError, match="lacks"):
         _core.Encoder(str(tmp_path))

@@ -197,6 +197,24 @@ def test_a_lone_surrogate_in_a_request_says_so(repo: Path, tmp_path: Path) -> No
     assert_clean_failure(proc, because="lone surrogate")
 
 
+def test_a_bad_request_is_placed_in_the_users_text(repo: Path, tmp_path: Path) -> None:
+    """Found by a review: the line and column of a bad request were those of Python's
+    rewriting of it (all on line 1), not of the file the user wrote."""
+    path = tmp_path / "req.json"
+    good = f'{{\n  "instance_id": "x",\n  "repo_path": {json.dumps(str(repo))},\n  "issue": "t"'
+    for tail, place in [
+        (',\n  "top_k": NaN\n}\n', "line 5 column 12"),
+        (',\n  "top_k": 18446744073709551616\n}\n', "line 5 column"),
+        (',\n  "repo": "x"\n}\n', "unknown field `repo`"),
+    ]:
+        path.write_text(good + tail)
+        proc = run("localize", "--request-json", str(path), "--granularity", "function")
+        assert_clean_failure(proc, because=place)
+        assert "line 1 column" not in proc.stderr, proc.stderr
+        if "unknown" in place:
+            assert "line 5 column" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("value", ["1e20", "nan", "-1", "inf", "0"])
 def test_an_impossible_llm_timeout_is_bad_input(repo: Path, value: str) -> None:
     proc = run(
@@ -984,7 +1002,7 @@ def test_numbers_json_cannot_carry_and_newlines_in_errors_get_one_clean_line(
     (trees / "a").symlink_to(repo, target_is_directory=True)
     on_data = ("eval", "--dataset", str(data), "--repos", str(trees), "--quiet")
     cases = [
-        (("localize", "--request-json", str(request)), "is not JSON blagent can read"),
+        (("localize", "--request-json", str(request)), "number out of range at line 1 column"),
         ((*on_data, "--weights", f'{{"definition": {huge}}}'), "is not JSON blagent can read"),
         ((*on_data, "--weights", '{"bm25_file": 2e38, "bm25_chunk": 2e38}'), "add up to"),
         (("localize", "--repo", str(repo), "--issue", str(issue), "--llm-option",
@@ -1107,6 +1125,6 @@ def test_a_request_that_repeats_a_key_is_refused(repo: Path, tmp_path: Path) -> 
     body = json.dumps({"repo_path": str(repo), "issue": ISSUE})
     request.write_text(body[:-1] + ', "hints": {"files": ["x.py"], "files": ["shop/cart.py"]}}')
     proc = run("localize", "--request-json", str(request), "--quiet")
-    assert_clean_failure(proc, because="duplicate key `files`")
+    assert_clean_failure(proc, because="duplicate field `files` at line 1 column")
     request.write_text(body)
     assert run("localize", "--request-json", str(request), "--quiet").returncode == 0

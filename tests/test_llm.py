@@ -633,3 +633,17 @@ def test_missing_llm_inputs_are_bad_input(repo: Path, tmp_path: Path) -> None:
         str(tmp_path / "none"),
     )
     assert proc.returncode == 1 and "prompts folder" in proc.stderr, proc.stderr
+    # Found by a review: a FIFO named as the prompts folder was said not to exist.
+    os.mkfifo(tmp_path / "fifo")
+    proc = run_cli(
+        "localize",
+        "--repo",
+        str(repo),
+        "--issue-text",
+        "x",
+        "--pipeline",
+        "blagent",
+        "--prompts-dir",
+        str(tmp_path / "fifo"),
+    )
+    assert proc.returncode == 1 and "is a FIFO, not a folder" in proc.stderr, proc.stderr

@@ -94,10 +94,14 @@ def _read_request(source: str) -> dict[str, Any]:
         data = _io.read_stdin(_io.MAX_ISSUE_BYTES, "request")
     else:
         data = _core.read_user_file(source, _io.MAX_ISSUE_BYTES, "request file")
-    request = _io.json_value(_io.decode_strict(data, "the request"), "the request JSON")
+    text = _io.decode_strict(data, "the request")
+    # Checked as written, so that an error's line and column are the user's (flags may add
+    # fields to it below, and what is sent is then Python's rewriting of it).
+    _core.check_request(text)
+    request = _io.json_value(text, "the request JSON")
     if not isinstance(request, dict):
         raise _core.InputError("the request must be a JSON object")
-    return request  # its text is checked where every request's is (`localize_request`)
+    return request
 
 
 def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:

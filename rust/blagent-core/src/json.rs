@@ -22,11 +22,11 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
         .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
     if first != Some(b'{') {
         // Text that is no JSON at all keeps serde_json's own message.
-        let value: Value = serde_json::from_str(text)?;
+        let value: Value = serde_json::from_str(text).map_err(surrogate_named)?;
         return Err(not_an_object(&value));
     }
     // serde_json reading the text itself refuses a repeated field and says where a mistake is.
-    let read = serde_json::from_str(text)?;
+    let read = serde_json::from_str(text).map_err(surrogate_named)?;
     // `Strict` then checks that every struct is an object, on a `Value` read with every key
     // once (a map's key repeated is refused there). A text a `Value` cannot hold (past its 128
     // levels, a number past f64, a lone surrogate), which serde_json read because it lies in a
@@ -39,6 +39,24 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
         Err(_) => {}
     }
     Ok(read)
+}
+
+/// serde_json's error for an escape of half a UTF-16 surrogate pair (`"\ud800 x"`: "unexpected
+/// end of hex escape"), saying what it is; any other error as it is.
+fn surrogate_named(e: serde_json::Error) -> serde_json::Error {
+    let message = e.to_string();
+    let halves = [
+        "unexpected end of hex escape",
+        "lone leading surrogate",
+        "invalid unicode code point",
+    ];
+    if halves.iter().any(|h| message.starts_with(h)) {
+        serde_json::Error::custom(format!(
+            "{message}: a \\u escape of half a surrogate pair (a lone surrogate) is not text"
+        ))
+    } else {
+        e
+    }
 }
 
 /// The JSON value `text` holds, refusing an object that repeats a key at any depth (a plain
@@ -304,6 +322,24 @@ mod tests {
     struct Config {
         model: String,
         seed: u64,
+    }
+
+    /// Found by a review: half a surrogate pair was "unexpected end of hex escape".
+    #[test]
+    fn half_a_surrogate_pair_is_named() {
+        for text in [
+            "{\"model\": \"a \\ud800 b\"}",
+            "{\"model\": \"\\ud800\\u0041\"}",
+            "[\"\\ud800 b\"]",
+        ] {
+            let err = from_object::<Config>(text).expect_err(text).to_string();
+            assert!(
+                err.contains("(a lone surrogate) is not text") && err.contains("line 1 column"),
+                "{text}: {err}"
+            );
+        }
+        let paired = from_object::<Config>("{\"model\": \"\\ud83d\\ude00\"}").unwrap();
+        assert_eq!(paired.model, "\u{1F600}");
     }
 
     #[test]

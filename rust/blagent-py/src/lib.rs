@@ -505,6 +505,18 @@ fn read_user_file<'py>(
     Ok(pyo3::types::PyBytes::new(py, &bytes))
 }
 
+/// Checks a request's JSON text as `Localizer.localize` reads it, answering nothing: an error
+/// gives positions in this text (a caller that changes the request before sending it checks
+/// the user's text first).
+///
+/// Args:
+///     request_json: the request as JSON text.
+#[pyfunction]
+fn check_request(py: Python<'_>, request_json: &str) -> PyResult<()> {
+    let request = request_json.to_owned();
+    run(py, move || LocalizeRequest::from_json(&request).map(drop))
+}
+
 /// Parses a file's text into chunks, symbols and skeleton; returns JSON.
 ///
 /// Args:
@@ -631,6 +643,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_failures, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(check_request, m)?)?;
     m.add_function(wrap_pyfunction!(parse_source, m)?)?;
     m.add_function(wrap_pyfunction!(read_user_file, m)?)?;
     m.add_function(wrap_pyfunction!(blas_core, m)?)?;

@@ -97,17 +97,8 @@ impl Prompts {
         let Some(dir) = dir else {
             return Ok(prompts);
         };
-        let entries = std::fs::read_dir(dir).map_err(|e| {
-            let bad =
-                |why: &str| Error::InvalidInput(format!("prompts folder {} {why}", dir.display()));
-            if dir.is_file() {
-                bad("is a file, not a folder")
-            } else if crate::repo::read::is_missing(&e) {
-                bad("does not exist")
-            } else {
-                Error::io(dir, e)
-            }
-        })?;
+        crate::repo::read::user_folder(dir, "prompts folder")?;
+        let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
         for entry in entries {
             let path = entry.map_err(|e| Error::io(dir, e))?.path();
             if path.extension().and_then(|e| e.to_str()) != Some("md") {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::functions::FunctionRef;
 use super::lines::{changed_lines, code_lines, CodeLine};
-use super::patch::{apply, locate_hunks, ChangeKind, FilePatch, Placement};
+use super::patch::{apply_traced, locate_hunks, ChangeKind, FilePatch, Placement};
 use crate::chunk::{enclosing_by_line, parse_file, ChunkOptions, Symbol, SymbolKind};
 use crate::repo::{language_for_path, SourceFile, DEFAULT_MAX_FILE_BYTES};
 
@@ -123,12 +123,19 @@ impl PatchView {
 /// The classes, functions and methods of `text` read as `path`'s language (`None` for a file
 /// no grammar reads), and whether they are all there: a parse that ran past its time budget,
 /// or that a stop cut short, gives none of them. Their lines are numbered as git numbers the
-/// patch's (a carriage return ending a line on its own is a line end to the parser, not to git).
+/// patch's (a carriage return ending a line on its own is a line end to the parser, not to git),
+/// and a definition's lines begin with its Javadoc or KDoc, as a Python function's hold its
+/// docstring: an edit of the documentation alone touches what it documents.
 fn symbols_of(path: &str, text: &str) -> Option<(Vec<Symbol>, bool)> {
     let language = language_for_path(path)?;
     let file = SourceFile::new(path.to_owned(), language, text.to_owned(), false);
     let mut parsed = parse_file(&file, &ChunkOptions::default());
     let complete = !parsed.parse_too_slow && !crate::cancel::is_requested();
+    for symbol in &mut parsed.symbols {
+        symbol.start_line = symbol
+            .doc_line
+            .map_or(symbol.start_line, |doc| doc.min(symbol.start_line));
+    }
     if let Some(git) = crate::repo::git_lines(text) {
         let git_line = |line: usize| {
             line.checked_sub(1)
@@ -195,13 +202,21 @@ fn view_file(
             }
         }
     }
-    let new = base.as_deref().and_then(|b| {
-        let applied = if patch.is_deleted { Some(String::new()) } else { apply(b, &patch) };
-        if applied.is_none() {
-            notes.push(format!("{label}: hunks of {file_path} do not match the base file; added lines placed by base position"));
-        }
-        applied
-    });
+    // The patched file, and the base line each of its lines was kept from (`None`: added).
+    let (new, origin) = base
+        .as_deref()
+        .and_then(|b| {
+            let applied = if patch.is_deleted {
+                Some((String::new(), Vec::new()))
+            } else {
+                apply_traced(b, &patch)
+            };
+            if applied.is_none() {
+                notes.push(format!("{label}: hunks of {file_path} do not match the base file; added lines placed by base position"));
+            }
+            applied
+        })
+        .unzip();
     let code = code_lines(&patch, base.as_deref(), new.as_deref());
     // A source larger than any the localizer reads is not parsed (a 15 MB one took 50 s and
     // 3.7 GB): no ranking can have listed its functions, so they are left unknown.
@@ -231,28 +246,39 @@ fn view_file(
     // symbol tables for each code line took lines × symbols: 17 s for a 1 MB patch).
     let base_at = Holders::of(&base_symbols);
     let new_at = new_symbols.as_deref().map(Holders::of);
-    let mut base_named: HashMap<&str, &Symbol> = HashMap::new();
-    for symbol in base_symbols.iter().filter(|s| !s.in_function) {
-        base_named
-            .entry(symbol.qualified.as_str())
-            .or_insert(symbol);
-    }
+    let base_named = namesakes(&base_symbols);
+    let new_named = new_symbols.as_deref().map(namesakes).unwrap_or_default();
+    let new_text: Vec<&str> = new
+        .as_deref()
+        .map_or_else(Vec::new, |t| t.lines().collect());
+    let kept = Kept {
+        base: &base_named,
+        new: &new_named,
+        origin: origin.as_deref().unwrap_or_default(),
+        text: &new_text,
+    };
     let [mut functions, mut added, mut classes] = [(); 3].map(|()| BTreeSet::new());
     let touching = match touch {
         Touch::Code => None,
         Touch::AnyLine => Some(changed_lines(&patch)),
     };
     for line in touching.as_ref().unwrap_or(&code) {
-        let symbol = match (line.kind, &new_at) {
-            (ChangeKind::Removed, _) => base_at.at(line.line),
-            (ChangeKind::Added, Some(new_at)) => new_at.at(line.new_line),
+        // A base line lies in a base symbol; a line of the patched file in a symbol of it,
+        // which is a base symbol only where the patch kept it.
+        let in_base = match (line.kind, &new_at) {
+            (ChangeKind::Removed, _) => base_at.at(line.line).map(|s| (s, Some(s))),
+            (ChangeKind::Added, Some(new_at)) => {
+                new_at.at(line.new_line).map(|s| (s, kept.counterpart(s)))
+            }
             // Inserted between base lines `line - 1` and `line`: the line above decides first.
             (ChangeKind::Added, None) => base_at
                 .at(line.line.saturating_sub(1))
-                .or_else(|| base_at.at(line.line)),
+                .or_else(|| base_at.at(line.line))
+                .map(|s| (s, Some(s))),
         };
-        let Some(symbol) = symbol else { continue };
-        let in_base = base_named.get(symbol.qualified.as_str()).copied();
+        let Some((symbol, in_base)) = in_base else {
+            continue;
+        };
         let reference = FunctionRef {
             path: file_path.clone(),
             qualified: symbol.qualified.clone(),
@@ -293,6 +319,69 @@ impl<'a> Holders<'a> {
         let held = self.by_line.get(line).copied().flatten()?;
         Some(&self.symbols[held as usize])
     }
+}
+
+/// Each qualified name's definitions not nested in a function, in file order.
+fn namesakes(symbols: &[Symbol]) -> HashMap<&str, Vec<&Symbol>> {
+    let mut named: HashMap<&str, Vec<&Symbol>> = HashMap::new();
+    for symbol in symbols.iter().filter(|s| !s.in_function) {
+        named
+            .entry(symbol.qualified.as_str())
+            .or_default()
+            .push(symbol);
+    }
+    named
+}
+
+/// What a patch kept of a file: its definitions by name before and after, the base line each
+/// line of the patched file was kept from, and that file's lines.
+struct Kept<'a, 'b> {
+    base: &'a HashMap<&'b str, Vec<&'b Symbol>>,
+    new: &'a HashMap<&'a str, Vec<&'a Symbol>>,
+    origin: &'a [Option<usize>],
+    text: &'a [&'a str],
+}
+
+impl<'b> Kept<'_, 'b> {
+    /// The base definition `symbol` of the patched file is, `None` for one the patch adds. A
+    /// name defined once before and once after the patch is the same definition, whatever the
+    /// patch rewrote of it (its header too). A name defined more than once on either side (an
+    /// overload, a property's setter, a definition under two branches) is the base definition
+    /// holding a kept line of `symbol` that names it (its header, a recursive call); failing
+    /// that, the namesake in the same place where the patch added or removed none, else new.
+    fn counterpart(&self, symbol: &Symbol) -> Option<&'b Symbol> {
+        let before = self.base.get(symbol.qualified.as_str())?;
+        let after = self
+            .new
+            .get(symbol.qualified.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        if before.len() == 1 && after.len() == 1 {
+            return Some(before[0]);
+        }
+        let names_it = |line: &usize| {
+            self.text
+                .get(line - 1)
+                .is_some_and(|text| names(text, &symbol.name))
+        };
+        let kept = (symbol.start_line..=symbol.end_line)
+            .filter(names_it)
+            .find_map(|line| self.origin.get(line - 1).copied().flatten());
+        if let Some(line) = kept {
+            return before
+                .iter()
+                .find(|b| b.start_line <= line && line <= b.end_line)
+                .copied();
+        }
+        let place = after.iter().position(|s| std::ptr::eq(*s, symbol))?;
+        (before.len() == after.len()).then(|| before[place])
+    }
+}
+
+/// Whether `name` stands in `text` as a whole identifier.
+fn names(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    text.match_indices(name)
+        .any(|(at, _)| !text[..at].ends_with(ident) && !text[at + name.len()..].starts_with(ident))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use tree_sitter::Node;
 
 use super::syntax::{
     body_start, capped, collapse_whitespace, definition_body, definition_name, documentation,
-    qualified_name, MAX_NAME_BYTES,
+    leading_doc_comment, qualified_name, MAX_NAME_BYTES,
 };
 use crate::repo::{DocStyle, Language, LANGUAGES};
 
@@ -132,6 +132,10 @@ pub struct Symbol {
     pub signature: String,
     /// The first non-blank line of its docstring, Javadoc or KDoc.
     pub doc: Option<String>,
+    /// First line of the Javadoc or KDoc comment that leads it, 1-based, when it has one (a
+    /// Python docstring lies within its lines already).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doc_line: Option<usize>,
 }
 
 /// Collects the symbols under `root`, in file order, and the line ranges of definitions nested
@@ -262,6 +266,7 @@ fn symbol(
         decorators: decorators(outer, source),
         signature: collapse_whitespace(&source[def.start_byte()..header_end]),
         doc: documentation(lang, outer, body, source),
+        doc_line: leading_doc_comment(lang, outer, source).map(|c| c.start_position().row + 1),
     }
 }
 
@@ -327,6 +332,7 @@ fn recover_headers(
             decorators: Vec::new(),
             signature: collapse_whitespace(line),
             doc: None,
+            doc_line: None,
         });
     }
     out.sort_by_key(|s| s.start_line);

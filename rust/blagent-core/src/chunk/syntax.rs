@@ -187,24 +187,32 @@ pub(super) fn documentation(
 ) -> Option<String> {
     match lang.doc_style {
         DocStyle::Docstring => docstring(body?, source),
-        DocStyle::LeadingComment => {
-            let comment = outer.prev_named_sibling()?;
-            let adjacent = comment.end_position().row + 1 >= outer.start_position().row;
-            let text = &source[comment.byte_range()];
-            if !(lang.comment_kinds.contains(&comment.kind())
-                && adjacent
-                && text.starts_with("/**"))
-            {
-                return None;
-            }
-            text.trim_start_matches("/**")
-                .trim_end_matches("*/")
-                .lines()
-                .map(|l| l.trim().trim_start_matches('*').trim())
-                .find(|l| !l.is_empty())
-                .map(str::to_owned)
-        }
+        DocStyle::LeadingComment => source[leading_doc_comment(lang, outer, source)?.byte_range()]
+            .trim_start_matches("/**")
+            .trim_end_matches("*/")
+            .lines()
+            .map(|l| l.trim().trim_start_matches('*').trim())
+            .find(|l| !l.is_empty())
+            .map(str::to_owned),
     }
+}
+
+/// The Javadoc or KDoc comment (`/** … */`) that ends on the line before `outer` or on its
+/// first line, for a language whose documentation leads its definition.
+pub(super) fn leading_doc_comment<'t>(
+    lang: &Language,
+    outer: Node<'t>,
+    source: &str,
+) -> Option<Node<'t>> {
+    if lang.doc_style != DocStyle::LeadingComment {
+        return None;
+    }
+    let comment = outer.prev_named_sibling()?;
+    let adjacent = comment.end_position().row + 1 >= outer.start_position().row;
+    (lang.comment_kinds.contains(&comment.kind())
+        && adjacent
+        && source[comment.byte_range()].starts_with("/**"))
+    .then_some(comment)
 }
 
 /// The first non-blank line of the docstring that opens `body`, if any.

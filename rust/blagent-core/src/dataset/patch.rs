@@ -452,15 +452,33 @@ pub fn locate_hunks(base: &str, file: &mut FilePatch) -> Vec<Placement> {
 /// The file after the patch: `base` with `file`'s hunks applied by their line numbers.
 /// Returns `None` when a context or removed line does not match the base text.
 pub fn apply(base: &str, file: &FilePatch) -> Option<String> {
+    apply_traced(base, file).map(|(text, _)| text)
+}
+
+/// [`apply`], with the base line (1-based) each line of the patched file was kept from:
+/// entry `i` is line `i + 1`'s, `None` for a line the patch adds.
+pub fn apply_traced(base: &str, file: &FilePatch) -> Option<(String, Vec<Option<usize>>)> {
     let old: Vec<&str> = base.lines().collect();
     let mut out: Vec<&str> = Vec::with_capacity(old.len());
+    let mut origin: Vec<Option<usize>> = Vec::with_capacity(old.len());
     let mut next = 1; // next base line to copy
+                      // Copies base lines `from..to` unchanged.
+    fn keep<'s>(
+        old: &[&'s str],
+        (out, origin): (&mut Vec<&'s str>, &mut Vec<Option<usize>>),
+        from: usize,
+        to: usize,
+    ) -> Option<()> {
+        out.extend(old.get(from - 1..to - 1)?);
+        origin.extend((from..to).map(Some));
+        Some(())
+    }
     for hunk in &file.hunks {
         let first = hunk.lines.first().map_or(hunk.old_start, |l| l.base_line);
         if first < next {
             return None;
         }
-        out.extend(old.get(next - 1..first - 1)?);
+        keep(&old, (&mut out, &mut origin), next, first)?;
         next = first;
         for line in &hunk.lines {
             if line.change != Some(ChangeKind::Added) {
@@ -471,13 +489,14 @@ pub fn apply(base: &str, file: &FilePatch) -> Option<String> {
             }
             if line.change != Some(ChangeKind::Removed) {
                 out.push(&line.text);
+                origin.push(line.change.is_none().then_some(line.base_line));
             }
         }
     }
-    out.extend(old.get(next - 1..)?);
+    keep(&old, (&mut out, &mut origin), next, old.len() + 1)?;
     let mut text = out.join("\n");
     text.push('\n');
-    Some(text)
+    Some((text, origin))
 }
 
 #[cfg(test)]

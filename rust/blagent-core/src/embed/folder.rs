@@ -93,12 +93,7 @@ impl ModelFolder {
     /// that does not exist is bad input (the caller named it); one that lacks a model's files
     /// is a model error.
     pub fn read(dir: &Path) -> Result<Self> {
-        if !dir.is_dir() {
-            return Err(Error::InvalidInput(format!(
-                "model folder not found: {}",
-                dir.display()
-            )));
-        }
+        crate::repo::read::user_folder(dir, "model folder")?;
         for required in ["config.json", "tokenizer.json", "model.safetensors"] {
             let path = dir.join(required);
             match fs::metadata(&path) {

@@ -347,12 +347,7 @@ fn with_gold_functions(
                 .into(),
         )
     })?;
-    if !repos.is_dir() {
-        return Err(Error::InvalidInput(format!(
-            "the trees folder {} is not a folder",
-            repos.display()
-        )));
-    }
+    crate::repo::read::user_folder(repos, "the trees folder")?;
     let (mut no_tree, mut no_gold, mut unknown) = (0usize, 0usize, 0usize);
     let mut kept = Vec::with_capacity(instances.len());
     for mut instance in instances.drain(..) {

@@ -3,7 +3,7 @@
 //! whose lines the gold patch touches, mapped as the failure analysis maps them
 //! ([`crate::analysis::PatchView`]: hunks placed where `git apply` finds them).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -22,8 +22,9 @@ pub fn gold_functions(patch: &str, tree: &Path) -> Option<Vec<String>> {
     let files = parse_patch(patch).ok()?;
     let mut notes = Vec::new();
     let view = PatchView::placed(files, Some(tree), Touch::AnyLine, "gold patch", &mut notes);
-    view.functions_known()
-        .then(|| view.functions().iter().map(FunctionRef::id).collect())
+    // Two namesakes touched (overloads) are one id.
+    let ids: BTreeSet<String> = view.functions().iter().map(FunctionRef::id).collect();
+    view.functions_known().then(|| ids.into_iter().collect())
 }
 
 /// The function-level ranking of a result: its function and method entities in their order
@@ -111,6 +112,59 @@ mod tests {
         let garbled = format!("{base}{}", "}{)(][><\n".repeat(20_000));
         std::fs::write(dir.path().join("cart.py"), garbled).unwrap();
         assert_eq!(gold_functions(patch, dir.path()), None);
+    }
+
+    const SHOP: &str = "package shop;\n\nclass Shop {\n    /**\n     * The total.\n     */\n    int total(int a) {\n        return a;\n    }\n\n    int total(String s) {\n        return s.length();\n    }\n}\n";
+
+    /// Found by a review: an edit of a Java method's Javadoc alone touched no function (a
+    /// Python docstring's edit touches its function).
+    #[test]
+    fn a_javadoc_edit_touches_the_method_it_documents() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("Shop.java"), SHOP).unwrap();
+        let patch = "--- a/Shop.java\n+++ b/Shop.java\n@@ -2,7 +2,7 @@ package shop;\n \n class Shop {\n     /**\n-     * The total.\n+     * The total, in cents.\n      */\n     int total(int a) {\n         return a;\n";
+        assert_eq!(
+            gold_functions(patch, dir.path()).unwrap(),
+            ["Shop.java::Shop.total"]
+        );
+    }
+
+    /// Found by a review: a definition the patch adds under a name the file already defines (an
+    /// overload, a property's setter) counted as an edit of the existing one; an edit of either
+    /// of two namesakes is one id.
+    #[test]
+    fn an_added_namesake_is_not_an_edit_of_the_existing_definition() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("Shop.java"), SHOP).unwrap();
+        let overload = "--- a/Shop.java\n+++ b/Shop.java\n@@ -11,4 +11,8 @@ class Shop {\n     int total(String s) {\n         return s.length();\n     }\n+\n+    int total(CharSequence s) {\n+        return s.length();\n+    }\n }\n";
+        assert_eq!(
+            gold_functions(overload, dir.path()).unwrap(),
+            Vec::<String>::new()
+        );
+        let both = overload.replace(
+            "@@ -11,4 +11,8 @@ class Shop {\n     int total(String s) {\n         return s.length();\n",
+            "@@ -11,4 +11,8 @@ class Shop {\n     int total(String s) {\n-        return s.length();\n+        return s.trim().length();\n",
+        );
+        assert_eq!(
+            gold_functions(&both, dir.path()).unwrap(),
+            ["Shop.java::Shop.total"],
+            "the edited overload is touched, the added one is not"
+        );
+        let base = "class Box:\n    @property\n    def size(self):\n        return self._size\n\n    def other(self):\n        return 1\n";
+        std::fs::write(dir.path().join("m.py"), base).unwrap();
+        let setter = "--- a/m.py\n+++ b/m.py\n@@ -3,5 +3,9 @@ class Box:\n     def size(self):\n         return self._size\n \n+    @size.setter\n+    def size(self, value):\n+        self._size = value\n+\n     def other(self):\n         return 1\n";
+        assert_eq!(
+            gold_functions(setter, dir.path()).unwrap(),
+            Vec::<String>::new()
+        );
+        let getter = setter.replace("-3,5 +3,9", "-3,5 +3,10").replace(
+            "         return self._size\n \n+    @size",
+            "-        return self._size\n+        return self._size or 0\n+        # sized\n \n+    @size",
+        );
+        assert_eq!(
+            gold_functions(&getter, dir.path()).unwrap(),
+            ["m.py::Box.size"]
+        );
     }
 
     /// Found by a review: a lone carriage return is a line end to the parser, not to git, and

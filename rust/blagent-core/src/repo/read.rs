@@ -69,6 +69,29 @@ impl ReadFailure {
     }
 }
 
+/// Checks that `path`, a folder the user named (`what`: "prompts folder"), is one: bad input
+/// saying what it is instead (missing, a file, a FIFO, a device), an I/O error where it cannot
+/// be looked at.
+pub fn user_folder(path: &Path, what: &str) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(meta) => Err(Error::InvalidInput(format!(
+            "{what} {} is a {}, not a folder",
+            path.display(),
+            if meta.is_file() {
+                "file"
+            } else {
+                kind_name(meta.file_type())
+            }
+        ))),
+        Err(e) if is_missing(&e) => Err(Error::InvalidInput(format!(
+            "{what} {} does not exist",
+            path.display()
+        ))),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
 /// Whether an error says that a path does not exist (itself, or a folder on the way, or a
 /// file where a folder on the way should be): the user named something that is not there.
 pub fn is_missing(err: &std::io::Error) -> bool {
