@@ -8,20 +8,45 @@ pub fn docstring_mask<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<bool>
     scan_docstrings(lines, None).0
 }
 
+/// For each line of a whole file, whether it is not code: a docstring line, or a `#` comment
+/// line that does not continue a triple-quoted string (in `x = """…` a `#` line is text).
+pub fn comment_mask(lines: &[&str]) -> Vec<bool> {
+    let (doc, _, continued) = scan_docstrings(lines.iter().copied(), None);
+    not_code(lines, &doc, &continued)
+}
+
+/// [`comment_mask`] of one side of a hunk, its docstrings read as [`hunk_docstring_mask`] reads
+/// them.
+pub fn hunk_comment_mask(lines: &[&str]) -> Vec<bool> {
+    let (doc, continued) = hunk_scan(lines);
+    not_code(lines, &doc, &continued)
+}
+
+fn not_code(lines: &[&str], doc: &[bool], continued: &[bool]) -> Vec<bool> {
+    lines
+        .iter()
+        .zip(doc.iter().zip(continued))
+        .map(|(line, (&doc, &continued))| doc || (!continued && line.trim().starts_with('#')))
+        .collect()
+}
+
 const QUOTES: [&str; 2] = ["\"\"\"", "'''"];
 
 /// [`docstring_mask`] from a given state (`Some(quote)`: inside a docstring opened by `quote`);
-/// also returns the state after the last line. Triple-quoted strings that do not start their
-/// statement (`x = """…`) are followed too, so that their closing line opens nothing, but their
-/// lines are not docstring lines.
+/// also returns the state after the last line, and for each line whether it begins inside a
+/// triple-quoted string opened above. Triple-quoted strings that do not start their statement
+/// (`x = """…`) are followed too, so that their closing line opens nothing, but their lines are
+/// not docstring lines.
 fn scan_docstrings<'a>(
     lines: impl IntoIterator<Item = &'a str>,
     start: Option<&'static str>,
-) -> (Vec<bool>, Option<&'static str>) {
+) -> (Vec<bool>, Option<&'static str>, Vec<bool>) {
     let mut open: Option<(&'static str, bool)> = start.map(|q| (q, true));
     let mut mask = Vec::new();
+    let mut continued = Vec::new();
     for line in lines {
         let t = line.trim();
+        continued.push(open.is_some());
         if let Some((quote, doc)) = open {
             mask.push(doc);
             if t.matches(quote).count() % 2 == 1 {
@@ -45,7 +70,11 @@ fn scan_docstrings<'a>(
             open = Some((quote, doc));
         }
     }
-    (mask, open.filter(|(_, doc)| *doc).map(|(q, _)| q))
+    (
+        mask,
+        open.filter(|(_, doc)| *doc).map(|(q, _)| q),
+        continued,
+    )
 }
 
 /// The docstring mask of one side of a hunk, which may start inside a docstring. The first
@@ -54,15 +83,22 @@ fn scan_docstrings<'a>(
 /// line of text it closes one. A hunk that starts with a lone delimiter takes the reading that
 /// leaves no docstring open at its end.
 pub fn hunk_docstring_mask(lines: &[&str]) -> Vec<bool> {
+    hunk_scan(lines).0
+}
+
+/// [`hunk_docstring_mask`], and for each line whether it begins inside a triple-quoted string
+/// opened above, in the reading it chose.
+fn hunk_scan(lines: &[&str]) -> (Vec<bool>, Vec<bool>) {
     let first = lines
         .iter()
         .enumerate()
         .find_map(|(i, l)| QUOTES.into_iter().find(|q| l.contains(q)).map(|q| (i, q)));
     let Some((at, quote)) = first else {
-        return vec![false; lines.len()];
+        return (vec![false; lines.len()], vec![false; lines.len()]);
     };
-    let (outside, open_outside) = scan_docstrings(lines.iter().copied(), None);
-    let (inside, open_inside) = scan_docstrings(lines.iter().copied(), Some(quote));
+    let (outside, open_outside, outside_continued) = scan_docstrings(lines.iter().copied(), None);
+    let (inside, open_inside, inside_continued) =
+        scan_docstrings(lines.iter().copied(), Some(quote));
     let t = lines[at].trim();
     let previous = lines[..at]
         .iter()
@@ -81,9 +117,9 @@ pub fn hunk_docstring_mask(lines: &[&str]) -> Vec<bool> {
         t.ends_with(quote) && !before.ends_with(['=', '(', ',', '[', '{', ':', '+'])
     };
     if start_inside {
-        inside
+        (inside, inside_continued)
     } else {
-        outside
+        (outside, outside_continued)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::docstrings::{docstring_mask, hunk_docstring_mask};
+use super::docstrings::{comment_mask, hunk_comment_mask};
 use super::patch::{ChangeKind, FilePatch};
 use crate::repo::language_for_path;
 
@@ -90,12 +90,6 @@ impl Comments {
             _ => Comments::Hash,
         }
     }
-}
-
-/// Whether a line is blank, or a `#` comment in a file whose comments are [`Comments::Hash`].
-fn is_blank_or_comment(text: &str, comments: Comments) -> bool {
-    let t = text.trim();
-    t.is_empty() || (comments == Comments::Hash && t.starts_with('#'))
 }
 
 /// What a scan of Java or Kotlin text is inside at a line's end.
@@ -202,15 +196,15 @@ fn hunk_jvm_comment_mask(lines: &[&str], nested: bool) -> Vec<bool> {
 /// before and after the patch when known; they make docstring detection exact, otherwise the
 /// hunks' own context is scanned ([`hunk_docstring_mask`]).
 pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Vec<CodeLine> {
-    // Python's docstrings, or Java's and Kotlin's comments, are not code.
+    // Python's docstrings and `#` lines, or Java's and Kotlin's comments, are not code.
     let comments = Comments::of(&file.path);
     let mask = |text: &str| match comments {
         Comments::Jvm { nested } => jvm_comment_mask(text.lines(), nested),
-        Comments::Hash => docstring_mask(text.lines()),
+        Comments::Hash => comment_mask(&text.lines().collect::<Vec<_>>()),
     };
     let hunk_mask = |lines: &[&str]| match comments {
         Comments::Jvm { nested } => hunk_jvm_comment_mask(lines, nested),
-        Comments::Hash => hunk_docstring_mask(lines),
+        Comments::Hash => hunk_comment_mask(lines),
     };
     let base_mask = base.map(mask);
     let new_mask = new.map(mask);
@@ -231,7 +225,7 @@ pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Ve
         let (hunk_old, hunk_new) = (hunk_mask(&old_view), hunk_mask(&new_view));
         let (mut oi, mut ni) = (0, 0);
         for line in &hunk.lines {
-            let in_doc = match line.change {
+            let not_code = match line.change {
                 None => {
                     oi += 1;
                     ni += 1;
@@ -246,7 +240,7 @@ pub fn code_lines(file: &FilePatch, base: Option<&str>, new: Option<&str>) -> Ve
                     lookup(new_mask.as_deref(), line.new_line).unwrap_or(hunk_new[ni - 1])
                 }
             };
-            if !in_doc && !is_blank_or_comment(&line.text, comments) {
+            if !not_code && !line.text.trim().is_empty() {
                 let kind = line.change.expect("context lines skipped above");
                 out.push(CodeLine {
                     path: file.path.clone(),
@@ -335,12 +329,11 @@ mod tests {
     /// code line, and then (the first fix) a continued product `* b;` for a comment.
     #[test]
     fn comments_are_read_by_the_files_language() {
-        assert!(is_blank_or_comment("# note", Comments::of("pkg/m.py")));
-        assert!(!is_blank_or_comment("*args,", Comments::of("pkg/m.py")));
-        assert!(!is_blank_or_comment(
-            "#include <x>",
-            Comments::of("src/A.java")
-        ));
+        assert_eq!(
+            comment_mask(&["# note", "*args,", "x = 1  # note"]),
+            [true, false, false]
+        );
+        assert_eq!(jvm_comment_mask(["#include <x>"], false), [false]);
         let java = "// Copyright 2020 Acme\n/**\n * Sums.\n */\nclass A {\n    int f(int a, int b) {\n        return a\n            * b; // product\n    }\n    /* old */ int g() { return \"/*\".length(); }\n    String h() { return \"*/\"; }\n}\n";
         let mask = jvm_comment_mask(java.lines(), false);
         assert_eq!(
@@ -450,6 +443,27 @@ mod tests {
                 (ChangeKind::Added, 5, "return x + y")
             ]
         );
+    }
+
+    /// Found by a review: a `#` line inside a string that is not a docstring (a shell script
+    /// a function writes) was read as a comment, so a patch that edits it changed no code.
+    #[test]
+    fn a_hash_line_inside_a_string_is_code() {
+        let base = "def make_script():\n    script = \"\"\"\n    # set up the environment\n    run\n    \"\"\"\n    # a comment\n    return script\n";
+        let patch = "--- a/m.py\n+++ b/m.py\n@@ -2,5 +2,5 @@ def make_script():\n     script = \"\"\"\n-    # set up the environment\n+    # set up the whole environment\n     run\n     \"\"\"\n-    # a comment\n+    # another comment\n";
+        let files = parse_patch(patch).unwrap();
+        let new = super::super::patch::apply(base, &files[0]).unwrap();
+        for (base, new) in [(None, None), (Some(base), Some(new.as_str()))] {
+            let texts: Vec<_> = code_lines(&files[0], base, new)
+                .into_iter()
+                .map(|l| l.text)
+                .collect();
+            assert_eq!(
+                texts,
+                ["# set up the environment", "# set up the whole environment"],
+                "{base:?}"
+            );
+        }
     }
 
     #[test]

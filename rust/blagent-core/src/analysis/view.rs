@@ -174,16 +174,28 @@ fn view_file(
         };
     };
     let file_path = patch.path.clone();
+    // A base file that is there but cannot be read (a FIFO, one too large) has functions no
+    // one knows; one that is not there has none.
+    let mut unreadable = false;
     let base = if patch.is_new {
         Some(String::new())
     } else {
-        let text =
-            crate::repo::read::read_inside(tree, &file_path, crate::repo::read::MAX_ISSUE_BYTES)
-                .map(|b| String::from_utf8_lossy(&b).into_owned());
-        if text.is_none() {
-            notes.push(format!("{label}: {file_path} is not in the base tree"));
+        let limit = crate::repo::read::MAX_ISSUE_BYTES;
+        match crate::repo::read::read_inside_or_why(tree, &file_path, limit) {
+            Ok(Some(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            Ok(None) => {
+                notes.push(format!("{label}: {file_path} is not in the base tree"));
+                None
+            }
+            Err(why) => {
+                notes.push(format!(
+                    "{label}: {file_path} {}: its functions are not known",
+                    why.reason()
+                ));
+                unreadable = true;
+                None
+            }
         }
-        text
     };
     if let Some(base) = base.as_deref().filter(|_| !patch.is_new) {
         let placements = locate_hunks(base, &mut patch);
@@ -224,7 +236,7 @@ fn view_file(
         .into_iter()
         .flatten()
         .any(|text| text.len() as u64 > DEFAULT_MAX_FILE_BYTES);
-    let mut functions_unknown = too_large;
+    let mut functions_unknown = too_large || unreadable;
     let mut symbols = |text: Option<&str>| {
         let (symbols, complete) = symbols_of(&file_path, text.filter(|_| !too_large)?)?;
         functions_unknown |= !complete;

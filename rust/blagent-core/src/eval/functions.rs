@@ -114,6 +114,34 @@ mod tests {
         assert_eq!(gold_functions(patch, dir.path()), None);
     }
 
+    /// Found by a review: a gold file that is there but cannot be read (a FIFO, one larger
+    /// than any read) was "not in the base tree", so the instance touched no function.
+    #[cfg(unix)]
+    #[test]
+    fn a_gold_file_that_cannot_be_read_has_functions_not_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let patch =
+            "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n";
+        std::fs::write(dir.path().join("m.py"), "def f():\n    return 1\n").unwrap();
+        assert_eq!(gold_functions(patch, dir.path()).unwrap(), ["m.py::f"]);
+        std::fs::remove_file(dir.path().join("m.py")).unwrap();
+        assert_eq!(
+            gold_functions(patch, dir.path()),
+            Some(Vec::new()),
+            "not there"
+        );
+        crate::repo::read::mkfifo(&dir.path().join("m.py"));
+        assert_eq!(gold_functions(patch, dir.path()), None, "a FIFO");
+        std::fs::remove_file(dir.path().join("m.py")).unwrap();
+        let huge = "def f():\n    return 1\n".repeat(1 << 20);
+        std::fs::write(dir.path().join("m.py"), huge).unwrap();
+        assert_eq!(
+            gold_functions(patch, dir.path()),
+            None,
+            "past the read bound"
+        );
+    }
+
     const SHOP: &str = "package shop;\n\nclass Shop {\n    /**\n     * The total.\n     */\n    int total(int a) {\n        return a;\n    }\n\n    int total(String s) {\n        return s.length();\n    }\n}\n";
 
     /// Found by a review: an edit of a Java method's Javadoc alone touched no function (a

@@ -50,16 +50,22 @@ impl ReadFailure {
             ReadFailure::Io(source) if is_missing(&source) => {
                 Error::InvalidInput(format!("{what} {} does not exist", path.display()))
             }
-            ReadFailure::NotRegular(kind) => Error::InvalidInput(format!(
-                "{what} {} is a {kind}, not a regular file",
-                path.display()
-            )),
-            ReadFailure::TooLarge { limit } => Error::InvalidInput(format!(
-                "{what} {} is larger than {} (the most blagent reads)",
-                path.display(),
-                human_bytes(limit)
-            )),
             ReadFailure::Io(source) => Error::io(path, source),
+            failure => {
+                Error::InvalidInput(format!("{what} {} {}", path.display(), failure.reason()))
+            }
+        }
+    }
+
+    /// What is wrong with the file, to follow its path: "is a FIFO, not a regular file".
+    pub fn reason(&self) -> String {
+        match self {
+            ReadFailure::NotRegular(kind) => format!("is a {kind}, not a regular file"),
+            ReadFailure::TooLarge { limit } => format!(
+                "is larger than {} (the most blagent reads)",
+                human_bytes(*limit)
+            ),
+            ReadFailure::Io(source) => format!("cannot be read: {source}"),
         }
     }
 
@@ -230,8 +236,28 @@ pub fn read_user_json(path: &Path, limit: u64, what: &str) -> Result<String> {
 /// ([`super::confine`]); `None` otherwise (absolute paths, `..`, links leading out, special
 /// files).
 pub fn read_inside(root: &Path, rel: &str, limit: u64) -> Option<Vec<u8>> {
-    let root = std::fs::canonicalize(root).ok()?;
-    read_bounded(&confine(&root, rel).ok()?, limit).ok()
+    read_inside_or_why(root, rel, limit).ok().flatten()
+}
+
+/// [`read_inside`], telling a file that is not there (`Ok(None)`: nothing at `rel`, or only
+/// outside `root`) from one that is but cannot be read (a special file, one over `limit`, an
+/// I/O error).
+pub fn read_inside_or_why(
+    root: &Path,
+    rel: &str,
+    limit: u64,
+) -> std::result::Result<Option<Vec<u8>>, ReadFailure> {
+    let Some(path) = std::fs::canonicalize(root)
+        .ok()
+        .and_then(|root| confine(&root, rel).ok())
+    else {
+        return Ok(None);
+    };
+    match read_bounded(&path, limit) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(ReadFailure::Io(e)) if is_missing(&e) => Ok(None),
+        Err(failure) => Err(failure),
+    }
 }
 
 /// Makes a FIFO at `path` (tests of what refuses special files).
