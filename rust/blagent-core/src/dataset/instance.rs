@@ -34,9 +34,11 @@ pub struct Instance {
 }
 
 /// The `b/` paths of a unified diff's `diff --git` headers (the rule BLAgent and LocAgent use),
-/// each once, in patch order. A diff without such headers (`diff -u`, `git diff --no-prefix`
-/// pasted without them) gives the paths of its `---` / `+++` headers where it parses, and
-/// none where it does not.
+/// each once, in patch order, except that a renamed file is named by its path in the base
+/// commit (its `rename from` line), the one a localization of that commit can rank and the one
+/// its gold functions are named by (LCA's own gold files name it so). A diff without such
+/// headers (`diff -u`, `git diff --no-prefix` pasted without them) gives the paths of its
+/// `---` / `+++` headers where it parses, and none where it does not.
 pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
     let git_headers: Vec<String> = git_sections(patch)
         .into_iter()
@@ -44,15 +46,24 @@ pub fn gold_files_from_patch(patch: &str) -> Vec<String> {
         .collect();
     let paths = if git_headers.is_empty() {
         let files = super::patch::parse_patch(patch).unwrap_or_default();
-        files.into_iter().map(|f| f.path).collect()
+        files
+            .into_iter()
+            .map(|f| {
+                if f.base_path.is_empty() {
+                    f.path
+                } else {
+                    f.base_path
+                }
+            })
+            .collect()
     } else {
         git_headers
     };
     once_each(paths)
 }
 
-/// The new path of each `diff --git` section of `patch`, in order: its header's `b/` path, or
-/// where the section names it in a `rename to` or `copy to` line (git writes these for a
+/// The path of each `diff --git` section of `patch`, in order: its header's `b/` path, or
+/// where the section names it in a `rename from` or `copy to` line (git writes these for a
 /// renamed or copied file; a header of a path holding ` b/` cannot be split, those lines can).
 fn git_sections(patch: &str) -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
@@ -64,12 +75,14 @@ fn git_sections(patch: &str) -> Vec<String> {
         } else if in_header {
             if line.starts_with("@@") || line.starts_with("--- ") {
                 in_header = false;
-            } else if let Some(to) = line
-                .strip_prefix("rename to ")
+            } else if let Some(named) = line
+                .strip_prefix("rename from ")
                 .or_else(|| line.strip_prefix("copy to "))
             {
-                if let (Some(last), Some(to)) = (paths.last_mut(), super::patch::header_name(to)) {
-                    *last = to;
+                if let (Some(last), Some(named)) =
+                    (paths.last_mut(), super::patch::header_name(named))
+                {
+                    *last = named;
                 }
             }
         }
@@ -146,12 +159,14 @@ mod tests {
             "--- \"a/pkg/\\303\\251.py\"\n+++ \"b/pkg/\\303\\251.py\"\n@@ -1 +1 @@\n-a\n+b\n";
         assert_eq!(gold_files_from_patch(headers), ["pkg/\u{e9}.py"]);
         // Found by a review: a renamed file whose old path holds ` b/` gave `y.py b/z.py`; the
-        // section's `rename to` line names it (quoted too).
+        // section's `rename from` line names it (quoted too). Found by a later review: a
+        // renamed file's gold was its new path, which no localization of the base commit
+        // can rank, while its gold functions named the old one.
         let renamed = "diff --git a/x b/y.py b/z.py\nsimilarity index 90%\nrename from x b/y.py\n\
             rename to z.py\n--- a/x b/y.py\n+++ b/z.py\n@@ -1 +1 @@\n-a\n+b\n\
             diff --git a/p.py b/\"q\\303\\251.py\"\nsimilarity index 100%\nrename from p.py\n\
             rename to \"q\\303\\251.py\"\n";
-        assert_eq!(gold_files_from_patch(renamed), ["z.py", "q\u{e9}.py"]);
+        assert_eq!(gold_files_from_patch(renamed), ["x b/y.py", "p.py"]);
     }
 
     /// Found by a review: a row naming a gold file twice counted it twice in MAP@k.
