@@ -95,8 +95,9 @@ def write_loc_outputs(
 ) -> int:
     """Appends one line per result to `path` (created when missing); returns how many were
     written. Refused (`offline.OutputRefused`) before anything is written: a link, a FIFO,
-    device or folder, a file another run is writing (locked as `blagent batch` locks it), and a
-    file that is not one blagent writes (`LINE_FIELDS` on every line). As in `blagent batch`,
+    device or folder, a file another run is writing (locked as `blagent batch` locks it), a
+    file that is not one blagent writes (`LINE_FIELDS` on every line), and one of other lines
+    (related-level, or a `blagent batch` run's, which carry its settings). As in `blagent batch`,
     a last line an interrupted write cut short is dropped first, and one saved without its
     newline gets it."""
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -123,6 +124,9 @@ def write_loc_outputs(
                 f"{', '.join(LINE_FIELDS)}); remove it or choose another file"
             )
         cut = cut_short_start(data, LINE_PREFIX)
+        other = _other_kind(data[:cut])
+        if other:
+            raise OutputRefused(f"{path} holds {other}; remove it or choose another file")
         if cut is not None:
             f.truncate(cut)
         elif data[data.rfind(b"\n") + 1 :].strip():  # a whole last line saved without one
@@ -132,6 +136,19 @@ def write_loc_outputs(
             f.write(json.dumps(to_loc_line(result)).encode() + b"\n")
             count += 1
     return count
+
+
+def _other_kind(data: bytes) -> str | None:
+    """What makes the lines of `data` (lines `holds_lines_with` accepted) another kind than the
+    file-level lines `write_loc_outputs` adds, so that one file would hand Agentless two kinds
+    of line; `None` where they are its kind."""
+    for line in data.decode("utf-8").splitlines():
+        row = json.loads(line) if line.strip() else {}
+        if any(key in row for key in RELATED_LEVEL_KEYS):
+            return "related-level lines (`blagent batch --related-locs`), not file-level ones"
+        if "blagent_settings" in row:
+            return "the lines of a `blagent batch` run, which resumes only lines of its settings"
+    return None
 
 
 def read_loc_outputs(path: str | Path) -> list[dict[str, Any]]:

@@ -94,8 +94,16 @@ def test_write_loc_outputs_appends_only_to_its_own_lines(tmp_path: Path) -> None
     linked.symlink_to(tmp_path / "nowhere.jsonl")
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)
-    before = {p: p.read_text() for p in (dataset, theirs, nan)}
+    # Found by a review: file-level lines were appended to a related-level batch output (one
+    # file then handed Agentless two kinds of line, and the batch refused to resume it).
+    related = tmp_path / "related.jsonl"
+    related.write_text(json.dumps({**to_loc_line(result), "found_related_locs": {}}) + "\n")
+    settled = tmp_path / "settled.jsonl"
+    settled.write_text(json.dumps({**to_loc_line(result), "blagent_settings": {}}) + "\n")
+    before = {p: p.read_text() for p in (dataset, theirs, nan, related, settled)}
     for path, why in [
+        (related, "holds related-level lines"),
+        (settled, "holds the lines of a `blagent batch` run"),
         (dataset, "does not hold what blagent writes"),
         (theirs, "does not hold what blagent writes"),
         (nan, "does not hold what blagent writes"),

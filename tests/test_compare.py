@@ -189,6 +189,35 @@ def test_compare_at_function_level_reads_found_functions_in_both_readings(
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["instances"] == 1 and any('".."' in w for w in report["warnings"]), report
+    # Found by a review: a `batch --granularity function` line (its ranking in the result's
+    # entities), an Agentless run and the peers' file lists were all scored as ranking no
+    # function, MRR 0 with no word.
+    entities = [
+        {"id": reserve, "kind": "method"},
+        {"id": "shop/cart.py::Cart", "kind": "class"},
+        {"id": total, "kind": "method"},
+    ]
+    batch = write(
+        tmp_path / "batch.jsonl",
+        [{"instance_id": "two", "found_files": [], "blagent": {"entities": entities}}],
+    )
+    proc = run(
+        "compare", str(base), str(batch), *args[2:], "--repos", str(trees), "--format", "json",
+        "--resamples", "50",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    runs = {r["name"]: r["overall"] for r in json.loads(proc.stdout)["runs"]}
+    assert runs["batch.jsonl"]["mrr"] == 0.5, runs
+    agentless = write(
+        tmp_path / "agentless.jsonl",
+        [{"instance_id": "two", "found_files": [], "found_related_locs": [["function: f"]]}],
+    )
+    proc = run("compare", str(base), str(agentless), *args[2:], "--repos", str(trees))
+    assert proc.returncode == 1 and "no record ranks functions" in proc.stderr, proc.stderr
+    peers = tmp_path / "peers.json"
+    peers.write_text(json.dumps({"p": {"two": ["shop/cart.py"]}}))
+    proc = run("compare", str(base), *args[2:], "--repos", str(trees), "--peers", str(peers))
+    assert proc.returncode == 1 and "rank files, not functions" in proc.stderr, proc.stderr
 
 
 def test_unknown_ids_are_refused_and_runs_sharing_a_file_name_are_told_apart(

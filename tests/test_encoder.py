@@ -106,7 +106,7 @@ def test_precisions_are_separate_models_to_the_cache() -> None:
 
 
 def test_bad_folders_and_kinds_are_clear_errors(tmp_path: Path, encoder: _core.Encoder) -> None:
-    with pytest.raises(_core.InputError, match="model folder .* does not exist"):
+    with pytest.raises(_core.InputError, match=r"model folder .* does not exist"):
         _core.Encoder(str(tmp_path / "nope"))
     # Found by a review: a file named as the model folder was said not to be found.
     (tmp_path / "model.bin").write_bytes(b"")

@@ -672,6 +672,25 @@ def test_python_api_arguments_of_the_wrong_type_say_so(repo: Path) -> None:
         LocalizeRequest.from_dict({"instance_id": 1, "repo_path": str(repo), "issue": ISSUE})
     with pytest.raises(InputError, match="JSON object"):
         LocalizeRequest.from_dict([])  # type: ignore[arg-type]
+    # Found by a review: `dense="no"` turned dense retrieval on, and a NaN weight or option
+    # was a syntax error placed in text the caller never saw.
+    with pytest.raises(InputError, match="dense is True or False, not 'no'"):
+        Localizer(dense="no")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"weights\.definition is nan, not a finite number"):
+        Localizer(weights={"definition": float("nan")})
+    with pytest.raises(InputError, match="max_steps is inf, not a finite number"):
+        Localizer(llm_options={"max_steps": float("inf")})
+
+
+def test_a_non_finite_llm_option_is_named(repo: Path) -> None:
+    """Found by a review: `--llm-option model_weight=1e400` was "expected value at line 1
+    column 18"."""
+    proc = run(
+        "localize", "--repo", str(repo), "--issue-text", ISSUE, "--pipeline", "blagent",
+        "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "m",
+        "--llm-option", "model_weight=1e400",
+    )  # fmt: skip
+    assert_clean_failure(proc, because="model_weight is inf, not a finite number")
 
 
 @pytest.mark.parametrize(
@@ -709,8 +728,11 @@ def test_compare_bounds_its_resamples(tmp_path: Path) -> None:
         path = tmp_path / f"{name}.jsonl"
         path.write_text(json.dumps({"instance_id": "a", "found_files": ["a.py"]}) + "\n")
         runs.append(str(path))
-    proc = run("compare", *runs, "--dataset", str(data), "--resamples", "10000000")
-    assert_clean_failure(proc, because="between 1 and 1000000")
+    # Found by a review: 0 was argparse's "from 1 to 4294967295" (exit 2), 10000000 the
+    # core's "between 1 and 1000000" (exit 1); one flag has one range.
+    for value in ("0", "10000000"):
+        proc = run("compare", *runs, "--dataset", str(data), "--resamples", value)
+        assert proc.returncode == 2 and "must be from 1 to 1000000" in proc.stderr, proc.stderr
 
 
 def test_a_missing_input_file_is_bad_input(repo: Path, tmp_path: Path) -> None:

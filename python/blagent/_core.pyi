@@ -17,6 +17,7 @@ __all__ = [
     "JOB_KINDS",
     "LANGUAGES",
     "LLM_CONFIG_FLAGS",
+    "MAX_RESAMPLES",
     "MAX_TIMEOUT_S",
     "PIPELINES",
     "SCHEMA_VERSION",
@@ -50,6 +51,8 @@ __version__: str
 SCHEMA_VERSION: str
 #: The longest LLM timeout, in seconds.
 MAX_TIMEOUT_S: float
+#: The most bootstrap resamples `compare` draws.
+MAX_RESAMPLES: int
 PIPELINES: list[str]
 #: What a result ranks: file, function.
 GRANULARITIES: list[str]

@@ -10,6 +10,7 @@ exists but cannot be read is the core's I/O error, exit 3, as for every file the
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import sys
@@ -108,13 +109,38 @@ def json_text(value: Any, what: str) -> str:
     cannot carry (a set, bytes, an integer too long to write), or text that is not UTF-8 (a
     lone surrogate, in a key or a value)."""
     try:
-        text = json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except RecursionError as err:
         raise _core.InputError(f"{what} is nested too deeply") from err
-    except (TypeError, ValueError) as err:
+    except ValueError as err:
+        where = _not_finite(value)
+        if where is None:  # an integer too long to write
+            raise _core.InputError(f"{what} holds a value JSON cannot carry: {err}") from err
+        # Python would write NaN or Infinity, which is not JSON: the core read it as a
+        # syntax error placed in this text, which the caller never saw.
+        raise _core.InputError(f"{what}: {where[0]} is {where[1]!r}, not a finite number") from err
+    except TypeError as err:
         raise _core.InputError(f"{what} holds a value JSON cannot carry: {err}") from err
     check_encodable(text, what)
     return text
+
+
+def _not_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+    """The key path (`weights.definition`, `items[2]`) and value of the first NaN or infinity
+    in `value`, a structure `json.dumps` writes; `None` where there is none."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return (path or "the value", value)
+    if isinstance(value, dict):
+        children: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for child_path, child in children:
+        found = _not_finite(child, child_path)
+        if found is not None:
+            return found
+    return None
 
 
 def printable_lines(text: str) -> str:

@@ -10,7 +10,7 @@ import math
 import os
 from typing import Any, Callable
 
-from . import _core
+from . import _core, _io
 
 LLM_HELP = (
     "LLM endpoint (any OpenAI-compatible /v1/chat/completions: Ollama, vLLM, llama.cpp, OpenAI). "
@@ -161,4 +161,4 @@ def llm_options(args: argparse.Namespace) -> dict[str, Any]:
 def llm_options_json(args: argparse.Namespace) -> str | None:
     """`llm_options` as JSON, or None when no option was given."""
     options = llm_options(args)
-    return json.dumps(options) if options else None
+    return _io.json_text(options, "--llm-option") if options else None

@@ -298,7 +298,7 @@ def _run_config(args: argparse.Namespace, **fields: Any) -> str:
         "progress": not args.quiet,
         **fields,
     }
-    return json.dumps(config)
+    return _io.json_text(config, "the run's settings")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -558,6 +558,14 @@ def _positive_int(text: str) -> int:
     return bounded_int(text, 1)
 
 
+def _resamples(text: str) -> int:
+    """`--resamples`: from 1 to the most the core draws."""
+    value = int(text)
+    if not 1 <= value <= _core.MAX_RESAMPLES:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {_core.MAX_RESAMPLES}: {text}")
+    return value
+
+
 LABELLED_DATASET = "JSONL with instance_id, problem_statement, gold_files or patch"
 
 
@@ -763,7 +771,7 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     co.add_argument(
         "--resamples",
-        type=_positive_int,
+        type=_resamples,
         help=f"bootstrap resamples (default {_core.DEFAULTS['resamples']})",
     )
     co.add_argument("--seed", type=_non_negative_int, help="bootstrap seed (default 0)")

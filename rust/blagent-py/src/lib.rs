@@ -596,6 +596,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LlmError", py.get_type::<LlmError>())?;
     m.add("SCHEMA_VERSION", blagent_core::SCHEMA_VERSION)?;
     m.add("MAX_TIMEOUT_S", blagent_core::llm::MAX_TIMEOUT_S)?;
+    m.add("MAX_RESAMPLES", blagent_core::eval::MAX_RESAMPLES)?;
     m.add(
         "PIPELINES",
         blagent_core::Pipeline::ALL.map(blagent_core::Pipeline::name),

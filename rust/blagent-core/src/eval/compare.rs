@@ -155,7 +155,7 @@ fn scores(instances: &[Instance], rankings: &HashMap<String, Vec<String>>) -> Sc
 }
 
 /// The ranked items of each line of a run: `found_files`, or at function level
-/// `found_functions`.
+/// `found_functions` (else the function ids of a blagent result's `entities`).
 fn run_rankings(
     path: &std::path::Path,
     granularity: Granularity,
@@ -168,6 +168,7 @@ fn run_rankings(
             .collect());
     }
     let mut out = HashMap::new();
+    let mut without = Vec::new();
     for (id, map) in read_records(path, warnings)? {
         let functions = match map.get("found_functions") {
             Some(serde_json::Value::Array(items))
@@ -179,7 +180,10 @@ fn run_rankings(
                     .map(str::to_owned)
                     .collect()
             }
-            Some(serde_json::Value::Null) | None => Vec::new(),
+            Some(serde_json::Value::Null) | None => entity_ranking(&map).unwrap_or_else(|| {
+                without.push(id.clone());
+                Vec::new()
+            }),
             Some(_) => {
                 return Err(Error::InvalidInput(format!(
                     "{}: {id}: `found_functions` is not a list of `path::Class.method` ids",
@@ -189,7 +193,45 @@ fn run_rankings(
         };
         out.insert(id, functions);
     }
+    // A run of another kind (Agentless's related locations, a file ranking) is not scored as
+    // ranking no function.
+    if !out.is_empty() && without.len() == out.len() {
+        return Err(Error::InvalidInput(format!(
+            "{}: no record ranks functions (`found_functions`, as `eval --granularity function \
+             --out` writes, or the `entities` of a `batch --granularity function` result); \
+             Agentless's locations are judged by `analyze-failures`",
+            path.display()
+        )));
+    }
+    if !without.is_empty() {
+        without.sort();
+        warnings.push(format!(
+            "{}: {} record(s) rank no function (no `found_functions` or result `entities`), \
+             scored as ranking none: {}",
+            path.display(),
+            without.len(),
+            without
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     Ok(out)
+}
+
+/// The function and method ids of a `batch --granularity function` line's result
+/// (`blagent.entities`), in rank order; `None` where it has none.
+fn entity_ranking(record: &serde_json::Map<String, serde_json::Value>) -> Option<Vec<String>> {
+    let entities = record.get("blagent")?.get("entities")?.as_array()?;
+    Some(
+        entities
+            .iter()
+            .filter(|e| e.get("kind").and_then(|k| k.as_str()) != Some("class"))
+            .filter_map(|e| e.get("id")?.as_str().map(str::to_owned))
+            .collect(),
+    )
 }
 
 /// Reads the runs: each JSONL file, then the selected peers.
@@ -214,6 +256,12 @@ fn load_runs(config: &CompareConfig, warnings: &mut Vec<String>) -> Result<Vec<R
         runs.push((name, run_rankings(path, config.granularity, warnings)?));
     }
     if let Some(path) = &config.peers {
+        if config.granularity == Granularity::Function {
+            return Err(Error::InvalidInput(format!(
+                "the peer rankings of {} rank files, not functions: compare them at file level",
+                path.display()
+            )));
+        }
         let text = crate::repo::read::read_user_json(
             path,
             crate::repo::read::MAX_DATA_FILE_BYTES,
