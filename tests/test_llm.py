@@ -621,29 +621,18 @@ def test_calibrate_without_an_llm_is_bad_input(repo: Path, tmp_path: Path) -> No
 def test_missing_llm_inputs_are_bad_input(repo: Path, tmp_path: Path) -> None:
     proc = run_cli("llm-check", "--llm-replay", str(tmp_path / "absent.jsonl"))
     assert proc.returncode == 1 and "does not exist" in proc.stderr, proc.stderr
-    proc = run_cli(
-        "localize",
-        "--repo",
-        str(repo),
-        "--issue-text",
-        "x",
-        "--pipeline",
-        "blagent",
-        "--prompts-dir",
-        str(tmp_path / "none"),
-    )
-    assert proc.returncode == 1 and "prompts folder" in proc.stderr, proc.stderr
     # Found by a review: a FIFO named as the prompts folder was said not to exist.
     os.mkfifo(tmp_path / "fifo")
-    proc = run_cli(
-        "localize",
-        "--repo",
-        str(repo),
-        "--issue-text",
-        "x",
-        "--pipeline",
-        "blagent",
-        "--prompts-dir",
-        str(tmp_path / "fifo"),
-    )
-    assert proc.returncode == 1 and "is a FIFO, not a folder" in proc.stderr, proc.stderr
+    for name, why in [("none", "prompts folder"), ("fifo", "is a FIFO, not a folder")]:
+        proc = run_cli(
+            "localize",
+            "--repo",
+            str(repo),
+            "--issue-text",
+            "x",
+            "--pipeline",
+            "blagent",
+            "--prompts-dir",
+            str(tmp_path / name),
+        )
+        assert proc.returncode == 1 and why in proc.stderr, proc.stderr

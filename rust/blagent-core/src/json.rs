@@ -41,7 +41,7 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     Ok(read)
 }
 
-/// serde_json's error for an escape of half a UTF-16 surrogate pair (`"\ud800 x"`: "unexpected
+/// `serde_json`'s error for an escape of half a UTF-16 surrogate pair (`"\ud800 x"`: "unexpected
 /// end of hex escape"), saying what it is; any other error as it is.
 fn surrogate_named(e: serde_json::Error) -> serde_json::Error {
     let message = e.to_string();

@@ -151,12 +151,7 @@ pub fn load_localizations(
             "{}: {} record(s) without a `found_files` list rank no file: {}",
             path.display(),
             without.len(),
-            without
-                .iter()
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
+            crate::dataset::first_ids(&without)
         ));
     }
     Ok(out)

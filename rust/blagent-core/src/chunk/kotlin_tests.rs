@@ -557,3 +557,54 @@ class Cart(val items: Items) {
         [(ChunkKind::Module, 1, 4), (ChunkKind::Class, 6, 11)]
     );
 }
+
+/// Found by a review: tree-sitter-kotlin-sg reads a top-level class with two modifiers and a
+/// bare header (`private sealed class First {`) as an infix call with a lambda, with no syntax
+/// error, so the class was lost and its methods became top-level functions. Such a node is
+/// read again as declarations, at the file's lines.
+#[test]
+fn a_top_level_class_the_grammar_reads_as_a_call_is_read_again() {
+    let text = "package shop\n\n/** Rules. */\ninternal abstract class PriceRule {\n    fun applyDiscount(total: Int): Int = total - 1\n\n    private sealed class Kind {\n        fun f() = 1\n    }\n}\n\nclass Cart {\n    fun total(): Int = 0\n}\n";
+    let parsed = parse(text);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Class, "PriceRule"),
+            (SymbolKind::Method, "PriceRule.applyDiscount"),
+            (SymbolKind::Class, "PriceRule.Kind"),
+            (SymbolKind::Method, "PriceRule.Kind.f"),
+            (SymbolKind::Class, "Cart"),
+            (SymbolKind::Method, "Cart.total"),
+        ]
+    );
+    let rule = symbol(&parsed, "PriceRule");
+    assert_eq!(
+        (rule.start_line, rule.end_line, rule.doc_line),
+        (4, 10, Some(3))
+    );
+    assert!(
+        rule.direct
+            && rule
+                .signature
+                .starts_with("internal abstract class PriceRule")
+    );
+    let apply = symbol(&parsed, "PriceRule.applyDiscount");
+    assert_eq!((apply.start_line, apply.end_line), (5, 5));
+    assert_eq!(symbol(&parsed, "PriceRule.Kind.f").start_line, 8);
+    // A top-level expression that holds no declaration is walked as it was.
+    let parsed = parse("fun main() = 1\n\nprintln(\"x\")\n");
+    assert_eq!(symbols(&parsed), [(SymbolKind::Function, "main")]);
+}
+
+/// Found by a review: a function defined in an `init` block was a method of the class.
+#[test]
+fn a_function_in_an_init_block_is_local() {
+    let parsed =
+        parse_clean("class A {\n    init {\n        fun local() {}\n    }\n\n    fun m() {}\n}\n");
+    let local = symbol(&parsed, "A.local");
+    assert!(
+        local.in_function && local.kind == SymbolKind::Function,
+        "{local:?}"
+    );
+    assert_eq!(symbol(&parsed, "A.m").kind, SymbolKind::Method);
+}

@@ -176,7 +176,7 @@ const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(250);
 /// [`SourceFile::new`]), on which it could loop forever between those questions, and one
 /// indenting deeper than its scanner can save ([`Language::max_indent_levels`]), which would
 /// abort the process.
-fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
+pub(super) fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
     let language = file.language;
     let too_deep = language
         .max_indent_levels
@@ -401,6 +401,32 @@ def f():
                 .collect();
             assert_eq!(got, want, "{path}");
         }
+    }
+
+    /// Found by a review: an annotation type's elements were no methods, and what an
+    /// initializer block defines (a local class, an anonymous class's method) was a member of
+    /// the class.
+    #[test]
+    fn java_annotation_elements_are_methods_and_initializers_are_local() {
+        let java = "@interface Config {\n    String name();\n    int[] values() default {};\n}\n\nclass Init {\n    static {\n        class Local {}\n    }\n    {\n        new Runnable() {\n            public void run() {}\n        };\n    }\n    void m() {}\n}\n";
+        let parsed = parse("Init.java", java.to_owned());
+        let got: Vec<(&str, SymbolKind, bool)> = parsed
+            .symbols
+            .iter()
+            .map(|s| (s.qualified.as_str(), s.kind, s.in_function))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Config", SymbolKind::Class, false),
+                ("Config.name", SymbolKind::Method, false),
+                ("Config.values", SymbolKind::Method, false),
+                ("Init", SymbolKind::Class, false),
+                ("Init.Local", SymbolKind::Class, true),
+                ("Init.run", SymbolKind::Function, true),
+                ("Init.m", SymbolKind::Method, false),
+            ]
+        );
     }
 
     /// A file's chunks share one allocation of its path, whichever way they were cut (AST

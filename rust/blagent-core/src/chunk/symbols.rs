@@ -13,7 +13,7 @@ use super::syntax::{
     body_start, capped, collapse_whitespace, definition_body, definition_name, documentation,
     leading_doc_comment, qualified_name, MAX_NAME_BYTES,
 };
-use crate::repo::{DocStyle, Language, LANGUAGES};
+use crate::repo::{DocStyle, Language, SourceFile, LANGUAGES};
 
 /// What a symbol is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,16 +138,26 @@ pub struct Symbol {
     pub doc_line: Option<usize>,
 }
 
+/// The symbols of a walk, and the line ranges it left out as nested too deep.
+type Extracted = (Vec<Symbol>, Vec<(usize, usize)>);
+
 /// Collects the symbols under `root`, in file order, and the line ranges of definitions nested
 /// deeper than [`MAX_NESTING`], which are left out with everything inside them.
 ///
 /// The walk keeps its own stack instead of recursing, so a deeply nested expression (thousands
 /// of parentheses in generated code) costs memory in proportion to the tree, not call stack.
-pub(super) fn extract(
+pub(super) fn extract(root: Node<'_>, source: &str, language: &'static Language) -> Extracted {
+    extract_under(root, source, language, true)
+}
+
+/// [`extract`] of the children of `root`; `reread`: whether a top-level node of a kind the
+/// language does not allow there is read again as declarations ([`reread_declarations`]).
+fn extract_under(
     root: Node<'_>,
     source: &str,
-    language: &Language,
-) -> (Vec<Symbol>, Vec<(usize, usize)>) {
+    language: &'static Language,
+    reread: bool,
+) -> Extracted {
     let mut symbols = Vec::new();
     let mut too_deep = Vec::new();
     let mut scope: Scope = Vec::new();
@@ -161,6 +171,18 @@ pub(super) fn extract(
             Step::Recover(error) => recover_headers(error, source, language, &scope, &mut symbols),
             Step::Enter(child, direct) => {
                 let kind = child.kind();
+                let misread = reread
+                    && !language.top_level_kinds.is_empty()
+                    && !language.top_level_kinds.contains(&kind)
+                    && !child.is_error()
+                    && child.parent() == Some(root);
+                if misread {
+                    if let Some((found, deep)) = reread_declarations(child, source, language) {
+                        symbols.extend(found);
+                        too_deep.extend(deep);
+                        continue;
+                    }
+                }
                 let is_class = language.class_kinds.contains(&kind);
                 let named = (is_class || language.function_kinds.contains(&kind))
                     .then(|| definition_name(language, child, source))
@@ -168,6 +190,15 @@ pub(super) fn extract(
                 let Some((name, receiver)) = named else {
                     if child.is_error() {
                         steps.push(Step::Recover(child));
+                    }
+                    if language.initializer_kinds.contains(&kind) {
+                        // Local to the initializer, as to a function, under the class's name.
+                        if let Some((qualified, _)) = scope.last().cloned() {
+                            scope.push((qualified, false));
+                            steps.push(Step::Leave);
+                            push_children(&mut steps, child, false);
+                            continue;
+                        }
                     }
                     // A body's blocks (Java's enum declarations) and a decorator's wrapper
                     // keep what they hold directly in the body; a statement does not.
@@ -199,6 +230,52 @@ pub(super) fn extract(
         }
     }
     (symbols, too_deep)
+}
+
+/// The declarations of `node`, a top-level node the grammar read as something the language
+/// does not allow there ([`Language::top_level_kinds`]), read again inside a class body,
+/// where only declarations parse, with their lines those of the file; `None` where that
+/// reading finds none (the node is then walked as it is).
+fn reread_declarations(
+    node: Node<'_>,
+    source: &str,
+    language: &'static Language,
+) -> Option<Extracted> {
+    let line_start = source[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    let wrapped = format!("class _ {{\n{}\n}}\n", &source[line_start..node.end_byte()]);
+    let file = SourceFile::new(String::new(), language, wrapped, false);
+    let (tree, _) = super::parse_within_budget(&file);
+    let tree = tree?;
+    let body = tree
+        .root_node()
+        .named_child(0)
+        .and_then(|class| definition_body(language, class))?;
+    let (mut symbols, mut too_deep) = extract_under(body, &file.text, language, false);
+    if symbols.is_empty() {
+        return None;
+    }
+    // Line 2 of the wrapped text is the node's first line.
+    let shift = |line: usize| line + node.start_position().row - 1;
+    for symbol in &mut symbols {
+        symbol.start_line = shift(symbol.start_line);
+        symbol.end_line = shift(symbol.end_line);
+        symbol.body_line = symbol.body_line.map(shift);
+        symbol.doc_line = symbol.doc_line.map(shift);
+    }
+    for range in &mut too_deep {
+        *range = (shift(range.0), shift(range.1));
+    }
+    // The KDoc before the node lay outside the text read again: it documents the definition
+    // the node opens with.
+    let first_line = node.start_position().row + 1;
+    if let (Some(first), Some(comment)) = (
+        symbols.iter_mut().find(|s| s.start_line == first_line),
+        leading_doc_comment(language, node, source),
+    ) {
+        first.doc_line = Some(comment.start_position().row + 1);
+        first.doc = documentation(language, node, None, source);
+    }
+    Some((symbols, too_deep))
 }
 
 /// How deep definitions may nest (classes and functions inside each other) before the rest is

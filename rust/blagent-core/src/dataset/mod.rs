@@ -20,4 +20,4 @@ pub use self::metrics::{
     all_within, any_within, average_precision_at, first_hit_rank, reciprocal_rank,
     GroupedAccumulator, GroupedMetrics, Metrics, MetricsAccumulator, ACC_KS, MAP_KS,
 };
-pub use self::select::{first_of_each_id, instance_tree, select_ids};
+pub use self::select::{first_ids, first_of_each_id, instance_tree, select_ids};

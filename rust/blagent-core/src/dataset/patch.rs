@@ -458,11 +458,7 @@ pub fn apply(base: &str, file: &FilePatch) -> Option<String> {
 /// [`apply`], with the base line (1-based) each line of the patched file was kept from:
 /// entry `i` is line `i + 1`'s, `None` for a line the patch adds.
 pub fn apply_traced(base: &str, file: &FilePatch) -> Option<(String, Vec<Option<usize>>)> {
-    let old: Vec<&str> = base.lines().collect();
-    let mut out: Vec<&str> = Vec::with_capacity(old.len());
-    let mut origin: Vec<Option<usize>> = Vec::with_capacity(old.len());
-    let mut next = 1; // next base line to copy
-                      // Copies base lines `from..to` unchanged.
+    // Copies base lines `from..to` unchanged.
     fn keep<'s>(
         old: &[&'s str],
         (out, origin): (&mut Vec<&'s str>, &mut Vec<Option<usize>>),
@@ -473,6 +469,10 @@ pub fn apply_traced(base: &str, file: &FilePatch) -> Option<(String, Vec<Option<
         origin.extend((from..to).map(Some));
         Some(())
     }
+    let old: Vec<&str> = base.lines().collect();
+    let mut out: Vec<&str> = Vec::with_capacity(old.len());
+    let mut origin: Vec<Option<usize>> = Vec::with_capacity(old.len());
+    let mut next = 1; // next base line to copy
     for hunk in &file.hunks {
         let first = hunk.lines.first().map_or(hunk.old_start, |l| l.base_line);
         if first < next {

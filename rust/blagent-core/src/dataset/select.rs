@@ -59,12 +59,7 @@ pub fn select_ids(
                 "{} selected id(s) not in {}: {}",
                 unknown.len(),
                 dataset.display(),
-                unknown
-                    .iter()
-                    .take(5)
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                first_ids(&unknown)
             )));
         }
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
@@ -72,6 +67,15 @@ pub fn select_ids(
     }
     first_of_each_id(&mut instances, |i| &i.instance_id);
     Ok(instances)
+}
+
+/// The first five of `ids`, comma-separated: what a message names of a list of instances.
+pub fn first_ids<S: AsRef<str>>(ids: &[S]) -> String {
+    ids.iter()
+        .take(5)
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

@@ -210,12 +210,7 @@ fn run_rankings(
              scored as ranking none: {}",
             path.display(),
             without.len(),
-            without
-                .iter()
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
+            crate::dataset::first_ids(&without)
         ));
     }
     Ok(out)

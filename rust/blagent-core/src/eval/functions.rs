@@ -142,14 +142,20 @@ mod tests {
         );
     }
 
+    /// A tree holding `Shop.java` ([`SHOP`]).
+    fn shop_tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("Shop.java"), SHOP).unwrap();
+        dir
+    }
+
     const SHOP: &str = "package shop;\n\nclass Shop {\n    /**\n     * The total.\n     */\n    int total(int a) {\n        return a;\n    }\n\n    int total(String s) {\n        return s.length();\n    }\n}\n";
 
     /// Found by a review: an edit of a Java method's Javadoc alone touched no function (a
     /// Python docstring's edit touches its function).
     #[test]
     fn a_javadoc_edit_touches_the_method_it_documents() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("Shop.java"), SHOP).unwrap();
+        let dir = shop_tree();
         let patch = "--- a/Shop.java\n+++ b/Shop.java\n@@ -2,7 +2,7 @@ package shop;\n \n class Shop {\n     /**\n-     * The total.\n+     * The total, in cents.\n      */\n     int total(int a) {\n         return a;\n";
         assert_eq!(
             gold_functions(patch, dir.path()).unwrap(),
@@ -162,8 +168,7 @@ mod tests {
     /// of two namesakes is one id.
     #[test]
     fn an_added_namesake_is_not_an_edit_of_the_existing_definition() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("Shop.java"), SHOP).unwrap();
+        let dir = shop_tree();
         let overload = "--- a/Shop.java\n+++ b/Shop.java\n@@ -11,4 +11,8 @@ class Shop {\n     int total(String s) {\n         return s.length();\n     }\n+\n+    int total(CharSequence s) {\n+        return s.length();\n+    }\n }\n";
         assert_eq!(
             gold_functions(overload, dir.path()).unwrap(),

@@ -44,6 +44,16 @@ pub struct Language {
     /// node that is not a block (the `statements` of a `try`, a `catch`, an `init`): the
     /// compound statement's block.
     pub grouping_kinds: &'static [&'static str],
+    /// Node kinds of a class body's initializer blocks (Java's `static { }` and `{ }`, Kotlin's
+    /// `init { }`): what is defined in one is local to it, as in a function's body. Java's
+    /// `block` is every block; one inside a function changes nothing.
+    pub initializer_kinds: &'static [&'static str],
+    /// The node kinds a file's top level may hold, where the language allows only declarations
+    /// there (empty: anything). Another kind there is the grammar's misreading of
+    /// declarations, which is read again inside a class body (`class _ {` … `}`), where only
+    /// declarations parse: tree-sitter-kotlin-sg reads a top-level class with two modifiers,
+    /// `private sealed class C { … }`, as an infix call whose last argument is a lambda.
+    pub top_level_kinds: &'static [&'static str],
     /// Whether blocks close with a delimiter (`}`): text between chunks (a closing brace,
     /// `} else {`) then joins the chunk before it.
     pub braces: bool,
@@ -139,6 +149,8 @@ pub static PYTHON: Language = Language {
     default_names: &[],
     block_kinds: &["block"],
     grouping_kinds: &[],
+    initializer_kinds: &[],
+    top_level_kinds: &[],
     braces: false,
     final_newline: false,
     max_indent_levels: Some(PYTHON_INDENT_LEVELS),
@@ -168,6 +180,8 @@ pub static JAVA: Language = Language {
         "method_declaration",
         "constructor_declaration",
         "compact_constructor_declaration",
+        // An annotation type's element (`String name() default "";`), a method to reflection.
+        "annotation_type_element_declaration",
     ],
     name_kinds: &[],
     default_names: &[],
@@ -179,6 +193,8 @@ pub static JAVA: Language = Language {
         "enum_body_declarations",
     ],
     grouping_kinds: &[],
+    initializer_kinds: &["static_initializer", "block"],
+    top_level_kinds: &[],
     braces: true,
     final_newline: false,
     max_indent_levels: None,
@@ -219,6 +235,23 @@ pub static KOTLIN: Language = Language {
         "lambda_literal",
     ],
     grouping_kinds: &["statements", "call_suffix", "import_list"],
+    initializer_kinds: &["anonymous_initializer"],
+    top_level_kinds: &[
+        "package_header",
+        "import_list",
+        "import_header",
+        "file_annotation",
+        "shebang_line",
+        "class_declaration",
+        "object_declaration",
+        "function_declaration",
+        "property_declaration",
+        "type_alias",
+        "getter",
+        "setter",
+        "line_comment",
+        "multiline_comment",
+    ],
     braces: true,
     final_newline: true,
     max_indent_levels: None,
