@@ -22,11 +22,11 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
         .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
     if first != Some(b'{') {
         // Text that is no JSON at all keeps serde_json's own message.
-        let value: Value = serde_json::from_str(text).map_err(surrogate_named)?;
+        let value: Value = serde_json::from_str(text).map_err(said_plainly)?;
         return Err(not_an_object(&value));
     }
     // serde_json reading the text itself refuses a repeated field and says where a mistake is.
-    let read = serde_json::from_str(text).map_err(surrogate_named)?;
+    let read = serde_json::from_str(text).map_err(said_plainly)?;
     // `Strict` then checks that every struct is an object, on a `Value` read with every key
     // once (a map's key repeated is refused there). A text a `Value` cannot hold (past its 128
     // levels, a number past f64, a lone surrogate), which serde_json read because it lies in a
@@ -41,9 +41,11 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
     Ok(read)
 }
 
-/// `serde_json`'s error for an escape of half a UTF-16 surrogate pair (`"\ud800 x"`: "unexpected
-/// end of hex escape"), saying what it is; any other error as it is.
-fn surrogate_named(e: serde_json::Error) -> serde_json::Error {
+/// `serde_json`'s error said plainly where its words mislead: an escape of half a UTF-16
+/// surrogate pair (`"\ud800 x"`: "unexpected end of hex escape"), and an integer past 64 bits
+/// where a whole number is wanted (read as a float: "invalid type: floating point"); any
+/// other error as it is.
+fn said_plainly(e: serde_json::Error) -> serde_json::Error {
     let message = e.to_string();
     let halves = [
         "unexpected end of hex escape",
@@ -53,6 +55,11 @@ fn surrogate_named(e: serde_json::Error) -> serde_json::Error {
     if halves.iter().any(|h| message.starts_with(h)) {
         serde_json::Error::custom(format!(
             "{message}: a \\u escape of half a surrogate pair (a lone surrogate) is not text"
+        ))
+    } else if message.starts_with("invalid type: floating point") && message.contains("expected u")
+    {
+        serde_json::Error::custom(format!(
+            "{message}: a whole number is wanted, and this one has a fraction or is too large"
         ))
     } else {
         e
@@ -338,6 +345,12 @@ mod tests {
                 "{text}: {err}"
             );
         }
+        // Found by a later review: an integer past 64 bits was "invalid type: floating point".
+        let err = from_object::<Config>("{\"seed\": 18446744073709551616}").unwrap_err();
+        assert!(
+            err.to_string().contains("has a fraction or is too large"),
+            "{err}"
+        );
         let paired = from_object::<Config>("{\"model\": \"\\ud83d\\ude00\"}").unwrap();
         assert_eq!(paired.model, "\u{1F600}");
     }

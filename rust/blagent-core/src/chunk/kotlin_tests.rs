@@ -608,3 +608,21 @@ fn a_function_in_an_init_block_is_local() {
     );
     assert_eq!(symbol(&parsed, "A.m").kind, SymbolKind::Method);
 }
+
+/// Found by a review: the methods of enum entries' bodies were all named as the enum's own
+/// (`Color.label` three times); an entry with a body is a class of its own.
+#[test]
+fn an_enum_entry_with_a_body_is_a_class() {
+    let parsed = parse_clean("enum class Color(val hex: String) {\n    RED(\"f00\") {\n        override fun label() = \"r\"\n    },\n    GREEN(\"0f0\"),\n    BLUE(\"00f\") {\n        override fun label() = \"b\"\n    };\n\n    abstract fun label(): String\n}\n");
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Class, "Color"),
+            (SymbolKind::Class, "Color.RED"),
+            (SymbolKind::Method, "Color.RED.label"),
+            (SymbolKind::Class, "Color.BLUE"),
+            (SymbolKind::Method, "Color.BLUE.label"),
+            (SymbolKind::Method, "Color.label"),
+        ]
+    );
+}

@@ -403,12 +403,12 @@ def f():
         }
     }
 
-    /// Found by a review: an annotation type's elements were no methods, and what an
-    /// initializer block defines (a local class, an anonymous class's method) was a member of
-    /// the class.
+    /// Found by a review: an annotation type's elements were no methods, an enum constant's
+    /// methods were the enum's, and what an initializer block defines (a local class, an
+    /// anonymous class's method) was a member of the class.
     #[test]
     fn java_annotation_elements_are_methods_and_initializers_are_local() {
-        let java = "@interface Config {\n    String name();\n    int[] values() default {};\n}\n\nclass Init {\n    static {\n        class Local {}\n    }\n    {\n        new Runnable() {\n            public void run() {}\n        };\n    }\n    void m() {}\n}\n";
+        let java = "@interface Config {\n    String name();\n    int[] values() default {};\n}\n\nenum Op {\n    ADD { int apply() { return 1; } },\n    NONE;\n    int apply() { return 0; }\n}\n\nclass Init {\n    static {\n        class Local {}\n    }\n    {\n        new Runnable() {\n            public void run() {}\n        };\n    }\n    void m() {}\n}\n";
         let parsed = parse("Init.java", java.to_owned());
         let got: Vec<(&str, SymbolKind, bool)> = parsed
             .symbols
@@ -421,6 +421,10 @@ def f():
                 ("Config", SymbolKind::Class, false),
                 ("Config.name", SymbolKind::Method, false),
                 ("Config.values", SymbolKind::Method, false),
+                ("Op", SymbolKind::Class, false),
+                ("Op.ADD", SymbolKind::Class, false),
+                ("Op.ADD.apply", SymbolKind::Method, false),
+                ("Op.apply", SymbolKind::Method, false),
                 ("Init", SymbolKind::Class, false),
                 ("Init.Local", SymbolKind::Class, true),
                 ("Init.run", SymbolKind::Function, true),

@@ -183,7 +183,9 @@ fn extract_under(
                         continue;
                     }
                 }
-                let is_class = language.class_kinds.contains(&kind);
+                let is_class = language.class_kinds.contains(&kind)
+                    || (language.bodied_class_kinds.contains(&kind)
+                        && definition_body(language, child).is_some());
                 let named = (is_class || language.function_kinds.contains(&kind))
                     .then(|| definition_name(language, child, source))
                     .flatten();

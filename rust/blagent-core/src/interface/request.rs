@@ -194,6 +194,8 @@ mod tests {
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "topk": 3}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "schema_version": "2.0"}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "top_k": 0}"#,
+            // Found by a review: a request took up to 2^64 - 1 files, `--top-k` 2^32 - 1.
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "top_k": 4294967296}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "  "}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "pipeline": "gpt"}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "granularity": "line"}"#,

@@ -24,6 +24,10 @@ pub struct Language {
     pub grammar: fn() -> tree_sitter::Language,
     /// Node kinds that define a class-like scope.
     pub class_kinds: &'static [&'static str],
+    /// Node kinds that define a class only when they have a body: an enum constant with its
+    /// own members (`ADD { int apply() {…} }`), an anonymous subclass of its enum, whose
+    /// methods are then `Op.ADD.apply` rather than one more `Op.apply`.
+    pub bodied_class_kinds: &'static [&'static str],
     /// Node kinds that define a function or method.
     pub function_kinds: &'static [&'static str],
     /// Kinds of the direct child that names a definition without a `name` field
@@ -144,6 +148,7 @@ pub static PYTHON: Language = Language {
     extensions: &["py"],
     grammar: python_grammar,
     class_kinds: &["class_definition"],
+    bodied_class_kinds: &[],
     function_kinds: &["function_definition"],
     name_kinds: &[],
     default_names: &[],
@@ -176,6 +181,7 @@ pub static JAVA: Language = Language {
         "record_declaration",
         "annotation_type_declaration",
     ],
+    bodied_class_kinds: &["enum_constant"],
     function_kinds: &[
         "method_declaration",
         "constructor_declaration",
@@ -219,6 +225,7 @@ pub static KOTLIN: Language = Language {
         "object_declaration",
         "companion_object",
     ],
+    bodied_class_kinds: &["enum_entry"],
     function_kinds: &["function_declaration", "secondary_constructor"],
     name_kinds: &["type_identifier", "simple_identifier"],
     default_names: &[

@@ -39,6 +39,9 @@ impl Granularity {
     }
 }
 
+/// The most files a request may ask for, as the command line's `--top-k` allows.
+pub const MAX_TOP_K: usize = u32::MAX as usize;
+
 /// What a caller asks of a ranking, whichever pipeline ranks: how many files, and whether
 /// their functions too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,11 +51,13 @@ pub struct Ask {
 }
 
 impl Ask {
-    /// `top_k` files at `granularity`; `top_k` must be at least 1 (the one place it is
-    /// checked).
+    /// `top_k` files at `granularity`; `top_k` must be from 1 to [`MAX_TOP_K`] (the one place
+    /// it is checked).
     pub fn new(top_k: usize, granularity: Granularity) -> Result<Self> {
-        if top_k == 0 {
-            return Err(Error::InvalidInput("top_k must be at least 1".to_owned()));
+        if !(1..=MAX_TOP_K).contains(&top_k) {
+            return Err(Error::InvalidInput(format!(
+                "top_k must be from 1 to {MAX_TOP_K}, not {top_k}"
+            )));
         }
         Ok(Ask { top_k, granularity })
     }
