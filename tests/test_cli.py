@@ -14,6 +14,7 @@ from typing import IO
 
 import blagent
 import pytest
+from conftest import schema_validator
 from test_localizer import ISSUE, _git
 
 
@@ -201,6 +202,8 @@ def test_eval_prints_metrics_and_writes_predictions(repo: Path, tmp_path: Path) 
     assert report["missing_trees"] == ["absent"]
     assert set(report["per_repo"]) == {"acme/shop"}
     preds = [json.loads(line) for line in out.read_text().splitlines()]
+    for pred in preds:
+        schema_validator("eval-line").validate(pred)
     assert [p["instance_id"] for p in preds] == ["shop-1", "shop-1b"]
     assert preds[0]["found_files"][0] == "shop/pricing.py"
     assert len(preds[0]["found_files"]) <= 3
@@ -229,6 +232,7 @@ def test_eval_at_function_level_scores_the_ranked_functions(repo: Path, tmp_path
     assert proc.returncode == 0, proc.stderr
     functions = json.loads(proc.stdout)["functions"]
     pred = json.loads(out.read_text())
+    schema_validator("eval-line").validate(pred)
     assert pred["gold_functions"] == ["shop/pricing.py::apply_discount"]
     rank = pred["found_functions"].index("shop/pricing.py::apply_discount") + 1
     assert functions["overall"]["instances"] == 1 and functions["no_gold_functions"] == []

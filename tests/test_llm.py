@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from blagent import InputError, LlmClient, LlmError
 from blagent.cli import build_parser, llm_config
+from conftest import schema_validator
 
 from agentless_adapter.scripted_server import ScriptedServer, start_scripted
 
@@ -342,9 +343,15 @@ def test_calibrate_writes_no_profile_for_a_model_that_shaped_nothing_and_eval_lo
         str(profile),
         "--format",
         "json",
+        "--out",
+        str(tmp_path / "llm_preds.jsonl"),
     )
     assert used.returncode == 0, used.stderr
     assert json.loads(used.stdout)["overall"]["instances"] == 3
+    for line in (tmp_path / "llm_preds.jsonl").read_text().splitlines():
+        pred = json.loads(line)
+        schema_validator("eval-line").validate(pred)
+        assert pred["llm"]["calls"] > 0, pred
     other = run_cli(
         "eval",
         *common,
