@@ -142,7 +142,9 @@ def _other_kind(data: bytes) -> str | None:
     """What makes the lines of `data` (lines `holds_lines_with` accepted) another kind than the
     file-level lines `write_loc_outputs` adds, so that one file would hand Agentless two kinds
     of line; `None` where they are its kind."""
-    for line in data.decode("utf-8").splitlines():
+    # Split at newlines only, as `holds_lines_with` reads the lines (`str.splitlines` would also
+    # split inside a string holding U+2028).
+    for line in data.decode("utf-8").split("\n"):
         row = json.loads(line) if line.strip() else {}
         if any(key in row for key in RELATED_LEVEL_KEYS):
             return "related-level lines (`blagent batch --related-locs`), not file-level ones"

@@ -116,6 +116,14 @@ def test_write_loc_outputs_appends_only_to_its_own_lines(tmp_path: Path) -> None
     assert {p: p.read_text() for p in before} == before
     assert not (tmp_path / "nowhere.jsonl").exists()
 
+    # Found by a review of the kind check: a line holding U+2028 in a string was split there.
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(
+        json.dumps({**to_loc_line(result), "file_traj": {"x": "a\u2028b"}}, ensure_ascii=False)
+        + "\n"
+    )
+    assert write_loc_outputs([result], odd) == 1
+
     # A batch line (the core writes no spaces), then one an interrupted append cut short
     # anywhere: it is dropped before the next line, as `blagent batch` drops it.
     batch = json.dumps(to_loc_line(result), separators=(",", ":"))

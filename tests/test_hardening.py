@@ -676,6 +676,12 @@ def test_python_api_arguments_of_the_wrong_type_say_so(repo: Path) -> None:
     # was a syntax error placed in text the caller never saw.
     with pytest.raises(InputError, match="dense is True or False, not 'no'"):
         Localizer(dense="no")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="progress is True or False, not 1"):
+        Localizer(progress=1)  # type: ignore[arg-type]
+    looped: dict[str, object] = {"repo_path": str(repo), "issue": ISSUE}
+    looped["extra"] = looped
+    with pytest.raises(InputError, match="Circular reference"):
+        Localizer().localize_request(looped)
     with pytest.raises(InputError, match=r"weights\.definition is nan, not a finite number"):
         Localizer(weights={"definition": float("nan")})
     with pytest.raises(InputError, match="max_steps is inf, not a finite number"):

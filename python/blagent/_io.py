@@ -113,8 +113,11 @@ def json_text(value: Any, what: str) -> str:
     except RecursionError as err:
         raise _core.InputError(f"{what} is nested too deeply") from err
     except ValueError as err:
-        where = _not_finite(value)
-        if where is None:  # an integer too long to write
+        try:
+            where = _not_finite(value)
+        except RecursionError:  # nested past Python's limit, which json.dumps also met
+            where = None
+        if where is None:  # an integer too long to write, a structure that holds itself
             raise _core.InputError(f"{what} holds a value JSON cannot carry: {err}") from err
         # Python would write NaN or Infinity, which is not JSON: the core read it as a
         # syntax error placed in this text, which the caller never saw.
@@ -125,11 +128,16 @@ def json_text(value: Any, what: str) -> str:
     return text
 
 
-def _not_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+def _not_finite(
+    value: Any, path: str = "", seen: frozenset[int] = frozenset()
+) -> tuple[str, float] | None:
     """The key path (`weights.definition`, `items[2]`) and value of the first NaN or infinity
-    in `value`, a structure `json.dumps` writes; `None` where there is none."""
+    in `value`, a structure `json.dumps` writes; `None` where there is none (a structure that
+    holds itself is followed once)."""
     if isinstance(value, float) and not math.isfinite(value):
         return (path or "the value", value)
+    if id(value) in seen:
+        return None
     if isinstance(value, dict):
         children: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
     elif isinstance(value, (list, tuple)):
@@ -137,7 +145,7 @@ def _not_finite(value: Any, path: str = "") -> tuple[str, float] | None:
     else:
         return None
     for child_path, child in children:
-        found = _not_finite(child, child_path)
+        found = _not_finite(child, child_path, seen | {id(value)})
         if found is not None:
             return found
     return None

@@ -228,9 +228,11 @@ def localizer_options(
             f"languages is a list of names, not the string {_io.printable(repr(languages))[:80]}"
         )
     for name, flag in (("dense", dense), ("progress", progress)):
-        # Read for its truth here, where `dense="no"` would turn dense retrieval on.
-        if flag not in (True, False):
+        # Read for its truth here, where `dense="no"` would turn dense retrieval on; NumPy's
+        # booleans are booleans too.
+        if type(flag).__name__ not in ("bool", "bool_"):
             raise _core.InputError(f"{name} is True or False, not {_io.printable(repr(flag))[:80]}")
+    dense, progress = bool(dense), bool(progress)
     walk: dict[str, Any] = {"include_tests": include_tests, "languages": list(languages or [])}
     if max_file_bytes is not None:
         walk["max_file_bytes"] = max_file_bytes

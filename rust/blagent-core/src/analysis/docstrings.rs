@@ -5,76 +5,112 @@
 /// For each line of a whole file, whether it lies in a docstring: a statement that starts with
 /// a triple-quoted string (optionally prefixed `r`, `u`, `b`, …), through the line that closes it.
 pub fn docstring_mask<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<bool> {
-    scan_docstrings(lines, None).0
+    scan_docstrings(lines, None).docstring
 }
 
 /// For each line of a whole file, whether it is not code: a docstring line, or a `#` comment
-/// line that does not continue a triple-quoted string (in `x = """…` a `#` line is text).
+/// line that does not continue a string value (in `x = """…` a `#` line is text).
 pub fn comment_mask(lines: &[&str]) -> Vec<bool> {
-    let (doc, _, continued) = scan_docstrings(lines.iter().copied(), None);
-    not_code(lines, &doc, &continued)
+    scan_docstrings(lines.iter().copied(), None).not_code(lines)
 }
 
 /// [`comment_mask`] of one side of a hunk, its docstrings read as [`hunk_docstring_mask`] reads
 /// them.
 pub fn hunk_comment_mask(lines: &[&str]) -> Vec<bool> {
-    let (doc, continued) = hunk_scan(lines);
-    not_code(lines, &doc, &continued)
-}
-
-fn not_code(lines: &[&str], doc: &[bool], continued: &[bool]) -> Vec<bool> {
-    lines
-        .iter()
-        .zip(doc.iter().zip(continued))
-        .map(|(line, (&doc, &continued))| doc || (!continued && line.trim().starts_with('#')))
-        .collect()
+    hunk_scan(lines).not_code(lines)
 }
 
 const QUOTES: [&str; 2] = ["\"\"\"", "'''"];
 
-/// [`docstring_mask`] from a given state (`Some(quote)`: inside a docstring opened by `quote`);
-/// also returns the state after the last line, and for each line whether it begins inside a
-/// triple-quoted string opened above. Triple-quoted strings that do not start their statement
-/// (`x = """…`) are followed too, so that their closing line opens nothing, but their lines are
-/// not docstring lines.
+/// String prefixes (`r"""`, `b'''`, `f"""`).
+const PREFIXES: [char; 8] = ['r', 'R', 'u', 'U', 'b', 'B', 'f', 'F'];
+
+/// What [`scan_docstrings`] finds, line by line.
+struct Scan {
+    /// Whether each line lies in a docstring.
+    docstring: Vec<bool>,
+    /// Whether each line begins inside a string value opened on a line above (`x = """`,
+    /// `f("""`), where a `#` line is text, not a comment.
+    in_value: Vec<bool>,
+    /// The quote of the docstring still open after the last line.
+    open: Option<&'static str>,
+}
+
+impl Scan {
+    fn not_code(&self, lines: &[&str]) -> Vec<bool> {
+        lines
+            .iter()
+            .zip(self.docstring.iter().zip(&self.in_value))
+            .map(|(line, (&doc, &value))| doc || (!value && line.trim().starts_with('#')))
+            .collect()
+    }
+}
+
+/// What a triple-quoted string opened on a line is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Opened {
+    /// It starts its statement.
+    Docstring,
+    /// It follows `=`, `(`, `,`, `return`, …: a value, whose lines are text.
+    Value,
+    /// Anything else (a quote inside a one-line string such as `'"""'`): followed only so that
+    /// its closing line opens nothing.
+    Other,
+}
+
+/// [`docstring_mask`] from a given state (`Some(quote)`: inside a docstring opened by `quote`),
+/// with the state after the last line and which lines continue a string value. Triple-quoted
+/// strings that do not start their statement (`x = """…`) are followed too, so that their
+/// closing line opens nothing, but their lines are not docstring lines. A `#` comment line
+/// opens nothing (`# a """ block`).
 fn scan_docstrings<'a>(
     lines: impl IntoIterator<Item = &'a str>,
     start: Option<&'static str>,
-) -> (Vec<bool>, Option<&'static str>, Vec<bool>) {
-    let mut open: Option<(&'static str, bool)> = start.map(|q| (q, true));
-    let mut mask = Vec::new();
-    let mut continued = Vec::new();
+) -> Scan {
+    let mut open: Option<(&'static str, Opened)> = start.map(|q| (q, Opened::Docstring));
+    let mut scan = Scan {
+        docstring: Vec::new(),
+        in_value: Vec::new(),
+        open: None,
+    };
     for line in lines {
         let t = line.trim();
-        continued.push(open.is_some());
-        if let Some((quote, doc)) = open {
-            mask.push(doc);
+        scan.in_value.push(matches!(open, Some((_, Opened::Value))));
+        if let Some((quote, opened)) = open {
+            scan.docstring.push(opened == Opened::Docstring);
             if t.matches(quote).count() % 2 == 1 {
                 open = None;
             }
             continue;
         }
-        let Some(quote) = QUOTES
+        let first = QUOTES
             .into_iter()
             .filter_map(|q| t.find(q).map(|i| (i, q)))
-            .min()
-            .map(|(_, q)| q)
-        else {
-            mask.push(false);
+            .min();
+        let Some((at, quote)) = first.filter(|_| !t.starts_with('#')) else {
+            scan.docstring.push(false);
             continue;
         };
-        let body = t.trim_start_matches(['r', 'R', 'u', 'U', 'b', 'B', 'f', 'F']);
+        let body = t.trim_start_matches(PREFIXES);
         let doc = body.starts_with(quote) && t.len() - body.len() <= 2;
-        mask.push(doc);
+        scan.docstring.push(doc);
         if t.matches(quote).count() % 2 == 1 {
-            open = Some((quote, doc));
+            let before = t[..at].trim_end_matches(PREFIXES).trim_end();
+            let value = before.ends_with(['=', '(', ',', '[', '{', ':', '+', '%'])
+                || before.ends_with("return")
+                || before.ends_with("yield");
+            let opened = match (doc, value) {
+                (true, _) => Opened::Docstring,
+                (false, true) => Opened::Value,
+                (false, false) => Opened::Other,
+            };
+            open = Some((quote, opened));
         }
     }
-    (
-        mask,
-        open.filter(|(_, doc)| *doc).map(|(q, _)| q),
-        continued,
-    )
+    scan.open = open
+        .filter(|(_, opened)| *opened == Opened::Docstring)
+        .map(|(q, _)| q);
+    scan
 }
 
 /// The docstring mask of one side of a hunk, which may start inside a docstring. The first
@@ -83,31 +119,33 @@ fn scan_docstrings<'a>(
 /// line of text it closes one. A hunk that starts with a lone delimiter takes the reading that
 /// leaves no docstring open at its end.
 pub fn hunk_docstring_mask(lines: &[&str]) -> Vec<bool> {
-    hunk_scan(lines).0
+    hunk_scan(lines).docstring
 }
 
-/// [`hunk_docstring_mask`], and for each line whether it begins inside a triple-quoted string
-/// opened above, in the reading it chose.
-fn hunk_scan(lines: &[&str]) -> (Vec<bool>, Vec<bool>) {
+/// [`hunk_docstring_mask`]'s reading of a hunk, whole.
+fn hunk_scan(lines: &[&str]) -> Scan {
     let first = lines
         .iter()
         .enumerate()
         .find_map(|(i, l)| QUOTES.into_iter().find(|q| l.contains(q)).map(|q| (i, q)));
     let Some((at, quote)) = first else {
-        return (vec![false; lines.len()], vec![false; lines.len()]);
+        return Scan {
+            docstring: vec![false; lines.len()],
+            in_value: vec![false; lines.len()],
+            open: None,
+        };
     };
-    let (outside, open_outside, outside_continued) = scan_docstrings(lines.iter().copied(), None);
-    let (inside, open_inside, inside_continued) =
-        scan_docstrings(lines.iter().copied(), Some(quote));
+    let outside = scan_docstrings(lines.iter().copied(), None);
+    let inside = scan_docstrings(lines.iter().copied(), Some(quote));
     let t = lines[at].trim();
     let previous = lines[..at]
         .iter()
         .rev()
         .map(|l| l.trim())
         .find(|l| !l.is_empty());
-    let body = t.trim_start_matches(['r', 'R', 'u', 'U', 'b', 'B', 'f', 'F']);
+    let body = t.trim_start_matches(PREFIXES);
     let start_inside = if t == quote {
-        previous.map_or(open_outside.is_some() && open_inside.is_none(), |p| {
+        previous.map_or(outside.open.is_some() && inside.open.is_none(), |p| {
             !p.ends_with(':')
         })
     } else if body.starts_with(quote) {
@@ -117,9 +155,9 @@ fn hunk_scan(lines: &[&str]) -> (Vec<bool>, Vec<bool>) {
         t.ends_with(quote) && !before.ends_with(['=', '(', ',', '[', '{', ':', '+'])
     };
     if start_inside {
-        (inside, inside_continued)
+        inside
     } else {
-        (outside, outside_continued)
+        outside
     }
 }
 

@@ -464,6 +464,17 @@ mod tests {
                 "{base:?}"
             );
         }
+        // Found by a review of that change: a `"""` in a comment or a one-line string opened
+        // a string, and the `#` lines after it were taken for code.
+        let base = "def f():  # the docstring is a \"\"\" block\n    if line.startswith('\"\"\"'):\n        pass\n    # note\n    return 1\n";
+        let patch =
+            "--- a/m.py\n+++ b/m.py\n@@ -4,2 +4,2 @@\n-    # note\n+    # a note\n     return 1\n";
+        let files = parse_patch(patch).unwrap();
+        let new = super::super::patch::apply(base, &files[0]).unwrap();
+        assert!(code_lines(&files[0], Some(base), Some(&new)).is_empty());
+        let lines: Vec<&str> = base.lines().collect();
+        assert_eq!(comment_mask(&lines), [false, false, false, true, false]);
+        assert_eq!(comment_mask(&["# a \"\"\" b", "# c"]), [true, true]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use super::functions::FunctionRef;
 use super::lines::{changed_lines, code_lines, CodeLine};
 use super::patch::{apply_traced, locate_hunks, ChangeKind, FilePatch, Placement};
-use crate::chunk::{enclosing_by_line, parse_file, ChunkOptions, Symbol, SymbolKind};
+use crate::chunk::{documented_enclosing_by_line, parse_file, ChunkOptions, Symbol, SymbolKind};
 use crate::repo::{language_for_path, SourceFile, DEFAULT_MAX_FILE_BYTES};
 
 /// One file of a patch, mapped onto the base tree.
@@ -123,19 +123,12 @@ impl PatchView {
 /// The classes, functions and methods of `text` read as `path`'s language (`None` for a file
 /// no grammar reads), and whether they are all there: a parse that ran past its time budget,
 /// or that a stop cut short, gives none of them. Their lines are numbered as git numbers the
-/// patch's (a carriage return ending a line on its own is a line end to the parser, not to git),
-/// and a definition's lines begin with its Javadoc or KDoc, as a Python function's hold its
-/// docstring: an edit of the documentation alone touches what it documents.
+/// patch's (a carriage return ending a line on its own is a line end to the parser, not to git).
 fn symbols_of(path: &str, text: &str) -> Option<(Vec<Symbol>, bool)> {
     let language = language_for_path(path)?;
     let file = SourceFile::new(path.to_owned(), language, text.to_owned(), false);
     let mut parsed = parse_file(&file, &ChunkOptions::default());
     let complete = !parsed.parse_too_slow && !crate::cancel::is_requested();
-    for symbol in &mut parsed.symbols {
-        symbol.start_line = symbol
-            .doc_line
-            .map_or(symbol.start_line, |doc| doc.min(symbol.start_line));
-    }
     if let Some(git) = crate::repo::git_lines(text) {
         let git_line = |line: usize| {
             line.checked_sub(1)
@@ -146,6 +139,7 @@ fn symbols_of(path: &str, text: &str) -> Option<(Vec<Symbol>, bool)> {
             symbol.start_line = git_line(symbol.start_line);
             symbol.end_line = git_line(symbol.end_line);
             symbol.body_line = symbol.body_line.map(git_line);
+            symbol.doc_line = symbol.doc_line.map(git_line);
         }
     }
     Some((parsed.symbols, complete))
@@ -174,8 +168,10 @@ fn view_file(
         };
     };
     let file_path = patch.path.clone();
-    // A base file that is there but cannot be read (a FIFO, one too large) has functions no
-    // one knows; one that is not there has none.
+    // A base source that is there but cannot be read (a FIFO, one too large) has functions no
+    // one knows; one that is not there has none, and neither has a file no grammar reads (a
+    // submodule's folder, a data file).
+    let source = language_for_path(&file_path).is_some();
     let mut unreadable = false;
     let base = if patch.is_new {
         Some(String::new())
@@ -188,11 +184,13 @@ fn view_file(
                 None
             }
             Err(why) => {
-                notes.push(format!(
-                    "{label}: {file_path} {}: its functions are not known",
-                    why.reason()
-                ));
-                unreadable = true;
+                let unknown = if source {
+                    ": its functions are not known"
+                } else {
+                    ""
+                };
+                notes.push(format!("{label}: {file_path} {}{unknown}", why.reason()));
+                unreadable = source;
                 None
             }
         }
@@ -232,14 +230,15 @@ fn view_file(
     let code = code_lines(&patch, base.as_deref(), new.as_deref());
     // A source larger than any the localizer reads is not parsed (a 15 MB one took 50 s and
     // 3.7 GB): no ranking can have listed its functions, so they are left unknown.
-    let too_large = [&base, &new]
-        .into_iter()
-        .flatten()
-        .any(|text| text.len() as u64 > DEFAULT_MAX_FILE_BYTES);
-    let mut functions_unknown = too_large || unreadable;
+    let too_large = source
+        && [&base, &new]
+            .into_iter()
+            .flatten()
+            .any(|text| text.len() as u64 > DEFAULT_MAX_FILE_BYTES);
+    let mut too_slow = false;
     let mut symbols = |text: Option<&str>| {
         let (symbols, complete) = symbols_of(&file_path, text.filter(|_| !too_large)?)?;
-        functions_unknown |= !complete;
+        too_slow |= !complete;
         Some(symbols)
     };
     let base_symbols = symbols(base.as_deref()).unwrap_or_default();
@@ -249,11 +248,12 @@ fn view_file(
             "{label}: {file_path} is larger than the {} MiB a source may be: its functions are not known",
             DEFAULT_MAX_FILE_BYTES >> 20
         ));
-    } else if functions_unknown {
+    } else if too_slow {
         notes.push(format!(
             "{label}: {file_path} took longer to parse than its time budget: its functions are not known"
         ));
     }
+    let functions_unknown = too_large || unreadable || too_slow;
     // What each line lies in, and each name's base symbol, looked up once (scanning the
     // symbol tables for each code line took lines × symbols: 17 s for a 1 MB patch).
     let base_at = Holders::of(&base_symbols);
@@ -261,6 +261,9 @@ fn view_file(
     let base_named = namesakes(&base_symbols);
     let new_named = new_symbols.as_deref().map(namesakes).unwrap_or_default();
     let new_text: Vec<&str> = new
+        .as_deref()
+        .map_or_else(Vec::new, |t| t.lines().collect());
+    let base_text: Vec<&str> = base
         .as_deref()
         .map_or_else(Vec::new, |t| t.lines().collect());
     let kept = Kept {
@@ -291,6 +294,15 @@ fn view_file(
         let Some((symbol, in_base)) = in_base else {
             continue;
         };
+        // An added line of a kept definition's Javadoc that reads as its Javadoc read before
+        // the patch is a move (a diff may keep the old comment for a definition added above
+        // and add its copy), not an edit of its documentation.
+        if line.kind == ChangeKind::Added
+            && line.new_line < symbol.start_line
+            && in_base.is_some_and(|b| doc_lines(&new_text, symbol) == doc_lines(&base_text, b))
+        {
+            continue;
+        }
         let reference = FunctionRef {
             path: file_path.clone(),
             qualified: symbol.qualified.clone(),
@@ -312,7 +324,9 @@ fn view_file(
     }
 }
 
-/// A symbol table with [`crate::chunk::enclosing`] of each line at hand.
+/// A symbol table with [`crate::chunk::enclosing`] of each line at hand, a definition's lines
+/// beginning at its Javadoc or KDoc ([`documented_enclosing_by_line`]): an edit of the
+/// documentation alone touches what it documents, as a Python docstring's edit does.
 struct Holders<'a> {
     symbols: &'a [Symbol],
     by_line: Vec<Option<u32>>,
@@ -322,7 +336,7 @@ impl<'a> Holders<'a> {
     fn of(symbols: &'a [Symbol]) -> Self {
         Holders {
             symbols,
-            by_line: enclosing_by_line(symbols),
+            by_line: documented_enclosing_by_line(symbols),
         }
     }
 
@@ -387,6 +401,13 @@ impl<'b> Kept<'_, 'b> {
         let place = after.iter().position(|s| std::ptr::eq(*s, symbol))?;
         (before.len() == after.len()).then(|| before[place])
     }
+}
+
+/// The lines of `symbol`'s Javadoc or KDoc in `text` (a file's lines), empty where it has none.
+fn doc_lines<'t>(text: &'t [&'t str], symbol: &Symbol) -> &'t [&'t str] {
+    let doc = symbol.documented_start();
+    text.get(doc.saturating_sub(1)..symbol.start_line.saturating_sub(1))
+        .unwrap_or_default()
 }
 
 /// Whether `name` stands in `text` as a whole identifier.

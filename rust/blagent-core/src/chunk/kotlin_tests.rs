@@ -626,3 +626,19 @@ fn an_enum_entry_with_a_body_is_a_class() {
         ]
     );
 }
+
+/// Found by a review of the re-reading: a declaration on the line where the misread node
+/// starts was read twice (the whole line was read again).
+#[test]
+fn a_declaration_before_a_misread_node_on_its_line_is_read_once() {
+    let parsed = parse("fun a() = 1; internal abstract class PriceRule {\n    fun apply(): Int = 1\n}\n\nclass Cart\n");
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Function, "a"),
+            (SymbolKind::Class, "PriceRule"),
+            (SymbolKind::Method, "PriceRule.apply"),
+            (SymbolKind::Class, "Cart"),
+        ]
+    );
+}

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use self::symbols::{enclosing, enclosing_by_line, holders_by_line, Symbol, SymbolKind};
+pub use self::symbols::{
+    documented_enclosing_by_line, enclosing, enclosing_by_line, holders_by_line, Symbol, SymbolKind,
+};
 use crate::repo::SourceFile;
 
 /// Chunking options.

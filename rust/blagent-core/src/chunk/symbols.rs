@@ -54,12 +54,23 @@ pub fn enclosing(symbols: &[Symbol], lines: (usize, usize)) -> Option<usize> {
 /// last symbol are `None`) holds what `enclosing(symbols, (line, line))` gives. Built in
 /// about the time of one scan, for callers that ask about many lines.
 pub fn enclosing_by_line(symbols: &[Symbol]) -> Vec<Option<u32>> {
+    enclosing_from(symbols, |s| s.start_line)
+}
+
+/// [`enclosing_by_line`] with each definition's lines beginning at its Javadoc or KDoc
+/// ([`Symbol::documented_start`]): a line of the documentation is the definition's, as a
+/// Python docstring's line is its function's.
+pub fn documented_enclosing_by_line(symbols: &[Symbol]) -> Vec<Option<u32>> {
+    enclosing_from(symbols, Symbol::documented_start)
+}
+
+fn enclosing_from(symbols: &[Symbol], first: impl Fn(&Symbol) -> usize) -> Vec<Option<u32>> {
     let mut order: Vec<usize> = (0..symbols.len())
         .filter(|&i| !symbols[i].in_function)
         .collect();
     // `max_by_key` keeps the last of equal maxima: the later symbol first among equals.
     order.sort_by_key(|&i| (symbols[i].depth, symbols[i].start_line, i));
-    holders_by_line(symbols, order.into_iter().rev())
+    holders_from(symbols, order.into_iter().rev(), first)
 }
 
 /// For each line number (index 0 is no line), the first symbol of `order` (indices into
@@ -67,13 +78,22 @@ pub fn enclosing_by_line(symbols: &[Symbol]) -> Vec<Option<u32>> {
 /// took, found by skipping those already given, so the whole table costs about one pass over
 /// the lines and the symbols.
 pub fn holders_by_line(symbols: &[Symbol], order: impl Iterator<Item = usize>) -> Vec<Option<u32>> {
+    holders_from(symbols, order, |s| s.start_line)
+}
+
+/// [`holders_by_line`], each symbol's lines beginning at `first` of it.
+fn holders_from(
+    symbols: &[Symbol],
+    order: impl Iterator<Item = usize>,
+    first: impl Fn(&Symbol) -> usize,
+) -> Vec<Option<u32>> {
     let lines = symbols.iter().map(|s| s.end_line).max().unwrap_or(0);
     let mut holder = vec![None; lines + 1];
     // `next_free[l]` leads to the first line at or after `l` not yet given (`lines + 1`: none).
     let mut next_free: Vec<usize> = (0..=lines + 1).collect();
     for i in order {
         let symbol = &symbols[i];
-        let mut line = first_free(&mut next_free, symbol.start_line.clamp(1, lines + 1));
+        let mut line = first_free(&mut next_free, first(symbol).clamp(1, lines + 1));
         while line <= symbol.end_line {
             holder[line] = u32::try_from(i).ok();
             next_free[line] = line + 1;
@@ -136,6 +156,14 @@ pub struct Symbol {
     /// Python docstring lies within its lines already).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doc_line: Option<usize>,
+}
+
+impl Symbol {
+    /// Its first line, or its Javadoc's or KDoc's where it has one ([`Symbol::doc_line`]).
+    pub fn documented_start(&self) -> usize {
+        self.doc_line
+            .map_or(self.start_line, |doc| doc.min(self.start_line))
+    }
 }
 
 /// The symbols of a walk, and the line ranges it left out as nested too deep.
@@ -243,8 +271,18 @@ fn reread_declarations(
     source: &str,
     language: &'static Language,
 ) -> Option<Extracted> {
+    // Only a node that holds a definition's header is worth a parse (a script-like file's
+    // thousand top-level calls are not).
+    let text = &source[node.byte_range()];
+    let header = &HEADERS.iter().find(|(name, _)| *name == language.name)?.1;
+    if !text.lines().any(|line| header.is_match(line)) {
+        return None;
+    }
+    // The wrapper's first line, then the node's lines, what precedes it on its first line
+    // blanked (a declaration there was read already).
     let line_start = source[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
-    let wrapped = format!("class _ {{\n{}\n}}\n", &source[line_start..node.end_byte()]);
+    let indent = " ".repeat(node.start_byte() - line_start);
+    let wrapped = format!("class _ {{\n{indent}{text}\n}}\n");
     let file = SourceFile::new(String::new(), language, wrapped, false);
     let (tree, _) = super::parse_within_budget(&file);
     let tree = tree?;

@@ -140,6 +140,14 @@ mod tests {
             None,
             "past the read bound"
         );
+        // Found by a review of that change: a submodule's folder, which no grammar reads, made
+        // the instance's functions unknown.
+        std::fs::write(dir.path().join("m.py"), "def f():\n    return 1\n").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let bump = format!(
+            "{patch}--- a/sub\n+++ b/sub\n@@ -1 +1 @@\n-Subproject commit 1\n+Subproject commit 2\n"
+        );
+        assert_eq!(gold_functions(&bump, dir.path()).unwrap(), ["m.py::f"]);
     }
 
     /// A tree holding `Shop.java` ([`SHOP`]).
@@ -182,6 +190,16 @@ mod tests {
             gold_functions(&both, dir.path()).unwrap(),
             ["Shop.java::Shop.total"],
             "the edited overload is touched, the added one is not"
+        );
+        // Found by a review of the fix: an overload added before the existing one, with a copy
+        // of its Javadoc, as a diff that keeps the old Javadoc as context (git's myers without
+        // the indent heuristic): the kept Javadoc named `total` in its prose.
+        let base = "class Shop {\n    /**\n     * The total.\n     */\n    int total(String s) {\n        return s.length();\n    }\n}\n";
+        std::fs::write(dir.path().join("S.java"), base).unwrap();
+        let before = "--- a/S.java\n+++ b/S.java\n@@ -2,6 +2,13 @@ class Shop {\n     /**\n      * The total.\n      */\n+    int total(int a) {\n+        return a;\n+    }\n+\n+    /**\n+     * The total.\n+     */\n     int total(String s) {\n         return s.length();\n     }\n";
+        assert_eq!(
+            gold_functions(before, dir.path()).unwrap(),
+            Vec::<String>::new()
         );
         let base = "class Box:\n    @property\n    def size(self):\n        return self._size\n\n    def other(self):\n        return 1\n";
         std::fs::write(dir.path().join("m.py"), base).unwrap();
