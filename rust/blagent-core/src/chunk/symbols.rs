@@ -271,11 +271,12 @@ fn reread_declarations(
     source: &str,
     language: &'static Language,
 ) -> Option<Extracted> {
-    // Only a node that holds a definition's header is worth a parse (a script-like file's
+    // Only a node that holds a definition's keyword is worth a parse (a script-like file's
     // thousand top-level calls are not).
+    static DECLARING: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b(class|interface|object|fun)\b").expect("valid pattern"));
     let text = &source[node.byte_range()];
-    let header = &HEADERS.iter().find(|(name, _)| *name == language.name)?.1;
-    if !text.lines().any(|line| header.is_match(line)) {
+    if !DECLARING.is_match(text) {
         return None;
     }
     // The wrapper's first line, then the node's lines, what precedes it on its first line
