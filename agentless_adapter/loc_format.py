@@ -28,7 +28,7 @@ from typing import Any
 
 from blagent import LocalizationResult
 
-from .offline import MAX_INPUT_BYTES, OutputRefused, cut_short_start, holds_lines_with, json_lines
+from .offline import MAX_INPUT_BYTES, OutputRefused, cut_short_start, json_lines, rows_with
 
 #: The key under which a line carries the localizer's own result (Agentless ignores it).
 EXTRA_KEY = "blagent"
@@ -116,15 +116,18 @@ def write_loc_outputs(
         except BlockingIOError:
             raise OutputRefused(f"{path}: another run is writing it") from None
         data = f.read(MAX_INPUT_BYTES + 1)  # read under the lock, through this handle
-        if len(data) > MAX_INPUT_BYTES or not holds_lines_with(
-            data, LINE_FIELDS, False, LINE_PREFIX
-        ):
+        rows = (
+            None
+            if len(data) > MAX_INPUT_BYTES
+            else rows_with(data, LINE_FIELDS, False, LINE_PREFIX)
+        )
+        if rows is None:
             raise OutputRefused(
                 f"{path} exists and does not hold what blagent writes (JSON lines with "
                 f"{', '.join(LINE_FIELDS)}); remove it or choose another file"
             )
         cut = cut_short_start(data, LINE_PREFIX)
-        other = _other_kind(data[:cut])
+        other = _other_kind(rows)
         if other:
             raise OutputRefused(f"{path} holds {other}; remove it or choose another file")
         if cut is not None:
@@ -138,14 +141,11 @@ def write_loc_outputs(
     return count
 
 
-def _other_kind(data: bytes) -> str | None:
-    """What makes the lines of `data` (lines `holds_lines_with` accepted) another kind than the
+def _other_kind(rows: list[dict[str, Any]]) -> str | None:
+    """What makes `rows` (a file's lines, as `rows_with` read them) another kind than the
     file-level lines `write_loc_outputs` adds, so that one file would hand Agentless two kinds
     of line; `None` where they are its kind."""
-    # Split at newlines only, as `holds_lines_with` reads the lines (`str.splitlines` would also
-    # split inside a string holding U+2028).
-    for line in data.decode("utf-8").split("\n"):
-        row = json.loads(line) if line.strip() else {}
+    for row in rows:
         if any(key in row for key in RELATED_LEVEL_KEYS):
             return "related-level lines (`blagent batch --related-locs`), not file-level ones"
         if "blagent_settings" in row:

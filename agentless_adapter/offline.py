@@ -122,16 +122,25 @@ def holds_lines_with(
     """Whether `data` is UTF-8 JSON lines, each non-blank one an object with all of `fields`
     (and, with `aligned`, `align`'s mark). With `cut_prefix`, its last line may instead be one
     an interrupted append cut short (`cut_short_start`)."""
+    return rows_with(data, fields, aligned, cut_prefix) is not None
+
+
+def rows_with(
+    data: bytes, fields: tuple[str, ...], aligned: bool = False, cut_prefix: str | None = None
+) -> list[dict[str, Any]] | None:
+    """The rows of `data` where `holds_lines_with` holds (a last line cut short left out),
+    else `None`."""
     cut = None if cut_prefix is None else cut_short_start(data, cut_prefix)
     try:
         text = data[:cut].decode("utf-8")
         rows = [json.loads(line) for line in io.StringIO(text, newline=None) if line.strip()]
     except (ValueError, RecursionError):  # not UTF-8, not JSON, or too long an int
-        return False
-    return all(
+        return None
+    fits = all(
         isinstance(r, dict) and all(k in r for k in fields) and (not aligned or _is_aligned(r))
         for r in rows
     )
+    return rows if fits else None
 
 
 def cut_short_start(data: bytes, prefix: str) -> int | None:

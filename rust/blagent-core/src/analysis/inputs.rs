@@ -35,6 +35,20 @@ pub struct Localization {
     pub entries: Vec<LocEntry>,
 }
 
+/// The `path::Class.method` ids of the entities of the blagent result a record carries
+/// (`blagent.entities`, a `batch --granularity function` line's ranking), in rank order,
+/// classes too or not; `None` where it carries none.
+pub fn result_entity_ids(record: &Map<String, Value>, classes: bool) -> Option<Vec<String>> {
+    let entities = record.get("blagent")?.get("entities")?.as_array()?;
+    Some(
+        entities
+            .iter()
+            .filter(|e| classes || e.get("kind").and_then(Value::as_str) != Some("class"))
+            .filter_map(|e| e.get("id")?.as_str().map(str::to_owned))
+            .collect(),
+    )
+}
+
 /// What the evaluation said of an instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -129,12 +143,8 @@ pub fn load_localizations(
         if entries.is_empty() {
             // A line of `blagent batch --granularity function` carries its ranking only in
             // its result (`blagent.entities`, each with its `path::Class.method` id).
-            if let Some(Value::Array(ranked)) = map.get("blagent").and_then(|b| b.get("entities")) {
-                let ids: Vec<Value> = ranked
-                    .iter()
-                    .filter_map(|entity| entity.get("id").filter(|id| id.is_string()))
-                    .cloned()
-                    .collect();
+            if let Some(ids) = result_entity_ids(&map, true) {
+                let ids: Vec<Value> = ids.into_iter().map(Value::String).collect();
                 collect_entries(&Value::Array(ids), None, &found_files, &mut entries);
             }
         }

@@ -35,8 +35,8 @@ pub use self::chart::{render_chart, Chart, FONT_FILES};
 pub use self::docstrings::{docstring_mask, hunk_docstring_mask};
 pub use self::functions::{collect_entries, enclosing, FunctionRef, LocEntry};
 pub use self::inputs::{
-    load_gold, load_localizations, load_predictions, load_report, Localization, Outcome,
-    FUNCTION_FIELDS,
+    load_gold, load_localizations, load_predictions, load_report, result_entity_ids, Localization,
+    Outcome, FUNCTION_FIELDS,
 };
 pub use self::lines::{
     code_lines, line_similarity, match_first_lines, CodeLine, LineMatch, LineVerdict,

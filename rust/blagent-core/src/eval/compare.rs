@@ -20,7 +20,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::functions::gold_functions;
-use crate::analysis::load_localizations;
+use crate::analysis::{load_localizations, result_entity_ids};
 use crate::dataset::paired::{bootstrap, mcnemar, wilcoxon, Interval, McNemar, Wilcoxon};
 use crate::dataset::{all_within, any_within, reciprocal_rank, Metrics, MetricsAccumulator};
 use crate::dataset::{instance_tree, load_dataset, read_records, select_ids, Instance};
@@ -180,10 +180,12 @@ fn run_rankings(
                     .map(str::to_owned)
                     .collect()
             }
-            Some(serde_json::Value::Null) | None => entity_ranking(&map).unwrap_or_else(|| {
-                without.push(id.clone());
-                Vec::new()
-            }),
+            Some(serde_json::Value::Null) | None => {
+                result_entity_ids(&map, false).unwrap_or_else(|| {
+                    without.push(id.clone());
+                    Vec::new()
+                })
+            }
             Some(_) => {
                 return Err(Error::InvalidInput(format!(
                     "{}: {id}: `found_functions` is not a list of `path::Class.method` ids",
@@ -214,19 +216,6 @@ fn run_rankings(
         ));
     }
     Ok(out)
-}
-
-/// The function and method ids of a `batch --granularity function` line's result
-/// (`blagent.entities`), in rank order; `None` where it has none.
-fn entity_ranking(record: &serde_json::Map<String, serde_json::Value>) -> Option<Vec<String>> {
-    let entities = record.get("blagent")?.get("entities")?.as_array()?;
-    Some(
-        entities
-            .iter()
-            .filter(|e| e.get("kind").and_then(|k| k.as_str()) != Some("class"))
-            .filter_map(|e| e.get("id")?.as_str().map(str::to_owned))
-            .collect(),
-    )
 }
 
 /// Reads the runs: each JSONL file, then the selected peers.
