@@ -642,3 +642,43 @@ fn a_declaration_before_a_misread_node_on_its_line_is_read_once() {
         ]
     );
 }
+
+/// Left from a review (nowinandroid's `Button.kt`): tree-sitter-kotlin-sg cannot read a
+/// parameter of an annotated nullable function type (`@Composable (() -> Unit)?`), and its
+/// recovery left the rest of the file stray tokens (the next `/**` read as a division), so the
+/// definitions after it were lost or read as calls, and the function was listed twice (once
+/// from its tree, once from its header in the error). A file with errors is read again one
+/// top-level declaration at a time where an error touches it.
+#[test]
+fn an_error_stays_in_its_own_top_level_declaration() {
+    let text = "package p\n\n/**\n * Wraps [Inner].\n */\n@Composable\nfun Outer(\n    flag: Boolean,\n    icon: @Composable (() -> Unit)? = null,\n) {\n    Inner(\n        padding = if (flag) {\n            One\n        } else {\n            Two\n        },\n    ) {\n        Content()\n    }\n}\n\n/**\n * Second.\n */\n@Composable\nfun Second(x: Int) {\n    println(x)\n}\n\nobject Defaults {\n    val Width = 1\n    fun size() = 2\n}\n\nclass Clean {\n    fun ok() = 1\n}\n";
+    let parsed = parse(text);
+    assert!(parsed.syntax_errors);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Function, "Outer"),
+            (SymbolKind::Function, "Second"),
+            (SymbolKind::Class, "Defaults"),
+            (SymbolKind::Method, "Defaults.size"),
+            (SymbolKind::Class, "Clean"),
+            (SymbolKind::Method, "Clean.ok"),
+        ]
+    );
+    let second = symbol(&parsed, "Second");
+    assert_eq!(
+        (second.start_line, second.end_line, second.doc_line),
+        (25, 28, Some(22))
+    );
+    assert_eq!(second.doc.as_deref(), Some("Second."));
+    let outer = symbol(&parsed, "Outer");
+    assert_eq!((outer.start_line, outer.doc_line), (6, Some(3)));
+    assert_eq!(symbol(&parsed, "Defaults.size").start_line, 32);
+    assert_eq!(symbol(&parsed, "Clean.ok").start_line, 36);
+    assert!(
+        parsed.skeleton.contains("object Defaults"),
+        "{}",
+        parsed.skeleton
+    );
+    assert_covered(&parsed, text);
+}

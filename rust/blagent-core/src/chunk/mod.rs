@@ -2,6 +2,7 @@
 
 #[cfg(test)]
 mod kotlin_tests;
+mod segments;
 mod split;
 mod symbols;
 mod syntax;
@@ -179,6 +180,21 @@ const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(250);
 /// indenting deeper than its scanner can save ([`Language::max_indent_levels`]), which would
 /// abort the process.
 pub(super) fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
+    parse_before(file, Instant::now() + parse_budget(file.text.len()))
+}
+
+/// The time a parse of `bytes` of source may take ([`PARSE_BUDGET_BASE`]).
+pub(super) fn parse_budget(bytes: usize) -> Duration {
+    let hundreds_of_kb = u32::try_from(bytes / 100_000).unwrap_or(u32::MAX);
+    PARSE_BUDGET_BASE + PARSE_BUDGET_PER_100_KB.saturating_mul(hundreds_of_kb)
+}
+
+/// [`parse_within_budget`] with the time it may take given as a deadline: the parses of a
+/// file's parts share the time of one ([`symbols`]' re-reading of a file with errors).
+pub(super) fn parse_before(
+    file: &SourceFile,
+    deadline: Instant,
+) -> (Option<tree_sitter::Tree>, bool) {
     let language = file.language;
     let too_deep = language
         .max_indent_levels
@@ -190,12 +206,9 @@ pub(super) fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tre
     if parser.set_language(&(language.grammar)()).is_err() {
         return (None, false);
     }
-    let hundreds_of_kb = u32::try_from(file.text.len() / 100_000).unwrap_or(u32::MAX);
-    let budget = PARSE_BUDGET_BASE + PARSE_BUDGET_PER_100_KB.saturating_mul(hundreds_of_kb);
-    let start = Instant::now();
     let mut too_slow = false;
     let mut give_up = |_: &tree_sitter::ParseState| {
-        too_slow = start.elapsed() > budget;
+        too_slow = Instant::now() > deadline;
         too_slow || crate::cancel::is_requested()
     };
     let bytes = file.text.as_bytes();

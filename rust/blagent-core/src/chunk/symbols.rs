@@ -4,11 +4,13 @@
 
 use std::fmt::Write as _;
 use std::sync::LazyLock;
+use std::time::Instant;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
+use super::segments::top_level_segments;
 use super::syntax::{
     body_start, capped, collapse_whitespace, definition_body, definition_name, documentation,
     leading_doc_comment, qualified_name, MAX_NAME_BYTES,
@@ -175,7 +177,103 @@ type Extracted = (Vec<Symbol>, Vec<(usize, usize)>);
 /// The walk keeps its own stack instead of recursing, so a deeply nested expression (thousands
 /// of parentheses in generated code) costs memory in proportion to the tree, not call stack.
 pub(super) fn extract(root: Node<'_>, source: &str, language: &'static Language) -> Extracted {
-    extract_under(root, source, language, true)
+    let whole = extract_under(root, source, language, true);
+    if language.braces && root.has_error() {
+        if let Some(by_segments) = reread_segments(root, source, language, &whole) {
+            return by_segments;
+        }
+    }
+    whole
+}
+
+/// The symbols of a file with syntax errors, each of its top-level segments
+/// ([`super::segments`]) that an error touches read on its own, so that tree-sitter's recovery
+/// from the error cannot take the declarations after it along; `whole`, the walk of the
+/// file's own tree, gives the others. A segment an error touches is one that holds an ERROR
+/// or MISSING node, or that a top-level node holding one shares with another segment.
+/// `None` where no segment is read again, or where the parses of those segments run past the
+/// time the file's own parse was allowed (or a stop is asked for): `whole` then stands.
+fn reread_segments(
+    root: Node<'_>,
+    source: &str,
+    language: &'static Language,
+    whole: &Extracted,
+) -> Option<Extracted> {
+    let header = &HEADERS.iter().find(|(name, _)| *name == language.name)?.1;
+    let segments = top_level_segments(source, header);
+    if segments.len() < 2 {
+        return None;
+    }
+    let mut touched = vec![false; segments.len()];
+    let mut mark = |range: std::ops::Range<usize>, only_shared: bool| {
+        // An empty range (a MISSING node) touches the segment it lies in.
+        let start = range.start.min(source.len().saturating_sub(1));
+        let end = range.end.max(start + 1);
+        let first = segments.partition_point(|(segment, _)| segment.end <= start);
+        let last = segments.partition_point(|(segment, _)| segment.start < end);
+        if !only_shared || last > first + 1 {
+            touched[first..last].fill(true);
+        }
+    };
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            mark(node.byte_range(), false);
+        } else if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+            if node.parent() == Some(root) {
+                mark(node.byte_range(), true);
+            }
+        }
+    }
+    if !touched.contains(&true) {
+        return None;
+    }
+    let deadline = Instant::now() + super::parse_budget(source.len());
+    let (whole_symbols, whole_deep) = whole;
+    let (mut symbols, mut too_deep) = (Vec::new(), Vec::new());
+    for (i, (range, row)) in segments.iter().enumerate() {
+        // Its lines, 1-based.
+        let lines = row + 1..segments.get(i + 1).map_or(usize::MAX, |(_, next)| next + 1);
+        if !touched[i] {
+            symbols.extend(
+                whole_symbols
+                    .iter()
+                    .filter(|s| lines.contains(&s.start_line))
+                    .cloned(),
+            );
+            too_deep.extend(whole_deep.iter().filter(|(start, _)| lines.contains(start)));
+            continue;
+        }
+        let file = SourceFile::new(
+            String::new(),
+            language,
+            source[range.clone()].to_owned(),
+            false,
+        );
+        let (tree, _) = super::parse_before(&file, deadline);
+        let mut read = extract_under(tree?.root_node(), &file.text, language, true);
+        shift_lines(&mut read, |line| line + row);
+        symbols.extend(read.0);
+        too_deep.extend(read.1);
+    }
+    Some((symbols, too_deep))
+}
+
+/// Moves every line of `extracted` (its symbols' and its ranges') by `shift`, from the lines
+/// of a text read on its own to the file's.
+fn shift_lines(extracted: &mut Extracted, shift: impl Fn(usize) -> usize) {
+    let (symbols, too_deep) = extracted;
+    for symbol in symbols {
+        symbol.start_line = shift(symbol.start_line);
+        symbol.end_line = shift(symbol.end_line);
+        symbol.body_line = symbol.body_line.map(&shift);
+        symbol.doc_line = symbol.doc_line.map(&shift);
+    }
+    for range in too_deep {
+        *range = (shift(range.0), shift(range.1));
+    }
 }
 
 /// [`extract`] of the children of `root`; `reread`: whether a top-level node of a kind the
@@ -291,21 +389,13 @@ fn reread_declarations(
         .root_node()
         .named_child(0)
         .and_then(|class| definition_body(language, class))?;
-    let (mut symbols, mut too_deep) = extract_under(body, &file.text, language, false);
-    if symbols.is_empty() {
+    let mut read = extract_under(body, &file.text, language, false);
+    if read.0.is_empty() {
         return None;
     }
     // Line 2 of the wrapped text is the node's first line.
-    let shift = |line: usize| line + node.start_position().row - 1;
-    for symbol in &mut symbols {
-        symbol.start_line = shift(symbol.start_line);
-        symbol.end_line = shift(symbol.end_line);
-        symbol.body_line = symbol.body_line.map(shift);
-        symbol.doc_line = symbol.doc_line.map(shift);
-    }
-    for range in &mut too_deep {
-        *range = (shift(range.0), shift(range.1));
-    }
+    shift_lines(&mut read, |line| line + node.start_position().row - 1);
+    let (mut symbols, too_deep) = read;
     // The KDoc before the node lay outside the text read again: it documents the definition
     // the node opens with.
     let first_line = node.start_position().row + 1;
@@ -429,7 +519,12 @@ fn recover_headers(
             continue;
         };
         let start_line = first_line + i;
-        if out.iter().any(|s| s.start_line == start_line) {
+        // A definition read already whose header holds the line (`@Composable` above `fun`).
+        let read_already = out.iter().any(|s| {
+            (s.start_line..=s.body_line.unwrap_or(s.start_line).max(s.start_line))
+                .contains(&start_line)
+        });
+        if read_already {
             continue;
         }
         let name = capped(&c[2], MAX_NAME_BYTES);
