@@ -211,7 +211,10 @@ pub(super) fn parse_before(
         too_slow = Instant::now() > deadline;
         too_slow || crate::cancel::is_requested()
     };
-    let bytes = file.text.as_bytes();
+    let masked = language
+        .grammar_text
+        .and_then(|grammar_text| grammar_text(&file.text));
+    let bytes = masked.as_deref().unwrap_or(&file.text).as_bytes();
     let tree = parser.parse_with_options(
         &mut |at, _| bytes.get(at..).unwrap_or_default(),
         None,
