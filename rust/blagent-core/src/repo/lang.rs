@@ -167,9 +167,9 @@ fn kotlin_grammar_text(text: &str) -> Option<String> {
 
 /// Whether the parenthesized group opening at `open` is a function type's parameters (`->`
 /// follows it) or a parenthesized function type made nullable (`(() -> Unit)?`). The group is
-/// looked for within 4 KB.
+/// looked for within 1 KB, which bounds the work a file of such annotations can ask.
 fn opens_function_type(bytes: &[u8], open: usize) -> bool {
-    const LOOK: usize = 4096;
+    const LOOK: usize = 1024;
     let mut depth = 0usize;
     let end = bytes.len().min(open.saturating_add(LOOK));
     for at in open..end {
