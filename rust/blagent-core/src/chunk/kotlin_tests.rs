@@ -722,3 +722,44 @@ fn annotated_function_types_parse() {
         Some("val f:    () -> Unit = {}\n")
     );
 }
+
+/// From a review of the reading by top-level declarations: a multi-line annotation lay in the
+/// segment above its declaration, so an error there lost the declaration (`f`), a declaration
+/// with an error lost its KDoc (`h`), and a declaration the file's tree read whole was listed
+/// twice (`G`).
+#[test]
+fn a_multi_line_annotation_stays_with_its_declaration() {
+    let parsed = parse("package p\n\nfun a() {\n    broken(\n}\n\n@Suppress(\n    \"x\"\n)\nfun f() = 1\n\n/**\n * Doc of h.\n */\n@Deprecated(\n    \"old\"\n)\nfun h() {\n    broken(\n}\n\nfun g() = 2\n");
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Function, "a"),
+            (SymbolKind::Function, "f"),
+            (SymbolKind::Function, "h"),
+            (SymbolKind::Function, "g"),
+        ]
+    );
+    let h = symbol(&parsed, "h");
+    assert_eq!(
+        (h.start_line, h.doc_line, h.doc.as_deref()),
+        (15, Some(12), Some("Doc of h."))
+    );
+    let parsed = parse(
+        "@Test(\n)\nclass G(val t: T) {\n    fun run() {\n        t.get(\n        )\n    }\n} (\n",
+    );
+    assert_eq!(
+        symbols(&parsed),
+        [(SymbolKind::Class, "G"), (SymbolKind::Method, "G.run")]
+    );
+}
+
+/// From the same review: a declaration read on its own can read worse than the file's tree
+/// read it (an unclosed string: `R.f` with its KDoc became a header `f`); the tree's reading
+/// then stands. And an annotated header without a body was recovered a second time.
+#[test]
+fn a_declaration_read_alone_is_taken_only_where_it_reads_better() {
+    let parsed = parse("/** Doc. */\nfun R.f(): Int =\n    g() \"\n\n/** Doc of h. */\nfun R.h(): Int {\n    return 1\n}\n");
+    assert_eq!(symbol(&parsed, "R.f").doc_line, Some(1));
+    let parsed = parse("@Serializable\nclass Data(\n    val a: Int\n) (\n");
+    assert_eq!(symbols(&parsed), [(SymbolKind::Class, "Data")]);
+}

@@ -121,7 +121,10 @@ pub struct ParsedFile {
 /// Parses `file` into chunks, symbols and a skeleton. Never fails: a file the parser cannot
 /// handle at all is chunked into line windows and flagged.
 pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
-    let (tree, too_slow) = parse_within_budget(file);
+    // The symbols' reading of a file with errors parses parts of it again, within the time
+    // of the file's own parse.
+    let deadline = Instant::now() + parse_budget(file.text.len());
+    let (tree, too_slow) = parse_before(file, deadline);
     let Some(tree) = tree else {
         return ParsedFile {
             path: file.path.clone(),
@@ -136,7 +139,7 @@ pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
         };
     };
     let root = tree.root_node();
-    let (symbols, mut too_deep) = symbols::extract(root, &file.text, file.language);
+    let (symbols, mut too_deep) = symbols::extract(root, &file.text, file.language, deadline);
     let package = syntax::package(file.language, root, &file.text);
     let imports = syntax::imports(file.language, root, &file.text);
     let (chunks, unsplit) = split::chunk_tree(root, file, options);
@@ -474,6 +477,19 @@ def f():
         );
         let b = parsed.symbols.iter().find(|s| s.name == "B").expect("B");
         assert_eq!((b.doc_line, b.doc.as_deref()), (Some(10), Some("Second.")));
+    }
+
+    /// From a review: a Javadoc above a multi-line annotation stayed with the class when only
+    /// the class was read on its own.
+    #[test]
+    fn a_java_class_with_an_error_keeps_its_javadoc_above_an_annotation() {
+        let java = "package p;\n\n/**\n * Doc of X.\n */\n@SuppressWarnings({\n    \"unchecked\"\n})\npublic class X {\n    void m() {\n        int x = ;\n    }\n    void n() {}\n}\n";
+        let parsed = parse("X.java", java.to_owned());
+        let x = &parsed.symbols[0];
+        assert_eq!(
+            (x.name.as_str(), x.start_line, x.doc_line),
+            ("X", 6, Some(3))
+        );
     }
 
     /// A file's chunks share one allocation of its path, whichever way they were cut (AST

@@ -43,6 +43,17 @@ pub(super) fn top_level_segments(text: &str, header: &Regex) -> Vec<(Range<usize
             }
             if in_code && (line.starts_with('@') || line.starts_with("//")) {
                 start = above;
+            } else if in_code && [")", "})", "]"].iter().any(|end| line.starts_with(end)) {
+                // The last line of a multi-line annotation's arguments: back to its `@`, over
+                // indented lines only.
+                let opening = (floor..above).rev().find(|&row| {
+                    let text = line_text(row);
+                    text.trim().is_empty() || !text.starts_with(char::is_whitespace)
+                });
+                match opening {
+                    Some(row) if lines[row].1 && line_text(row).starts_with('@') => start = row,
+                    _ => break,
+                }
             } else if line.trim_end().ends_with("*/") {
                 // A block comment ending right above: back to the line it opens on.
                 let mut opening = above;
@@ -176,6 +187,22 @@ mod tests {
         assert_eq!(cut.first().map(|(r, _)| r.start), Some(0));
         assert_eq!(cut.last().map(|(r, _)| r.end), Some(text.len()));
         assert!(cut.windows(2).all(|pair| pair[0].0.end == pair[1].0.start));
+    }
+
+    /// From a review: an annotation whose arguments run over several lines stayed in the
+    /// segment before its declaration.
+    #[test]
+    fn a_multi_line_annotation_goes_with_its_declaration() {
+        let text = "fun a() = 1\n\n/** Doc. */\n@Suppress(\n    \"x\",\n)\nfun f() = 1\n@SuppressWarnings({\n    \"unchecked\"\n})\nclass C\n)\nfun g() = 2\n";
+        assert_eq!(
+            segments(text),
+            [
+                (0, "fun a() = 1"),
+                (2, "/** Doc. */"),
+                (7, "@SuppressWarnings({"),
+                (12, "fun g() = 2")
+            ]
+        );
     }
 
     #[test]

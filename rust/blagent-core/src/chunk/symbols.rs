@@ -158,6 +158,10 @@ pub struct Symbol {
     /// Python docstring lies within its lines already).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doc_line: Option<usize>,
+    /// Whether only its header line was found, in a region the parser could not read
+    /// ([`recover_headers`]); for the reading's own choices, not written out.
+    #[serde(skip)]
+    pub recovered: bool,
 }
 
 impl Symbol {
@@ -176,10 +180,15 @@ type Extracted = (Vec<Symbol>, Vec<(usize, usize)>);
 ///
 /// The walk keeps its own stack instead of recursing, so a deeply nested expression (thousands
 /// of parentheses in generated code) costs memory in proportion to the tree, not call stack.
-pub(super) fn extract(root: Node<'_>, source: &str, language: &'static Language) -> Extracted {
-    let whole = extract_under(root, source, language, true);
+pub(super) fn extract(
+    root: Node<'_>,
+    source: &str,
+    language: &'static Language,
+    deadline: Instant,
+) -> Extracted {
+    let mut whole = extract_under(root, source, language, true);
     if language.braces && root.has_error() {
-        if let Some(by_segments) = reread_segments(root, source, language, &whole) {
+        if let Some(by_segments) = reread_segments(root, source, language, &mut whole, deadline) {
             return by_segments;
         }
     }
@@ -188,75 +197,114 @@ pub(super) fn extract(root: Node<'_>, source: &str, language: &'static Language)
 
 /// The symbols of a file with syntax errors, each of its top-level segments
 /// ([`super::segments`]) that an error touches read on its own, so that tree-sitter's recovery
-/// from the error cannot take the declarations after it along; `whole`, the walk of the
-/// file's own tree, gives the others. A segment an error touches is one that holds an ERROR
-/// or MISSING node, or that a top-level node holding one shares with another segment.
-/// `None` where no segment is read again, or where the parses of those segments run past the
-/// time the file's own parse was allowed (or a stop is asked for): `whole` then stands.
+/// from the error cannot take the declarations after it along.
+///
+/// - Segments that one top-level node without errors spans (a declaration whose multi-line
+///   annotation or own-line modifier lies above its header, a class whose members stand at
+///   column 0) are one.
+/// - A segment an error touches holds an ERROR or MISSING node, or lies under a top-level node
+///   holding one that spans other segments too.
+/// - `whole`, the walk of the file's own tree, gives a segment's symbols (those starting in
+///   its lines) where no error touches it, and where its reading on its own is no better:
+///   `whole`'s all end within the segment, none of them is a header recovered from an error
+///   ([`Symbol::recovered`]) where the reading on its own has none, there are as many, and
+///   they are not nested deeper (a class the error made a member of the one before).
+///
+/// `None` where no segment is touched, or where the parses run past `deadline` (the file's own
+/// parse's, shared) or a stop is asked for: `whole` (sorted by first line) then stands.
 fn reread_segments(
     root: Node<'_>,
     source: &str,
     language: &'static Language,
-    whole: &Extracted,
+    whole: &mut Extracted,
+    deadline: Instant,
 ) -> Option<Extracted> {
     let header = &HEADERS.iter().find(|(name, _)| *name == language.name)?.1;
-    let segments = top_level_segments(source, header);
+    let mut segments = top_level_segments(source, header);
+    // The segments a byte range lies in, as an index range.
+    let spanned = |segments: &[(std::ops::Range<usize>, usize)], range: std::ops::Range<usize>| {
+        // An empty range (a MISSING node) lies in the segment that holds its position.
+        let start = range.start.min(source.len().saturating_sub(1));
+        let end = range.end.max(start + 1);
+        let first = segments.partition_point(|(segment, _)| segment.end <= start);
+        first..segments.partition_point(|(segment, _)| segment.start < end)
+    };
+    let mut cursor = root.walk();
+    let top_level: Vec<Node<'_>> = root.children(&mut cursor).collect();
+    for node in top_level.iter().filter(|node| !node.has_error()) {
+        let joined = spanned(&segments, node.byte_range());
+        if joined.len() > 1 {
+            let end = segments[joined.end - 1].0.end;
+            segments[joined.start].0.end = end;
+            segments.drain(joined.start + 1..joined.end);
+        }
+    }
     if segments.len() < 2 {
         return None;
     }
     let mut touched = vec![false; segments.len()];
-    let mut mark = |range: std::ops::Range<usize>, only_shared: bool| {
-        // An empty range (a MISSING node) touches the segment it lies in.
-        let start = range.start.min(source.len().saturating_sub(1));
-        let end = range.end.max(start + 1);
-        let first = segments.partition_point(|(segment, _)| segment.end <= start);
-        let last = segments.partition_point(|(segment, _)| segment.start < end);
-        if !only_shared || last > first + 1 {
-            touched[first..last].fill(true);
+    for node in top_level.iter().filter(|node| node.has_error()) {
+        let under = spanned(&segments, node.byte_range());
+        if under.len() > 1 {
+            touched[under].fill(true);
         }
-    };
+    }
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
         if node.is_error() || node.is_missing() {
-            mark(node.byte_range(), false);
+            touched[spanned(&segments, node.byte_range())].fill(true);
         } else if node.has_error() {
             let mut cursor = node.walk();
             stack.extend(node.children(&mut cursor));
-            if node.parent() == Some(root) {
-                mark(node.byte_range(), true);
-            }
         }
     }
     if !touched.contains(&true) {
         return None;
     }
-    let deadline = Instant::now() + super::parse_budget(source.len());
     let (whole_symbols, whole_deep) = whole;
+    // File order, which the walk gives (ties keep it).
+    whole_symbols.sort_by_key(|s| s.start_line);
+    whole_deep.sort_unstable();
+    // What `whole` holds in a segment's lines (1-based, `lines`), both lists in file order.
+    let by_start = |lines: &std::ops::Range<usize>| {
+        let symbols = whole_symbols.partition_point(|s| s.start_line < lines.start)
+            ..whole_symbols.partition_point(|s| s.start_line < lines.end);
+        let deep = whole_deep.partition_point(|(start, _)| *start < lines.start)
+            ..whole_deep.partition_point(|(start, _)| *start < lines.end);
+        (symbols, deep)
+    };
     let (mut symbols, mut too_deep) = (Vec::new(), Vec::new());
     for (i, (range, row)) in segments.iter().enumerate() {
-        // Its lines, 1-based.
         let lines = row + 1..segments.get(i + 1).map_or(usize::MAX, |(_, next)| next + 1);
-        if !touched[i] {
-            symbols.extend(
-                whole_symbols
-                    .iter()
-                    .filter(|s| lines.contains(&s.start_line))
-                    .cloned(),
+        let (kept, kept_deep) = by_start(&lines);
+        let kept = &whole_symbols[kept];
+        if touched[i] {
+            if Instant::now() > deadline || crate::cancel::is_requested() {
+                return None;
+            }
+            let file = SourceFile::new(
+                String::new(),
+                language,
+                source[range.clone()].to_owned(),
+                false,
             );
-            too_deep.extend(whole_deep.iter().filter(|(start, _)| lines.contains(start)));
-            continue;
+            let (tree, _) = super::parse_before(&file, deadline);
+            let mut read = extract_under(tree?.root_node(), &file.text, language, true);
+            shift_lines(&mut read, |line| line + row);
+            let recovered = |found: &[Symbol]| found.iter().filter(|s| s.recovered).count();
+            let outermost = |found: &[Symbol]| found.iter().map(|s| s.depth).min();
+            let whole_as_good = kept.iter().all(|s| lines.contains(&s.end_line))
+                && (recovered(kept) == 0 || recovered(&read.0) > 0)
+                && kept.len() >= read.0.len()
+                && outermost(kept) <= outermost(&read.0);
+            if !whole_as_good {
+                symbols.extend(read.0);
+                too_deep.extend(read.1);
+                continue;
+            }
         }
-        let file = SourceFile::new(
-            String::new(),
-            language,
-            source[range.clone()].to_owned(),
-            false,
-        );
-        let (tree, _) = super::parse_before(&file, deadline);
-        let mut read = extract_under(tree?.root_node(), &file.text, language, true);
-        shift_lines(&mut read, |line| line + row);
-        symbols.extend(read.0);
-        too_deep.extend(read.1);
+        symbols.extend(kept.iter().cloned());
+        too_deep.extend(&whole_deep[kept_deep]);
     }
     Some((symbols, too_deep))
 }
@@ -475,6 +523,7 @@ fn symbol(
         signature: collapse_whitespace(&source[def.start_byte()..header_end]),
         doc: documentation(lang, outer, body, source),
         doc_line: leading_doc_comment(lang, outer, source).map(|c| c.start_position().row + 1),
+        recovered: false,
     }
 }
 
@@ -519,9 +568,10 @@ fn recover_headers(
             continue;
         };
         let start_line = first_line + i;
-        // A definition read already whose header holds the line (`@Composable` above `fun`).
+        // A definition read already whose header holds the line (`@Composable` above `fun`),
+        // or, without a body, whose lines do.
         let read_already = out.iter().any(|s| {
-            (s.start_line..=s.body_line.unwrap_or(s.start_line).max(s.start_line))
+            (s.start_line..=s.body_line.unwrap_or(s.end_line).max(s.start_line))
                 .contains(&start_line)
         });
         if read_already {
@@ -546,6 +596,7 @@ fn recover_headers(
             signature: collapse_whitespace(line),
             doc: None,
             doc_line: None,
+            recovered: true,
         });
     }
     out.sort_by_key(|s| s.start_line);
