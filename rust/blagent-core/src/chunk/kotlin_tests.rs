@@ -713,6 +713,14 @@ fn annotated_function_types_parse() {
         .contains("@Named(\"x\") id: Int, f: @Ann () -> Unit"));
     // A parenthesized group that is no function type keeps its annotation: the grammar reads
     // what it read before.
+    // Nested, and after `=`, `as` and `is`.
+    for text in [
+        "val x: @Composable (@Composable () -> Unit) -> Unit = {}\n",
+        "typealias Slot = @Composable () -> Unit\n\nfun f(x: Any) = x as @Composable () -> Unit\n",
+        "fun g(x: Any) = x is @A () -> Unit\n",
+    ] {
+        parse_clean(text);
+    }
     let kept = "fun f(@Named (\"x\") id: Int) = id\n";
     let language = language_for_path("a.kt").expect("Kotlin");
     let blank = language.grammar_text.expect("Kotlin's");

@@ -207,8 +207,9 @@ pub(super) fn extract(
 /// - `whole`, the walk of the file's own tree, gives a segment's symbols (those starting in
 ///   its lines) where no error touches it, and where its reading on its own is no better:
 ///   `whole`'s all end within the segment, none of them is a header recovered from an error
-///   ([`Symbol::recovered`]) where the reading on its own has none, there are as many, and
-///   they are not nested deeper (a class the error made a member of the one before).
+///   ([`Symbol::recovered`]) where the reading on its own has none, there are at least as
+///   many, and they are not nested deeper (a class the error made a member of the one before;
+///   which also takes members written at column 0 out of a class with an error).
 ///
 /// `None` where no segment is touched, or where the parses run past `deadline` (the file's own
 /// parse's, shared) or a stop is asked for: `whole` (sorted by first line) then stands.
@@ -296,7 +297,7 @@ fn reread_segments(
             let whole_as_good = kept.iter().all(|s| lines.contains(&s.end_line))
                 && (recovered(kept) == 0 || recovered(&read.0) > 0)
                 && kept.len() >= read.0.len()
-                && outermost(kept) <= outermost(&read.0);
+                && (read.0.is_empty() || outermost(kept) <= outermost(&read.0));
             if !whole_as_good {
                 symbols.extend(read.0);
                 too_deep.extend(read.1);

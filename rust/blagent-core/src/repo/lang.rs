@@ -138,28 +138,32 @@ fn kotlin_grammar() -> tree_sitter::Language {
 
 /// Kotlin's text with the annotations of annotated function types blanked
 /// (`content: @Composable () -> Unit` read as `content:             () -> Unit`):
-/// tree-sitter-kotlin-sg reads `@Composable ()` as an annotation with arguments, which Kotlin
-/// does not (an annotation's arguments follow its name without a space), and the `->` after it
-/// is a syntax error whose recovery can take the rest of the file along. Of the 9,902 distinct
-/// Kotlin files of the Long Code Arena development trees, 100 had syntax errors, 45 of them
-/// from this (Compose code, where a function type annotated `@Composable` is the usual slot
-/// parameter). Only an annotation after `:`, `(`, `,` or `<`, followed by whitespace and a
-/// parenthesized group that a function type's `->` follows (or `?` after a parenthesized
-/// function type, `@Composable (() -> Unit)?`), is blanked; the signature keeps it, since
-/// symbols read the file's own text.
+/// tree-sitter-kotlin-sg reads `@Composable ()` as an annotation with (empty) arguments, so the
+/// `->` after it is a syntax error whose recovery can take the rest of the file along, where
+/// Kotlin's compiler reads an annotated function type (Compose's slot parameters are written
+/// so). Of the 9,902 distinct Kotlin files of the Long Code Arena development trees, 100 had
+/// syntax errors, 45 of them from this. Only an annotation after `:`, `(`, `,`, `<`, `=`, `as`
+/// or `is`, followed by whitespace and a parenthesized group that a function type's `->`
+/// follows (or `?` after a parenthesized function type, `@Composable (() -> Unit)?`), is
+/// blanked; the signature keeps it, since symbols read the file's own text.
 fn kotlin_grammar_text(text: &str) -> Option<String> {
     static ANNOTATED: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"[:(,<]\s*(@[A-Za-z_][A-Za-z0-9_.]*)\s+\(").expect("valid pattern")
+        Regex::new(r"(?:[:(,<=]|\b(?:as\??|is))\s*(@[A-Za-z_][A-Za-z0-9_.]*)\s+\(")
+            .expect("valid pattern")
     });
     let bytes = text.as_bytes();
     let mut masked: Option<Vec<u8>> = None;
-    for found in ANNOTATED.captures_iter(text) {
+    let mut from = 0;
+    while let Some(found) = ANNOTATED.captures_at(text, from) {
         let (Some(whole), Some(name)) = (found.get(0), found.get(1)) else {
-            continue;
+            break;
         };
-        if opens_function_type(bytes, whole.end() - 1) {
+        let open = whole.end() - 1;
+        if opens_function_type(bytes, open) {
             masked.get_or_insert_with(|| bytes.to_vec())[name.range()].fill(b' ');
         }
+        // The group's `(` may open the next one: `@A (@B () -> Unit) -> Unit`.
+        from = open;
     }
     // Only ASCII was replaced, by ASCII.
     masked.and_then(|bytes| String::from_utf8(bytes).ok())
