@@ -572,8 +572,13 @@ fn recover_headers(
         // A definition read already whose header holds the line (`@Composable` above `fun`),
         // or, without a body, whose lines do.
         let read_already = out.iter().any(|s| {
-            (s.start_line..=s.body_line.unwrap_or(s.end_line).max(s.start_line))
-                .contains(&start_line)
+            let header_end = match s.body_line {
+                Some(body) => body,
+                // A header recovered before spans to the region's end: only its own line.
+                None if s.recovered => s.start_line,
+                None => s.end_line,
+            };
+            (s.start_line..=header_end.max(s.start_line)).contains(&start_line)
         });
         if read_already {
             continue;
