@@ -220,7 +220,7 @@ fn reread_segments(
     whole: &mut Extracted,
     deadline: Instant,
 ) -> Option<Extracted> {
-    let header = &HEADERS.iter().find(|(name, _)| *name == language.name)?.1;
+    let header = header_pattern(language)?;
     let mut segments = top_level_segments(source, header);
     // The segments a byte range lies in, as an index range.
     let spanned = |segments: &[(std::ops::Range<usize>, usize)], range: std::ops::Range<usize>| {
@@ -548,6 +548,14 @@ static HEADERS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// `language`'s header pattern, compiled ([`HEADERS`]).
+fn header_pattern(language: &Language) -> Option<&'static Regex> {
+    HEADERS
+        .iter()
+        .find(|(name, _)| *name == language.name)
+        .map(|(_, header)| header)
+}
+
 /// Definitions the parser could not recover inside an ERROR region, found by their header
 /// line (`def name(`, `class Name`, `fun name`), so the symbol table still names them. Each
 /// spans from its header to the end of the region.
@@ -558,7 +566,7 @@ fn recover_headers(
     scope: &Scope,
     out: &mut Vec<Symbol>,
 ) {
-    let Some((_, header)) = HEADERS.iter().find(|(name, _)| *name == lang.name) else {
+    let Some(header) = header_pattern(lang) else {
         return;
     };
     let first_line = error.start_position().row + 1;
