@@ -771,3 +771,40 @@ fn a_declaration_read_alone_is_taken_only_where_it_reads_better() {
     let parsed = parse("@Serializable\nclass Data(\n    val a: Int\n) (\n");
     assert_eq!(symbols(&parsed), [(SymbolKind::Class, "Data")]);
 }
+
+/// wire's `Message.kt`, shortened: Kotlin Multiplatform's `actual` on a primary constructor
+/// written on a line of its own. tree-sitter-kotlin-sg read the line as an error and the
+/// class's members as top-level functions; with the platform modifier blanked for the grammar
+/// the class keeps them, and the signature keeps the modifier.
+#[test]
+fn a_platform_constructor_on_its_own_line_keeps_the_class_body() {
+    let text = "actual abstract class Message<M : Message<M, B>, B : Message.Builder<M, B>>\nprotected actual constructor(\n  actual val adapter: ProtoAdapter<M>,\n  unknownFields: ByteString\n) : Serializable {\n  actual abstract fun newBuilder(): B\n\n  fun withoutUnknownFields(): M = newBuilder().build()\n\n  actual abstract class Builder<M : Message<M, B>, B : Builder<M, B>> protected constructor() {\n    fun build(): M = TODO()\n  }\n}\n\nexpect class Holder\n  internal expect constructor(value: Int) {\n  fun get(): Int\n}\n";
+    let parsed = parse_clean(text);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Class, "Message"),
+            (SymbolKind::Method, "Message.newBuilder"),
+            (SymbolKind::Method, "Message.withoutUnknownFields"),
+            (SymbolKind::Class, "Message.Builder"),
+            (SymbolKind::Method, "Message.Builder.build"),
+            (SymbolKind::Class, "Holder"),
+            (SymbolKind::Method, "Holder.get"),
+        ]
+    );
+    let message = symbol(&parsed, "Message");
+    assert_eq!((message.start_line, message.end_line), (1, 13));
+    assert!(
+        message.signature.contains("protected actual constructor("),
+        "{}",
+        message.signature
+    );
+    let language = language_for_path("a.kt").expect("Kotlin");
+    let blank = language.grammar_text.expect("Kotlin's");
+    assert_eq!(
+        blank("class A\n  protected actual constructor(x: Int)\n").as_deref(),
+        Some("class A\n  protected        constructor(x: Int)\n")
+    );
+    // `actual` anywhere else, a call of a function named `constructor`, is the file's own.
+    assert_eq!(blank("actual fun f() = actual(constructor)\n"), None);
+}

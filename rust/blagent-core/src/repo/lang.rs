@@ -146,6 +146,13 @@ fn kotlin_grammar() -> tree_sitter::Language {
 /// or `is`, followed by whitespace and a parenthesized group that a function type's `->`
 /// follows (or `?` after a parenthesized function type, `@Composable (() -> Unit)?`), is
 /// blanked; the signature keeps it, since symbols read the file's own text.
+///
+/// Kotlin Multiplatform's platform modifiers on a primary constructor written on a line of its
+/// own (`actual abstract class Message<M>` then `protected actual constructor(`) are blanked as
+/// well: after a newline tree-sitter-kotlin-sg takes a visibility modifier as the class header's
+/// but not `actual` or `expect`, so the class lost its body and its members became top-level
+/// functions (wire's `Message.kt`, three files of the development trees). Without the modifier
+/// the constructor reads as the class's, as Kotlin's compiler reads it.
 fn kotlin_grammar_text(text: &str) -> Option<String> {
     static ANNOTATED: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?:[:(,<=]|\b(?:as\??|is))\s*(@[A-Za-z_][A-Za-z0-9_.]*)\s+\(")
@@ -164,6 +171,23 @@ fn kotlin_grammar_text(text: &str) -> Option<String> {
         }
         // The group's `(` may open the next one: `@A (@B () -> Unit) -> Unit`.
         from = open;
+    }
+    static CONSTRUCTOR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?m)^[ \t]*((?:(?:public|protected|private|internal|actual|expect)[ \t]+)+)constructor[ \t]*\(",
+        )
+        .expect("valid pattern")
+    });
+    static PLATFORM: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b(?:actual|expect)\b").expect("valid pattern"));
+    for found in CONSTRUCTOR.captures_iter(text) {
+        let Some(modifiers) = found.get(1) else {
+            continue;
+        };
+        for platform in PLATFORM.find_iter(modifiers.as_str()) {
+            let at = modifiers.start() + platform.start()..modifiers.start() + platform.end();
+            masked.get_or_insert_with(|| bytes.to_vec())[at].fill(b' ');
+        }
     }
     // Only ASCII was replaced, by ASCII.
     masked.and_then(|bytes| String::from_utf8(bytes).ok())
