@@ -5,7 +5,8 @@
 //!
 //! History is read by running `git log` on the repository's `.git` folder, and only where that
 //! folder lies inside the repository: a `.git` file (a worktree or submodule) or a link points
-//! elsewhere, and is not followed. Git reads that folder as it would for the user (objects
+//! elsewhere, and is not followed, and only where its git config includes no other file
+//! (which git would read wherever it lies). Git reads that folder as it would for the user (objects
 //! shared with another clone through its `alternates` included); it is asked for messages and
 //! paths only, with no pager, no signatures, no file-system monitor and no system config, and
 //! runs no hook. It never fetches: in a partial clone the objects that were not cloned stay
@@ -82,7 +83,9 @@ pub fn read_history(root: &Path, max_commits: usize) -> History {
     if max_commits == 0 || !is_dir {
         return History::default();
     }
-    let log = check_git_files(&git_dir).and_then(|()| run_log(&git_dir, max_commits, GIT_TIMEOUT));
+    let log = check_git_files(&git_dir)
+        .and_then(|()| check_config_includes(&git_dir))
+        .and_then(|()| run_log(&git_dir, max_commits, GIT_TIMEOUT));
     match log {
         Ok(text) => History {
             commits: parse_log(&text),
@@ -162,6 +165,59 @@ fn check_git_files(git_dir: &Path) -> Result<(), String> {
         }
     }
     check_inside(git_dir)
+}
+
+/// The most bytes of a repository's git config that are read to look for includes: git's own
+/// configs are a few hundred bytes; a larger one leaves the history out.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The repository's git config files (`config`, `config.worktree`, and the `config` of the
+/// folder `commondir` names) must not include other files (`[include]`, `[includeIf …]`): git
+/// would read those wherever they are, outside the repository too, and a FIFO there would
+/// hold git until its timeout. Such a repository is read without its history.
+fn check_config_includes(git_dir: &Path) -> Result<(), String> {
+    let mut configs = vec![git_dir.join("config"), git_dir.join("config.worktree")];
+    if let Ok(text) = super::read::read_bounded(&git_dir.join("commondir"), 4096) {
+        let named = String::from_utf8_lossy(&text).trim().to_owned();
+        configs.push(git_dir.join(named).join("config"));
+    }
+    for config in configs {
+        let Ok(meta) = std::fs::metadata(&config) else {
+            continue;
+        };
+        let name = config.strip_prefix(git_dir).unwrap_or(&config).display();
+        if !meta.is_file() {
+            let kind = super::read::kind_name(meta.file_type());
+            return Err(format!(
+                ".git/{name} is a {kind}, not a regular file; git not run"
+            ));
+        }
+        let text = super::read::read_bounded(&config, MAX_CONFIG_BYTES)
+            .map_err(|_| format!(".git/{name} cannot be read whole; git not run"))?;
+        if includes_files(&String::from_utf8_lossy(&text)) {
+            return Err(format!(
+                ".git/{name} includes other files, which git would read wherever they are; \
+                 git not run"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a git config text has an `[include]` or `[includeIf "…"]` section (section names
+/// are case-insensitive; a header may be followed by a key on its line).
+fn includes_files(config: &str) -> bool {
+    config.lines().any(|line| {
+        let Some(header) = line.trim_start().strip_prefix('[') else {
+            return false;
+        };
+        let name: String = header
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        name.eq_ignore_ascii_case("include") || name.eq_ignore_ascii_case("includeif")
+    })
 }
 
 /// What git reads of `.git` (its files above, `objects` and `refs`, and the folder a linked
@@ -479,6 +535,46 @@ mod tests {
             !marker.exists(),
             "a command of the repository's git config ran"
         );
+    }
+
+    /// A config that includes another file (which may lie anywhere, a FIFO among them) is
+    /// not given to git: the history is left out with a note, at once.
+    #[test]
+    fn a_git_config_that_includes_files_leaves_the_history_out() {
+        let repo = tempfile::tempdir().unwrap();
+        git(repo.path(), &["init", "-q"]);
+        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let outside = tempfile::tempdir().unwrap();
+        let fifo = outside.path().join("extra.conf");
+        let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(status.success());
+        let config = repo.path().join(".git/config");
+        let plain = std::fs::read_to_string(&config).unwrap();
+        for section in [
+            "[include]\n\tpath = PATH\n".to_owned(),
+            "[includeIf \"gitdir:/\"]\n\tpath = PATH\n".to_owned(),
+            "  [Include] path = PATH\n".to_owned(),
+        ] {
+            let section = section.replace("PATH", &fifo.display().to_string());
+            std::fs::write(&config, format!("{plain}{section}")).unwrap();
+            let start = Instant::now();
+            let history = read_history(repo.path(), 10);
+            let note = history.note.unwrap_or_default();
+            assert!(
+                history.commits.is_empty() && note.contains(".git/config includes other files"),
+                "{section}: {note}"
+            );
+            assert!(start.elapsed().as_secs() < 5);
+        }
+        // A key or value that only mentions includes is no include.
+        std::fs::write(
+            &config,
+            format!("{plain}[core]\n\tinclude = x\n# [include]\n"),
+        )
+        .unwrap();
+        let history = read_history(repo.path(), 10);
+        assert_eq!(history.commits.len(), 1, "{:?}", history.note);
+        assert!(includes_files("[include.path]\n") && !includes_files("[includes]\n"));
     }
 
     /// Git's version as (major, minor), where `git --version` says it.

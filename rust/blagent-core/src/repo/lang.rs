@@ -154,6 +154,14 @@ fn kotlin_grammar() -> tree_sitter::Language {
 /// functions (wire's `Message.kt`, three files of the development trees). Without the modifier
 /// the constructor reads as the class's, as Kotlin's compiler reads it.
 fn kotlin_grammar_text(text: &str) -> Option<String> {
+    static CONSTRUCTOR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?m)^[ \t]*((?:(?:public|protected|private|internal|actual|expect)[ \t]+)+)constructor[ \t]*\(",
+        )
+        .expect("valid pattern")
+    });
+    static PLATFORM: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\b(?:actual|expect)\b").expect("valid pattern"));
     static ANNOTATED: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?:[:(,<=]|\b(?:as\??|is))\s*(@[A-Za-z_][A-Za-z0-9_.]*)\s+\(")
             .expect("valid pattern")
@@ -172,14 +180,6 @@ fn kotlin_grammar_text(text: &str) -> Option<String> {
         // The group's `(` may open the next one: `@A (@B () -> Unit) -> Unit`.
         from = open;
     }
-    static CONSTRUCTOR: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?m)^[ \t]*((?:(?:public|protected|private|internal|actual|expect)[ \t]+)+)constructor[ \t]*\(",
-        )
-        .expect("valid pattern")
-    });
-    static PLATFORM: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\b(?:actual|expect)\b").expect("valid pattern"));
     for found in CONSTRUCTOR.captures_iter(text) {
         let Some(modifiers) = found.get(1) else {
             continue;
