@@ -120,6 +120,22 @@ impl Language {
 /// library and the 300 SWE-bench Lite trees, the most is 51 widths, the deepest nesting 13).
 const PYTHON_INDENT_LEVELS: usize = 256;
 
+/// A Java or Kotlin annotation in a header pattern: a name, qualified (`@kotlin.Deprecated`) or
+/// with a use-site target (`@get:JvmName`), and arguments that may hold strings with
+/// parentheses (`@Deprecated("use f()")`) and one level of nested parentheses.
+macro_rules! jvm_annotation {
+    () => {
+        r#"@(?:\w+:)?[\w.]+(?:\((?:"(?:[^"\\\n]|\\.)*"|[^()"\n]|\((?:"(?:[^"\\\n]|\\.)*"|[^()"\n])*\))*\))?"#
+    };
+}
+
+/// Kotlin type arguments or parameters, nested up to three deep (`<T : List<Map<K, V>>>`).
+macro_rules! type_arguments {
+    () => {
+        r"<(?:[^<>\n]|<(?:[^<>\n]|<[^<>\n]*>)*>)*>"
+    };
+}
+
 fn python_grammar() -> tree_sitter::Language {
     tree_sitter_python::LANGUAGE.into()
 }
@@ -301,7 +317,11 @@ pub static JAVA: Language = Language {
     doc_style: DocStyle::LeadingComment,
     package_kind: Some("package_declaration"),
     import_kinds: &["import_declaration"],
-    header_pattern: r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|protected|private|static|final|abstract|sealed|non-sealed|strictfp)\s+)*(class|interface|enum|record|@interface)\s+([A-Za-z_$][\w$]*)",
+    header_pattern: concat!(
+        r"^\s*(?:",
+        jvm_annotation!(),
+        r"\s+)*(?:(?:public|protected|private|static|final|abstract|sealed|non-sealed|strictfp)\s+)*(class|interface|enum|record|@interface)\s+([A-Za-z_$][\w$]*)",
+    ),
     function_keywords: &[],
     test_file: jvm_test_file,
 };
@@ -360,7 +380,18 @@ pub static KOTLIN: Language = Language {
     doc_style: DocStyle::LeadingComment,
     package_kind: Some("package_header"),
     import_kinds: &["import_header"],
-    header_pattern: r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|protected|internal|open|abstract|sealed|data|inline|value|enum|annotation|inner|override|suspend|operator|infix|tailrec|external|actual|expect|fun)\s+)*(class|interface|object|fun)\s+(?:<[^>]*>\s*)?(?:[\w.<>?]+\.)?([A-Za-z_]\w*)",
+    header_pattern: concat!(
+        r"^\s*(?:",
+        jvm_annotation!(),
+        r"\s+)*(?:(?:public|private|protected|internal|open|abstract|sealed|data|inline|value|enum|annotation|inner|override|suspend|operator|infix|tailrec|external|actual|expect|fun)\s+)*(class|interface|object|fun)\s+",
+        // Type parameters, then a receiver type (`Map<String, Int>.`, `String?.`), each with
+        // type arguments nested up to three deep.
+        r"(?:",
+        type_arguments!(),
+        r"\s*)?(?:[\w.]+(?:",
+        type_arguments!(),
+        r")?\??\.)?([A-Za-z_]\w*|`[^`\n]+`)",
+    ),
     function_keywords: &["fun"],
     test_file: jvm_test_file,
 };
@@ -426,6 +457,62 @@ mod tests {
                 .unwrap_or_else(|_| panic!("{} grammar version matches", lang.name));
             regex::Regex::new(lang.header_pattern).expect("valid header pattern");
         }
+    }
+
+    /// The keyword and name a header line gives, by language (file name `a.<ext>`).
+    fn header(ext: &str, line: &str) -> Option<(String, String)> {
+        let lang = language_for_path(&format!("a.{ext}")).expect("a language");
+        let pattern = regex::Regex::new(lang.header_pattern).expect("valid header pattern");
+        let found = pattern.captures(line)?;
+        Some((found[1].to_owned(), found[2].to_owned()))
+    }
+
+    /// Headers the patterns missed or misnamed before 2026-12-07 (parentheses in an
+    /// annotation's string, a use-site target or a qualified annotation, nested type
+    /// arguments, a receiver with a space in its type arguments, a name in backticks).
+    #[test]
+    fn jvm_header_patterns_read_annotations_generics_and_receivers() {
+        let kotlin = |line: &str| header("kt", line);
+        let named = |keyword: &str, name: &str| Some((keyword.to_owned(), name.to_owned()));
+        assert_eq!(
+            kotlin("@Deprecated(\"use y()\") class X"),
+            named("class", "X")
+        );
+        assert_eq!(kotlin("fun <T : List<Map<K, V>>> f()"), named("fun", "f"));
+        assert_eq!(kotlin("@get:JvmName(\"a\") fun g()"), named("fun", "g"));
+        assert_eq!(
+            kotlin("@kotlin.Deprecated(\"m\") fun h()"),
+            named("fun", "h")
+        );
+        assert_eq!(kotlin("fun Map<String, Int>.m()"), named("fun", "m"));
+        assert_eq!(kotlin("fun String?.orEmpty2()"), named("fun", "orEmpty2"));
+        assert_eq!(kotlin("fun <T> List<T>.ext()"), named("fun", "ext"));
+        assert_eq!(kotlin("fun `a test name`()"), named("fun", "`a test name`"));
+        assert_eq!(
+            kotlin("@A(B(1), \"(\") @C internal fun k()"),
+            named("fun", "k")
+        );
+        assert_eq!(
+            kotlin("suspend inline fun <reified T> r()"),
+            named("fun", "r")
+        );
+        assert_eq!(kotlin("class Q<T>"), named("class", "Q"));
+        assert_eq!(kotlin("val fun1 = 1"), None);
+        assert_eq!(kotlin("@file:JvmName(\"F\")"), None);
+        let java = |line: &str| header("java", line);
+        assert_eq!(
+            java("@SuppressWarnings(\"x()\") public class J {"),
+            named("class", "J")
+        );
+        assert_eq!(
+            java("@javax.annotation.Generated(value = {\"g\"}) final class G"),
+            named("class", "G")
+        );
+        assert_eq!(
+            java("public @interface Marker {"),
+            named("@interface", "Marker")
+        );
+        assert_eq!(java("@interface Marker {"), named("@interface", "Marker"));
     }
 
     #[test]
