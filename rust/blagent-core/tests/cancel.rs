@@ -103,6 +103,62 @@ fn cancellation_stops_llm_waits_and_batches_promptly() {
         assert!(matches!(rows, Err(Error::Cancelled)), "{rows:?}");
     }
 
+    // An analysis stopped after it was made, while its outputs were being written (the chart
+    // takes a second to draw): the folder keeps the last analysis (a review found a Ctrl-C
+    // then reported as an interruption with every output replaced).
+    let data = dir.path().join("analysis");
+    std::fs::create_dir_all(&data).unwrap();
+    let patch = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n";
+    let rows = [
+        (
+            "data.jsonl",
+            serde_json::json!({"instance_id": "i", "repo": "o/r", "patch": patch, "problem_statement": "x"}),
+        ),
+        (
+            "locs.jsonl",
+            serde_json::json!({"instance_id": "i", "found_files": ["a.py"]}),
+        ),
+        (
+            "preds.jsonl",
+            serde_json::json!({"instance_id": "i", "model_patch": patch}),
+        ),
+    ];
+    for (name, row) in rows {
+        std::fs::write(data.join(name), format!("{row}\n")).unwrap();
+    }
+    let out_dir = data.join("out");
+    let config = blagent_core::analysis::AnalysisConfig {
+        dataset: data.join("data.jsonl"),
+        locs: data.join("locs.jsonl"),
+        predictions: data.join("preds.jsonl"),
+        report: None,
+        repos: None,
+        top_k: 3,
+        function_top_k: 3,
+        function_rule: blagent_core::analysis::FunctionRule::Any,
+        out_dir: Some(out_dir.clone()),
+    };
+    let mut report = {
+        let _scope = cancel::Scope::enter();
+        blagent_core::analysis::analyze_failures(&config).unwrap()
+    };
+    let summary = std::fs::read(out_dir.join("summary.json")).unwrap();
+    report.warnings.push("a later run".to_owned());
+    {
+        let _scope = cancel::Scope::enter();
+        cancel::request();
+        let written = blagent_core::analysis::write_outputs(
+            &report,
+            &out_dir,
+            &blagent_core::repo::Inputs::default(),
+        );
+        assert!(matches!(written, Err(Error::Cancelled)), "{written:?}");
+    }
+    assert_eq!(
+        std::fs::read(out_dir.join("summary.json")).unwrap(),
+        summary
+    );
+
     // A new scope starts clean.
     drop(cancel::Scope::enter());
     let scope = cancel::Scope::enter();

@@ -341,11 +341,16 @@ pub fn write_outputs(
         .iter()
         .map(|(path, _, mode)| (path.as_path(), *mode, "analysis output"))
         .collect();
+    // A stop asked for while the chart was drawn (a second) or the files written is heard
+    // before any file replaces the last run's: the caller reports the run interrupted, and the
+    // folder must then hold the last analysis as it was.
+    crate::cancel::check()?;
     // Folders are made once every check has passed (see `open_outputs`).
     let mut opened = open_outputs(&outputs, inputs)?;
     for ((path, bytes, _), file) in files.iter().zip(&mut opened) {
         file.write_all(bytes).map_err(|e| Error::io(path, e))?;
     }
+    crate::cancel::check()?;
     // Every file is written before any replaces the last run's: a run that fails on the way
     // (a full disk) leaves the last analysis whole.
     for file in opened {
