@@ -805,6 +805,11 @@ fn a_platform_constructor_on_its_own_line_keeps_the_class_body() {
         blank("class A\n  protected actual constructor(x: Int)\n").as_deref(),
         Some("class A\n  protected        constructor(x: Int)\n")
     );
+    // With an annotation among the modifiers (found by a review).
+    assert_eq!(
+        blank("class A<T>\n  @PublishedApi internal actual constructor(x: T)\n").as_deref(),
+        Some("class A<T>\n  @PublishedApi internal        constructor(x: T)\n")
+    );
     // `actual` anywhere else, a call of a function named `constructor`, is the file's own.
     assert_eq!(blank("actual fun f() = actual(constructor)\n"), None);
 }

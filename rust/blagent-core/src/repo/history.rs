@@ -177,9 +177,8 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// hold git until its timeout. Such a repository is read without its history.
 fn check_config_includes(git_dir: &Path) -> Result<(), String> {
     let mut configs = vec![git_dir.join("config"), git_dir.join("config.worktree")];
-    if let Ok(text) = super::read::read_bounded(&git_dir.join("commondir"), 4096) {
-        let named = String::from_utf8_lossy(&text).trim().to_owned();
-        configs.push(git_dir.join(named).join("config"));
+    if let Some(common) = common_dir(git_dir)? {
+        configs.push(common.join("config"));
     }
     for config in configs {
         let Ok(meta) = std::fs::metadata(&config) else {
@@ -204,20 +203,70 @@ fn check_config_includes(git_dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether a git config text has an `[include]` or `[includeIf "…"]` section (section names
-/// are case-insensitive; a header may be followed by a key on its line).
+/// Whether a git config text has an `[include]` or `[includeIf "…"]` section, read the way
+/// git's parser reads it: a byte-order mark at the start skipped, `\r` as white space between
+/// items, comments (`#`, `;`) to the end of their line, several section headers on one line,
+/// and a value to the end of its line, through its quotes and `\`-continued lines. A section
+/// name is compared case-insensitively, before any `.subsection` (so `[include.x]`, which git
+/// does not treat as an include, still counts: a repository with it keeps no history).
 fn includes_files(config: &str) -> bool {
-    config.lines().any(|line| {
-        let Some(header) = line.trim_start().strip_prefix('[') else {
-            return false;
-        };
-        let name: String = header
-            .trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-            .collect();
-        name.eq_ignore_ascii_case("include") || name.eq_ignore_ascii_case("includeif")
-    })
+    let text = config.strip_prefix('\u{feff}').unwrap_or(config).as_bytes();
+    let mut at = 0;
+    while at < text.len() {
+        match text[at] {
+            b'#' | b';' => at = line_end(text, at),
+            b'[' => {
+                let name_start = at + 1;
+                let name_end = name_start
+                    + text[name_start..]
+                        .iter()
+                        .take_while(|b| b.is_ascii_alphanumeric() || **b == b'-')
+                        .count();
+                let name = &text[name_start..name_end];
+                if name.eq_ignore_ascii_case(b"include") || name.eq_ignore_ascii_case(b"includeif")
+                {
+                    return true;
+                }
+                // To the header's `]`, past a quoted subsection's escapes; then the line goes on.
+                at = skip_value(text, name_end, Some(b']'));
+            }
+            b if b.is_ascii_whitespace() => at += 1,
+            // A key and its value.
+            _ => at = skip_value(text, at, None),
+        }
+    }
+    false
+}
+
+/// The position after the `\n` that ends the line holding `at` (or the text's end).
+fn line_end(text: &[u8], at: usize) -> usize {
+    text[at..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(text.len(), |n| at + n + 1)
+}
+
+/// The position after a value (or a section header, ended by `close`) that starts at `at`: to
+/// the end of its line, where quotes may hold comment signs and a `\` takes the next byte along
+/// (a line end too). A line end inside quotes, an error to git, ends it as well, and so does
+/// a `\r` (git may read it as white space: ending there can only find more headers).
+fn skip_value(text: &[u8], mut at: usize, close: Option<u8>) -> usize {
+    let mut quoted = false;
+    while at < text.len() {
+        match text[at] {
+            b'\\' => {
+                at += 2;
+                continue;
+            }
+            b'"' => quoted = !quoted,
+            b'\n' | b'\r' => return at + 1,
+            b'#' | b';' if !quoted && close.is_none() => return line_end(text, at),
+            b if Some(b) == close && !quoted => return at + 1,
+            _ => {}
+        }
+        at += 1;
+    }
+    at.min(text.len())
 }
 
 /// What git reads of `.git` (its files above, `objects` and `refs`, and the folder a linked
@@ -241,14 +290,37 @@ fn check_inside(git_dir: &Path) -> Result<(), String> {
     for name in GIT_FILES.iter().chain(&["objects", "refs"]) {
         outside(name, &git_dir.join(name))?;
     }
-    let commondir = git_dir.join("commondir");
-    if commondir.is_file() {
-        let text = super::read::read_bounded(&commondir, 4096)
-            .map_err(|_| ".git/commondir cannot be read; git not run".to_owned())?;
-        let named = String::from_utf8_lossy(&text).trim().to_owned();
-        outside("commondir", &git_dir.join(named))?;
+    if let Some(common) = common_dir(git_dir)? {
+        // Named, it must be there: one that cannot be resolved is not known to lie inside.
+        let real = common
+            .canonicalize()
+            .map_err(|_| ".git/commondir names a folder that cannot be resolved; git not run")?;
+        outside("commondir", &real)?;
     }
     Ok(())
+}
+
+/// The folder `.git/commondir` names (a linked worktree's shared repository), read as git
+/// reads it: relative to `.git`, only the line ends at its end stripped (a space is part of
+/// the name), and a NUL byte, which would end git's reading of it early, refused.
+fn common_dir(git_dir: &Path) -> Result<Option<PathBuf>, String> {
+    let commondir = git_dir.join("commondir");
+    if std::fs::symlink_metadata(&commondir).is_err() {
+        return Ok(None);
+    }
+    let text = super::read::read_bounded(&commondir, 4096)
+        .map_err(|_| ".git/commondir cannot be read; git not run".to_owned())?;
+    let end = text.len()
+        - text
+            .iter()
+            .rev()
+            .take_while(|b| matches!(b, b'\n' | b'\r'))
+            .count();
+    let named = &text[..end];
+    if named.contains(&0) {
+        return Err(".git/commondir holds a NUL byte; git not run".to_owned());
+    }
+    Ok(Some(git_dir.join(String::from_utf8_lossy(named).as_ref())))
 }
 
 /// `git log` of `git_dir`'s HEAD: per commit a mark, the message, a mark and the changed files.
@@ -270,6 +342,10 @@ fn run_log(git_dir: &Path, max_commits: usize, timeout: Duration) -> Result<Stri
             "core.fsmonitor=false",
             // The format reads no author, so a `mailmap.file` (which may name a file outside
             // the repository, or a FIFO) is never opened.
+            // A diff order file (read for `--name-only`) may lie anywhere, and a FIFO there
+            // holds git: the repository's is replaced by an empty one.
+            "-c",
+            "diff.orderFile=/dev/null",
             "-c",
             "log.mailmap=false",
             "-c",
@@ -575,6 +651,88 @@ mod tests {
         let history = read_history(repo.path(), 10);
         assert_eq!(history.commits.len(), 1, "{:?}", history.note);
         assert!(includes_files("[include.path]\n") && !includes_files("[includes]\n"));
+        // From a review: headers git reads that a line-by-line look missed (a second header on
+        // a line, a lone `\r` between items, a byte-order mark), and values that hide none.
+        for hidden in [
+            "[core][include] path = x\n",
+            "[core] [include] path = x\n",
+            "[core]\r[include]\r\tpath = x\n",
+            "\u{feff}[include]\n\tpath = x\n",
+            "[core \"a]b\"] [includeIf \"gitdir:/\"] path = x\n",
+        ] {
+            assert!(includes_files(hidden), "{hidden:?}");
+        }
+        for value in [
+            "[core]\n\tx = a\\\n[include]\n",
+            "[core]\n\tx = \"a ; [include]\"\n",
+            "[core]\n\tx = 1 ; [include]\n",
+            "[alias]\n\tl = \"!f() { [include] }\"\n",
+        ] {
+            assert!(!includes_files(value), "{value:?}");
+        }
+    }
+
+    /// `commondir` is read as git reads it: a trailing space is part of the name, a NUL byte
+    /// (where git's reading stops) is refused, and a folder it names that cannot be resolved
+    /// is not taken to lie inside (a review showed `/other/.git` then a NUL read the other
+    /// repository's commits).
+    #[test]
+    fn commondir_is_read_as_git_reads_it() {
+        let repo = tempfile::tempdir().unwrap();
+        git(repo.path(), &["init", "-q"]);
+        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let git_dir = repo.path().join(".git");
+        let other = tempfile::tempdir().unwrap();
+        git(other.path(), &["init", "-q"]);
+        let note = |commondir: &[u8]| {
+            std::fs::write(git_dir.join("commondir"), commondir).unwrap();
+            read_history(repo.path(), 10).note.unwrap_or_default()
+        };
+        let mut foreign = other
+            .path()
+            .join(".git")
+            .into_os_string()
+            .into_encoded_bytes();
+        foreign.extend_from_slice(b"\0\n");
+        let refused = note(&foreign);
+        assert!(refused.contains("holds a NUL byte"), "{refused}");
+        let refused = note(b"missing\n");
+        assert!(refused.contains("cannot be resolved"), "{refused}");
+        // `c ` with its space: the config there includes a file.
+        let spaced = git_dir.join("c ");
+        std::fs::create_dir_all(spaced.join("objects")).unwrap();
+        std::fs::write(spaced.join("config"), "[include]\n\tpath = /x\n").unwrap();
+        let refused = note(b"c \n");
+        assert!(
+            refused.contains(".git/c /config includes other files"),
+            "{refused}"
+        );
+        std::fs::remove_file(git_dir.join("commondir")).unwrap();
+        assert_eq!(read_history(repo.path(), 10).commits.len(), 1);
+    }
+
+    /// A diff order file, which `git log --name-only` reads wherever the config says it lies
+    /// (a FIFO there held git 60 s, found by a review), is replaced by an empty one.
+    #[test]
+    fn a_diff_order_file_of_the_config_is_not_read() {
+        let repo = tempfile::tempdir().unwrap();
+        git(repo.path(), &["init", "-q"]);
+        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let outside = tempfile::tempdir().unwrap();
+        let fifo = outside.path().join("order");
+        assert!(Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        git(
+            repo.path(),
+            &["config", "diff.orderFile", &fifo.display().to_string()],
+        );
+        let start = Instant::now();
+        let history = read_history(repo.path(), 10);
+        assert_eq!(history.commits.len(), 1, "{:?}", history.note);
+        assert!(start.elapsed().as_secs() < 5);
     }
 
     /// Git's version as (major, minor), where `git --version` says it.

@@ -172,7 +172,7 @@ fn kotlin_grammar() -> tree_sitter::Language {
 fn kotlin_grammar_text(text: &str) -> Option<String> {
     static CONSTRUCTOR: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"(?m)^[ \t]*((?:(?:public|protected|private|internal|actual|expect)[ \t]+)+)constructor[ \t]*\(",
+            r"(?m)^[ \t]*((?:(?:public|protected|private|internal|actual|expect|@[\w.:]+(?:\([^()\n]*\))?)[ \t]+)+)constructor[ \t]*\(",
         )
         .expect("valid pattern")
     });
