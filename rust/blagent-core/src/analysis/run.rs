@@ -227,15 +227,25 @@ fn id_hash(instance_id: &str) -> String {
     blake3::hash(instance_id.as_bytes()).to_hex()[..8].to_owned()
 }
 
-/// Each instance's file name ([`file_name`]); a name an earlier id already took gets the first
-/// 8 hex digits of its id's hash (`acme_shop-1a2b3c4d.json`), and one taken even so (an id
-/// written to look like another's hashed name) the whole hash, so no instance's file replaces
-/// another's.
+/// Each instance's file name ([`file_name`]). An id that is a file name as it is (`acme_shop`)
+/// keeps it; an id [`file_name`] rewrote (`acme/shop`) gets that name only if no id holds it,
+/// else the first 8 hex digits of its id's hash (`acme_shop-1a2b3c4d.json`), and one taken even
+/// so (an id written to look like another's hashed name) the whole hash, so no instance's file
+/// replaces another's and none holds another instance under that one's own name.
 fn file_names<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let mut taken = std::collections::HashSet::new();
+    let ids: Vec<&str> = ids.into_iter().collect();
+    let as_is = |id: &str| file_name(id) == format!("{id}.json");
+    let mut taken: HashSet<String> = ids
+        .iter()
+        .filter(|id| as_is(id))
+        .map(|id| file_name(id))
+        .collect();
     ids.into_iter()
         .map(|id| {
             let [name, short, full] = instance_file_names(id);
+            if as_is(id) {
+                return name;
+            }
             [name, short]
                 .into_iter()
                 .find(|name| taken.insert(name.clone()))
@@ -434,9 +444,15 @@ mod tests {
 
     #[test]
     fn ids_that_read_alike_get_files_of_their_own() {
+        // The id that is a file name as it is keeps it, in either order (a review found
+        // `instances/x_y.json` holding `x/y`'s analysis).
         let names = file_names(["acme/shop", "acme_shop", "acme/shop2"]);
-        assert_eq!(names[0], "acme_shop.json");
-        assert!(names[1].starts_with("acme_shop-") && names[1].len() == "acme_shop-".len() + 13);
+        assert!(names[0].starts_with("acme_shop-") && names[0].len() == "acme_shop-".len() + 13);
+        assert_eq!(names[1], "acme_shop.json");
         assert_eq!(names[2], "acme_shop2.json");
+        assert_eq!(file_names(["acme_shop", "acme/shop"]), [names[1].clone(), names[0].clone()]);
+        let names = file_names(["a/b", "a?b"]);
+        assert_eq!(names[0], "a_b.json");
+        assert!(names[1].starts_with("a_b-"));
     }
 }
