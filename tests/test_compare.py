@@ -266,3 +266,33 @@ def test_runs_whose_found_files_are_not_paths_are_named(tmp_path: Path) -> None:
     bad = write(tmp_path / "bad.jsonl", rows)
     proc = run("compare", str(base), str(bad), *args)
     assert proc.returncode == 1 and "is not a list of paths" in proc.stderr, proc.stderr
+
+
+def test_runs_are_told_apart_by_whole_names_and_a_run_of_another_dataset_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Found by a review: names past 28 characters were cut to the same text, a peer named as
+    a run file was listed under that file's name, and a run with no line for any instance
+    scored 0 without a word."""
+    dataset, base, other = setup(tmp_path)
+    long_a = tmp_path / "experiment_bm25_with_history_and_dense_v1.jsonl"
+    long_b = tmp_path / "experiment_bm25_with_history_and_dense_v2.jsonl"
+    long_a.write_bytes(base.read_bytes())
+    long_b.write_bytes(other.read_bytes())
+    proc = run("compare", str(long_a), str(long_b), "--dataset", str(dataset), "--resamples", "50")
+    assert proc.returncode == 0, proc.stderr
+    for name in (long_a.name, long_b.name):
+        assert f"\n{name} " in proc.stdout and f"\n  {name} " in proc.stdout, proc.stdout
+    peers = tmp_path / "peers.json"
+    peers.write_text(json.dumps({"base.jsonl": {i: [f"{i}.py"] for i in IDS}}))
+    proc = run(
+        "compare", str(base), "--peers", str(peers), "--dataset", str(dataset), "--format", "json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [r["name"] for r in report["runs"]] == ["base.jsonl", "peers:base.jsonl"]
+    assert {d["run"] for d in report["differences"]} == {"peers:base.jsonl"}
+    stranger = write(tmp_path / "stranger.jsonl", [{"instance_id": "zz", "found_files": ["a.py"]}])
+    proc = run("compare", str(base), str(stranger), "--dataset", str(dataset))
+    assert proc.returncode == 1, proc.stdout
+    assert "stranger.jsonl has no line for any of the 12 instances compared" in proc.stderr

@@ -8,18 +8,23 @@ from typing import Any
 
 from ._io import printable as _p
 
-HEADER = f"{'':<28} {'n':>4}  {'MRR':<5}  {'Acc@1 @3    @5    @10':<23}  {'any@1 @3    @5    @10':<23}  MAP@1 @5    @10"
+
+def _header(width: int = 28) -> str:
+    return f"{'':<{width}} {'n':>4}  {'MRR':<5}  {'Acc@1 @3    @5    @10':<23}  {'any@1 @3    @5    @10':<23}  MAP@1 @5    @10"
+
+
+HEADER = _header()
 READINGS = (
     "Acc@k: every gold item in the top k (LocAgent's reading); any@k: some gold item in the top k "
     "(SWE-bench papers' reading)"
 )
 
 
-def _metrics_row(name: str, m: dict[str, Any]) -> str:
+def _metrics_row(name: str, m: dict[str, Any], width: int = 28) -> str:
     acc = " ".join(f"{v:.3f}" for v in m["acc"])
     any_ = " ".join(f"{v:.3f}" for v in m["acc_any"])
     maps = " ".join(f"{v:.3f}" for v in m["map"])
-    return f"{_p(name):<28} {m['instances']:>4}  {m['mrr']:.3f}  {acc}  {any_}  {maps}"
+    return f"{_p(name):<{width}} {m['instances']:>4}  {m['mrr']:.3f}  {acc}  {any_}  {maps}"
 
 
 def _llm_line(llm: dict[str, Any]) -> str:
@@ -101,18 +106,20 @@ def format_comparison(report: dict[str, Any]) -> str:
     """`blagent compare`: each run's metrics (overall, then per repository), then each run
     against the baseline with its paired tests."""
     items = "functions" if report.get("granularity") == "function" else "files"
+    # Runs are told apart by their whole names: the column is as wide as the longest needs.
+    width = max([28] + [len(_p(run["name"])) + 2 for run in report["runs"]])
     lines = [
         f"{report['instances']} instances, {items}; baseline: {_p(report['baseline'])}",
-        HEADER,
+        _header(width),
     ]
     for run in report["runs"]:
         missing = f" ({run['missing']} without a line)" if run["missing"] else ""
-        lines.append(_metrics_row(run["name"][:28], run["overall"]) + missing)
+        lines.append(_metrics_row(run["name"], run["overall"], width) + missing)
     repos = sorted(report["runs"][0]["per_repo"])
     for repo in repos:
         lines.append(f"{_p(repo)}:")
         lines += [
-            _metrics_row(f"  {run['name'][:26]}", run["per_repo"][repo]) for run in report["runs"]
+            _metrics_row(f"  {run['name']}", run["per_repo"][repo], width) for run in report["runs"]
         ]
     lines.append(READINGS)
     lines.append(
@@ -126,7 +133,7 @@ def format_comparison(report: dict[str, Any]) -> str:
         acc = "  ".join(f"ΔAcc@{k} {_interval(i)}" for k, i in zip((1, 5, 10), d["acc"]))
         any_ = "  ".join(f"Δany@{k} {_interval(i)}" for k, i in zip((1, 5, 10), d["acc_any"]))
         lines.append(
-            f"{_p(d['run'][:28]):<28} {_p(d['scope']):<22} n={d['instances']:<4} "
+            f"{_p(d['run']):<{width}} {_p(d['scope']):<22} n={d['instances']:<4} "
             f"ΔMRR {_interval(d['mrr'])}  {acc}  {any_}  "
             f"McNemar b={m['baseline_only']} c={m['run_only']} p={m['p']:.3g}  "
             f"McNemar any b={m_any['baseline_only']} c={m_any['run_only']} p={m_any['p']:.3g}  "

@@ -116,6 +116,7 @@ pub fn load_localizations(
 ) -> Result<HashMap<String, Localization>> {
     let mut out = HashMap::new();
     let mut without = Vec::new();
+    let mut not_text = Vec::new();
     for (id, map) in read_records(path, warnings)? {
         let found_files: Vec<String> = match map.get("found_files") {
             Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
@@ -137,10 +138,22 @@ pub fn load_localizations(
         let mut entries = Vec::new();
         for field in FUNCTION_FIELDS {
             if let Some(value) = map.get(field) {
+                if !value.is_null() && holds_no_text_leaf(value) {
+                    not_text.push(id.clone());
+                }
                 collect_entries(value, None, &found_files, &mut entries);
             }
         }
         if entries.is_empty() {
+            let entities = map.get("blagent").and_then(|b| b.get("entities"));
+            if let Some(Value::Array(entities)) = entities {
+                if entities
+                    .iter()
+                    .any(|e| !e.get("id").is_some_and(Value::is_string))
+                {
+                    not_text.push(id.clone());
+                }
+            }
             // A line of `blagent batch --granularity function` carries its ranking only in
             // its result (`blagent.entities`, each with its `path::Class.method` id).
             if let Some(ids) = result_entity_ids(&map, true) {
@@ -164,7 +177,29 @@ pub fn load_localizations(
             crate::dataset::first_ids(&without)
         ));
     }
+    if !not_text.is_empty() {
+        not_text.dedup();
+        warnings.push(format!(
+            "{}: {} record(s) hold function-level entries that are not text (a number, true, \
+             false or null where a location is expected, or an entity without a text `id`), \
+             which are ignored: {}",
+            path.display(),
+            not_text.len(),
+            crate::dataset::first_ids(&not_text)
+        ));
+    }
     Ok(out)
+}
+
+/// Whether a localization field holds, at any depth, a value that is no location: a number,
+/// `true`, `false` or `null` inside its lists or objects.
+fn holds_no_text_leaf(value: &Value) -> bool {
+    match value {
+        Value::String(_) => false,
+        Value::Array(items) => items.iter().any(holds_no_text_leaf),
+        Value::Object(map) => map.values().any(holds_no_text_leaf),
+        Value::Null | Value::Bool(_) | Value::Number(_) => true,
+    }
 }
 
 /// Reads generated patches: `model_patch` (missing or null reads as empty; another type is

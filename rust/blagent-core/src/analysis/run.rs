@@ -450,7 +450,10 @@ mod tests {
         assert!(names[0].starts_with("acme_shop-") && names[0].len() == "acme_shop-".len() + 13);
         assert_eq!(names[1], "acme_shop.json");
         assert_eq!(names[2], "acme_shop2.json");
-        assert_eq!(file_names(["acme_shop", "acme/shop"]), [names[1].clone(), names[0].clone()]);
+        assert_eq!(
+            file_names(["acme_shop", "acme/shop"]),
+            [names[1].clone(), names[0].clone()]
+        );
         let names = file_names(["a/b", "a?b"]);
         assert_eq!(names[0], "a_b.json");
         assert!(names[1].starts_with("a_b-"));

@@ -271,6 +271,12 @@ fn load_runs(config: &CompareConfig, warnings: &mut Vec<String>) -> Result<Vec<R
         }
         for (name, rankings) in peers {
             if config.peer_names.is_empty() || config.peer_names.contains(&name) {
+                // A peer named as a run file is (`run.jsonl`) is told apart from it.
+                let name = if runs.iter().any(|(taken, _)| *taken == name) {
+                    format!("peers:{name}")
+                } else {
+                    name
+                };
                 runs.push((name, rankings));
             }
         }
@@ -315,6 +321,20 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
     let mut by_repo: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, instance) in instances.iter().enumerate() {
         by_repo.entry(instance.repo.clone()).or_default().push(i);
+    }
+    // A run with no line for any instance compared is a run of another dataset (or ids):
+    // scoring it 0 would read as a result.
+    for (name, rankings) in &runs {
+        if !instances
+            .iter()
+            .any(|i| rankings.contains_key(&i.instance_id))
+        {
+            return Err(Error::InvalidInput(format!(
+                "{name} has no line for any of the {} instances compared: is it a run of \
+                 another dataset?",
+                instances.len()
+            )));
+        }
     }
     let all: Vec<usize> = (0..instances.len()).collect();
     let scored: Vec<Scores> = runs.iter().map(|(_, r)| scores(&instances, r)).collect();

@@ -361,6 +361,24 @@ fn bad_input_is_an_error_or_a_warning_never_a_panic() {
     let report = analyze_failures(&config).unwrap();
     assert_eq!(report.instances[0].stage, Stage::PatchGeneration);
     assert!(!report.instances[0].tree_found && report.summary.missing_trees == 1);
+
+    // Function-level entries that are not text are ignored with a warning, not silently (a
+    // review found the function stage then judged on the patch's edits without a word).
+    let mut locs = std::fs::read_to_string(&config.locs).unwrap();
+    locs = locs.replacen(
+        "\"found_files\"",
+        "\"found_edit_locs\": {\"shop/pricing.py\": [5, null]}, \"found_files\"",
+        1,
+    );
+    locs += "{\"instance_id\": \"shop-extra\", \"found_files\": [], \"blagent\": {\"entities\": [1, 2]}}\n";
+    std::fs::write(&config.locs, locs).unwrap();
+    let report = analyze_failures(&config).unwrap();
+    let warning = report
+        .warnings
+        .iter()
+        .find(|w| w.contains("function-level entries that are not text"))
+        .unwrap_or_else(|| panic!("{:?}", report.warnings));
+    assert!(warning.contains("2 record(s)"), "{warning}");
 }
 
 #[test]
