@@ -678,6 +678,14 @@ def test_python_api_arguments_of_the_wrong_type_say_so(repo: Path) -> None:
         Localizer(dense="no")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="progress is True or False, not 1"):
         Localizer(progress=1)  # type: ignore[arg-type]
+    # Found by a later review: dense settings were checked only with `dense=True`, while the
+    # command line refuses them at once.
+    with pytest.raises(InputError, match="index_kind is 'exact' or 'hnsw', not 'bogus'"):
+        Localizer(index_kind="bogus")
+    for bad in (-5, 2**40, True, 1.5):
+        with pytest.raises(InputError, match="dense_max_tokens is a whole number"):
+            Localizer(dense_max_tokens=bad)  # type: ignore[arg-type]
+    Localizer(index_kind="hnsw", dense_max_tokens=0)
     looped: dict[str, object] = {"repo_path": str(repo), "issue": ISSUE}
     looped["extra"] = looped
     with pytest.raises(InputError, match="Circular reference"):

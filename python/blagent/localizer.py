@@ -11,6 +11,7 @@ from typing import Any, Union
 
 from . import _core, _io
 from ._core import DEFAULTS as _DEFAULTS
+from ._llm_flags import MAX_INT
 from .interface import Hints, LocalizeRequest
 from .models import default_model_dir
 from .results import LocalizationResult
@@ -233,6 +234,21 @@ def localizer_options(
         if type(flag).__name__ not in ("bool", "bool_"):
             raise _core.InputError(f"{name} is True or False, not {_io.printable(repr(flag))[:80]}")
     dense, progress = bool(dense), bool(progress)
+    # Checked with dense retrieval off too, as the command line checks them: a value that would
+    # be refused once `dense=True` is set is refused at once.
+    if index_kind not in ("exact", "hnsw"):
+        raise _core.InputError(
+            f"index_kind is 'exact' or 'hnsw', not {_io.printable(repr(index_kind))[:80]}"
+        )
+    if dense_max_tokens is not None and (
+        type(dense_max_tokens).__name__ == "bool"
+        or not isinstance(dense_max_tokens, int)
+        or not 0 <= dense_max_tokens <= MAX_INT
+    ):
+        raise _core.InputError(
+            f"dense_max_tokens is a whole number from 0 (the model's own limit) to {MAX_INT}, not "
+            f"{_io.printable(repr(dense_max_tokens))[:80]}"
+        )
     walk: dict[str, Any] = {"include_tests": include_tests, "languages": list(languages or [])}
     if max_file_bytes is not None:
         walk["max_file_bytes"] = max_file_bytes
