@@ -82,7 +82,7 @@ def test_hnsw_and_truncation_are_options(repo: Path, tmp_path: Path) -> None:
     assert hnsw["files"][0]["path"] == "shop/pricing.py"
     kinds = {json.loads(m.read_text())["kind"]["kind"] for m in manifests(tmp_path / "cache")}
     assert kinds == {"hnsw"}
-    with pytest.raises(InputError, match="unknown variant `ivf`, expected `exact` or `hnsw`"):
+    with pytest.raises(InputError, match="index_kind is 'exact' or 'hnsw', not 'ivf'"):
         Localizer(dense=True, index_kind="ivf")
 
 

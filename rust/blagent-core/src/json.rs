@@ -25,8 +25,32 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
         let value: Value = serde_json::from_str(text).map_err(said_plainly)?;
         return Err(not_an_object(&value));
     }
-    // serde_json reading the text itself refuses a repeated field and says where a mistake is.
-    let read = serde_json::from_str(text).map_err(said_plainly)?;
+    // serde_json reading the text itself refuses a repeated field and says where a mistake is;
+    // a value of the wrong type is named by where it lies too, as `Strict` reads it.
+    let read = match serde_json::from_str(text) {
+        Ok(read) => read,
+        Err(e) if e.classify() == serde_json::error::Category::Data => {
+            let at = value(text)
+                .ok()
+                .and_then(|value| T::deserialize(Strict::root(value)).err())
+                .and_then(|placed| {
+                    let placed = placed.to_string();
+                    placed.rfind(" (at ").map(|i| placed[i..].to_owned())
+                });
+            let plain = said_plainly(e);
+            return Err(match at {
+                Some(at) if plain.line() > 0 => {
+                    let message = plain.to_string();
+                    let position = format!(" at line {} column {}", plain.line(), plain.column());
+                    let message = message.strip_suffix(&position).unwrap_or(&message);
+                    serde_json::Error::custom(format!("{message}{at},{position}"))
+                }
+                Some(at) => serde_json::Error::custom(format!("{plain}{at}")),
+                None => plain,
+            });
+        }
+        Err(e) => return Err(said_plainly(e)),
+    };
     // `Strict` then checks that every struct is an object, on a `Value` read with every key
     // once (a map's key repeated is refused there). A text a `Value` cannot hold (past its 128
     // levels, a number past f64, a lone surrogate), which serde_json read because it lies in a
@@ -195,6 +219,15 @@ impl Strict {
         Strict { value, at }
     }
 
+    /// `error` with where the value lies, where it lies within an object or array.
+    fn placed(&self, error: serde_json::Error) -> serde_json::Error {
+        if self.at.is_empty() {
+            error
+        } else {
+            serde_json::Error::custom(format!("{error} (at {})", self.at))
+        }
+    }
+
     fn not_an_object(&self, what: &str) -> serde_json::Error {
         let place = if self.at.is_empty() {
             String::new()
@@ -262,7 +295,8 @@ impl<'de> Deserializer<'de> for Strict {
                 items.end()?;
                 Ok(read)
             }
-            scalar => scalar.deserialize_any(visitor),
+            // A scalar of the wrong type is named by where it lies (`problem_statement`).
+            scalar => scalar.deserialize_any(visitor).map_err(|e| self.placed(e)),
         }
     }
 
@@ -308,7 +342,9 @@ impl<'de> Deserializer<'de> for Strict {
                 let entry = MapDeserializer::new(self.entries(map));
                 visitor.visit_enum(MapAccessDeserializer::new(entry))
             }
-            other => other.deserialize_enum(name, variants, visitor),
+            other => other
+                .deserialize_enum(name, variants, visitor)
+                .map_err(|e| self.placed(e)),
         }
     }
 
@@ -353,6 +389,20 @@ mod tests {
         );
         let paired = from_object::<Config>("{\"model\": \"\\ud83d\\ude00\"}").unwrap();
         assert_eq!(paired.model, "\u{1F600}");
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_named_by_where_it_lies() {
+        // Found by a review: a dataset line's `"problem_statement": null` was "invalid type:
+        // null, expected a string", naming no field.
+        let err = from_object::<Config>(r#"{"model": null}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("expected a string (at model)"), "{err}");
+        let err = from_object::<BTreeMap<String, Vec<u64>>>(r#"{"a": [1, "x"]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("(at a[1])"), "{err}");
     }
 
     #[test]
