@@ -188,7 +188,7 @@ def test_invalid_options_are_input_errors(repo: Path) -> None:
         Localizer(top_k=0).localize(repo, ISSUE)
     with pytest.raises(InputError, match="unknown field `nonsense`"):
         Localizer(weights={"nonsense": 1.0})
-    with pytest.raises(InputError, match="index_kind is .exact. or .hnsw., not .flat."):
+    with pytest.raises(InputError, match="index_kind is 'exact' or 'hnsw', not 'flat'"):
         Localizer(dense=True, index_kind="flat", model_dir=repo)
 
 
