@@ -292,6 +292,22 @@ def test_runs_are_told_apart_by_whole_names_and_a_run_of_another_dataset_is_refu
     report = json.loads(proc.stdout)
     assert [r["name"] for r in report["runs"]] == ["base.jsonl", "peers:base.jsonl"]
     assert {d["run"] for d in report["differences"]} == {"peers:base.jsonl"}
+    # A second review: a peer named `peers:base.jsonl` too, and one run file given twice.
+    peers.write_text(
+        json.dumps({n: {i: [f"{i}.py"] for i in IDS} for n in ("base.jsonl", "peers:base.jsonl")})
+    )
+    proc = run(
+        "compare", str(base), str(base), "--peers", str(peers), "--dataset", str(dataset),
+        "--format", "json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    names = [r["name"] for r in json.loads(proc.stdout)["runs"]]
+    assert names == [str(base), f"{base} #2", "base.jsonl", "peers:base.jsonl"]
+    proc = run(
+        "compare", str(base), "--peers", str(peers), "--dataset", str(dataset), "--format", "json"
+    )
+    names = [r["name"] for r in json.loads(proc.stdout)["runs"]]
+    assert names == ["base.jsonl", "peers:base.jsonl", "peers:base.jsonl #2"]
     stranger = write(tmp_path / "stranger.jsonl", [{"instance_id": "zz", "found_files": ["a.py"]}])
     proc = run("compare", str(base), str(stranger), "--dataset", str(dataset))
     assert proc.returncode == 1, proc.stdout

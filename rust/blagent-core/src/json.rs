@@ -25,32 +25,10 @@ pub fn from_object<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
         let value: Value = serde_json::from_str(text).map_err(said_plainly)?;
         return Err(not_an_object(&value));
     }
-    // serde_json reading the text itself refuses a repeated field and says where a mistake is;
-    // a value of the wrong type is named by where it lies too, as `Strict` reads it.
-    let read = match serde_json::from_str(text) {
-        Ok(read) => read,
-        Err(e) if e.classify() == serde_json::error::Category::Data => {
-            let at = value(text)
-                .ok()
-                .and_then(|value| T::deserialize(Strict::root(value)).err())
-                .and_then(|placed| {
-                    let placed = placed.to_string();
-                    placed.rfind(" (at ").map(|i| placed[i..].to_owned())
-                });
-            let plain = said_plainly(e);
-            return Err(match at {
-                Some(at) if plain.line() > 0 => {
-                    let message = plain.to_string();
-                    let position = format!(" at line {} column {}", plain.line(), plain.column());
-                    let message = message.strip_suffix(&position).unwrap_or(&message);
-                    serde_json::Error::custom(format!("{message}{at},{position}"))
-                }
-                Some(at) => serde_json::Error::custom(format!("{plain}{at}")),
-                None => plain,
-            });
-        }
-        Err(e) => return Err(said_plainly(e)),
-    };
+    // serde_json reading the text itself refuses a repeated field and says where a mistake is
+    // (its line and column: `Strict` reads the fields in another order, so it could name
+    // another field than the one serde_json stopped at).
+    let read = serde_json::from_str(text).map_err(said_plainly)?;
     // `Strict` then checks that every struct is an object, on a `Value` read with every key
     // once (a map's key repeated is refused there). A text a `Value` cannot hold (past its 128
     // levels, a number past f64, a lone surrogate), which serde_json read because it lies in a
@@ -194,6 +172,9 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
+/// The most characters of a value's place an error message names.
+const MAX_PLACE_CHARS: usize = 200;
+
 /// A JSON value that serde reads as `serde_json::Value` does, except that a struct must be an
 /// object: the arrays and objects within are read as `Strict` again, so the rule holds at every
 /// depth. `at` is where the value lies (`models.mine`, `list[2]`), for the message.
@@ -219,13 +200,17 @@ impl Strict {
         Strict { value, at }
     }
 
-    /// `error` with where the value lies, where it lies within an object or array.
+    /// `error` with where the value lies, where it lies within an object or array (a place
+    /// past [`MAX_PLACE_CHARS`] is cut: a key may be megabytes long).
     fn placed(&self, error: serde_json::Error) -> serde_json::Error {
         if self.at.is_empty() {
-            error
-        } else {
-            serde_json::Error::custom(format!("{error} (at {})", self.at))
+            return error;
         }
+        let mut place: String = self.at.chars().take(MAX_PLACE_CHARS).collect();
+        if place.len() < self.at.len() {
+            place.push('…');
+        }
+        serde_json::Error::custom(format!("{error} (at {place})"))
     }
 
     fn not_an_object(&self, what: &str) -> serde_json::Error {
@@ -395,14 +380,30 @@ mod tests {
     fn a_value_of_the_wrong_type_is_named_by_where_it_lies() {
         // Found by a review: a dataset line's `"problem_statement": null` was "invalid type:
         // null, expected a string", naming no field.
-        let err = from_object::<Config>(r#"{"model": null}"#)
+        let read = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        let err = from_object_value::<Config>(read(r#"{"model": null}"#))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("expected a string (at model)"), "{err}");
-        let err = from_object::<BTreeMap<String, Vec<u64>>>(r#"{"a": [1, "x"]}"#)
+        assert!(err.ends_with("expected a string (at model)"), "{err}");
+        let err = from_object_value::<BTreeMap<String, Vec<u64>>>(read(r#"{"a": [1, "x"]}"#))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("(at a[1])"), "{err}");
+        assert!(err.ends_with("(at a[1])"), "{err}");
+        // A long key is cut in the message (a second review found a 900 KB key copied whole).
+        let text = format!(r#"{{"{}": ["x"]}}"#, "k".repeat(100_000));
+        let err = from_object_value::<BTreeMap<String, Vec<u64>>>(read(&text))
+            .unwrap_err()
+            .to_string();
+        assert!(err.len() < 400 && err.ends_with("k…)"), "{}", &err[..200]);
+        // Text serde_json reads keeps its line and column and names no field: `Strict` reads
+        // the fields in another order, and named another than the one serde_json stopped at.
+        let err = from_object::<Config>(r#"{"seed": "x", "model": null}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("at line 1 column 12") && !err.contains("(at "),
+            "{err}"
+        );
     }
 
     #[test]

@@ -269,16 +269,34 @@ fn load_runs(config: &CompareConfig, warnings: &mut Vec<String>) -> Result<Vec<R
                 )));
             }
         }
+        let files = runs.len();
         for (name, rankings) in peers {
             if config.peer_names.is_empty() || config.peer_names.contains(&name) {
                 // A peer named as a run file is (`run.jsonl`) is told apart from it.
-                let name = if runs.iter().any(|(taken, _)| *taken == name) {
+                let name = if runs[..files].iter().any(|(taken, _)| *taken == name) {
                     format!("peers:{name}")
                 } else {
                     name
                 };
                 runs.push((name, rankings));
             }
+        }
+    }
+    // Whatever still shares a name (a run file given twice, a peer named `peers:run.jsonl`
+    // too) is told apart by its place in the list: `run.jsonl #2`.
+    let mut taken = std::collections::HashSet::new();
+    for (name, _) in &mut runs {
+        if !taken.insert(name.clone()) {
+            let mut k = 2;
+            let unique = loop {
+                let candidate = format!("{name} #{k}");
+                if !taken.contains(&candidate) {
+                    break candidate;
+                }
+                k += 1;
+            };
+            taken.insert(unique.clone());
+            *name = unique;
         }
     }
     Ok(runs)
