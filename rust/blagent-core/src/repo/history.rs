@@ -502,6 +502,19 @@ mod tests {
     use super::testing::{commit, git};
     use super::*;
 
+    /// A repository with one commit (`a.py`).
+    fn repo_with_a_commit() -> tempfile::TempDir {
+        let repo = tempfile::tempdir().unwrap();
+        git(repo.path(), &["init", "-q"]);
+        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        repo
+    }
+
+    fn mkfifo(path: &Path) {
+        let status = Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(status.success());
+    }
+
     #[test]
     fn reads_messages_and_changed_files_newest_first() {
         let repo = tempfile::tempdir().unwrap();
@@ -591,9 +604,7 @@ mod tests {
 
     #[test]
     fn a_hostile_git_config_runs_nothing() {
-        let repo = tempfile::tempdir().unwrap();
-        git(repo.path(), &["init", "-q"]);
-        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let repo = repo_with_a_commit();
         let marker = repo.path().join("ran");
         let command = format!("touch {}", marker.display());
         for key in [
@@ -617,13 +628,10 @@ mod tests {
     /// not given to git: the history is left out with a note, at once.
     #[test]
     fn a_git_config_that_includes_files_leaves_the_history_out() {
-        let repo = tempfile::tempdir().unwrap();
-        git(repo.path(), &["init", "-q"]);
-        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let repo = repo_with_a_commit();
         let outside = tempfile::tempdir().unwrap();
         let fifo = outside.path().join("extra.conf");
-        let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
-        assert!(status.success());
+        mkfifo(&fifo);
         let config = repo.path().join(".git/config");
         let plain = std::fs::read_to_string(&config).unwrap();
         for section in [
@@ -678,9 +686,7 @@ mod tests {
     /// repository's commits).
     #[test]
     fn commondir_is_read_as_git_reads_it() {
-        let repo = tempfile::tempdir().unwrap();
-        git(repo.path(), &["init", "-q"]);
-        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let repo = repo_with_a_commit();
         let git_dir = repo.path().join(".git");
         let other = tempfile::tempdir().unwrap();
         git(other.path(), &["init", "-q"]);
@@ -715,16 +721,10 @@ mod tests {
     /// (a FIFO there held git 60 s, found by a review), is replaced by an empty one.
     #[test]
     fn a_diff_order_file_of_the_config_is_not_read() {
-        let repo = tempfile::tempdir().unwrap();
-        git(repo.path(), &["init", "-q"]);
-        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let repo = repo_with_a_commit();
         let outside = tempfile::tempdir().unwrap();
         let fifo = outside.path().join("order");
-        assert!(Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success());
+        mkfifo(&fifo);
         git(
             repo.path(),
             &["config", "diff.orderFile", &fifo.display().to_string()],
@@ -803,13 +803,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn git_files_that_are_not_regular_and_a_git_that_blocks_leave_the_history_out() {
-        let mkfifo = |path: &Path| {
-            let status = Command::new("mkfifo").arg(path).status().unwrap();
-            assert!(status.success());
-        };
-        let repo = tempfile::tempdir().unwrap();
-        git(repo.path(), &["init", "-q"]);
-        commit(repo.path(), &[("a.py", "x = 1\n")], "Add a");
+        let repo = repo_with_a_commit();
         let git_dir = repo.path().join(".git");
         let head = std::fs::read_to_string(git_dir.join("HEAD")).unwrap();
         std::fs::remove_file(git_dir.join("HEAD")).unwrap();
