@@ -84,7 +84,7 @@ pub fn read_history(root: &Path, max_commits: usize) -> History {
         return History::default();
     }
     let log = check_git_files(&git_dir)
-        .and_then(|()| check_config_includes(&git_dir))
+        .and_then(|common| check_config_includes(&git_dir, common.as_deref()))
         .and_then(|()| run_log(&git_dir, max_commits, GIT_TIMEOUT));
     match log {
         Ok(text) => History {
@@ -118,7 +118,9 @@ const GIT_FOLDERS: [&str; 3] = ["refs", "objects", "reftable"];
 /// a few thousand entries); past it the rest is left to git, under its timeout.
 const MAX_GIT_ENTRIES: usize = 200_000;
 
-fn check_git_files(git_dir: &Path) -> Result<(), String> {
+/// Checks the files git reads ([`GIT_FILES`], [`GIT_FOLDERS`], [`check_inside`]); returns the
+/// folder `commondir` names, where it names one ([`common_dir`]).
+fn check_git_files(git_dir: &Path) -> Result<Option<PathBuf>, String> {
     let refuse = |path: &Path, kind: &str| {
         let name = path.strip_prefix(git_dir).unwrap_or(path).display();
         Err(format!(
@@ -174,12 +176,11 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// The repository's git config files (`config`, `config.worktree`, and the `config` of the
 /// folder `commondir` names) must not include other files (`[include]`, `[includeIf …]`): git
 /// would read those wherever they are, outside the repository too, and a FIFO there would
-/// hold git until its timeout. Such a repository is read without its history.
-fn check_config_includes(git_dir: &Path) -> Result<(), String> {
+/// hold git until its timeout. Such a repository is read without its history. `common` is the
+/// folder `commondir` names, as [`check_git_files`] found it.
+fn check_config_includes(git_dir: &Path, common: Option<&Path>) -> Result<(), String> {
     let mut configs = vec![git_dir.join("config"), git_dir.join("config.worktree")];
-    if let Some(common) = common_dir(git_dir)? {
-        configs.push(common.join("config"));
-    }
+    configs.extend(common.map(|common| common.join("config")));
     for config in configs {
         let Ok(meta) = std::fs::metadata(&config) else {
             continue;
@@ -273,8 +274,9 @@ fn skip_value(text: &[u8], mut at: usize, close: Option<u8>) -> usize {
 /// worktree's `commondir` names) must lie inside the repository: a link there, or a
 /// `commondir`, leading to another repository would put that repository's commit messages in
 /// the evidence, as a `.git` file pointing elsewhere would (not followed either). Objects
-/// shared through `objects/info/alternates` are read where they are.
-fn check_inside(git_dir: &Path) -> Result<(), String> {
+/// shared through `objects/info/alternates` are read where they are. Returns the folder
+/// `commondir` names ([`common_dir`]).
+fn check_inside(git_dir: &Path) -> Result<Option<PathBuf>, String> {
     let root = git_dir
         .parent()
         .and_then(|r| r.canonicalize().ok())
@@ -290,14 +292,15 @@ fn check_inside(git_dir: &Path) -> Result<(), String> {
     for name in GIT_FILES.iter().chain(&["objects", "refs"]) {
         outside(name, &git_dir.join(name))?;
     }
-    if let Some(common) = common_dir(git_dir)? {
+    let common = common_dir(git_dir)?;
+    if let Some(common) = &common {
         // Named, it must be there: one that cannot be resolved is not known to lie inside.
         let real = common
             .canonicalize()
             .map_err(|_| ".git/commondir names a folder that cannot be resolved; git not run")?;
         outside("commondir", &real)?;
     }
-    Ok(())
+    Ok(common)
 }
 
 /// The folder `.git/commondir` names (a linked worktree's shared repository), read as git
