@@ -46,8 +46,19 @@ RELATED_LEVEL_KEYS = ("found_related_locs", "additional_artifact_loc_related", "
 def to_loc_line(result: LocalizationResult | dict[str, Any]) -> dict[str, Any]:
     """The Agentless line for one result (a `LocalizationResult` or its JSON data)."""
     data = result.to_dict() if isinstance(result, LocalizationResult) else result
+    files = data.get("files") if isinstance(data, dict) else None
+    if (
+        not isinstance(files, list)
+        or not all(isinstance(f, dict) and isinstance(f.get("path"), str) for f in files)
+        or not isinstance(data.get("instance_id"), str)
+        or not data["instance_id"]
+    ):
+        raise ValueError(
+            "a result must be a LocalizationResult or its JSON data: an object with a "
+            "non-empty `instance_id` and `files`, a list of objects with a `path`"
+        )
     paths: list[str] = []
-    for f in data["files"]:
+    for f in files:
         if f["path"] not in paths:
             paths.append(f["path"])
     return {
@@ -94,12 +105,15 @@ def write_loc_outputs(
     results: Iterable[LocalizationResult | dict[str, Any]], path: str | Path
 ) -> int:
     """Appends one line per result to `path` (created when missing); returns how many were
-    written. Refused (`offline.OutputRefused`) before anything is written: a link, a FIFO,
-    device or folder, a file another run is writing (locked as `blagent batch` locks it), a
+    written. A result that is neither a `LocalizationResult` nor its JSON data is a
+    `ValueError` before the file is opened. Refused (`offline.OutputRefused`) before anything
+    is written: a link, a file with another name (a hard link: the other may be a tree's
+    source), a FIFO, device or folder, a file another run is writing (locked as `blagent batch` locks it), a
     file that is not one blagent writes (`LINE_FIELDS` on every line), and one of other lines
     (related-level, or a `blagent batch` run's, which carry its settings). As in `blagent batch`,
     a last line an interrupted write cut short is dropped first, and one saved without its
     newline gets it."""
+    lines = [json.dumps(to_loc_line(result)).encode() + b"\n" for result in results]
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
         fd = os.open(path, flags, 0o666)
@@ -107,9 +121,16 @@ def write_loc_outputs(
         if err.errno not in (errno.ELOOP, errno.EISDIR):
             raise
         raise OutputRefused(f"{path} is a link or a folder; name a regular file") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise OutputRefused(f"{path} is not a regular file")
+    if info.st_nlink > 1:
+        os.close(fd)
+        raise OutputRefused(
+            f"{path} has another name (a hard link), which may be a tree's source; "
+            "name a file of its own"
+        )
     with os.fdopen(fd, "r+b") as f:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -134,11 +155,9 @@ def write_loc_outputs(
             f.truncate(cut)
         elif data[data.rfind(b"\n") + 1 :].strip():  # a whole last line saved without one
             f.write(b"\n")
-        count = 0
-        for result in results:
-            f.write(json.dumps(to_loc_line(result)).encode() + b"\n")
-            count += 1
-    return count
+        for line in lines:
+            f.write(line)
+    return len(lines)
 
 
 def _other_kind(rows: list[dict[str, Any]]) -> str | None:

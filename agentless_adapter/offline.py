@@ -29,6 +29,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import secrets
 import signal
 import stat
@@ -347,6 +348,11 @@ def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
             f"{out} exists and this command did not write it (its digest is not the one in "
             f"{digest.name} beside it); remove it or choose another --work"
         )
+    if os.path.lexists(digest) and not _is_own_digest(digest):
+        raise OutputRefused(
+            f"{digest} exists and this command did not write it (it is not a regular file "
+            "of its own holding one SHA-256); remove it or choose another --work"
+        )
     rows = _rows(dataset, ids)
     text = "".join(json.dumps(row) + "\n" for row in rows)
     with _locked(out):
@@ -358,6 +364,19 @@ def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _is_own_digest(digest: Path) -> bool:
+    """Whether `digest` is one `write_dataset` wrote: a regular file, not a link of either
+    kind, holding one SHA-256 in hex and a newline."""
+    try:
+        info = digest.lstat()
+    except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1 or info.st_size > 1024:
+        return False
+    text = read_regular(digest, 1024, "digest").decode("ascii", "replace")
+    return re.fullmatch(r"[0-9a-f]{64}\n", text) is not None
 
 
 def _recorded(digest: Path) -> str | None:

@@ -116,6 +116,20 @@ def test_write_loc_outputs_appends_only_to_its_own_lines(tmp_path: Path) -> None
     assert {p: p.read_text() for p in before} == before
     assert not (tmp_path / "nowhere.jsonl").exists()
 
+    # Found by a review: an empty source file's hard link took the lines (it passed the
+    # check of what the file holds); and a result that is no result was a KeyError after the
+    # file had been created.
+    source = tmp_path / "__init__.py"
+    source.write_text("")
+    os.link(source, tmp_path / "hard.jsonl")
+    with pytest.raises(offline.OutputRefused, match="has another name"):
+        write_loc_outputs([result], tmp_path / "hard.jsonl")
+    assert source.read_text() == ""
+    for bad in ({}, {"instance_id": "i", "files": [{"rank": 1}]}, {"files": []}, None):
+        with pytest.raises(ValueError, match="must be a LocalizationResult or its JSON data"):
+            write_loc_outputs([result, bad], tmp_path / "new.jsonl")
+    assert not (tmp_path / "new.jsonl").exists()
+
     # Found by a review of the kind check: a line holding U+2028 in a string was split there.
     odd = tmp_path / "odd.jsonl"
     odd.write_text(
@@ -531,6 +545,25 @@ def test_offline_outputs_never_replace_their_inputs_or_foreign_files(tmp_path: P
     with pytest.raises(offline.OutputRefused, match="this command did not write it"):
         offline.write_dataset(mine, work, None)
     assert dataset.read_text() == theirs
+    # Found by a review: a digest file it did not write (notes of the user's, a link to
+    # another file) was overwritten or replaced when the dataset was not there.
+    dataset.unlink()
+    digest = dataset.with_name(offline.DATASET_DIGEST)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my own notes\n")
+    for other in ("text", "symlink", "hard link"):
+        digest.unlink()
+        if other == "text":
+            digest.write_text("my own notes\n")
+        elif other == "symlink":
+            digest.symlink_to(notes)
+        else:
+            os.link(notes, digest)
+        with pytest.raises(offline.OutputRefused, match="did not write it"):
+            offline.write_dataset(mine, work, None)
+        assert not dataset.exists() and notes.read_text() == "my own notes\n"
+        assert digest.is_symlink() == (other == "symlink")
+    assert "my own notes" in digest.read_text()
 
 
 def test_align_refuses_lines_it_cannot_read_in_one_line(

@@ -206,18 +206,35 @@ impl Strict {
         if self.at.is_empty() {
             return error;
         }
+        serde_json::Error::custom(format!("{error} (at {})", self.place()))
+    }
+
+    /// [`Self::placed`] for an error from reading an object or array: one that a value within
+    /// it raised already names that value's place, which starts with this one's and is kept.
+    fn placed_once(&self, error: serde_json::Error) -> serde_json::Error {
+        let message = error.to_string();
+        let within = message.contains(&format!(" (at {}", self.place().trim_end_matches('…')));
+        if within {
+            error
+        } else {
+            self.placed(error)
+        }
+    }
+
+    /// Where the value lies, cut at [`MAX_PLACE_CHARS`].
+    fn place(&self) -> String {
         let mut place: String = self.at.chars().take(MAX_PLACE_CHARS).collect();
         if place.len() < self.at.len() {
             place.push('…');
         }
-        serde_json::Error::custom(format!("{error} (at {place})"))
+        place
     }
 
     fn not_an_object(&self, what: &str) -> serde_json::Error {
         let place = if self.at.is_empty() {
             String::new()
         } else {
-            format!(" (at {})", self.at)
+            format!(" (at {})", self.place())
         };
         serde_json::Error::custom(format!(
             "{what}expected a JSON object, found {}{place}",
@@ -250,11 +267,14 @@ impl Strict {
         visitor: V,
     ) -> serde_json::Result<V::Value> {
         match std::mem::take(&mut self.value) {
+            // An object where something else is wanted (`"gold_files": {}`), or a field
+            // missing from it, is named by where it lies too.
             Value::Object(map) => {
                 let mut entries = MapDeserializer::new(self.entries(map));
-                let read = visitor.visit_map(&mut entries)?;
-                entries.end()?;
-                Ok(read)
+                let read = visitor
+                    .visit_map(&mut entries)
+                    .and_then(|read| entries.end().map(|()| read));
+                read.map_err(|e| self.placed_once(e))
             }
             other => {
                 self.value = other;
@@ -276,9 +296,10 @@ impl<'de> Deserializer<'de> for Strict {
                     .enumerate()
                     .map(|(i, v)| self.within(v, format_args!("[{i}]")));
                 let mut items = SeqDeserializer::new(items);
-                let read = visitor.visit_seq(&mut items)?;
-                items.end()?;
-                Ok(read)
+                let read = visitor
+                    .visit_seq(&mut items)
+                    .and_then(|read| items.end().map(|()| read));
+                read.map_err(|e| self.placed_once(e))
             }
             // A scalar of the wrong type is named by where it lies (`problem_statement`).
             scalar => scalar.deserialize_any(visitor).map_err(|e| self.placed(e)),
@@ -395,6 +416,40 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.len() < 400 && err.ends_with("k…)"), "{}", &err[..200]);
+        // A container of the wrong type, and a field missing from an object, are named too
+        // (a third review: `"gold_files": {"a": 1}` named no field); an error within one names
+        // the innermost place only.
+        let err = from_object_value::<BTreeMap<String, Vec<u64>>>(read(r#"{"a": {"x": 1}}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("expected a sequence (at a)"), "{err}");
+        let err = from_object_value::<BTreeMap<String, String>>(read(r#"{"a": ["x"]}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("expected a string (at a)"), "{err}");
+        let err = from_object_value::<BTreeMap<String, Open>>(read(r#"{"o": {}}"#))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "missing field `seed` (at o)");
+        let err =
+            from_object_value::<BTreeMap<String, Vec<Vec<u64>>>>(read(r#"{"a": [[1, "x"]]}"#))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            err.ends_with("(at a[0][1])") && err.matches("(at ").count() == 1,
+            "{err}"
+        );
+        let text = format!(r#"{{"{}": {{"seed": 1, "x": 2}}}}"#, "k".repeat(100_000));
+        let err = from_object_value::<BTreeMap<String, Config>>(read(&text))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("unknown field `x`")
+                && err.len() < 600
+                && err.matches("(at ").count() == 1,
+            "{}",
+            &err[..200.min(err.len())]
+        );
         // Text serde_json reads keeps its line and column and names no field: `Strict` reads
         // the fields in another order, and named another than the one serde_json stopped at.
         let err = from_object::<Config>(r#"{"seed": "x", "model": null}"#)

@@ -803,13 +803,70 @@ fn a_platform_constructor_on_its_own_line_keeps_the_class_body() {
     let blank = language.grammar_text.expect("Kotlin's");
     assert_eq!(
         blank("class A\n  protected actual constructor(x: Int)\n").as_deref(),
-        Some("class A\n  protected        constructor(x: Int)\n")
+        Some("class A\n                   constructor(x: Int)\n")
     );
     // With an annotation among the modifiers (found by a review).
     assert_eq!(
         blank("class A<T>\n  @PublishedApi internal actual constructor(x: T)\n").as_deref(),
-        Some("class A<T>\n  @PublishedApi internal        constructor(x: T)\n")
+        Some("class A<T>\n  @PublishedApi                 constructor(x: T)\n")
+    );
+    // Modifiers the grammar reads as they are are kept: on the constructor's line, or an
+    // annotation on a line of its own (a secondary constructor's starts there).
+    assert_eq!(
+        blank("class A\n  @Inject internal constructor(x: Int)\n"),
+        None
+    );
+    assert_eq!(
+        blank("class A {\n  @Suppress(\"a // b\")\n  internal constructor()\n}\n"),
+        None
+    );
+    // An annotation's string is its own, a comment after it is not.
+    assert_eq!(
+        blank("class A\n  @Url(\"http://a/*\") internal // c\n  constructor(x: Int)\n").as_deref(),
+        Some("class A\n  @Url(\"http://a/*\")              \n  constructor(x: Int)\n")
     );
     // `actual` anywhere else, a call of a function named `constructor`, is the file's own.
     assert_eq!(blank("actual fun f() = actual(constructor)\n"), None);
+}
+
+/// Modifiers of a primary constructor on lines of their own that span lines or hold a comment
+/// (Kotlin's compiler reads them; after a newline tree-sitter-kotlin-sg takes one modifier as
+/// the class header's, not several, nor one followed by a comment): the class kept only its
+/// header line and its members became those of a function named `constructor`.
+#[test]
+fn constructor_modifiers_across_lines_or_around_a_comment_keep_the_class_body() {
+    for text in [
+        "class Other\n  internal /* for tests */ constructor(value: Int) {\n  fun get(): Int = 2\n}\n",
+        "class Other\n  internal // for tests\n  constructor(value: Int) {\n  fun get(): Int = 2\n}\n",
+        "class Other\n  internal\n  protected constructor(value: Int) {\n  fun get(): Int = 2\n}\n",
+        "actual class Other\n  internal\n  actual constructor(value: Int) {\n  fun get(): Int = 2\n}\n",
+        "actual class Other\n  @Suppress(\"x()\")\n  actual\n  constructor(value: Int) {\n  fun get(): Int = 2\n}\n",
+        "class Other\r\n  internal /* é */\r\n  constructor(value: Int) {\r\n  fun get(): Int = 2\r\n}\r\n",
+    ] {
+        let parsed = parse_clean(text);
+        assert_eq!(
+            symbols(&parsed),
+            [(SymbolKind::Class, "Other"), (SymbolKind::Method, "Other.get")],
+            "{text:?}"
+        );
+        let other = symbol(&parsed, "Other");
+        let lines = text.matches('\n').count();
+        assert_eq!((other.start_line, other.end_line), (1, lines), "{text:?}");
+        assert!(other.signature.contains("internal") || other.signature.contains("actual"));
+    }
+}
+
+/// Found by a review: a 1.5 KB line of 520 nested `"${` made tree-sitter-kotlin-sg's scanner
+/// call `abort()` (its stack of open strings is 1 KB), which ended the process. A text with
+/// more string templates than the bound is not given to the grammar; it is chunked as lines.
+#[test]
+fn string_templates_past_the_scanners_stack_are_not_parsed() {
+    let nested = format!("val x = {}\nfun after() = 1\n", "\"${".repeat(520));
+    let parsed = parse(&nested);
+    assert!(parsed.syntax_errors && parsed.symbols.is_empty() && !parsed.chunks.is_empty());
+    let templates = |n: usize| format!("fun f() = listOf({})\n", "\"${a}\", ".repeat(n));
+    let parsed = parse_clean(&templates(400));
+    assert_eq!(symbols(&parsed), [(SymbolKind::Function, "f")]);
+    let parsed = parse(&templates(401));
+    assert!(parsed.syntax_errors && parsed.symbols.is_empty());
 }

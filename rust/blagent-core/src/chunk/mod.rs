@@ -180,8 +180,9 @@ const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(250);
 /// milliseconds apart at worst. Texts a grammar's own code cannot take are not given to the
 /// parser: one without the final newline its grammar needs (a `SourceFile` not made by
 /// [`SourceFile::new`]), on which it could loop forever between those questions, and one
-/// indenting deeper than its scanner can save ([`Language::max_indent_levels`]), which would
-/// abort the process.
+/// indenting deeper than its scanner can save ([`Language::max_indent_levels`]) or holding more
+/// string templates than it can nest ([`Language::max_string_templates`]), which would abort
+/// the process.
 pub(super) fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
     parse_before(file, Instant::now() + parse_budget(file.text.len()))
 }
@@ -201,7 +202,10 @@ pub(super) fn parse_before(
     let language = file.language;
     let too_deep = language
         .max_indent_levels
-        .is_some_and(|max| indent_levels(&file.text) > max);
+        .is_some_and(|max| indent_levels(&file.text) > max)
+        || language
+            .max_string_templates
+            .is_some_and(|max| file.text.matches("${").count() > max);
     if language.lacks_final_newline(&file.text) || too_deep {
         return (None, false);
     }

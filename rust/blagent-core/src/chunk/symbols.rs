@@ -338,6 +338,12 @@ fn extract_under(
     let mut scope: Scope = Vec::new();
     let mut steps = Vec::new();
     push_children(&mut steps, root, true);
+    // The top-level nodes, told apart by id: asking each node for its parent costs time in
+    // proportion to its depth (a Kotlin file of nested expressions took minutes).
+    let top_level: std::collections::HashSet<usize> = {
+        let mut cursor = root.walk();
+        root.children(&mut cursor).map(|node| node.id()).collect()
+    };
     while let Some(step) = steps.pop() {
         match step {
             Step::Leave => {
@@ -350,7 +356,7 @@ fn extract_under(
                     && !language.top_level_kinds.is_empty()
                     && !language.top_level_kinds.contains(&kind)
                     && !child.is_error()
-                    && child.parent() == Some(root);
+                    && top_level.contains(&child.id());
                 if misread {
                     if let Some((found, deep)) = reread_declarations(child, source, language) {
                         symbols.extend(found);

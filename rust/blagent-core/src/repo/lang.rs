@@ -85,6 +85,12 @@ pub struct Language {
     /// the process (`crate::chunk` bounds the levels by the different indentation widths,
     /// counted as that scanner counts them).
     pub max_indent_levels: Option<usize>,
+    /// How many string templates (`${`) a text may hold before it is not given to the grammar,
+    /// for a grammar whose scanner keeps a stack of the strings open: tree-sitter-kotlin-sg's
+    /// pushes two bytes per string, and a string opens inside another only within a template,
+    /// so a text with `n` of them never has more than `n + 1` open. At 512 open its scanner
+    /// calls `abort()` (a 1.5 KB line of nested `"${` ended the process, found by a review).
+    pub max_string_templates: Option<usize>,
     /// Node kind that wraps a definition with its decorators, if the grammar has one.
     pub decorated_kind: Option<&'static str>,
     /// Node kinds that are comments.
@@ -119,6 +125,11 @@ impl Language {
 /// overruns, and far beyond code people write (of 476,261 Python files, Python's standard
 /// library and the 300 SWE-bench Lite trees, the most is 51 widths, the deepest nesting 13).
 const PYTHON_INDENT_LEVELS: usize = 256;
+
+/// Kotlin's bound on string templates in a file ([`Language::max_string_templates`]): well under
+/// the 511 where its scanner aborts, and far beyond code people write (of the 9,902 distinct
+/// Kotlin files of the Long Code Arena development trees, the most is 57).
+const KOTLIN_STRING_TEMPLATES: usize = 400;
 
 /// A Java or Kotlin annotation in a header pattern: a name, qualified (`@kotlin.Deprecated`) or
 /// with a use-site target (`@get:JvmName`), and arguments that may hold strings with
@@ -163,21 +174,34 @@ fn kotlin_grammar() -> tree_sitter::Language {
 /// follows (or `?` after a parenthesized function type, `@Composable (() -> Unit)?`), is
 /// blanked; the signature keeps it, since symbols read the file's own text.
 ///
-/// Kotlin Multiplatform's platform modifiers on a primary constructor written on a line of its
-/// own (`actual abstract class Message<M>` then `protected actual constructor(`) are blanked as
-/// well: after a newline tree-sitter-kotlin-sg takes a visibility modifier as the class header's
-/// but not `actual` or `expect`, so the class lost its body and its members became top-level
-/// functions (wire's `Message.kt`, three files of the development trees). Without the modifier
-/// the constructor reads as the class's, as Kotlin's compiler reads it.
+/// The modifiers before a constructor that opens a line are blanked as well where the grammar
+/// would misread them: Kotlin Multiplatform's `actual` or `expect` among them (`actual abstract
+/// class Message<M>` then `protected actual constructor(`), modifiers spanning lines
+/// (`internal` then `actual constructor(`), or a comment among them. After a newline
+/// tree-sitter-kotlin-sg takes one visibility modifier or annotation as the class header's, but
+/// none of these, so the class lost its body and its members became top-level functions
+/// (wire's `Message.kt`, three files of the development trees). Without those modifiers and
+/// comments (annotations are kept) the constructor reads as the class's, as Kotlin's compiler
+/// reads it; the lines stay where they are, and the signature keeps the modifiers.
 fn kotlin_grammar_text(text: &str) -> Option<String> {
+    // Modifiers, each followed by white space or comments, then `constructor(`.
     static CONSTRUCTOR: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?m)^[ \t]*((?:(?:public|protected|private|internal|actual|expect|@[\w.:]+(?:\([^()\n]*\))?)[ \t]+)+)constructor[ \t]*\(",
-        )
+        Regex::new(concat!(
+            r"(?m)^[ \t]*((?:(?:public|protected|private|internal|actual|expect|",
+            jvm_annotation!(),
+            r")(?:\s|/\*(?:[^*]|\*+[^*/])*\*+/|//[^\n]*\n)+)+)constructor[ \t]*\(",
+        ))
         .expect("valid pattern")
     });
-    static PLATFORM: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\b(?:actual|expect)\b").expect("valid pattern"));
+    // The modifiers' parts, an annotation (kept, strings and all) first.
+    static PARTS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            "(",
+            jvm_annotation!(),
+            r")|\b(?:public|protected|private|internal|actual|expect)\b|/\*(?:[^*]|\*+[^*/])*\*+/|//[^\n]*",
+        ))
+        .expect("valid pattern")
+    });
     static ANNOTATED: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?:[:(,<=]|\b(?:as\??|is))\s*(@[A-Za-z_][A-Za-z0-9_.]*)\s+\(")
             .expect("valid pattern")
@@ -200,12 +224,35 @@ fn kotlin_grammar_text(text: &str) -> Option<String> {
         let Some(modifiers) = found.get(1) else {
             continue;
         };
-        for platform in PLATFORM.find_iter(modifiers.as_str()) {
-            let at = modifiers.start() + platform.start()..modifiers.start() + platform.end();
-            masked.get_or_insert_with(|| bytes.to_vec())[at].fill(b' ');
+        let text = modifiers.as_str();
+        // The keywords and comments among them; annotations are read as they are.
+        let parts: Vec<std::ops::Range<usize>> = PARTS
+            .captures_iter(text)
+            .filter(|part| part.get(1).is_none())
+            .filter_map(|part| part.get(0).map(|part| part.range()))
+            .collect();
+        // What the grammar misreads there: a platform modifier, a comment, a line break after
+        // a keyword (one after an annotation it reads).
+        let misread = parts.iter().any(|part| {
+            matches!(&text[part.clone()], "actual" | "expect")
+                || text[part.clone()].starts_with('/')
+                || text[part.end..]
+                    .trim_start_matches([' ', '\t', '\r'])
+                    .starts_with('\n')
+        });
+        if !misread {
+            continue;
+        }
+        for part in parts {
+            let at = modifiers.start() + part.start..modifiers.start() + part.end;
+            for byte in &mut masked.get_or_insert_with(|| bytes.to_vec())[at] {
+                if *byte != b'\n' {
+                    *byte = b' ';
+                }
+            }
         }
     }
-    // Only ASCII was replaced, by ASCII.
+    // Whole characters were replaced, each byte by a space.
     masked.and_then(|bytes| String::from_utf8(bytes).ok())
 }
 
@@ -266,6 +313,7 @@ pub static PYTHON: Language = Language {
     braces: false,
     final_newline: false,
     max_indent_levels: Some(PYTHON_INDENT_LEVELS),
+    max_string_templates: None,
     decorated_kind: Some("decorated_definition"),
     comment_kinds: &["comment"],
     doc_style: DocStyle::Docstring,
@@ -312,6 +360,7 @@ pub static JAVA: Language = Language {
     braces: true,
     final_newline: false,
     max_indent_levels: None,
+    max_string_templates: None,
     decorated_kind: None,
     comment_kinds: &["line_comment", "block_comment"],
     doc_style: DocStyle::LeadingComment,
@@ -375,6 +424,7 @@ pub static KOTLIN: Language = Language {
     braces: true,
     final_newline: true,
     max_indent_levels: None,
+    max_string_templates: Some(KOTLIN_STRING_TEMPLATES),
     decorated_kind: None,
     comment_kinds: &["line_comment", "multiline_comment"],
     doc_style: DocStyle::LeadingComment,
