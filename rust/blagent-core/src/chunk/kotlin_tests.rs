@@ -870,3 +870,42 @@ fn string_templates_past_the_scanners_stack_are_not_parsed() {
     let parsed = parse(&templates(401));
     assert!(parsed.syntax_errors && parsed.symbols.is_empty());
 }
+
+/// Found by a second review: a NUL in a string stopped tree-sitter-kotlin-sg's scanner with
+/// the string left on its stack, so 600 lines of `val x = "<NUL>` aborted the process with no
+/// `${` in the file. The grammar reads a space there.
+#[test]
+fn nul_characters_in_strings_do_not_fill_the_scanners_stack() {
+    let text = format!(
+        "class A {{\n  fun f() = 1\n}}\n{}",
+        "val x = \"\0\n".repeat(600)
+    );
+    let parsed = parse(&text);
+    assert_eq!(
+        symbols(&parsed)[..2],
+        [(SymbolKind::Class, "A"), (SymbolKind::Method, "A.f")]
+    );
+    let language = language_for_path("a.kt").expect("Kotlin");
+    let blank = language.grammar_text.expect("Kotlin's");
+    assert_eq!(
+        blank("val x = \"a\0b\"\n").as_deref(),
+        Some("val x = \"a b\"\n")
+    );
+}
+
+/// Found by a second review: the constructor's modifiers were blanked on a line inside a
+/// block comment, and the line comment blanked with them held the block comment's end.
+#[test]
+fn a_line_comment_holding_a_block_comments_end_is_not_blanked() {
+    let text = "class A {\n  /*\n    internal // old */\n    constructor(x: Int)\n  fun a() = 1\n}\nfun g() = 2\n";
+    let parsed = parse_clean(text);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Class, "A"),
+            (SymbolKind::Method, "A.constructor"),
+            (SymbolKind::Method, "A.a"),
+            (SymbolKind::Function, "g"),
+        ]
+    );
+}

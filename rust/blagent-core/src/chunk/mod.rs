@@ -174,27 +174,22 @@ pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
 const PARSE_BUDGET_BASE: Duration = Duration::from_millis(500);
 const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(250);
 
-/// Parses `file`, or `None` when its language cannot be set, when the parse takes longer than
-/// its budget ([`PARSE_BUDGET_BASE`]; then `true` too), or when a stop is asked for
-/// ([`crate::cancel`]). Tree-sitter asks whether to go on every hundred parse operations,
-/// milliseconds apart at worst. Texts a grammar's own code cannot take are not given to the
-/// parser: one without the final newline its grammar needs (a `SourceFile` not made by
-/// [`SourceFile::new`]), on which it could loop forever between those questions, and one
-/// indenting deeper than its scanner can save ([`Language::max_indent_levels`]) or holding more
-/// string templates than it can nest ([`Language::max_string_templates`]), which would abort
-/// the process.
-pub(super) fn parse_within_budget(file: &SourceFile) -> (Option<tree_sitter::Tree>, bool) {
-    parse_before(file, Instant::now() + parse_budget(file.text.len()))
-}
-
 /// The time a parse of `bytes` of source may take ([`PARSE_BUDGET_BASE`]).
 pub(super) fn parse_budget(bytes: usize) -> Duration {
     let hundreds_of_kb = u32::try_from(bytes / 100_000).unwrap_or(u32::MAX);
     PARSE_BUDGET_BASE + PARSE_BUDGET_PER_100_KB.saturating_mul(hundreds_of_kb)
 }
 
-/// [`parse_within_budget`] with the time it may take given as a deadline: the parses of a
-/// file's parts share the time of one ([`symbols`]' re-reading of a file with errors).
+/// Parses `file` before `deadline` ([`parse_budget`] gives a file's own; the parses of a file's
+/// parts share the time of one, [`symbols`]' re-readings of a file with errors), or `None`
+/// when its language cannot be set, when the parse runs past it (then `true` too), or when a
+/// stop is asked for ([`crate::cancel`]). Tree-sitter asks whether to go on every hundred parse operations,
+/// milliseconds apart at worst. Texts a grammar's own code cannot take are not given to the
+/// parser: one without the final newline its grammar needs (a `SourceFile` not made by
+/// [`SourceFile::new`]), on which it could loop forever between those questions, and one
+/// indenting deeper than its scanner can save ([`Language::max_indent_levels`]) or holding more
+/// string templates than it can nest ([`Language::max_string_templates`]), which would abort
+/// the process.
 pub(super) fn parse_before(
     file: &SourceFile,
     deadline: Instant,

@@ -186,7 +186,7 @@ pub(super) fn extract(
     language: &'static Language,
     deadline: Instant,
 ) -> Extracted {
-    let mut whole = extract_under(root, source, language, true);
+    let mut whole = extract_under(root, source, language, Some(deadline));
     if language.braces && root.has_error() {
         if let Some(by_segments) = reread_segments(root, source, language, &mut whole, deadline) {
             return by_segments;
@@ -290,7 +290,7 @@ fn reread_segments(
                 false,
             );
             let (tree, _) = super::parse_before(&file, deadline);
-            let mut read = extract_under(tree?.root_node(), &file.text, language, true);
+            let mut read = extract_under(tree?.root_node(), &file.text, language, Some(deadline));
             shift_lines(&mut read, |line| line + row);
             let recovered = |found: &[Symbol]| found.iter().filter(|s| s.recovered).count();
             let outermost = |found: &[Symbol]| found.iter().map(|s| s.depth).min();
@@ -325,13 +325,14 @@ fn shift_lines(extracted: &mut Extracted, shift: impl Fn(usize) -> usize) {
     }
 }
 
-/// [`extract`] of the children of `root`; `reread`: whether a top-level node of a kind the
-/// language does not allow there is read again as declarations ([`reread_declarations`]).
+/// [`extract`] of the children of `root`; `reread`: the time until which a top-level node of
+/// a kind the language does not allow there is read again as declarations
+/// ([`reread_declarations`]; the file's own parse's, shared), `None` for never.
 fn extract_under(
     root: Node<'_>,
     source: &str,
     language: &'static Language,
-    reread: bool,
+    reread: Option<Instant>,
 ) -> Extracted {
     let mut symbols = Vec::new();
     let mut too_deep = Vec::new();
@@ -352,13 +353,15 @@ fn extract_under(
             Step::Recover(error) => recover_headers(error, source, language, &scope, &mut symbols),
             Step::Enter(child, direct) => {
                 let kind = child.kind();
-                let misread = reread
+                let misread = reread.is_some()
                     && !language.top_level_kinds.is_empty()
                     && !language.top_level_kinds.contains(&kind)
                     && !child.is_error()
                     && top_level.contains(&child.id());
-                if misread {
-                    if let Some((found, deep)) = reread_declarations(child, source, language) {
+                if let Some(deadline) = reread.filter(|_| misread) {
+                    if let Some((found, deep)) =
+                        reread_declarations(child, source, language, deadline)
+                    {
                         symbols.extend(found);
                         too_deep.extend(deep);
                         continue;
@@ -423,13 +426,17 @@ fn reread_declarations(
     node: Node<'_>,
     source: &str,
     language: &'static Language,
+    deadline: Instant,
 ) -> Option<Extracted> {
     // Only a node that holds a definition's keyword is worth a parse (a script-like file's
     // thousand top-level calls are not).
     static DECLARING: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"\b(class|interface|object|fun)\b").expect("valid pattern"));
     let text = &source[node.byte_range()];
-    if !DECLARING.is_match(text) {
+    // The readings share the file's parse time: a long line of such nodes, each read with
+    // what precedes it on the line, took time in the square of the line's length (found by
+    // a review: 96 KB of `f(fun(){}); ` on one line, 68 s).
+    if !DECLARING.is_match(text) || Instant::now() > deadline || crate::cancel::is_requested() {
         return None;
     }
     // The wrapper's first line, then the node's lines, what precedes it on its first line
@@ -438,13 +445,13 @@ fn reread_declarations(
     let indent = " ".repeat(node.start_byte() - line_start);
     let wrapped = format!("class _ {{\n{indent}{text}\n}}\n");
     let file = SourceFile::new(String::new(), language, wrapped, false);
-    let (tree, _) = super::parse_within_budget(&file);
+    let (tree, _) = super::parse_before(&file, deadline);
     let tree = tree?;
     let body = tree
         .root_node()
         .named_child(0)
         .and_then(|class| definition_body(language, class))?;
-    let mut read = extract_under(body, &file.text, language, false);
+    let mut read = extract_under(body, &file.text, language, None);
     if read.0.is_empty() {
         return None;
     }
