@@ -244,6 +244,30 @@ def test_llm_check_never_prints_the_key(scripted: tuple[ScriptedServer, str]) ->
     assert [r["authorization"] for r in server.requests] == [f"Bearer {KEY}"] * 3
 
 
+def test_a_key_that_is_not_utf8_is_refused_and_never_shown(
+    scripted: tuple[ScriptedServer, str],
+) -> None:
+    """Found by a review: a key given as a flag that was not UTF-8 was quoted in the message
+    refusing it; given by the environment it was read as unset, and every request went out
+    without one. A key of another JSON type was quoted too."""
+    server, url = scripted
+    odd = os.fsdecode(KEY.encode() + b"\xff")
+    by_flag = run_cli(
+        "llm-check", "--llm-base-url", url, "--llm-model", "coder", "--llm-api-key", odd
+    )
+    by_env = run_cli(
+        "llm-check",
+        env={"BLAGENT_LLM_BASE_URL": url, "BLAGENT_LLM_MODEL": "coder", "BLAGENT_LLM_API_KEY": odd},
+    )
+    for proc, what in ((by_flag, "--llm-api-key"), (by_env, "BLAGENT_LLM_API_KEY")):
+        assert proc.returncode == 1 and what in proc.stderr, proc.stderr
+        assert "not UTF-8" in proc.stderr and KEY not in proc.stdout + proc.stderr
+    assert server.requests == []
+    with pytest.raises(InputError, match="value not shown") as refused:
+        LlmClient(json.dumps({"base_url": url, "model": "coder", "api_key": 12345678901234}))
+    assert "12345678901234" not in str(refused.value)
+
+
 def test_llm_check_without_an_llm_is_bad_input() -> None:
     proc = run_cli("llm-check")
     assert proc.returncode == 1 and "no LLM configured" in proc.stderr

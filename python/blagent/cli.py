@@ -868,6 +868,11 @@ def _drop_standard_output() -> None:
         pass
 
 
+#: Arguments whose values an error message never shows (a review found a key that was not
+#: UTF-8 quoted in the message refusing it).
+SECRET_ARGUMENTS = {"llm_api_key", "llm_base_url"}
+
+
 def _check_arguments(args: argparse.Namespace) -> None:
     """Refuses an argument that is not UTF-8 (a file name with other bytes): the core takes
     paths and options as UTF-8 JSON. `--issue` is read here, so any name works there. An empty
@@ -880,7 +885,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
             flag = name if name == "runs" else "--" + name.replace("_", "-")
             if not text and name != "ray":  # `--ray` alone is "": a new local cluster
                 raise _core.InputError(f"{flag} is empty")
-            if name != "issue":
+            if name in SECRET_ARGUMENTS:  # a key, or a URL that may hold a password
+                _io.check_encodable(text, f"{flag} (its value not shown)")
+            elif name != "issue":
                 _io.check_encodable(text, f"{flag} '{_io.printable(text)}'")
 
 

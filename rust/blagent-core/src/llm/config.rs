@@ -96,7 +96,22 @@ impl LlmConfig {
     pub fn from_json(text: &str) -> Result<Self> {
         let mut config: LlmConfig = crate::json::from_object(text)
             .map_err(|e| Error::InvalidInput(format!("invalid LLM configuration: {e}")))?;
-        config.fill_from(|name| std::env::var(name).ok());
+        // A variable that is not UTF-8 is an error, not unset (a review: a key with a stray
+        // byte sent every request without one, and a base URL's made the run LLM-free).
+        let unreadable = std::cell::Cell::new(None);
+        config.fill_from(|name| match std::env::var(name) {
+            Ok(value) => Some(value),
+            Err(std::env::VarError::NotPresent) => None,
+            Err(std::env::VarError::NotUnicode(_)) => {
+                unreadable.set(Some(name.to_owned()));
+                None
+            }
+        });
+        if let Some(name) = unreadable.take() {
+            return Err(Error::InvalidInput(format!(
+                "{name} is not UTF-8 (its value not shown)"
+            )));
+        }
         config.validated()
     }
 

@@ -33,7 +33,22 @@ pub struct PriceTable {
 impl PriceTable {
     /// Parses a table.
     pub fn from_json(text: &str) -> Result<Self> {
-        crate::json::from_object(text).map_err(|e| Error::InvalidInput(format!("price table: {e}")))
+        let table: PriceTable = crate::json::from_object(text)
+            .map_err(|e| Error::InvalidInput(format!("price table: {e}")))?;
+        // A price is a finite number of at least 0 (a review: -5 gave negative costs).
+        let most = 1e9;
+        let bad = table.models.iter().find(|(_, p)| {
+            ![p.prompt, p.completion]
+                .iter()
+                .all(|usd| usd.is_finite() && (0.0..=most).contains(usd))
+        });
+        if let Some((name, _)) = bad {
+            return Err(Error::InvalidInput(format!(
+                "price table: the prices of {name:?} must be numbers from 0 to {most:e} (USD per \
+                 million tokens)"
+            )));
+        }
+        Ok(table)
     }
 
     /// The built-in example table.
@@ -101,6 +116,22 @@ mod tests {
         assert_eq!(cost("openai/GPT-4o-mini"), Some(0.75));
         assert_eq!(cost("qwen2.5-coder:32b"), Some(0.0));
         assert_eq!(cost("some-private-model"), None);
+    }
+
+    #[test]
+    fn a_price_below_0_or_absurd_is_refused() {
+        for price in ["-5", "1e308", "1e10"] {
+            let text = format!(r#"{{"models": {{"m1": {{"prompt": 1, "completion": {price}}}}}}}"#);
+            let err = PriceTable::from_json(&text).unwrap_err().to_string();
+            assert!(
+                err.contains("\"m1\"") && err.contains("from 0 to"),
+                "{price}: {err}"
+            );
+        }
+        assert!(
+            PriceTable::from_json(r#"{"models": {"m1": {"prompt": 0, "completion": 1e9}}}"#)
+                .is_ok()
+        );
     }
 
     #[test]

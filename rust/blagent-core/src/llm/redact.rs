@@ -44,7 +44,14 @@ impl Serialize for Secret {
 
 impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        String::deserialize(deserializer).map(Secret)
+        // Not `String`'s own reading: its error for another type quotes the value (a review:
+        // `"api_key": 12345678901234` was shown in the message).
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::String(text) => Ok(Secret(text)),
+            _ => Err(serde::de::Error::custom(
+                "a secret must be a string (its value not shown)",
+            )),
+        }
     }
 }
 
@@ -353,6 +360,27 @@ fn percent_decode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by a review: a key of another JSON type was quoted in the error.
+    #[test]
+    fn a_secret_of_another_type_is_not_shown() {
+        for text in [
+            "12345678901234",
+            "true",
+            r#"["sk-abcdef123"]"#,
+            r#"{"k": "sk-abcdef123"}"#,
+        ] {
+            let err = serde_json::from_str::<Secret>(text)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("value not shown") && !err.contains("1234") && !err.contains("sk-"),
+                "{err}"
+            );
+        }
+        let key: Secret = serde_json::from_str(r#""sk-abc""#).unwrap();
+        assert_eq!(key.expose(), "sk-abc");
+    }
 
     fn redactor(secrets: &[&str]) -> Redactor {
         let secrets: Vec<Secret> = secrets.iter().map(|s| Secret::new(*s)).collect();

@@ -185,8 +185,13 @@ pub fn read_open_bounded(file: &File, limit: u64) -> std::result::Result<Vec<u8>
     reader
         .seek(std::io::SeekFrom::Start(0))
         .map_err(ReadFailure::Io)?;
+    // A file that says it is larger is refused before any of it is read (a review: a 2 GiB
+    // file was read up to the limit, its buffer doubled by the byte past it, 2 GiB held).
+    let size = file.metadata().map_or(0, |m| m.len());
+    if size > limit {
+        return Err(ReadFailure::TooLarge { limit });
+    }
     // Room for the whole file at once: growing by doubling would hold up to twice its size.
-    let size = file.metadata().map_or(0, |m| m.len()).min(limit);
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     reader
         .take(limit.saturating_add(1))
