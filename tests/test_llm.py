@@ -263,6 +263,9 @@ def test_a_key_that_is_not_utf8_is_refused_and_never_shown(
         assert proc.returncode == 1 and what in proc.stderr, proc.stderr
         assert "not UTF-8" in proc.stderr and KEY not in proc.stdout + proc.stderr
     assert server.requests == []
+    mistyped = run_cli("llm-check", f"--llm-apikey={KEY}", "--llm-model", "coder", "stray")
+    assert mistyped.returncode == 2 and "--llm-apikey (values not shown)" in mistyped.stderr
+    assert KEY not in mistyped.stdout + mistyped.stderr and "stray" not in mistyped.stderr
     with pytest.raises(InputError, match="value not shown") as refused:
         LlmClient(json.dumps({"base_url": url, "model": "coder", "api_key": 12345678901234}))
     assert "12345678901234" not in str(refused.value)

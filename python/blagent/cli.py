@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from . import _core, _io, _ray, _start
 from ._llm_flags import (
@@ -820,8 +820,20 @@ def _add_analyze_failures(sub: argparse._SubParsersAction[argparse.ArgumentParse
     an.set_defaults(func=cmd_analyze_failures)
 
 
+class _Parser(argparse.ArgumentParser):
+    """The command line's parser: arguments it does not know are named without their values
+    (a review: a mistyped `--llm-apikey=sk-…` was echoed whole, key included)."""
+
+    def error(self, message: str) -> NoReturn:
+        unknown = "unrecognized arguments: "
+        if message.startswith(unknown):
+            flags = [a.split("=", 1)[0] for a in message[len(unknown) :].split() if a[:1] == "-"]
+            message = " ".join([unknown.rstrip(), *flags, "(values not shown)"])
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="blagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"blagent {_core.__version__}")
