@@ -32,9 +32,10 @@ pub enum SkipReason {
     NotRegularFile,
     /// The path is not valid UTF-8, so it could not be reported faithfully.
     NonUtf8Path,
-    /// Part of an indexed file nests too deeply to follow (generated code, data literals): the
-    /// definitions inside these lines are not in the symbol table, and the lines are not split
-    /// into smaller chunks. The rest of the file is indexed as usual.
+    /// Part of an indexed file nests too deeply to follow (generated code, data literals,
+    /// thousands of nested blocks): the lines are not split into smaller chunks, and
+    /// definitions nested more than a hundred deep within them are not in the symbol table
+    /// (those less deep are). The rest of the file is indexed as usual.
     NestedTooDeep {
         /// First line of the region, 1-based.
         start_line: usize,
