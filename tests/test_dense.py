@@ -247,6 +247,32 @@ def test_a_model_of_the_same_name_and_sizes_gets_its_own_cache(repo: Path, tmp_p
     assert len([p for p in (cache / "embeddings").iterdir() if p.is_dir()]) == 2
 
 
+def test_a_folder_of_other_settings_gets_its_own_cache(repo: Path, tmp_path: Path) -> None:
+    """Found by a review: the same weights with CLS pooling, another activation or other
+    prefixes were served the cached vectors of the folder as it was."""
+    from blagent import _core
+
+    base = _core.Encoder(str(default_model_dir())).identity
+    for name, change in (
+        (
+            "1_Pooling/config.json",
+            {"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False},
+        ),
+        ("config.json", {"hidden_act": "relu"}),
+        ("config_sentence_transformers.json", {"prompts": {"query": "q: ", "document": ""}}),
+    ):
+        other = tmp_path / name.replace("/", "_")
+        shutil.copytree(default_model_dir(), other)
+        path = other / name
+        settings = json.loads(path.read_text()) if path.exists() else {}
+        path.write_text(json.dumps({**settings, **change}))
+        assert _core.Encoder(str(other)).identity != base, name
+    cache = tmp_path / "cache"
+    localize(repo, cache)
+    localize(repo, cache, model_dir=tmp_path / "1_Pooling_config.json")
+    assert len([p for p in (cache / "embeddings").iterdir() if p.is_dir()]) == 2
+
+
 def test_a_model_that_gives_nan_vectors_is_a_model_error(repo: Path, tmp_path: Path) -> None:
     """Found by a review: NaN weights turned the dense signals off with no error or warning
     (Faiss finds nothing for NaN vectors), and the NaN vectors were cached."""

@@ -57,12 +57,13 @@ fn default_chunks_per_query() -> usize {
 }
 
 /// The embedding and vector-index cache: `$BLAGENT_CACHE_DIR`, else `~/.cache/blagent` (none
-/// when neither the variable nor a home folder is set).
+/// when neither the variable nor a home folder is set; an empty one counts as unset, since an
+/// empty `HOME` put the cache under the current folder).
 pub fn default_cache_dir() -> Option<PathBuf> {
-    std::env::var_os("BLAGENT_CACHE_DIR")
-        .filter(|v| !v.is_empty())
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    set("BLAGENT_CACHE_DIR")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/blagent")))
+        .or_else(|| set("HOME").map(|h| PathBuf::from(h).join(".cache/blagent")))
 }
 
 /// What building a dense index cost.

@@ -103,11 +103,16 @@ impl<'a> Cursor<'a> {
     fn flat(&mut self, dim: usize, len: usize) -> Result<(), String> {
         self.fourcc(*b"IxFI")?;
         self.header(dim, len)?;
-        let (floats, _) = self.vector(4, "the vectors")?;
+        let (floats, bytes) = self.vector(4, "the vectors")?;
         if floats != (dim as u64).saturating_mul(len as u64) {
             return Err(format!(
                 "{floats} floats where {len} vectors of dimension {dim} were written"
             ));
+        }
+        // blagent writes finite vectors only (a review: NaN or infinite ones, with the
+        // manifest's checksum made to match, silently took the dense signals away).
+        if !words::<4>(bytes).all(|word| f32::from_le_bytes(word).is_finite()) {
+            return Err("a vector holds a number that is not finite".to_owned());
         }
         Ok(())
     }
@@ -260,6 +265,22 @@ mod tests {
     }
 
     /// The graph's entry point, levels and neighbour ids index arrays Faiss reads unchecked.
+    /// Found by a review: NaN or infinite vectors, the manifest's checksum made to match,
+    /// passed the check and silently took the dense signals away.
+    #[test]
+    fn vectors_that_are_not_finite_are_refused() {
+        for kind in KINDS {
+            for bad in [f32::NAN, f32::INFINITY] {
+                let mut bytes = written(kind);
+                let four = 4.0f32.to_le_bytes();
+                let at = bytes.windows(4).position(|w| w == four).expect("a 4.0");
+                bytes[at..at + 4].copy_from_slice(&bad.to_le_bytes());
+                let err = check(&bytes, kind, 4, 16).unwrap_err();
+                assert!(err.contains("not finite"), "{kind:?} {bad}: {err}");
+            }
+        }
+    }
+
     #[test]
     fn a_graph_pointing_outside_itself_is_refused() {
         let kind = VectorIndexKind::Hnsw { m: 8 };

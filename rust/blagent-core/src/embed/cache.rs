@@ -42,6 +42,13 @@ impl EmbeddingCache {
     /// The cache for the model `identity` in blagent's cache folder `cache_dir` (its
     /// `embeddings/` part, beside the vector indexes), created if needed.
     pub fn in_cache_dir(cache_dir: &Path, identity: &str) -> Result<Self> {
+        // An empty path is the current folder, which may be the user's repository (a review:
+        // `Localizer(dense=True, cache_dir='')` wrote the cache there).
+        if cache_dir.as_os_str().is_empty() {
+            return Err(Error::InvalidInput(
+                "the cache folder is an empty path: name a folder".to_owned(),
+            ));
+        }
         if fs::metadata(cache_dir).is_ok_and(|m| !m.is_dir()) {
             return Err(Error::InvalidInput(format!(
                 "the cache folder {} is not a folder",
@@ -185,12 +192,13 @@ fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
     if payload.len() != len * 4 {
         return None;
     }
-    Some(
-        payload
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-    )
+    let vector: Vec<f32> = payload
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    // A vector that is not finite is no embedding (the checksum is no seal: anyone who can
+    // write the cache can write a matching one); it is recomputed, as a damaged entry is.
+    vector.iter().all(|x| x.is_finite()).then_some(vector)
 }
 
 #[cfg(test)]
@@ -231,6 +239,29 @@ mod tests {
         assert_eq!(names, [entry.file_name().unwrap()]);
         let kept = fs::read_to_string(victim.join(entry.file_name().unwrap())).unwrap();
         assert_eq!(kept, "not a vector");
+    }
+
+    /// Found by a review: entries of NaN or infinite numbers, their checksum made to match,
+    /// were served (the dense signals vanished, or one file got them all); and an empty cache
+    /// path put the cache in the current folder.
+    #[test]
+    fn an_entry_that_is_not_finite_is_a_miss_and_an_empty_path_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = EmbeddingCache::open(&dir.path().join("own"), "model").unwrap();
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            cache.put("text", TextKind::Document, &[1.0, bad]).unwrap();
+            assert_eq!(cache.get("text", TextKind::Document, 2).0, None, "{bad}");
+        }
+        cache.put("text", TextKind::Document, &[1.0, 2.0]).unwrap();
+        assert_eq!(
+            cache.get("text", TextKind::Document, 2).0,
+            Some(vec![1.0, 2.0])
+        );
+        let err = EmbeddingCache::in_cache_dir(Path::new(""), "model").unwrap_err();
+        assert!(
+            err.is_input_error() && err.to_string().contains("empty path"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -145,6 +145,17 @@ impl Encoder {
         let weights = read_bounded(&weights_path, MAX_MODEL_BYTES)
             .map_err(|f| f.into_error(&weights_path, "model file"))?;
         contents.update(&weights);
+        // And what else makes the vectors: the configuration (activation, heads, the layer
+        // norm's epsilon, …), pooling, normalization and prefixes (a review: a folder switched
+        // to CLS pooling was served the mean-pooled vectors of its cache).
+        let settings = serde_json::json!({
+            "config": folder.config,
+            "pooling": folder.pooling,
+            "normalize": folder.normalize,
+            "query_prefix": folder.query_prefix,
+            "document_prefix": folder.document_prefix,
+        });
+        contents.update(settings.to_string().as_bytes());
         folder.identity.push_str("/c");
         folder
             .identity

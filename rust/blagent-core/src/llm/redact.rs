@@ -105,6 +105,13 @@ impl Redactor {
         encoded.dedup();
         let literal = |forms: &[String]| forms.iter().map(|f| regex::escape(f)).collect();
         let mut alternatives: Vec<String> = literal(&encoded);
+        // Its bytes in hex, in either case (a review: an endpoint echoing the key so).
+        alternatives.extend(
+            plain
+                .iter()
+                .filter(|s| s.chars().count() <= MAX_VARIANT_CHARS)
+                .map(|s| format!("(?i:{})", hex(s.as_bytes()))),
+        );
         alternatives.extend(plain.iter().map(|s| text_pattern(s)));
         let pattern = build(&alternatives).or_else(|| {
             // Too large a pattern (a huge key): the forms as written, without the variants.
@@ -172,6 +179,14 @@ pub const MIN_KEY_CHARS: usize = 8;
 
 /// The fewest bytes of a secret matched inside longer base64 text (see [`base64_forms`]).
 const MIN_EMBEDDED_BYTES: usize = 8;
+
+/// `bytes` in lower-case hex.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut out, byte| {
+        let _ = write!(out, "{byte:02x}");
+        out
+    })
+}
 
 /// `bytes` in base64 with `alphabet`, padded with `=`.
 fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
@@ -385,6 +400,18 @@ mod tests {
     fn redactor(secrets: &[&str]) -> Redactor {
         let secrets: Vec<Secret> = secrets.iter().map(|s| Secret::new(*s)).collect();
         Redactor::new(&secrets)
+    }
+
+    #[test]
+    fn a_secret_in_hex_is_redacted() {
+        let key = "sk-REV62hexkey";
+        let hex_key = hex(key.as_bytes());
+        assert_eq!(&hex_key[..6], "736b2d");
+        let r = redactor(&[key]);
+        for text in [hex_key.clone(), hex_key.to_uppercase()] {
+            let shown = r.redact(&format!("bad key {text}!"));
+            assert_eq!(shown, format!("bad key {REDACTED}!"));
+        }
     }
 
     #[test]
