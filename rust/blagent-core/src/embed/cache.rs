@@ -104,6 +104,11 @@ impl EmbeddingCache {
     pub fn put(&self, text: &str, kind: TextKind, vector: &[f32]) -> Result<()> {
         let path = self.path(text, kind);
         let parent = path.parent().expect("entries live in a shard folder");
+        // Something else where the shard folder belongs (a file, a FIFO, a dangling link) is
+        // not blagent's either (a review: it failed the run, "File exists").
+        if fs::symlink_metadata(parent).is_ok_and(|m| !m.is_dir()) && !parent.is_dir() {
+            return Ok(());
+        }
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         if path.is_dir() || fs_is_link(parent) {
             // Not an entry, and not blagent's to remove: this vector is just not stored.
@@ -257,6 +262,17 @@ mod tests {
             cache.get("text", TextKind::Document, 2).0,
             Some(vec![1.0, 2.0])
         );
+        // A file or a dangling link where a shard folder belongs: the vector is not stored.
+        let other = (0..100)
+            .map(|i| format!("other {i}"))
+            .find(|t| !cache.path(t, TextKind::Document).parent().unwrap().exists())
+            .unwrap();
+        let entry = cache.path(&other, TextKind::Document);
+        let shard = entry.parent().unwrap();
+        fs::write(shard, "mine").unwrap();
+        cache.put(&other, TextKind::Document, &[1.0]).unwrap();
+        assert_eq!(fs::read_to_string(shard).unwrap(), "mine");
+        assert_eq!(cache.get(&other, TextKind::Document, 1).0, None);
         let err = EmbeddingCache::in_cache_dir(Path::new(""), "model").unwrap_err();
         assert!(
             err.is_input_error() && err.to_string().contains("empty path"),
