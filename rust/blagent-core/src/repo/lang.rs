@@ -237,19 +237,19 @@ fn kotlin_grammar_text(text: &str) -> Option<String> {
         let Some(modifiers) = found.get(1) else {
             continue;
         };
-        let text = modifiers.as_str();
+        let written = modifiers.as_str();
         // The keywords and comments among them; annotations are read as they are.
         let parts: Vec<std::ops::Range<usize>> = PARTS
-            .captures_iter(text)
+            .captures_iter(written)
             .filter(|part| part.get(1).is_none())
             .filter_map(|part| part.get(0).map(|part| part.range()))
             .collect();
         // What the grammar misreads there: a platform modifier, a comment, a line break after
         // a keyword (one after an annotation it reads).
         let misread = parts.iter().any(|part| {
-            matches!(&text[part.clone()], "actual" | "expect")
-                || text[part.clone()].starts_with('/')
-                || text[part.end..]
+            matches!(&written[part.clone()], "actual" | "expect")
+                || written[part.clone()].starts_with('/')
+                || written[part.end..]
                     .trim_start_matches([' ', '\t', '\r'])
                     .starts_with('\n')
         });
@@ -257,7 +257,7 @@ fn kotlin_grammar_text(text: &str) -> Option<String> {
         // or a string this pattern does not see: blanked, that end would go with it (a
         // review: `internal // old */` inside `/* … */` lost the rest of the file).
         let holds_an_end = parts.iter().any(|part| {
-            let part = &text[part.clone()];
+            let part = &written[part.clone()];
             part.starts_with("//") && (part.contains("*/") || part.contains('"'))
         });
         if !misread || holds_an_end {
