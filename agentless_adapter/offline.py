@@ -343,12 +343,13 @@ def write_dataset(dataset: Path, work: Path, ids: set[str] | None) -> Path:
     out = work / DATASET_DIR / "test.jsonl"
     digest = out.with_name(DATASET_DIGEST)
     check_output(out, ("instance_id",), inputs=(dataset,))
-    if out.exists() and _sha256(read_regular(out, MAX_INPUT_BYTES, "output")) != _recorded(digest):
+    recorded = _recorded(digest)
+    if out.exists() and _sha256(read_regular(out, MAX_INPUT_BYTES, "output")) != recorded:
         raise OutputRefused(
             f"{out} exists and this command did not write it (its digest is not the one in "
             f"{digest.name} beside it); remove it or choose another --work"
         )
-    if os.path.lexists(digest) and not _is_own_digest(digest):
+    if os.path.lexists(digest) and recorded is None:
         raise OutputRefused(
             f"{digest} exists and this command did not write it (it is not a regular file "
             "of its own holding one SHA-256); remove it or choose another --work"
@@ -366,24 +367,18 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _is_own_digest(digest: Path) -> bool:
-    """Whether `digest` is one `write_dataset` wrote: a regular file, not a link of either
-    kind, holding one SHA-256 in hex and a newline."""
+def _recorded(digest: Path) -> str | None:
+    """The digest `write_dataset` recorded in `digest`; `None` where that is not a file it
+    wrote: a regular file, not a link of either kind, holding one SHA-256 in hex and a
+    newline."""
     try:
         info = digest.lstat()
     except OSError:
-        return False
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1 or info.st_size > 1024:
-        return False
-    text = read_regular(digest, 1024, "digest").decode("ascii", "replace")
-    return re.fullmatch(r"[0-9a-f]{64}\n", text) is not None
-
-
-def _recorded(digest: Path) -> str | None:
-    """The digest `write_dataset` recorded in `digest`, if it is there and a regular file."""
-    if not digest.is_file() or digest.is_symlink():
         return None
-    return read_regular(digest, 1024, "digest").decode("ascii", "replace").strip()
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1 or info.st_size > 1024:
+        return None
+    text = read_regular(digest, 1024, "digest").decode("ascii", "replace")
+    return text.strip() if re.fullmatch(r"[0-9a-f]{64}\n", text) else None
 
 
 def _parser(agentless_src: Path) -> Any:
