@@ -291,3 +291,47 @@ def test_a_model_that_gives_nan_vectors_is_a_model_error(repo: Path, tmp_path: P
     weights.write_bytes(bytes(data))
     with pytest.raises(ModelError, match="NaN or infinite"):
         localize(repo, tmp_path / "cache", model_dir=broken)
+
+
+def test_garbled_weights_are_a_model_error_naming_the_file(repo: Path, tmp_path: Path) -> None:
+    """Found by a review: safetensors' own error ("header too large") did not say which file."""
+    broken = tmp_path / "garbled"
+    shutil.copytree(default_model_dir(), broken)
+    (broken / "model.safetensors").write_bytes(b"\xff" * 64)
+    with pytest.raises(ModelError, match=re.escape(str(broken / "model.safetensors"))):
+        localize(repo, tmp_path / "cache", model_dir=broken)
+
+
+def test_a_refused_dense_batch_leaves_no_cache_folder(repo: Path, tmp_path: Path) -> None:
+    """Found by a review: the model was loaded (and its cache folders made) before the batch
+    found its output to be its own dataset and refused to run."""
+    trees = tmp_path / "trees"
+    shutil.copytree(repo, trees / "i1")
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "i1", "problem_statement": ISSUE}) + "\n")
+    before = dataset.read_bytes()
+    cache = tmp_path / "cache"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "blagent",
+            "batch",
+            "--dataset",
+            str(dataset),
+            "--repos",
+            str(trees),
+            "--out",
+            str(dataset),
+            "--dense",
+            "--cache-dir",
+            str(cache),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1 and "an input of this run" in proc.stderr, proc.stderr
+    assert dataset.read_bytes() == before
+    assert not cache.exists()

@@ -206,7 +206,7 @@ impl Strict {
         if self.at.is_empty() {
             return error;
         }
-        serde_json::Error::custom(format!("{error} (at {})", self.place()))
+        serde_json::Error::custom(format!("{error}{}", self.at_suffix()))
     }
 
     /// [`Self::placed`] for an error from reading an object or array: one that a value within
@@ -230,15 +230,20 @@ impl Strict {
         place
     }
 
-    fn not_an_object(&self, what: &str) -> serde_json::Error {
-        let place = if self.at.is_empty() {
+    /// ` (at PLACE)` for a message, nothing at the root.
+    fn at_suffix(&self) -> String {
+        if self.at.is_empty() {
             String::new()
         } else {
             format!(" (at {})", self.place())
-        };
+        }
+    }
+
+    fn not_an_object(&self, what: &str) -> serde_json::Error {
         serde_json::Error::custom(format!(
-            "{what}expected a JSON object, found {}{place}",
-            kind(&self.value)
+            "{what}expected a JSON object, found {}{}",
+            kind(&self.value),
+            self.at_suffix()
         ))
     }
 }

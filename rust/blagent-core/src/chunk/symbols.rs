@@ -340,10 +340,14 @@ fn extract_under(
     let mut steps = Vec::new();
     push_children(&mut steps, root, true);
     // The top-level nodes, told apart by id: asking each node for its parent costs time in
-    // proportion to its depth (a Kotlin file of nested expressions took minutes).
-    let top_level: std::collections::HashSet<usize> = {
-        let mut cursor = root.walk();
-        root.children(&mut cursor).map(|node| node.id()).collect()
+    // proportion to its depth (a Kotlin file of nested expressions took minutes). Only a walk
+    // that may re-read them needs them (not the nested walks of re-reading).
+    let top_level: std::collections::HashSet<usize> = match reread {
+        Some(_) => {
+            let mut cursor = root.walk();
+            root.children(&mut cursor).map(|node| node.id()).collect()
+        }
+        None => std::collections::HashSet::new(),
     };
     while let Some(step) = steps.pop() {
         match step {

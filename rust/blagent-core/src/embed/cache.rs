@@ -58,12 +58,13 @@ impl EmbeddingCache {
         Self::open(&cache_dir.join("embeddings"), identity)
     }
 
-    /// The cache for the model `identity` under `root` (created if needed). `root` and the
-    /// model's folder are blagent's own: a link in their place is refused.
+    /// The cache for the model `identity` under `root`. `root` and the model's folder are
+    /// blagent's own: a link in their place is refused. Nothing is created until a vector is
+    /// stored, so that a run refused after its worker was made (an output that is an input)
+    /// leaves no folder behind.
     pub fn open(root: &Path, identity: &str) -> Result<Self> {
         let dir = root.join(&blake3::hash(identity.as_bytes()).to_hex()[..16]);
         refuse_linked_folders(&[root, &dir], "embedding cache")?;
-        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         Ok(EmbeddingCache { dir })
     }
 
@@ -278,6 +279,16 @@ mod tests {
             err.is_input_error() && err.to_string().contains("empty path"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn opening_creates_nothing_until_a_vector_is_stored() {
+        let root = tempfile::tempdir().unwrap();
+        let cache_dir = root.path().join("cache");
+        let cache = EmbeddingCache::in_cache_dir(&cache_dir, "model").unwrap();
+        assert!(!cache_dir.exists());
+        cache.put("x", TextKind::Query, &[1.0]).unwrap();
+        assert_eq!(cache.get("x", TextKind::Query, 1).0, Some(vec![1.0]));
     }
 
     #[test]

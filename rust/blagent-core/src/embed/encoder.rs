@@ -166,8 +166,11 @@ impl Encoder {
             Precision::Int8Avx512 => folder.identity.push_str(INT8_AVX512_IDENTITY),
             Precision::F32 => {}
         }
+        // Errors of reading the weights name their file (a review: "header too large" alone).
+        let weights_err =
+            |e: candle_core::Error| model_err(format!("{}: {e}", weights_path.display()));
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-            .map_err(model_err)?;
+            .map_err(weights_err)?;
         let model = match folder.architecture {
             Architecture::Bert => {
                 let config: bert::Config = serde_json::from_value(folder.config.clone())
@@ -189,7 +192,7 @@ impl Encoder {
                     ),
                 ])?;
                 check_heads(config.hidden_size, config.num_attention_heads)?;
-                Model::Bert(Bert::load(&vb, &config, precision).map_err(model_err)?)
+                Model::Bert(Bert::load(&vb, &config, precision).map_err(weights_err)?)
             }
             Architecture::NomicBert => {
                 let config: nomic_bert::Config = serde_json::from_value(folder.config.clone())
@@ -209,7 +212,9 @@ impl Encoder {
                          not {fraction}"
                     )));
                 }
-                Model::NomicBert(nomic_bert::NomicBertModel::load(vb, &config).map_err(model_err)?)
+                Model::NomicBert(
+                    nomic_bert::NomicBertModel::load(vb, &config).map_err(weights_err)?,
+                )
             }
         };
         Ok(Encoder {
