@@ -335,3 +335,29 @@ def test_a_refused_dense_batch_leaves_no_cache_folder(repo: Path, tmp_path: Path
     assert proc.returncode == 1 and "an input of this run" in proc.stderr, proc.stderr
     assert dataset.read_bytes() == before
     assert not cache.exists()
+
+
+def test_a_cache_that_cannot_be_written_is_a_warning_not_a_failure(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Found by a review: a file where the cache's `indexes/` or `embeddings/` folder belongs
+    (as a read-only or full disk) failed the run with an I/O error, though nothing needed
+    storing to answer it."""
+    reference = localize(repo, tmp_path / "reference")
+    for blocked in ("indexes", "embeddings"):
+        cache = tmp_path / f"blocked-{blocked}"
+        cache.mkdir()
+        (cache / blocked).write_text("not a folder\n")
+        result = localize(repo, cache)
+        assert [f["path"] for f in result["files"]] == [f["path"] for f in reference["files"]]
+        assert any("not stored" in w for w in result["warnings"]), result["warnings"]
+        assert (cache / blocked).read_text() == "not a folder\n"
+
+
+def test_a_cache_inside_the_repository_is_refused(repo: Path, tmp_path: Path) -> None:
+    """Found by a review: `--cache-dir repo/.cache` filled the user's checkout."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(repo, checkout)
+    with pytest.raises(InputError, match="inside"):
+        localize(checkout, checkout / ".cache")
+    assert not (checkout / ".cache").exists()

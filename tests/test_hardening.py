@@ -406,9 +406,10 @@ def test_ctrl_c_stops_batch_and_eval_and_the_output_resumes(
     data.write_text("\n".join(rows) + "\n")
     out = tmp_path / "loc.jsonl"
     common = ["--dataset", str(data), "--repos", str(trees)]
-    # Every run in the blagent pipeline (a resumed output takes only lines of its own
-    # pipeline): without an endpoint it ranks by retrieval alone.
-    pipeline = ["--pipeline", "blagent"]
+    # Every run in the blagent pipeline with model `m` (a resumed output takes only lines of
+    # its own pipeline and model): with no server at the endpoint it ranks by retrieval alone.
+    pipeline = ["--pipeline", "blagent", "--llm-base-url", "http://127.0.0.1:9"]
+    pipeline += ["--llm-model", "m", "--llm-max-retries", "0"]
     first = run("batch", *common, "--out", str(out), "--ids", "shop-1", "--quiet", *pipeline)
     assert first.returncode == 0, first.stderr
     proc, took = _interrupt(["batch", *common, "--out", str(out), *_llm_flags(hanging_url)])

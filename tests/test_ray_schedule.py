@@ -4,6 +4,7 @@ Ray."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -97,3 +98,77 @@ def test_repository_of_reads_the_repo_field_or_the_swe_bench_id() -> None:
     )
     assert repository_of({"instance_id": "django__django-11099"}) == "django__django"
     assert repository_of({"instance_id": "square/okhttp/6452/6460"}) == "square"
+
+
+class _FakeRay:
+    """A `ray` module whose `init` does what a test says (a signal, an error) and records
+    whether the cluster was shut down."""
+
+    def __init__(self, during_init: Callable[[], None]) -> None:
+        self.during_init, self.shut = during_init, False
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **_options: object) -> None:
+        self.during_init()
+
+    def shutdown(self) -> None:
+        self.shut = True
+
+
+def test_a_stop_while_the_local_cluster_starts_waits_for_it_and_stops_it() -> None:
+    """Found by a review: a Ctrl-C that landed in `ray.init` ended the driver by SIGSEGV and
+    left the cluster's agents running. Now the stop is held until the cluster has started,
+    which is then shut down, and the run ends as interrupted."""
+    import signal
+
+    import pytest
+    from blagent._ray import cluster
+
+    for signum, stopped_by in ((signal.SIGINT, None), (signal.SIGTERM, signal.SIGTERM)):
+        fake = _FakeRay(lambda signum=signum: os.kill(os.getpid(), signum))
+        before = signal.getsignal(signum)
+        handlers = (
+            {} if signum == signal.SIGINT else {signum: signal.signal(signum, signal.SIG_DFL)}
+        )
+        try:
+            with (
+                pytest.raises(KeyboardInterrupt) as stopped,
+                contextlib.contextmanager(cluster._connected)(fake, None),
+            ):
+                raise AssertionError("the run goes on after a stop")
+        finally:
+            for number, handler in handlers.items():
+                signal.signal(number, handler)
+        assert fake.shut and getattr(stopped.value, "signum", None) == stopped_by
+        assert signal.getsignal(signum) == before
+
+
+def test_a_cluster_address_where_nothing_listens_or_ray_cannot_read_is_refused() -> None:
+    """Found by a review: `--ray 127.0.0.1:1` waited without end (Ray retries for minutes),
+    and an address Ray cannot read was an I/O error, not bad input."""
+    import socket
+
+    import pytest
+    from blagent import BlagentIOError, InputError
+    from blagent._ray import cluster
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, not listening: the connection is refused
+        fake = _FakeRay(lambda: None)
+        with (
+            pytest.raises(BlagentIOError, match="cannot reach"),
+            contextlib.contextmanager(cluster._connected)(fake, f"127.0.0.1:{port}"),
+        ):
+            pass
+
+    def unreadable() -> None:
+        raise ValueError("not an address")
+
+    with (
+        pytest.raises(InputError, match="not an address"),
+        contextlib.contextmanager(cluster._connected)(_FakeRay(unreadable), "not an address"),
+    ):
+        pass

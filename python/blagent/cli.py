@@ -244,6 +244,12 @@ def cmd_localize(args: argparse.Namespace) -> int:
         ).to_dict()
     _warn_llm(result.get("llm"))
     if args.format == "text":
+        # The JSON carries them; text would not show them at all (a cache that could not be
+        # written, a history git could not read, an unknown language hint). The LLM's
+        # fallbacks were said above, in one line.
+        for warning in result.get("warnings", []):
+            if not warning.startswith("LLM fallback: "):
+                print(f"blagent: warning: {_io.printable(warning)}", file=sys.stderr)
         _print_ranking(result)
     else:
         json.dump(result, sys.stdout, indent=2)

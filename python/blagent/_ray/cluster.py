@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -72,18 +73,40 @@ def _connected(ray: ModuleType, address: str | None) -> Iterator[ModuleType]:
         received.append(signum)
         raise Stopped(signum)
 
+    where = "a local Ray cluster" if address is None else f"the Ray cluster at {address}"
+    if address is not None:
+        _reachable(address, where)
+    # A stop while a local cluster starts waits until it has started, and then stops it: one
+    # that lands in `ray.init` left its agents running and the driver ended by SIGSEGV (a
+    # review). A cluster at an address has nothing of this run's to leave behind.
+    deferred: list[int] = []
+    held = {}
+    if main and address is None:
+        for signum in (signal.SIGINT, *STOPS):
+            if signal.getsignal(signum) not in (signal.SIG_IGN, None):
+                held[signum] = signal.signal(signum, lambda signum, _frame: deferred.append(signum))
     try:
         if address is None:
             ray.init(address="local", include_dashboard=False, **options)
         else:
             ray.init(address=address, **options)
-    except (ConnectionError, RuntimeError, ValueError) as err:
-        where = "a local Ray cluster" if address is None else f"the Ray cluster at {address}"
+    except ValueError as err:  # an address Ray cannot read
+        raise _core.InputError(f"cannot reach {where}: {err}") from err
+    except (ConnectionError, RuntimeError) as err:
         raise _core.BlagentIOError(f"cannot start or reach {where}: {err}") from err
     finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
         for signum, handler in before.items():
             default = handler in (signal.SIG_DFL, command_stop)
             signal.signal(signum, stop if default else handler)
+    if deferred:
+        try:
+            ray.shutdown()
+        finally:
+            for signum, handler in before.items():
+                signal.signal(signum, handler)
+        raise KeyboardInterrupt if deferred[0] == signal.SIGINT else Stopped(deferred[0])
     try:
         yield ray
     except KeyboardInterrupt as err:
@@ -96,6 +119,24 @@ def _connected(ray: ModuleType, address: str | None) -> Iterator[ModuleType]:
         finally:
             for signum, handler in before.items():
                 signal.signal(signum, handler)
+
+
+#: Seconds to wait for a cluster's address to answer before Ray is asked to connect (Ray
+#: retries an address where nothing listens for minutes, and Ctrl-C is heard half a minute late).
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _reachable(address: str, where: str) -> None:
+    """Refuses `address` (`HOST:PORT` or `ray://HOST:PORT`) at once where nothing listens there;
+    other forms (`auto`) are left to Ray."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except (OSError, ValueError, OverflowError) as err:
+        raise _core.BlagentIOError(f"cannot reach {where}: {err}") from err
 
 
 def cluster_cpus(ray: ModuleType) -> int:

@@ -70,6 +70,10 @@ class Driver:
             for slot in self.slots:
                 self._kill(slot.actor)
             self._kill(self.permits)
+            # The core's sink holds the outputs open: dropped here, not when the traceback that
+            # holds this driver goes (a stop by SIGTERM ends the process first), so that an
+            # output it created and never wrote, and its new files, are removed (a review).
+            self.sink = None
 
     def _kill(self, actor: Any) -> None:
         if actor is not None:

@@ -909,3 +909,28 @@ fn a_line_comment_holding_a_block_comments_end_is_not_blanked() {
         ]
     );
 }
+
+/// A declaration after a `}` on the same line: tree-sitter-kotlin-sg wants a line break or `;`
+/// between them (Kotlin's compiler does not), and read `class C { fun f() {} fun g() {} }` as
+/// a class `g`, losing `C` and `f`. A `;` for the grammar in the last blank keeps all three;
+/// a `} val` inside a string or comment changes nothing.
+#[test]
+fn declarations_after_a_brace_on_one_line() {
+    let text = "class C { fun f() {} fun g() {} }\n\nclass D {\n    val x = 1\n    fun h() {}  private fun i() {} }\n\nfun top() = \"} val s\" // } fun t\n";
+    // The grammar still wants a break before a body's closing brace (`fun g() {} }`): an
+    // error it recovers from with every symbol in place.
+    let parsed = parse(text);
+    assert_eq!(
+        symbols(&parsed),
+        [
+            (SymbolKind::Class, "C"),
+            (SymbolKind::Method, "C.f"),
+            (SymbolKind::Method, "C.g"),
+            (SymbolKind::Class, "D"),
+            (SymbolKind::Method, "D.h"),
+            (SymbolKind::Method, "D.i"),
+            (SymbolKind::Function, "top"),
+        ]
+    );
+    assert_eq!(symbol(&parsed, "D.i").signature, "private fun i()");
+}

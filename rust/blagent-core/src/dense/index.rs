@@ -77,6 +77,10 @@ pub struct DenseStats {
     pub index_loaded: bool,
     /// Why a stored index was rebuilt (`absent`, `stale`, `corrupt: …`), if one was looked for.
     pub rebuilt_because: Option<String>,
+    /// What could not be written to the cache (vectors or the index), for the result's
+    /// warnings: the run goes on without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_cached: Option<String>,
     /// Milliseconds embedding.
     pub embed_ms: f64,
     /// Milliseconds building or loading the vector index.
@@ -128,6 +132,13 @@ impl DenseModel {
                 "chunks_per_query must be at least 1".to_owned(),
             ));
         }
+        // A path that is not UTF-8 (`BLAGENT_CACHE_DIR` too) cannot be written in the results.
+        if let Some(dir) = options.cache_dir.as_ref().filter(|d| d.to_str().is_none()) {
+            return Err(Error::InvalidInput(format!(
+                "the cache folder {} (--cache-dir or BLAGENT_CACHE_DIR) is not a UTF-8 path",
+                dir.display()
+            )));
+        }
         let max_tokens = options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
         let encoder = Encoder::load_with_max_tokens(&options.model_dir, Some(max_tokens))?;
         let cache = match &options.cache_dir {
@@ -169,6 +180,12 @@ impl DenseModel {
             .cache_dir
             .as_ref()
             .map(|dir| IndexStore::new(dir.join("indexes").join(&folder[..32])));
+        // The cache is blagent's to write: not inside the checkout it reads (a review found
+        // `--cache-dir repo/.cache` filled the user's tree), as a cassette may not be.
+        if let Some(dir) = &self.options.cache_dir {
+            let repository = crate::repo::Inputs::new().folder(Some(&repo.root));
+            crate::repo::check_folder_place(dir, &repository, "the cache folder")?;
+        }
         let mut stats = DenseStats::default();
         if let Some(store) = &store {
             store.check_folders()?;
@@ -195,8 +212,15 @@ impl DenseModel {
         let start = Instant::now();
         let flat: Vec<f32> = vectors.into_iter().flatten().collect();
         let index = FaissIndex::build(self.options.kind, dim, &flat)?;
+        crate::cancel::check()?;
         if let Some(store) = &store {
-            store.save(&index, &manifest)?;
+            // A cache that cannot be written (read-only, full, something else in the index's
+            // place) costs the next run the build, not this run its result.
+            if let Err(e) = store.save(&index, &manifest) {
+                stats.not_cached.get_or_insert(format!(
+                    "the vector index was not stored in the cache ({e}); the next run builds it again"
+                ));
+            }
         }
         stats.index_ms = elapsed_ms(start);
         Ok(self.wrap(Box::new(index), repo, stats))
@@ -218,6 +242,12 @@ impl DenseModel {
                 })?;
             stats.cached = cache_stats.hits;
             stats.embedded = cache_stats.misses;
+            if let Some(why) = cache_stats.unstored_because {
+                stats.not_cached = Some(format!(
+                    "the embedding cache could not be written ({why}); vectors computed in this \
+                     run were not stored"
+                ));
+            }
             vectors
         } else {
             let mut vectors = Vec::with_capacity(texts.len());

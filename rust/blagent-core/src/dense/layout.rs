@@ -129,16 +129,37 @@ fn words<const N: usize>(bytes: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
         .map(|word| word.try_into().expect("chunks of N bytes"))
 }
 
-/// The HNSW graph's arrays index one another, and Faiss trusts them when it searches: one
-/// level per vector, each vector's neighbour slots inside the neighbour array, and each
-/// neighbour a vector (or -1, an empty slot).
-fn check_graph(
-    len: usize,
-    per_level: &[i32],
-    levels: &[i32],
-    offsets: &[u64],
-    neighbours: &[i32],
-) -> Result<(), String> {
+/// The HNSW graph as the file declares it.
+struct Graph {
+    /// Neighbour slots of the levels below each level, cumulated (`cum_nneighbor_per_level`).
+    per_level: Vec<i32>,
+    /// Each vector's number of levels (its top level + 1).
+    levels: Vec<i32>,
+    /// Where each vector's slots start in `neighbours`, and where the last ends.
+    offsets: Vec<u64>,
+    neighbours: Vec<i32>,
+    entry_point: i32,
+    max_level: i32,
+}
+
+/// The HNSW graph's arrays index one another, and Faiss trusts them when it searches: from the
+/// entry point on the top level down, it reads a vector's slots of a level at its offset plus
+/// `per_level[level]`, up to `per_level[level + 1]`, for every vector it reaches on that level.
+/// So every vector is on level 0 at least and on no level `per_level` has no end for; its slots
+/// lie inside the neighbour array; the entry point is a vector on the top level, and the top
+/// level is one `per_level` ends; and each neighbour in a slot of level L is a vector on level
+/// L (or -1, an empty slot). A review forged a top level above the entry point's, and an entry
+/// point on no level, with the checksum made to match: Faiss read past its arrays and the
+/// process died.
+fn check_graph(len: usize, graph: &Graph) -> Result<(), String> {
+    let Graph {
+        per_level,
+        levels,
+        offsets,
+        neighbours,
+        entry_point,
+        max_level,
+    } = graph;
     if levels.len() != len || offsets.len() != len + 1 {
         return Err(format!(
             "{} levels and {} offsets for {len} vectors",
@@ -151,23 +172,46 @@ fn check_graph(
     if !cumulative_ok {
         return Err("the neighbours per level do not add up".to_owned());
     }
-    let slots = |level: i32| -> Option<u64> {
-        let level = usize::try_from(level).ok()?;
-        per_level.get(level).map(|&n| n as u64)
-    };
-    for (i, &level) in levels.iter().enumerate() {
-        let start = offsets[i];
-        let end = offsets[i + 1];
-        let wanted = slots(level).ok_or_else(|| format!("vector {i} at level {level}"))?;
+    if offsets[0] != 0 {
+        return Err("the neighbour slots do not start at 0".to_owned());
+    }
+    // Levels 0..top, each with an end in `per_level`.
+    let top_ok = |count: i32| count >= 1 && is_below(count, per_level.len());
+    for (i, &count) in levels.iter().enumerate() {
+        if !top_ok(count) {
+            return Err(format!("vector {i} is on {count} levels"));
+        }
+        let (start, end) = (offsets[i], offsets[i + 1]);
+        let wanted = per_level[count as usize] as u64;
         if start > end || end - start != wanted || end > neighbours.len() as u64 {
             return Err(format!("vector {i}'s neighbour slots are out of place"));
         }
     }
-    if offsets[0] != 0 {
-        return Err("the neighbour slots do not start at 0".to_owned());
+    let entry_ok = if len == 0 {
+        *entry_point == -1 && *max_level == -1
+    } else {
+        is_below(*entry_point, len) && levels[*entry_point as usize] == max_level.saturating_add(1)
+    };
+    if !entry_ok {
+        return Err(format!(
+            "entry point {entry_point} at level {max_level} is outside the graph"
+        ));
     }
-    if let Some(bad) = neighbours.iter().find(|&&n| n != -1 && !is_below(n, len)) {
-        return Err(format!("neighbour {bad} is not a vector"));
+    for (i, &count) in levels.iter().enumerate() {
+        for level in 0..count as usize {
+            let from = offsets[i] + per_level[level] as u64;
+            let to = offsets[i] + per_level[level + 1] as u64;
+            for &n in &neighbours[from as usize..to as usize] {
+                if n == -1 {
+                    continue;
+                }
+                if !is_below(n, len) || (levels[n as usize] as usize) <= level {
+                    return Err(format!(
+                        "neighbour {n} of vector {i} is not on level {level}"
+                    ));
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -182,25 +226,16 @@ pub fn check(bytes: &[u8], kind: VectorIndexKind, dim: usize, len: usize) -> Res
             cursor.fourcc(*b"IHNf")?;
             cursor.header(dim, len)?;
             cursor.vector(8, "the level probabilities")?;
-            let per_level = cursor.i32s("the neighbours per level")?;
-            let levels = cursor.i32s("the levels")?;
-            let offsets = cursor.u64s("the offsets")?;
-            let neighbours = cursor.i32s("the neighbours")?;
-            let entry_point = cursor.i32("the entry point")?;
-            let max_level = cursor.i32("the top level")?;
-            cursor.take(3 * 4, "the graph's parameters")?;
-            check_graph(len, &per_level, &levels, &offsets, &neighbours)?;
-            // Search starts at the entry point on the top level: both index arrays.
-            let entry_ok = if len == 0 {
-                entry_point == -1
-            } else {
-                is_below(entry_point, len)
+            let graph = Graph {
+                per_level: cursor.i32s("the neighbours per level")?,
+                levels: cursor.i32s("the levels")?,
+                offsets: cursor.u64s("the offsets")?,
+                neighbours: cursor.i32s("the neighbours")?,
+                entry_point: cursor.i32("the entry point")?,
+                max_level: cursor.i32("the top level")?,
             };
-            if !entry_ok || (max_level != -1 && !is_below(max_level, per_level.len())) {
-                return Err(format!(
-                    "entry point {entry_point} at level {max_level} is outside the graph"
-                ));
-            }
+            cursor.take(3 * 4, "the graph's parameters")?;
+            check_graph(len, &graph)?;
             cursor.flat(dim, len)?;
         }
     }
@@ -305,6 +340,73 @@ mod tests {
             }
         }
         assert!(refused > 16, "{refused}");
+    }
+
+    /// Where the levels array's values start in an HNSW file, and the entry point's index.
+    fn levels_at(bytes: &[u8]) -> (usize, usize) {
+        let mut cursor = Cursor { bytes, at: 0 };
+        cursor.fourcc(*b"IHNf").unwrap();
+        cursor.take(4 + 8 + 16 + 1 + 4, "header").unwrap();
+        cursor.vector(8, "probabilities").unwrap();
+        cursor.i32s("per level").unwrap();
+        let at = cursor.at + 8;
+        let levels = cursor.i32s("levels").unwrap();
+        cursor.u64s("offsets").unwrap();
+        cursor.i32s("neighbours").unwrap();
+        let entry = cursor.i32("entry").unwrap() as usize;
+        assert!(levels.len() > entry);
+        (at, entry)
+    }
+
+    /// From a review, each of which made Faiss read past its arrays and end the process: a top
+    /// level above the entry point's, an entry point (or any vector) on no level, and a
+    /// neighbour listed on a level its vector is not on.
+    #[test]
+    fn a_graph_whose_levels_disagree_is_refused() {
+        let kind = VectorIndexKind::Hnsw { m: 4 };
+        let data: Vec<f32> = (0..3000 * 8)
+            .map(|i: u32| (i.wrapping_mul(2_654_435_761) % 1000) as f32 / 1000.0)
+            .collect();
+        let index = FaissIndex::build(kind, 8, &data).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.faiss");
+        index.save(&path).unwrap();
+        let bytes = std::fs::read(path).unwrap();
+        let (levels, entry) = levels_at(&bytes);
+        let level_of = |i: usize| {
+            i32::from_le_bytes(
+                bytes[levels + 4 * i..levels + 4 * i + 4]
+                    .try_into()
+                    .unwrap(),
+            )
+        };
+        let set = |at: usize, value: i32| {
+            let mut crafted = bytes.clone();
+            crafted[at..at + 4].copy_from_slice(&value.to_le_bytes());
+            check(&crafted, kind, 8, 3000)
+        };
+        let top = level_of(entry);
+        assert!(top >= 2, "a graph of several levels");
+        // The top level, right after the entry point, one higher than the entry point's.
+        let flat_start = bytes.len() - (4 + 4 + 8 + 16 + 1 + 4 + 8 + 3000 * 8 * 4);
+        let max_level = flat_start - 4 * 4;
+        assert!(set(max_level, top).is_err());
+        assert!(set(levels + 4 * entry, 0).is_err());
+        let low = (0..3000).find(|&i| level_of(i) == 1).unwrap();
+        assert!(set(levels + 4 * low, 0).is_err());
+        // A vector of level 0 only, listed where the entry point's level-1 neighbours are:
+        // found as the entry point's first slot above level 0 holding a neighbour.
+        let mut refused = 0;
+        let other = (0..3000i32)
+            .find(|&i| level_of(i as usize) == 1 && i as usize != entry)
+            .unwrap();
+        for at in (levels..flat_start).step_by(4) {
+            let word = i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+            if word >= 0 && (word as usize) < 3000 && level_of(word as usize) >= 2 {
+                refused += usize::from(set(at, other).is_err());
+            }
+        }
+        assert!(refused > 0);
     }
 
     /// Every length field set to 2^39 (which Faiss would allocate before reading) is refused.

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::vectors::{FaissIndex, VectorIndex, VectorIndexKind};
 use crate::error::{Error, Result};
-use crate::repo::read::{read_bounded, MAX_SMALL_FILE_BYTES};
+use crate::repo::read::{read_own_bounded, MAX_SMALL_FILE_BYTES};
 
 /// Bumped when the stored layout changes; older stores are rebuilt.
 const FORMAT: u32 = 1;
@@ -83,7 +83,7 @@ impl IndexStore {
     /// Loads the stored index if it was built exactly as `expected` says (checksum aside).
     pub fn load(&self, expected: &Manifest) -> std::result::Result<FaissIndex, StoreMiss> {
         let manifest_path = self.dir.join(MANIFEST);
-        let text = match read_bounded(&manifest_path, MAX_SMALL_FILE_BYTES) {
+        let text = match read_own_bounded(&manifest_path, MAX_SMALL_FILE_BYTES) {
             Ok(text) => text,
             Err(failure) if failure.is_not_found() => return Err(StoreMiss::Absent),
             Err(failure) => {
@@ -108,7 +108,7 @@ impl IndexStore {
         let limit = (manifest.len as u64)
             .saturating_mul(manifest.dim as u64 * 4 + 1024)
             .saturating_add(64 << 20);
-        let bytes = read_bounded(&path, limit)
+        let bytes = read_own_bounded(&path, limit)
             .map_err(|f| StoreMiss::Corrupt(f.into_error(&path, "index file").to_string()))?;
         if blake3::hash(&bytes).to_hex().as_str() != manifest.checksum {
             return Err(StoreMiss::Corrupt(
@@ -119,7 +119,7 @@ impl IndexStore {
         // allocate whatever lengths the file declares.
         super::layout::check(&bytes, manifest.kind, manifest.dim, manifest.len)
             .map_err(|why| StoreMiss::Corrupt(format!("index file: {why}")))?;
-        let index = FaissIndex::load(&path, manifest.kind)
+        let index = FaissIndex::from_bytes(&bytes, manifest.kind)
             .map_err(|e| StoreMiss::Corrupt(e.to_string()))?;
         if index.len() != manifest.len || index.dim() != manifest.dim {
             return Err(StoreMiss::Corrupt(
@@ -138,6 +138,10 @@ impl IndexStore {
             .map_err(|e| Error::io(&self.dir, e))?;
         index.save(tmp.path())?;
         let bytes = fs::read(tmp.path()).map_err(|e| Error::io(tmp.path(), e))?;
+        // Faiss does not report an error on closing the file it wrote (a full disk left an
+        // index cut short): what it wrote is checked as a load would check it.
+        super::layout::check(&bytes, manifest.kind, manifest.dim, manifest.len)
+            .map_err(|why| Error::Internal(format!("the index written is not whole: {why}")))?;
         let path = self.dir.join(VECTORS);
         tmp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
         let manifest = Manifest {

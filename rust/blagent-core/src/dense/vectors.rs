@@ -1,6 +1,7 @@
 //! Vector search behind one trait, so retrieval does not know which index answers: an exact
 //! inner-product index by default, HNSW for large corpora, both from Faiss.
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -15,6 +16,8 @@ use crate::error::{Error, Result};
 pub const DEFAULT_HNSW_M: u32 = 32;
 /// HNSW search breadth: larger is slower and closer to exact.
 const HNSW_EF_SEARCH: f64 = 128.0;
+/// Vectors added to an index per Faiss call (a cancellation check between calls).
+const ADD_SLICE: usize = 1024;
 
 /// Which vector index to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -104,10 +107,29 @@ impl FaissIndex {
         }
         let mut index = index_factory(dim as u32, kind.description(), MetricType::InnerProduct)
             .map_err(|e| faiss_err(&e))?;
-        if !vectors.is_empty() {
-            index.add(vectors).map_err(|e| faiss_err(&e))?;
+        // Added a slice at a time, so that Ctrl-C is heard while an HNSW graph is built (a
+        // review: 30,000 vectors in one call took 55 s to stop). A flat index is the same
+        // however its vectors come; a graph's links depend on the order of insertion, which
+        // Faiss sorts by level within each call, so graphs of more vectors than a slice differ
+        // from those built before in one call (each as good).
+        for slice in vectors.chunks(ADD_SLICE * dim) {
+            crate::cancel::check()?;
+            index.add(slice).map_err(|e| faiss_err(&e))?;
         }
         Self::wrap(index, kind)
+    }
+
+    /// Reads the index in `bytes` (as [`VectorIndex::save`] wrote them, checked by the caller):
+    /// Faiss reads a private copy of exactly these bytes, never the file they came from, which
+    /// may have changed since they were read (a review swapped in a forged file between the
+    /// check and Faiss's read).
+    pub fn from_bytes(bytes: &[u8], kind: VectorIndexKind) -> Result<Self> {
+        let mut copy =
+            tempfile::NamedTempFile::new().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        copy.write_all(bytes)
+            .and_then(|()| copy.flush())
+            .map_err(|e| Error::io(copy.path(), e))?;
+        Self::load(copy.path(), kind)
     }
 
     /// Reads an index written by [`VectorIndex::save`]; any failure is an error (never a panic).

@@ -1,8 +1,10 @@
 //! A content-addressed embedding cache on disk: one file per (model identity, exact text)
 //! key, so indexing another commit of a repository embeds only the chunks it has not seen.
 //!
-//! An entry is `MAGIC`, the vector's length (u32), the vector (f32, little-endian) and the
-//! first 8 bytes of the BLAKE3 hash of everything before them. Writes go to a temporary file
+//! An entry is `MAGIC`, its key (32 bytes: the BLAKE3 hash of the model's folder name and the
+//! entry's file name, so that an entry moved to another text's or model's place is no entry
+//! there), the vector's length (u32), the vector (f32, little-endian) and the first 8 bytes of
+//! the BLAKE3 hash of everything before them. Writes go to a temporary file
 //! in the same folder and are renamed into place, so readers never see half an entry and
 //! concurrent writers of the same key are harmless. A truncated or corrupt entry is removed
 //! and reported as a miss.
@@ -13,16 +15,18 @@ use std::path::{Path, PathBuf};
 
 use super::encoder::{Encoder, TextKind};
 use crate::error::{Error, Result};
-use crate::repo::read::{read_bounded, MAX_SMALL_FILE_BYTES};
+use crate::repo::read::{read_own_bounded, MAX_SMALL_FILE_BYTES};
 use crate::repo::{fs_is_link, refuse_linked_folders};
 
-const MAGIC: &[u8; 4] = b"BLE1";
+/// `BLE1` entries (before keys) are misses, replaced as they are met.
+const MAGIC: &[u8; 4] = b"BLE2";
+const KEY_BYTES: usize = 32;
 const CHECKSUM_BYTES: usize = 8;
 /// Misses embedded (and stored) per encoder call.
 const EMBED_SLICE: usize = 512;
 
 /// Hits and misses of one [`EmbeddingCache::embed`] call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CacheStats {
     /// Vectors read from the cache.
     pub hits: usize,
@@ -30,12 +34,17 @@ pub struct CacheStats {
     pub misses: usize,
     /// Entries found corrupt and discarded (counted in `misses` too).
     pub discarded: usize,
+    /// Why the vectors computed were not stored, where the cache could not be written (a
+    /// read-only or full disk): the run goes on without storing them.
+    pub unstored_because: Option<String>,
 }
 
 /// The embedding cache of one model.
 #[derive(Debug, Clone)]
 pub struct EmbeddingCache {
     dir: PathBuf,
+    /// The model's folder name (its identity's hash), part of every entry's key.
+    model: String,
 }
 
 impl EmbeddingCache {
@@ -63,12 +72,19 @@ impl EmbeddingCache {
     /// stored, so that a run refused after its worker was made (an output that is an input)
     /// leaves no folder behind.
     pub fn open(root: &Path, identity: &str) -> Result<Self> {
-        let dir = root.join(&blake3::hash(identity.as_bytes()).to_hex()[..16]);
+        let model = blake3::hash(identity.as_bytes()).to_hex()[..16].to_owned();
+        let dir = root.join(&model);
         refuse_linked_folders(&[root, &dir], "embedding cache")?;
-        Ok(EmbeddingCache { dir })
+        Ok(EmbeddingCache { dir, model })
     }
 
+    #[cfg(test)]
     fn path(&self, text: &str, kind: TextKind) -> PathBuf {
+        self.place(text, kind).0
+    }
+
+    /// Where the entry of `text` lies, and its key.
+    fn place(&self, text: &str, kind: TextKind) -> (PathBuf, [u8; KEY_BYTES]) {
         let tag: &[u8] = match kind {
             TextKind::Query => b"q\0",
             TextKind::Document => b"d\0",
@@ -77,23 +93,28 @@ impl EmbeddingCache {
         hasher.update(tag);
         hasher.update(text.as_bytes());
         let name = hasher.finalize().to_hex();
-        self.dir.join(&name[..2]).join(&name[2..])
+        let key = blake3::Hasher::new()
+            .update(self.model.as_bytes())
+            .update(b"\0")
+            .update(name.as_bytes())
+            .finalize();
+        (self.dir.join(&name[..2]).join(&name[2..]), *key.as_bytes())
     }
 
     /// The cached vector for `text`, if a sound entry of `dimension` floats exists. A corrupt
     /// entry (or a sound one of another size) is removed; the second value says whether that
     /// happened.
     pub fn get(&self, text: &str, kind: TextKind, dimension: usize) -> (Option<Vec<f32>>, bool) {
-        let path = self.path(text, kind);
+        let (path, key) = self.place(text, kind);
         if path.parent().is_some_and(fs_is_link) {
             return (None, false); // a linked shard folder is not the cache's: neither read nor cleaned
         }
         // An entry is a few kilobytes; anything else in its place (a FIFO, a huge file) is
         // a miss, read no further.
-        let Ok(bytes) = read_bounded(&path, MAX_SMALL_FILE_BYTES) else {
+        let Ok(bytes) = read_own_bounded(&path, MAX_SMALL_FILE_BYTES) else {
             return (None, false);
         };
-        if let Some(vector) = decode(&bytes).filter(|v| v.len() == dimension) {
+        if let Some(vector) = decode(&bytes, &key).filter(|v| v.len() == dimension) {
             (Some(vector), false)
         } else {
             let _ = fs::remove_file(&path);
@@ -103,7 +124,7 @@ impl EmbeddingCache {
 
     /// Stores `vector` for `text` atomically.
     pub fn put(&self, text: &str, kind: TextKind, vector: &[f32]) -> Result<()> {
-        let path = self.path(text, kind);
+        let (path, key) = self.place(text, kind);
         let parent = path.parent().expect("entries live in a shard folder");
         // Something else where the shard folder belongs (a file, a FIFO, a dangling link) is
         // not blagent's either (a review: it failed the run, "File exists").
@@ -111,12 +132,14 @@ impl EmbeddingCache {
             return Ok(());
         }
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-        if path.is_dir() || fs_is_link(parent) {
-            // Not an entry, and not blagent's to remove: this vector is just not stored.
+        let in_place = fs::symlink_metadata(&path);
+        if in_place.is_ok_and(|m| !m.is_file()) || fs_is_link(parent) {
+            // Not an entry (a folder, a FIFO, a link), and not blagent's to remove: this
+            // vector is just not stored.
             return Ok(());
         }
         let mut file = tempfile::NamedTempFile::new_in(parent).map_err(|e| Error::io(parent, e))?;
-        file.write_all(&encode(vector))
+        file.write_all(&encode(vector, &key))
             .map_err(|e| Error::io(file.path(), e))?;
         file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
         Ok(())
@@ -146,6 +169,9 @@ impl EmbeddingCache {
         let mut missing = Vec::new();
         let dimension = encoder.folder().dimension;
         for (i, text) in texts.iter().enumerate() {
+            if i % EMBED_SLICE == 0 {
+                crate::cancel::check()?; // a large cache is read for seconds
+            }
             let (vector, discarded) = self.get(text, kind, dimension);
             stats.discarded += usize::from(discarded);
             if vector.is_none() {
@@ -160,7 +186,12 @@ impl EmbeddingCache {
         for slice in missing.chunks(EMBED_SLICE) {
             let to_embed: Vec<&str> = slice.iter().map(|&i| texts[i]).collect();
             for (&i, vector) in slice.iter().zip(encoder.embed(&to_embed, kind)?) {
-                self.put(texts[i], kind, &vector)?;
+                // A cache that cannot be written does not stop the run (nor is it tried again).
+                if stats.unstored_because.is_none() {
+                    if let Err(e) = self.put(texts[i], kind, &vector) {
+                        stats.unstored_because = Some(e.to_string());
+                    }
+                }
                 out[i] = Some(vector);
             }
             progress(slice.len());
@@ -172,9 +203,10 @@ impl EmbeddingCache {
     }
 }
 
-fn encode(vector: &[f32]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(8 + vector.len() * 4 + CHECKSUM_BYTES);
+fn encode(vector: &[f32], key: &[u8; KEY_BYTES]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(8 + KEY_BYTES + vector.len() * 4 + CHECKSUM_BYTES);
     bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(key);
     bytes.extend_from_slice(&(vector.len() as u32).to_le_bytes());
     for x in vector {
         bytes.extend_from_slice(&x.to_le_bytes());
@@ -184,17 +216,20 @@ fn encode(vector: &[f32]) -> Vec<u8> {
     bytes
 }
 
-fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
+/// The vector of an entry whose key is `key`; `None` for a damaged entry or another's.
+fn decode(bytes: &[u8], key: &[u8; KEY_BYTES]) -> Option<Vec<f32>> {
+    const HEAD: usize = 4 + KEY_BYTES + 4;
     let body_len = bytes.len().checked_sub(CHECKSUM_BYTES)?;
     let (body, checksum) = bytes.split_at(body_len);
-    if body.len() < 8
+    if body.len() < HEAD
         || &body[..4] != MAGIC
+        || body[4..4 + KEY_BYTES] != *key
         || blake3::hash(body).as_bytes()[..CHECKSUM_BYTES] != *checksum
     {
         return None;
     }
-    let len = u32::from_le_bytes(body[4..8].try_into().ok()?) as usize;
-    let payload = &body[8..];
+    let len = u32::from_le_bytes(body[HEAD - 4..HEAD].try_into().ok()?) as usize;
+    let payload = &body[HEAD..];
     if payload.len() != len * 4 {
         return None;
     }
@@ -367,8 +402,41 @@ mod tests {
                 std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
             }
             assert_eq!(cache.get(text, TextKind::Document, 8), (None, false));
-            assert!(fs::symlink_metadata(&path).is_ok());
+            cache.put(text, TextKind::Document, &[0.5; 8]).unwrap();
+            let left = fs::symlink_metadata(&path).unwrap();
+            assert!(!left.is_file(), "left where it is, not replaced");
         }
+    }
+
+    /// Found by a review: entries swapped between two texts' places, or copied from another
+    /// model's folder (of the same width), were served as theirs, and the ranking moved.
+    #[test]
+    fn an_entry_in_another_texts_or_models_place_is_a_miss() {
+        let root = tempfile::tempdir().unwrap();
+        let a = EmbeddingCache::open(root.path(), "model-a").unwrap();
+        let b = EmbeddingCache::open(root.path(), "model-b").unwrap();
+        a.put("one", TextKind::Document, &[1.0, 0.0]).unwrap();
+        a.put("two", TextKind::Document, &[0.0, 1.0]).unwrap();
+        let (one, two) = (
+            a.path("one", TextKind::Document),
+            a.path("two", TextKind::Document),
+        );
+        let bytes = fs::read(&one).unwrap();
+        fs::write(&two, &bytes).unwrap();
+        assert_eq!(a.get("two", TextKind::Document, 2), (None, true));
+        assert_eq!(a.get("one", TextKind::Query, 2).0, None);
+        let theirs = b.path("one", TextKind::Document);
+        fs::create_dir_all(theirs.parent().unwrap()).unwrap();
+        fs::write(&theirs, &bytes).unwrap();
+        assert_eq!(b.get("one", TextKind::Document, 2), (None, true));
+        assert_eq!(a.get("one", TextKind::Document, 2).0, Some(vec![1.0, 0.0]));
+        // An entry of the format before keys is a miss, replaced when stored again.
+        let mut old = b"BLE1".to_vec();
+        old.extend_from_slice(&2u32.to_le_bytes());
+        old.extend_from_slice(&[0u8; 8]);
+        old.extend_from_slice(&blake3::hash(&old).as_bytes()[..CHECKSUM_BYTES]);
+        fs::write(&one, &old).unwrap();
+        assert_eq!(a.get("one", TextKind::Document, 2).0, None);
     }
 
     #[test]

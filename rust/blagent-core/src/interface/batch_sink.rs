@@ -59,6 +59,13 @@ fn line_shape(config: &BatchConfig) -> LineShape {
         granularity: config.asked_granularity().name(),
         related_locs: config.related_locs,
         settings: line_settings(&config.run.options),
+        llm_model: (config.run.pipeline != crate::agent::Pipeline::Fused).then(|| {
+            let name = config.run.llm.as_ref().map_or_else(
+                || crate::llm::ChatModel::name(&crate::llm::NoModel),
+                |llm| llm.model.name(),
+            );
+            super::resume::asked_model(&name).to_owned()
+        }),
     }
 }
 
@@ -68,6 +75,9 @@ impl BatchSink {
     /// last line), and empties the last run's failures file.
     pub fn open(config: &BatchConfig) -> Result<Self> {
         let start = Instant::now();
+        // A trees folder that is missing or not a folder is bad input, not a failure of every
+        // instance (a review: exit 3 and a failures file naming each instance's missing tree).
+        crate::repo::read::user_folder(&config.run.repos, "the trees folder (--repos)")?;
         let instances = selected(config)?;
         // The trees of ids that name one (an id leaving the trees folder fails on its own).
         let trees = instances

@@ -87,30 +87,52 @@ impl Progress {
     }
 }
 
-/// `text` with control characters escaped (`\u{1b}`): instance ids and messages come from the
-/// dataset and must not drive the terminal.
+/// `text` with control characters escaped (`\u{1b}`), and the format characters that reorder
+/// or hide text (bidirectional overrides and isolates, zero-width characters): instance ids and
+/// messages come from the dataset and must not drive the terminal, nor show other text than
+/// they hold. Cut at [`MAX_SHOWN_CHARS`] characters (a 100 KB id made 100 KB progress lines).
 fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.chars().any(char::is_control) {
-        text.chars()
-            .map(|c| {
-                if c.is_control() {
-                    c.escape_default().to_string()
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect::<String>()
-            .into()
-    } else {
-        text.into()
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}' | '\u{feff}')
+    };
+    let long = text.len() > MAX_SHOWN_CHARS && text.chars().nth(MAX_SHOWN_CHARS).is_some();
+    if !long && !text.chars().any(hidden) {
+        return text.into();
     }
+    let mut shown: String = text
+        .chars()
+        .take(MAX_SHOWN_CHARS)
+        .map(|c| {
+            if hidden(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    if long {
+        shown.push('…');
+    }
+    shown.into()
 }
+
+/// The most characters of an id or message a progress line shows.
+const MAX_SHOWN_CHARS: usize = 500;
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn control_characters_are_escaped() {
         assert_eq!(super::printable("a\u{1b}]0;x\u{7}b"), "a\\u{1b}]0;x\\u{7}b");
+        // From a review: a right-to-left override showed `live` as `evil`.
+        assert_eq!(super::printable("\u{202e}live"), "\\u{202e}live");
+        let long = "x".repeat(100_000);
+        assert_eq!(
+            super::printable(&long).chars().count(),
+            super::MAX_SHOWN_CHARS + 1
+        );
         assert!(matches!(
             super::printable("plain é"),
             std::borrow::Cow::Borrowed(_)

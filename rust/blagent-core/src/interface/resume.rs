@@ -25,6 +25,20 @@ pub(super) struct LineShape {
     pub granularity: &'static str,
     pub related_locs: bool,
     pub settings: Value,
+    /// The model an LLM pipeline asks ([`asked_model`] of `blagent.llm.model`); `None` for the
+    /// LLM-free pipeline.
+    pub llm_model: Option<String>,
+}
+
+/// The model a run's model name asks, whichever backend answers it: `http:gpt-x`,
+/// `replay:gpt-x` and `replay:gpt-x+http:gpt-x` all ask `gpt-x` (a run recorded live resumes
+/// from its cassette); `none` is the LLM-free model.
+pub(super) fn asked_model(name: &str) -> &str {
+    let name = name
+        .strip_prefix("replay:")
+        .or_else(|| name.strip_prefix("http:"))
+        .unwrap_or(name);
+    name.split('+').next().unwrap_or(name)
 }
 
 /// The settings of `options` that shape a batch's lines, as each line records them under
@@ -87,6 +101,15 @@ impl LineShape {
                 what.push(format!("{name} {theirs} (this run: {ours})"));
             }
         }
+        let model = line
+            .pointer("/blagent/llm/model")
+            .and_then(Value::as_str)
+            .map(asked_model);
+        if let (Some(theirs), Some(ours)) = (model, self.llm_model.as_deref()) {
+            if theirs != ours {
+                what.push(format!("model {theirs} (this run: {ours})"));
+            }
+        }
         if let Some(theirs) = line.get("blagent_settings") {
             let mut differences = Vec::new();
             settings_differences(
@@ -139,9 +162,16 @@ pub(super) fn existing_ids(
             .ok()
             .and_then(|text| crate::json::value(text).ok())
     };
-    let tail_is_whole = read(tail).is_some();
-    let lines = bytes[..complete]
-        .split(|&b| b == b'\n')
+    // A last line without its newline is whole by the rule that keeps it (`end_last_line`):
+    // one that rule keeps but this reading refuses (a key given twice) is refused, not left
+    // uncounted and then run again (a review found its instance written twice).
+    let tail_is_whole = serde_json::from_slice::<serde_json::Value>(tail).is_ok();
+    // Each complete line once (not the empty piece after the last newline), so that the
+    // whole last line is numbered as the line it is.
+    let lines = (complete > 0)
+        .then(|| bytes[..complete - 1].split(|&b| b == b'\n'))
+        .into_iter()
+        .flatten()
         .chain(tail_is_whole.then_some(tail));
     for (i, line) in lines.enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -185,6 +215,7 @@ mod tests {
             granularity: "file",
             related_locs: false,
             settings: line_settings(&LocalizeOptions::default()),
+            llm_model: None,
         }
     }
 
@@ -238,6 +269,43 @@ mod tests {
         let err = read_ids(&out).expect_err("a repeated key");
         assert!(err.to_string().contains("loc.jsonl:1"), "{err}");
         assert_eq!(std::fs::read_to_string(&out).expect("read"), twice);
+        // The same as a last line without its newline: it was neither counted nor refused,
+        // then kept, and its instance run again.
+        let text = "{\"instance_id\": \"a\"}\n{\"instance_id\": \"b\", \"x\": 1, \"x\": 2}";
+        std::fs::write(&out, text).expect("write");
+        let err = read_ids(&out).expect_err("a repeated key");
+        assert!(err.to_string().contains("loc.jsonl:2"), "{err}");
+        assert_eq!(std::fs::read_to_string(&out).expect("read"), text);
+    }
+
+    /// Found by a review: a run resumed with another model, so that one output held the
+    /// rankings of two. A cassette of the same model (`replay:`) resumes a live run.
+    #[test]
+    fn lines_of_another_model_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("loc.jsonl");
+        let line = |model: &str| {
+            format!(
+                "{{\"instance_id\": \"a\", \"blagent\": {{\"pipeline\": \"blagent\", \
+                 \"granularity\": \"file\", \"llm\": {{\"model\": \"{model}\"}}}}}}\n"
+            )
+        };
+        let asking = |model: &str| LineShape {
+            pipeline: "blagent",
+            llm_model: Some(model.to_owned()),
+            ..shape()
+        };
+        std::fs::write(&out, line("http:gpt-x")).expect("write");
+        let err = read_ids_as(&out, &asking("other")).expect_err("another model");
+        assert!(
+            err.to_string().contains("model gpt-x (this run: other)"),
+            "{err}"
+        );
+        assert!(read_ids_as(&out, &asking("gpt-x")).is_ok());
+        std::fs::write(&out, line("replay:gpt-x+http:gpt-x")).expect("write");
+        assert!(read_ids_as(&out, &asking("gpt-x")).is_ok());
+        std::fs::write(&out, line("none")).expect("write");
+        assert!(read_ids_as(&out, &asking("gpt-x")).is_err());
     }
 
     #[test]

@@ -140,6 +140,13 @@ fn build(
     if let Some(note) = &repo.history.note {
         warnings.push(note.clone());
     }
+    if let Some(note) = index
+        .dense
+        .as_ref()
+        .and_then(|d| d.stats.not_cached.as_ref())
+    {
+        warnings.push(note.clone());
+    }
     let stats = IndexStats::of(repo);
     warnings.extend(file_warnings(repo, ranked.iter().map(|&(f, _)| f)));
     let files = ranked

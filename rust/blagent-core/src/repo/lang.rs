@@ -186,6 +186,13 @@ fn kotlin_grammar() -> tree_sitter::Language {
 ///
 /// NUL characters are spaces in that text too: the grammar's scanner left a string a NUL
 /// stopped open on its stack of strings, which aborts the process when full.
+///
+/// A declaration that follows a `}` on its line (`class C { fun f() {} fun g() {} }`) is
+/// parted from it by a `;` in place of the last blank between them: the grammar wants a line
+/// break or `;` there, where Kotlin's compiler takes none, and without it read `C` as a class
+/// `g` and lost `C` and `f`. Only a hard keyword (`fun`, `val`, `var`, `class`, `object`,
+/// `interface`), after modifiers or not, is taken for a declaration; in a string or comment the
+/// `;` changes nothing the symbols read.
 fn kotlin_grammar_text(text: &str) -> Option<String> {
     // Modifiers, each followed by white space or comments, then `constructor(`.
     static CONSTRUCTOR: LazyLock<Regex> = LazyLock::new(|| {
@@ -209,8 +216,26 @@ fn kotlin_grammar_text(text: &str) -> Option<String> {
         Regex::new(r"(?:[:(,<=]|\b(?:as\??|is))\s*(@[A-Za-z_][A-Za-z0-9_.]*)\s+\(")
             .expect("valid pattern")
     });
+    // A `}`, blanks, then a declaration's modifiers and hard keyword on the same line.
+    static AFTER_BRACE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"\}[ \t]+(?:(?:private|public|protected|internal|override|open|abstract|final|",
+            r"data|enum|sealed|inner|companion|inline|suspend|operator|infix|const|lateinit|",
+            r"tailrec|external|annotation|value|actual|expect)[ \t]+)*",
+            r"(?:fun|val|var|class|object|interface)\b",
+        ))
+        .expect("valid pattern")
+    });
     let bytes = text.as_bytes();
     let mut masked: Option<Vec<u8>> = None;
+    for found in AFTER_BRACE.find_iter(text) {
+        // The last blank before the modifiers: the brace is one byte, blanks follow it.
+        let blanks = bytes[found.start() + 1..found.end()]
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
+        masked.get_or_insert_with(|| bytes.to_vec())[found.start() + blanks] = b';';
+    }
     // A NUL ends the scanner's reading of a string with the string left on its stack, so each
     // one in a string leaked an entry until the stack's end aborted the process (a review:
     // 600 lines of `val x = "<NUL>`). The grammar reads a space there.

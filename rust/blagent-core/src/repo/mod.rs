@@ -15,9 +15,9 @@ pub use self::lang::{
     PYTHON,
 };
 pub use self::output::{
-    check_distinct, check_output, check_place, complete_last_line, end_last_line, fs_is_link,
-    json_lines_with, json_object_with, open_output, open_outputs, open_outputs_checked,
-    read_output, refuse_linked_folders, Inputs, Output, OutputMode,
+    check_distinct, check_folder_place, check_output, check_place, complete_last_line,
+    end_last_line, fs_is_link, json_lines_with, json_object_with, open_output, open_outputs,
+    open_outputs_checked, read_output, refuse_linked_folders, Inputs, Output, OutputMode,
 };
 pub use self::skipped::{SkipReason, Skipped};
 pub use self::walk::{

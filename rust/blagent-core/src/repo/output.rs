@@ -501,32 +501,7 @@ fn vet(path: &Path, inputs: &Inputs, refuse: &impl Fn(String) -> Error) -> Resul
     if bytes.ends_with(b"/") || bytes.ends_with(b"/.") || path.file_name().is_none() {
         return Err(refuse("names a folder; give a file name".to_owned()));
     }
-    let resolved = resolved(path, refuse)?;
-    // Compared as written (`..` taken lexically) and with symlinks resolved, on both sides: a
-    // tree that is a symlink (`trees/a -> checkout`) holds its target's files under either
-    // name, and `trees/../x` lies beside the trees, not in them.
-    let written = lexical(&std::path::absolute(path).map_err(|e| Error::io(path, e))?);
-    for folder in &inputs.folders {
-        let names = [std::path::absolute(folder).ok(), folder.canonicalize().ok()];
-        for name in names.iter().flatten() {
-            if written.starts_with(name) || resolved.starts_with(name) {
-                return Err(refuse(format!(
-                    "is inside {}, which this run reads; write outputs elsewhere",
-                    folder.display()
-                )));
-            }
-        }
-    }
-    // The same folder under another path (a bind mount of the trees) holds the same files.
-    for ancestor in resolved.ancestors().skip(1) {
-        if std::fs::metadata(ancestor).is_ok_and(|m| m.is_dir() && inputs.folder_holding(&m)) {
-            return Err(refuse(format!(
-                "is inside {}, which is a folder this run reads under another name; write \
-                 outputs elsewhere",
-                ancestor.display()
-            )));
-        }
-    }
+    let resolved = outside_inputs(path, inputs, refuse)?;
     if let Ok(meta) = std::fs::metadata(path) {
         check_target(&meta, inputs).map_err(refuse)?;
     }
@@ -544,6 +519,48 @@ fn vet(path: &Path, inputs: &Inputs, refuse: &impl Fn(String) -> Error) -> Resul
         }
     }
     Ok(())
+}
+
+/// Refuses a folder blagent writes into (the embedding cache) that lies inside an input folder
+/// of `inputs` (the repository), under any name: [`check_place`] for a folder.
+pub fn check_folder_place(folder: &Path, inputs: &Inputs, what: &str) -> Result<()> {
+    outside_inputs(folder, inputs, &refusal(folder, what)).map(drop)
+}
+
+/// `path` resolved ([`resolve`]), refused where it lies inside an input folder of `inputs`.
+fn outside_inputs(
+    path: &Path,
+    inputs: &Inputs,
+    refuse: &impl Fn(String) -> Error,
+) -> Result<PathBuf> {
+    let resolved = resolved(path, refuse)?;
+    // Compared as written (`..` taken lexically) and with symlinks resolved, on both sides: a
+    // tree that is a symlink (`trees/a -> checkout`) holds its target's files under either
+    // name, and `trees/../x` lies beside the trees, not in them.
+    let written = lexical(&std::path::absolute(path).map_err(|e| Error::io(path, e))?);
+    for folder in &inputs.folders {
+        let names = [std::path::absolute(folder).ok(), folder.canonicalize().ok()];
+        for name in names.iter().flatten() {
+            if written.starts_with(name) || resolved.starts_with(name) {
+                return Err(refuse(format!(
+                    "is inside {}, which this run reads; write outputs elsewhere",
+                    folder.display()
+                )));
+            }
+        }
+    }
+    // The same folder under another path (a bind mount of the trees) holds the same files:
+    // the path's own folder too, where it exists.
+    for ancestor in resolved.ancestors() {
+        if std::fs::metadata(ancestor).is_ok_and(|m| m.is_dir() && inputs.folder_holding(&m)) {
+            return Err(refuse(format!(
+                "is inside {}, which is a folder this run reads under another name; write \
+                 outputs elsewhere",
+                ancestor.display()
+            )));
+        }
+    }
+    Ok(resolved)
 }
 
 /// Why the `size` bytes now at `path` may not be written over: they are not what `mode` says

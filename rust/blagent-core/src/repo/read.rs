@@ -154,7 +154,17 @@ pub(crate) fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
 /// a FIFO; the file type is checked on the open handle, so a file swapped after the check is
 /// refused too.
 pub fn open_regular(path: &Path) -> std::result::Result<File, ReadFailure> {
-    let meta = std::fs::metadata(path).map_err(ReadFailure::Io)?;
+    open_regular_as(path, true)
+}
+
+/// [`open_regular`], a symbolic link refused where `follow` is false.
+fn open_regular_as(path: &Path, follow: bool) -> std::result::Result<File, ReadFailure> {
+    let meta = if follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    }
+    .map_err(ReadFailure::Io)?;
     if !meta.is_file() {
         return Err(ReadFailure::NotRegular(kind_name(meta.file_type())));
     }
@@ -163,7 +173,8 @@ pub fn open_regular(path: &Path) -> std::result::Result<File, ReadFailure> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(O_NONBLOCK);
+        let no_follow = if follow { 0 } else { libc::O_NOFOLLOW };
+        options.custom_flags(O_NONBLOCK | no_follow);
     }
     let file = options.open(path).map_err(ReadFailure::Io)?;
     let meta = file.metadata().map_err(ReadFailure::Io)?;
@@ -176,6 +187,13 @@ pub fn open_regular(path: &Path) -> std::result::Result<File, ReadFailure> {
 /// The bytes of the regular file `path`, at most `limit` of them (more is an error).
 pub fn read_bounded(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, ReadFailure> {
     read_open_bounded(&open_regular(path)?, limit)
+}
+
+/// [`read_bounded`] for a file blagent wrote in its own folders (a cache entry, a stored
+/// index): a symbolic link there is not blagent's and is not followed (a review: an entry
+/// linked to a user's file had that file read).
+pub fn read_own_bounded(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, ReadFailure> {
+    read_open_bounded(&open_regular_as(path, false)?, limit)
 }
 
 /// The bytes of the open file `file` from its start, at most `limit` of them (more is an
