@@ -269,9 +269,9 @@ mod tests {
         }
     }
 
-    /// A graph of several levels (one vector in m is on level 1 or above).
-    #[test]
-    fn a_larger_graph_passes() {
+    /// An HNSW file of 3,000 vectors of dimension 8, a graph of several levels (one vector in
+    /// m is on level 1 or above).
+    fn larger_graph() -> (VectorIndexKind, Vec<u8>) {
         let kind = VectorIndexKind::Hnsw { m: 4 };
         let data: Vec<f32> = (0..3000 * 8)
             .map(|i: u32| (i.wrapping_mul(2_654_435_761) % 1000) as f32 / 1000.0)
@@ -280,7 +280,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v.faiss");
         index.save(&path).unwrap();
-        let bytes = std::fs::read(path).unwrap();
+        (kind, std::fs::read(path).unwrap())
+    }
+
+    #[test]
+    fn a_larger_graph_passes() {
+        let (kind, bytes) = larger_graph();
         assert_eq!(check(&bytes, kind, 8, 3000), Ok(()));
     }
 
@@ -363,15 +368,7 @@ mod tests {
     /// neighbour listed on a level its vector is not on.
     #[test]
     fn a_graph_whose_levels_disagree_is_refused() {
-        let kind = VectorIndexKind::Hnsw { m: 4 };
-        let data: Vec<f32> = (0..3000 * 8)
-            .map(|i: u32| (i.wrapping_mul(2_654_435_761) % 1000) as f32 / 1000.0)
-            .collect();
-        let index = FaissIndex::build(kind, 8, &data).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v.faiss");
-        index.save(&path).unwrap();
-        let bytes = std::fs::read(path).unwrap();
+        let (kind, bytes) = larger_graph();
         let (levels, entry) = levels_at(&bytes);
         let level_of = |i: usize| {
             i32::from_le_bytes(
