@@ -112,8 +112,12 @@ def write_loc_outputs(
     file that is not one blagent writes (`LINE_FIELDS` on every line), and one of other lines
     (related-level, or a `blagent batch` run's, which carry its settings). As in `blagent batch`,
     a last line an interrupted write cut short is dropped first, and one saved without its
-    newline gets it."""
-    lines = [json.dumps(to_loc_line(result)).encode() + b"\n" for result in results]
+    newline gets it. A value JSON cannot hold (a NaN score) is a `ValueError` as well."""
+    loc_lines = [to_loc_line(result) for result in results]
+    try:
+        lines = [json.dumps(line, allow_nan=False).encode() + b"\n" for line in loc_lines]
+    except ValueError as err:  # NaN was written as the token `NaN`, which no JSON reader takes
+        raise ValueError(f"a result holds a value JSON cannot hold: {err}") from None
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
         fd = os.open(path, flags, 0o666)

@@ -129,6 +129,12 @@ def test_write_loc_outputs_appends_only_to_its_own_lines(tmp_path: Path) -> None
         with pytest.raises(ValueError, match="must be a LocalizationResult or its JSON data"):
             write_loc_outputs([result, bad], tmp_path / "new.jsonl")
     assert not (tmp_path / "new.jsonl").exists()
+    # Found by a review: a NaN score was written as the token `NaN`, which no JSON reader takes.
+    nan_score = result.to_dict()
+    nan_score["files"][0]["score"] = float("nan")
+    with pytest.raises(ValueError, match="JSON cannot hold"):
+        write_loc_outputs([nan_score], tmp_path / "new.jsonl")
+    assert not (tmp_path / "new.jsonl").exists()
 
     # Found by a review of the kind check: a line holding U+2028 in a string was split there.
     odd = tmp_path / "odd.jsonl"

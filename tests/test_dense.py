@@ -361,3 +361,11 @@ def test_a_cache_inside_the_repository_is_refused(repo: Path, tmp_path: Path) ->
     with pytest.raises(InputError, match="inside"):
         localize(checkout, checkout / ".cache")
     assert not (checkout / ".cache").exists()
+    # Nor a repository that is the folder the cache writes in (a review of the check).
+    cache = tmp_path / "cache"
+    shutil.copytree(repo, cache / "embeddings")
+    with pytest.raises(InputError, match="inside"):
+        localize(cache / "embeddings", cache)
+    assert sorted(p.name for p in (cache / "embeddings").iterdir()) == sorted(
+        p.name for p in repo.iterdir()
+    )

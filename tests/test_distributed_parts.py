@@ -102,3 +102,40 @@ def test_an_unknown_job_kind_is_an_input_error(run_dir: tuple[Path, Path], tmp_p
     for make in (lambda: _core.JobWorker("calibrate", config), lambda: _core.JobSink("x", config)):
         with pytest.raises(InputError, match="unknown job"):
             make()
+
+
+def test_two_threads_on_one_sink_do_not_deadlock(repo: Path, tmp_path: Path) -> None:
+    """Found by a review: a thread holding the GIL waited for the sink's lock while the other
+    held the lock and waited for the GIL, and the interpreter hung (Ctrl-C unheard)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    rows = []
+    for i in range(2000):
+        (trees / f"shop-{i}").symlink_to(repo, target_is_directory=True)
+        rows.append({"instance_id": f"shop-{i}", "problem_statement": "Cart.total is wrong"})
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = {"dataset": str(dataset), "repos": str(trees), "out": str(tmp_path / "out.jsonl")}
+    child = textwrap.dedent(f"""
+        import json, threading, time
+        from blagent import _core
+        sink = _core.JobSink("batch", {json.dumps(json.dumps(config))})
+        end = time.monotonic() + 3
+        def loop():
+            while time.monotonic() < end:
+                sink.todo_json()
+        threads = [threading.Thread(target=loop) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("done")
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr

@@ -469,6 +469,14 @@ def test_a_lone_surrogate_in_the_python_api_is_an_input_error(repo: Path) -> Non
     ):
         with pytest.raises(InputError, match="surrogate"):
             Localizer(**options)  # type: ignore[arg-type]
+    # And, from a review of the Python API, in a path to index, a path in `reads` and the
+    # LLM configuration's JSON.
+    with pytest.raises(InputError, match="surrogate"):
+        Localizer().index("/tmp/\ud800")
+    with pytest.raises(InputError, match="surrogate"):
+        Localizer(reads=["/tmp/\ud800"])
+    with pytest.raises(InputError, match="surrogate"):
+        Localizer(llm_config_json='{"model": "\ud800"}')
 
 
 def _analysis_inputs(tmp_path: Path, iid: str, checkout: Path) -> list[str]:

@@ -106,11 +106,21 @@ class _FakeRay:
 
     def __init__(self, during_init: Callable[[], None]) -> None:
         self.during_init, self.shut = during_init, False
+        # As Ray's `ray.init` does first: SIGTERM made to call `sys.exit`.
+        import signal
+        import types
+
+        def set_sigterm_handler(handler: Callable[[int], None]) -> None:
+            signal.signal(signal.SIGTERM, lambda _signum, _frame: handler(0))
+
+        utils = types.SimpleNamespace(set_sigterm_handler=set_sigterm_handler)
+        self._private = types.SimpleNamespace(utils=utils)
 
     def is_initialized(self) -> bool:
         return False
 
     def init(self, **_options: object) -> None:
+        self._private.utils.set_sigterm_handler(sys.exit)
         self.during_init()
 
     def shutdown(self) -> None:

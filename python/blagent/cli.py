@@ -409,6 +409,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
+    if args.ray is not None and not os.path.isdir(args.repos):
+        # Said before a cluster is started for nothing (the core says it again for local runs).
+        raise _core.InputError(f"the trees folder (--repos) {args.repos} is not a folder")
     # --out goes to the core as typed: a trailing `/` names a folder, and the core refuses it
     # (`Path()` would drop the slash and a file would be written under the folder's name).
     out = args.out

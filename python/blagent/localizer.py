@@ -105,11 +105,18 @@ class Localizer:
         if isinstance(reads, (str, bytes, os.PathLike)):
             raise _core.InputError("reads must be a list of paths, not one path")
         self.top_k = _whole_number_of_files(top_k)
+        read_paths = [os.fspath(path) for path in reads]
+        # Text the core takes as UTF-8 (a lone surrogate was a UnicodeEncodeError: a review).
+        for path in read_paths:
+            if isinstance(path, str):
+                _io.check_encodable(path, f"the path {path!r} in reads")
+        if isinstance(llm_config_json, str):
+            _io.check_encodable(llm_config_json, "llm_config_json")
         self._inner = _core.Localizer(
             _io.json_text(options, "the options"),
             _io.json_text(llm_options, "llm_options") if llm_options else None,
             llm_config_json,
-            [os.fspath(path) for path in reads],
+            read_paths,
         )
         self.options: dict[str, Any] = json.loads(self._inner.options_json())
 
@@ -119,7 +126,10 @@ class Localizer:
 
     def index(self, repo: PathLike) -> _core.RepoIndex:
         """Index a repository once, to localize several issues in it."""
-        return self._inner.index(os.fspath(repo))
+        path = os.fspath(repo)
+        if isinstance(path, str):
+            _io.check_encodable(path, f"the repository path {path!r}")
+        return self._inner.index(path)
 
     def localize(
         self,

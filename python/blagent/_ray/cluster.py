@@ -85,6 +85,13 @@ def _connected(ray: ModuleType, address: str | None) -> Iterator[ModuleType]:
         for signum in (signal.SIGINT, *STOPS):
             if signal.getsignal(signum) not in (signal.SIG_IGN, None):
                 held[signum] = signal.signal(signum, lambda signum, _frame: deferred.append(signum))
+    # `ray.init` puts a SIGTERM handler of its own (`sys.exit`) in place of the one holding
+    # the stop back: kept from doing so while it runs (a review: SIGTERM then ended the run
+    # with Ray's agents left running).
+    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    set_sigterm = getattr(utils, "set_sigterm_handler", None) if held else None
+    if set_sigterm is not None:
+        utils.set_sigterm_handler = lambda _handler: None
     try:
         if address is None:
             ray.init(address="local", include_dashboard=False, **options)
@@ -94,7 +101,13 @@ def _connected(ray: ModuleType, address: str | None) -> Iterator[ModuleType]:
         raise _core.InputError(f"cannot reach {where}: {err}") from err
     except (ConnectionError, RuntimeError) as err:
         raise _core.BlagentIOError(f"cannot start or reach {where}: {err}") from err
+    except SystemExit:  # a SIGTERM that reached a handler of Ray's all the same
+        if not held:
+            raise
+        deferred.append(signal.SIGTERM)
     finally:
+        if set_sigterm is not None:
+            utils.set_sigterm_handler = set_sigterm
         for signum, handler in held.items():
             signal.signal(signum, handler)
         for signum, handler in before.items():
@@ -129,9 +142,13 @@ CONNECT_TIMEOUT_S = 10.0
 def _reachable(address: str, where: str) -> None:
     """Refuses `address` (`HOST:PORT` or `ray://HOST:PORT`) at once where nothing listens there;
     other forms (`auto`) are left to Ray."""
+    if address == "auto":  # Ray reads the address it stands for from RAY_ADDRESS
+        address = os.environ.get("RAY_ADDRESS", "")
     host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not host or not port.isdigit():
+    if not sep or not host:
         return
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise _core.InputError(f"{where}: the port {port!r} is not a port number (1 to 65535)")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
             pass

@@ -16,6 +16,11 @@ use crate::error::{Error, Result};
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    /// The scopes this thread holds.
+    static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// How often waits look at the flag.
 pub const POLL: Duration = Duration::from_millis(50);
 
@@ -30,7 +35,10 @@ impl Scope {
     /// Opens a scope, first waiting for the calls a pending request cancelled to end (see the
     /// module documentation). A request with no call in progress is stale and cleared.
     pub fn enter() -> Scope {
-        while REQUESTED.load(Ordering::SeqCst) {
+        // A call made on a thread whose own call is in progress (from a signal handler that
+        // runs while it waits) does not wait for that one to stop: it never would (a review).
+        let nested = HELD.with(|held| held.replace(held.get() + 1)) > 0;
+        while !nested && REQUESTED.load(Ordering::SeqCst) {
             if ACTIVE.load(Ordering::SeqCst) == 0 {
                 REQUESTED.store(false, Ordering::SeqCst);
             } else {
@@ -45,6 +53,7 @@ impl Scope {
 
 impl Drop for Scope {
     fn drop(&mut self) {
+        HELD.with(|held| held.set(held.get().saturating_sub(1)));
         if ACTIVE.fetch_sub(1, Ordering::SeqCst) == 1 {
             REQUESTED.store(false, Ordering::SeqCst);
         }

@@ -107,7 +107,14 @@ pub(crate) fn run_short<T: Send>(
     work: impl FnOnce() -> blagent_core::Result<T> + Send,
     to_py: impl FnOnce(Error) -> PyErr,
 ) -> PyResult<T> {
-    match py.detach(|| catch_unwind(AssertUnwindSafe(work))) {
+    // In a scope of its own, as every call: it waits for calls a Ctrl-C cancelled to stop, so
+    // that the stop does not reach it (a review: a query started in another thread after a
+    // Ctrl-C was handled was interrupted by it).
+    let outcome = py.detach(|| {
+        let _scope = cancel::Scope::enter();
+        catch_unwind(AssertUnwindSafe(work))
+    });
+    match outcome {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => Err(to_py(err)),
         Err(panic) => Err(panic_error(&*panic)),

@@ -4,6 +4,7 @@
 //! `blagent_core::interface::{AnyWorker, AnySink}` (`blagent_core::eval::{job_worker,
 //! job_sink}`). Everything crosses as JSON text.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use blagent_core::agent::LlmRun;
@@ -11,7 +12,6 @@ use blagent_core::eval::{job_sink, job_worker};
 use blagent_core::interface::{AnySink, AnyWorker};
 use pyo3::prelude::*;
 
-use crate::cancel;
 use crate::convert::{run, run_with_llm};
 use crate::errors::{to_py, InputError, InternalError};
 
@@ -161,14 +161,20 @@ impl PyJobSink {
     /// Ends the run once every item has its outcome; returns the report as JSON (as `batch`
     /// or `evaluate` does).
     fn finish(&self, py: Python<'_>) -> PyResult<String> {
-        let sink = self
-            .inner
-            .lock()
-            .map_err(|_| InternalError::new_err("the sink failed earlier"))?
-            .take()
-            .ok_or_else(|| InputError::new_err("the sink is finished"))?;
-        cancel::run_short(py, move || sink.finish_json(), to_py)
+        self.locked(py, |slot| match slot.take() {
+            Some(sink) => sink.finish_json().map_err(Failure::Core),
+            None => Err(Failure::Finished),
+        })
     }
+}
+
+/// Why a call on the sink failed, found with the GIL released and its lock held: turned into
+/// Python's exception only once both are as they were (making one takes the GIL).
+enum Failure {
+    Core(blagent_core::Error),
+    Finished,
+    Poisoned,
+    Panicked(String),
 }
 
 impl PyJobSink {
@@ -178,13 +184,35 @@ impl PyJobSink {
         py: Python<'_>,
         work: impl FnOnce(&mut dyn AnySink) -> blagent_core::Result<T> + Send,
     ) -> PyResult<T> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| InternalError::new_err("the sink failed earlier"))?;
-        let sink = guard
-            .as_mut()
-            .ok_or_else(|| InputError::new_err("the sink is finished"))?;
-        cancel::run_short(py, || work(sink.as_mut()), to_py)
+        self.locked(py, |slot| match slot.as_mut() {
+            Some(sink) => work(sink.as_mut()).map_err(Failure::Core),
+            None => Err(Failure::Finished),
+        })
+    }
+
+    /// Runs `work` on the sink's slot with the GIL released and the slot locked there: a
+    /// thread never waits for the lock while it holds the GIL (a review: two threads on one
+    /// sink deadlocked, one holding the GIL waiting for the lock, the other holding the lock
+    /// waiting for the GIL). Panics become `InternalError`.
+    fn locked<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut Option<Box<dyn AnySink>>) -> Result<T, Failure> + Send,
+    ) -> PyResult<T> {
+        let inner = &self.inner;
+        let outcome = py.detach(move || {
+            let mut guard = inner.lock().map_err(|_| Failure::Poisoned)?;
+            catch_unwind(AssertUnwindSafe(|| work(&mut guard))).unwrap_or_else(|panic| {
+                Err(Failure::Panicked(blagent_core::panic_message(&*panic)))
+            })
+        });
+        outcome.map_err(|failure| match failure {
+            Failure::Core(err) => to_py(err),
+            Failure::Finished => InputError::new_err("the sink is finished"),
+            Failure::Poisoned => InternalError::new_err("the sink failed earlier"),
+            Failure::Panicked(message) => {
+                InternalError::new_err(format!("internal error (panic): {message}"))
+            }
+        })
     }
 }

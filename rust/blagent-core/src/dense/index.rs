@@ -182,9 +182,23 @@ impl DenseModel {
             .map(|dir| IndexStore::new(dir.join("indexes").join(&folder[..32])));
         // The cache is blagent's to write: not inside the checkout it reads (a review found
         // `--cache-dir repo/.cache` filled the user's tree), as a cassette may not be.
+        // The folders it writes in are checked, not only the cache's (a repository that is
+        // `CACHE/embeddings` took the model's folder).
         if let Some(dir) = &self.options.cache_dir {
             let repository = crate::repo::Inputs::new().folder(Some(&repo.root));
-            crate::repo::check_folder_place(dir, &repository, "the cache folder")?;
+            let written = [
+                Some(dir.clone()),
+                Some(dir.join("embeddings")),
+                self.cache.as_ref().map(|cache| cache.dir().to_path_buf()),
+                store.as_ref().map(|store| store.dir().to_path_buf()),
+            ];
+            for folder in written.iter().flatten() {
+                crate::repo::check_folder_place(
+                    folder,
+                    &repository,
+                    "the cache folder (--cache-dir, BLAGENT_CACHE_DIR or ~/.cache/blagent)",
+                )?;
+            }
         }
         let mut stats = DenseStats::default();
         if let Some(store) = &store {

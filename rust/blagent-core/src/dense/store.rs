@@ -73,6 +73,11 @@ impl IndexStore {
         IndexStore { dir: dir.into() }
     }
 
+    /// The store's folder.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     /// Refuses a store whose folder, or the folder of stores above it, is a symbolic link:
     /// saving would replace the files of wherever it points.
     pub fn check_folders(&self) -> Result<()> {
@@ -119,7 +124,7 @@ impl IndexStore {
         // allocate whatever lengths the file declares.
         super::layout::check(&bytes, manifest.kind, manifest.dim, manifest.len)
             .map_err(|why| StoreMiss::Corrupt(format!("index file: {why}")))?;
-        let index = FaissIndex::from_bytes(&bytes, manifest.kind)
+        let index = FaissIndex::from_bytes(bytes, manifest.kind, &self.dir)
             .map_err(|e| StoreMiss::Corrupt(e.to_string()))?;
         if index.len() != manifest.len || index.dim() != manifest.dim {
             return Err(StoreMiss::Corrupt(
@@ -131,6 +136,17 @@ impl IndexStore {
 
     /// Writes `index` and its manifest (`manifest.checksum` is filled in here).
     pub fn save(&self, index: &dyn VectorIndex, manifest: &Manifest) -> Result<()> {
+        // Something other than a file where the index or manifest belongs (a FIFO, a folder,
+        // a link) is not blagent's to replace: the index is not stored.
+        for name in [VECTORS, MANIFEST] {
+            let path = self.dir.join(name);
+            if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+                return Err(Error::InvalidInput(format!(
+                    "{} is not a file blagent wrote; it is left as it is",
+                    path.display()
+                )));
+            }
+        }
         fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         let tmp = tempfile::Builder::new()
             .prefix(".vectors")

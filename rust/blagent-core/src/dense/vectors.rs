@@ -123,12 +123,19 @@ impl FaissIndex {
     /// Faiss reads a private copy of exactly these bytes, never the file they came from, which
     /// may have changed since they were read (a review swapped in a forged file between the
     /// check and Faiss's read).
-    pub fn from_bytes(bytes: &[u8], kind: VectorIndexKind) -> Result<Self> {
-        let mut copy =
-            tempfile::NamedTempFile::new().map_err(|e| Error::io(std::env::temp_dir(), e))?;
-        copy.write_all(bytes)
-            .and_then(|()| copy.flush())
+    /// The copy is made in the system's temporary folder, else in `beside` (the index's own
+    /// folder: a `TMPDIR` that cannot be written made every run rebuild its index).
+    pub fn from_bytes(bytes: Vec<u8>, kind: VectorIndexKind, beside: &Path) -> Result<Self> {
+        let copy = tempfile::NamedTempFile::new()
+            .ok()
+            .filter(|copy| copy.path().to_str().is_some())
+            .map_or_else(|| tempfile::NamedTempFile::new_in(beside), Ok)
+            .map_err(|e| Error::io(beside, e))?;
+        let mut file = copy.as_file();
+        file.write_all(&bytes)
+            .and_then(|()| file.flush())
             .map_err(|e| Error::io(copy.path(), e))?;
+        drop(bytes); // Faiss's reading is a copy of its own
         Self::load(copy.path(), kind)
     }
 

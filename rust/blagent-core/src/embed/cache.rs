@@ -78,6 +78,11 @@ impl EmbeddingCache {
         Ok(EmbeddingCache { dir, model })
     }
 
+    /// The model's folder, where its entries are written.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     #[cfg(test)]
     fn path(&self, text: &str, kind: TextKind) -> PathBuf {
         self.place(text, kind).0

@@ -68,6 +68,7 @@ pub(super) fn apply_hints(
 ) -> AppliedHints {
     let mut applied = AppliedHints::default();
     let mut seen = std::collections::HashSet::new();
+    let mut unknown = 0usize;
     // Each hint once: a list repeating one unknown path warns once.
     for hint in hints.iter().filter(|hint| seen.insert(hint.as_str())) {
         let path = normalize(hint, &index.root);
@@ -80,9 +81,16 @@ pub(super) fn apply_hints(
             .files
             .binary_search_by(|f| f.path().cmp(path.as_str()))
         else {
-            applied.warnings.push(format!(
-                "hint `{hint}` names no indexed source file (missing, excluded as a test, or not a supported language); ignored"
-            ));
+            // The first few by name, each cut short; the rest counted (a review: 200,000 unknown
+            // hints made 25 MB of warnings, and one of 50 MB was echoed whole).
+            unknown += 1;
+            if unknown <= MAX_HINT_WARNINGS {
+                let shown = crate::text::head(hint, MAX_HINT_CHARS);
+                let cut = if shown.len() < hint.len() { "…" } else { "" };
+                applied.warnings.push(format!(
+                    "hint `{shown}{cut}` names no indexed source file (missing, excluded as a test, or not a supported language); ignored"
+                ));
+            }
             continue;
         };
         if applied.boost(file).is_some() {
@@ -96,11 +104,22 @@ pub(super) fn apply_hints(
         }
         applied.files.push((file, boost));
     }
+    if unknown > MAX_HINT_WARNINGS {
+        applied.warnings.push(format!(
+            "{} more hints name no indexed source file; ignored",
+            unknown - MAX_HINT_WARNINGS
+        ));
+    }
     scored
         .ranked
         .sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     applied
 }
+
+/// Unknown hints named one by one in the warnings; the rest are counted in one more.
+const MAX_HINT_WARNINGS: usize = 20;
+/// The most bytes of a hint a warning quotes.
+const MAX_HINT_CHARS: usize = 300;
 
 #[cfg(test)]
 mod tests {
@@ -113,5 +132,28 @@ mod tests {
         assert_eq!(normalize("/work/repo/a/b.py", root), "a/b.py");
         assert_eq!(normalize(" a\\b.py ", root), "a/b.py");
         assert_eq!(normalize("/elsewhere/b.py", root), "/elsewhere/b.py");
+    }
+
+    /// Found by a review: 200,000 unknown hints made 200,000 warnings (25 MB), and a hint of
+    /// 50 MB was quoted whole.
+    #[test]
+    fn unknown_hints_are_named_a_few_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "def f():\n    return 1\n").unwrap();
+        let index = RepoIndex::build(dir.path(), &crate::index::IndexOptions::default()).unwrap();
+        let search = crate::retrieve::SearchIndex::from(index);
+        let weights = FusionWeights::default();
+        let mut scored = crate::retrieve::score(&search, "f is wrong", &weights, None).unwrap();
+        let mut hints: Vec<String> = (0..100).map(|i| format!("missing_{i}.py")).collect();
+        hints.push("x".repeat(10_000));
+        hints.push("a.py".to_owned());
+        let applied = apply_hints(&search.repo, &mut scored, &weights, &hints, dir.path());
+        assert_eq!(applied.files.len(), 1);
+        assert_eq!(applied.warnings.len(), MAX_HINT_WARNINGS + 1);
+        assert!(applied.warnings.iter().all(|w| w.len() < 1000));
+        assert_eq!(
+            applied.warnings.last().unwrap(),
+            "81 more hints name no indexed source file; ignored"
+        );
     }
 }

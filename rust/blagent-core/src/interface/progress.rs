@@ -92,10 +92,12 @@ impl Progress {
 /// messages come from the dataset and must not drive the terminal, nor show other text than
 /// they hold. Cut at [`MAX_SHOWN_CHARS`] characters (a 100 KB id made 100 KB progress lines).
 fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    // Outside ASCII only letters and digits are shown as they are, and the few signs
+    // blagent's own messages use: any other character may be invisible or reorder the line
+    // (a review: tag characters, soft hyphens and variation selectors showed `tagx` for
+    // another id), and a hand-made list of them missed some.
     let hidden = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{206f}' | '\u{feff}')
+        c.is_control() || (!c.is_ascii() && !c.is_alphanumeric() && !"…—–→×≥≤·".contains(c))
     };
     let long = text.len() > MAX_SHOWN_CHARS && text.chars().nth(MAX_SHOWN_CHARS).is_some();
     if !long && !text.chars().any(hidden) {
@@ -128,6 +130,10 @@ mod tests {
         assert_eq!(super::printable("a\u{1b}]0;x\u{7}b"), "a\\u{1b}]0;x\\u{7}b");
         // From a review: a right-to-left override showed `live` as `evil`.
         assert_eq!(super::printable("\u{202e}live"), "\\u{202e}live");
+        assert_eq!(
+            super::printable("tag\u{e0041}x\u{ad}é…"),
+            "tag\\u{e0041}x\\u{ad}é…"
+        );
         let long = "x".repeat(100_000);
         assert_eq!(
             super::printable(&long).chars().count(),

@@ -54,6 +54,12 @@ pub struct LocalizeRequest {
     pub rewrites: Option<Rewrites>,
 }
 
+/// The longest issue a quick request holds ([`LocalizeRequest::is_quick`]): 256 KiB, some
+/// hundred times a long report, queried in tens of milliseconds.
+const QUICK_ISSUE_BYTES: usize = 256 << 10;
+/// The most hints a quick request holds.
+const QUICK_HINTS: usize = 1000;
+
 fn current_version() -> String {
     SCHEMA_VERSION.to_owned()
 }
@@ -101,7 +107,11 @@ impl LocalizeRequest {
     /// LLM-free pipeline): a caller may answer it on its own thread, where a request of an LLM
     /// pipeline waits on a model and is worth running where it can be interrupted.
     pub fn is_quick(&self) -> bool {
+        // A long issue takes seconds to query (a review: 15 MiB, 3 to 7.5 s), and so do many
+        // hints: those run where a Ctrl-C is heard.
         self.pipeline == Pipeline::Fused
+            && self.issue.len() <= QUICK_ISSUE_BYTES
+            && self.hints.files.len() <= QUICK_HINTS
     }
 
     /// What the request asks of the ranking: `top_k` files at its granularity.

@@ -34,11 +34,12 @@ pub(super) struct LineShape {
 /// `replay:gpt-x` and `replay:gpt-x+http:gpt-x` all ask `gpt-x` (a run recorded live resumes
 /// from its cassette); `none` is the LLM-free model.
 pub(super) fn asked_model(name: &str) -> &str {
-    let name = name
-        .strip_prefix("replay:")
-        .or_else(|| name.strip_prefix("http:"))
-        .unwrap_or(name);
-    name.split('+').next().unwrap_or(name)
+    match name.strip_prefix("replay:") {
+        // A replay with a live fallback names both: `replay:M+http:M` (a model's own name may
+        // hold a `+`).
+        Some(replayed) => replayed.split("+http:").next().unwrap_or(replayed),
+        None => name.strip_prefix("http:").unwrap_or(name),
+    }
 }
 
 /// The settings of `options` that shape a batch's lines, as each line records them under
@@ -183,11 +184,18 @@ pub(super) fn existing_ids(
             .and_then(|v| v.get("instance_id"))
             .and_then(|id| id.as_str().map(str::to_owned));
         let (Some(value), Some(id)) = (value, id) else {
+            // JSON the strict reading refuses says why (a key given twice, at its place).
+            let why = std::str::from_utf8(line)
+                .ok()
+                .and_then(|text| crate::json::value(text).err())
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
             return Err(refuse(
                 i + 1,
-                "not a loc_outputs line (a JSON object with a string instance_id); refusing to \
-                 append"
-                    .to_owned(),
+                format!(
+                    "not a loc_outputs line (a JSON object with a string instance_id){why}; \
+                     refusing to append"
+                ),
             ));
         };
         if let Some(difference) = shape.differs(&value) {
@@ -306,6 +314,11 @@ mod tests {
         assert!(read_ids_as(&out, &asking("gpt-x")).is_ok());
         std::fs::write(&out, line("none")).expect("write");
         assert!(read_ids_as(&out, &asking("gpt-x")).is_err());
+        // A `+` in a model's own name is part of it (a review).
+        std::fs::write(&out, line("http:foo+bar")).expect("write");
+        assert!(read_ids_as(&out, &asking("foo+baz")).is_err());
+        assert!(read_ids_as(&out, &asking("foo+bar")).is_ok());
+        assert_eq!(asked_model("replay:foo+bar+http:foo+bar"), "foo+bar");
     }
 
     #[test]

@@ -88,17 +88,23 @@ pub fn reformulate(issue: &str) -> Reformulation {
 }
 
 /// The first line that is prose: not blank, not a markdown heading, not a bold template label
-/// (`**Describe the bug**`), not a code fence.
+/// (`**Describe the bug**`), not a code fence; its first [`MAX_TITLE_BYTES`] (an issue of one
+/// 15 MiB line was its own title, tokenized and scored twice).
 fn title(text: &str) -> String {
-    text.lines()
+    let line = text
+        .lines()
         .map(str::trim)
         .find(|l| {
             let template_label = l.starts_with("**") && l.trim_end_matches(':').ends_with("**");
             !(l.is_empty() || l.starts_with('#') || l.starts_with("```") || template_label)
         })
-        .unwrap_or_default()
-        .to_owned()
+        .unwrap_or_default();
+    crate::text::head(line, MAX_TITLE_BYTES).to_owned()
 }
+
+/// The longest title kept, in bytes: the longest of the 659 SWE-bench Lite, development and
+/// LCA issues is 123.
+const MAX_TITLE_BYTES: usize = 1000;
 
 fn dedup(items: Vec<String>) -> Vec<String> {
     let mut seen = HashSet::new();

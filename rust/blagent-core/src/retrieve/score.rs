@@ -61,8 +61,11 @@ pub fn score(
     if issue.trim().is_empty() {
         return Err(Error::InvalidInput("the issue text is empty".to_owned()));
     }
+    // A long issue takes seconds to read and score: a stop is heard between the stages.
     let query = reformulate(issue);
+    crate::cancel::check()?;
     let mut signals = compute_signals(&index.repo, &query);
+    crate::cancel::check()?;
     if let Some(dense) = &index.dense {
         let rewrites = rewrites
             .cloned()
