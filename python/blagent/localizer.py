@@ -105,11 +105,7 @@ class Localizer:
         if isinstance(reads, (str, bytes, os.PathLike)):
             raise _core.InputError("reads must be a list of paths, not one path")
         self.top_k = _whole_number_of_files(top_k)
-        read_paths = [os.fspath(path) for path in reads]
-        # Text the core takes as UTF-8 (a lone surrogate was a UnicodeEncodeError: a review).
-        for path in read_paths:
-            if isinstance(path, str):
-                _io.check_encodable(path, f"the path {path!r} in reads")
+        read_paths = [_utf8_path(path, "a path in reads") for path in reads]
         if isinstance(llm_config_json, str):
             _io.check_encodable(llm_config_json, "llm_config_json")
         self._inner = _core.Localizer(
@@ -126,10 +122,7 @@ class Localizer:
 
     def index(self, repo: PathLike) -> _core.RepoIndex:
         """Index a repository once, to localize several issues in it."""
-        path = os.fspath(repo)
-        if isinstance(path, str):
-            _io.check_encodable(path, f"the repository path {path!r}")
-        return self._inner.index(path)
+        return self._inner.index(_utf8_path(repo, "the repository path"))
 
     def localize(
         self,
@@ -209,9 +202,16 @@ def _whole_number_of_files(top_k: Any) -> int:
 
 def _request_json(data: dict[str, Any]) -> str:
     """`data` as JSON, or an `InputError`: nested too deeply, holding what JSON cannot carry (a
-    set, bytes), or text that is not Unicode."""
-    text = _io.json_text(data, "the request")
-    _io.check_encodable(text, "the request")
+    set, bytes), or text that is not Unicode (`json_text` checks each)."""
+    return _io.json_text(data, "the request")
+
+
+def _utf8_path(path: PathLike, what: str) -> str | bytes:
+    """`path` as the core takes it: a text path that UTF-8 cannot hold (a lone surrogate was a
+    UnicodeEncodeError: a review) is an `InputError` naming `what`."""
+    text = os.fspath(path)
+    if isinstance(text, str):
+        _io.check_encodable(text, f"{what} {text!r}")
     return text
 
 

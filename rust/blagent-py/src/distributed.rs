@@ -13,7 +13,7 @@ use blagent_core::interface::{AnySink, AnyWorker};
 use pyo3::prelude::*;
 
 use crate::convert::{run, run_with_llm};
-use crate::errors::{to_py, InputError, InternalError};
+use crate::errors::{panic_error, to_py, InputError, InternalError};
 
 /// A job's worker or sink by `half` ([`job_worker`] or [`job_sink`]) from its kind,
 /// configuration and LLM settings ([`run_with_llm`]).
@@ -174,7 +174,7 @@ enum Failure {
     Core(blagent_core::Error),
     Finished,
     Poisoned,
-    Panicked(String),
+    Panicked(Box<dyn std::any::Any + Send>),
 }
 
 impl PyJobSink {
@@ -202,17 +202,14 @@ impl PyJobSink {
         let inner = &self.inner;
         let outcome = py.detach(move || {
             let mut guard = inner.lock().map_err(|_| Failure::Poisoned)?;
-            catch_unwind(AssertUnwindSafe(|| work(&mut guard))).unwrap_or_else(|panic| {
-                Err(Failure::Panicked(blagent_core::panic_message(&*panic)))
-            })
+            catch_unwind(AssertUnwindSafe(|| work(&mut guard)))
+                .unwrap_or_else(|panic| Err(Failure::Panicked(panic)))
         });
         outcome.map_err(|failure| match failure {
             Failure::Core(err) => to_py(err),
             Failure::Finished => InputError::new_err("the sink is finished"),
             Failure::Poisoned => InternalError::new_err("the sink failed earlier"),
-            Failure::Panicked(message) => {
-                InternalError::new_err(format!("internal error (panic): {message}"))
-            }
+            Failure::Panicked(panic) => panic_error(&*panic),
         })
     }
 }

@@ -181,24 +181,20 @@ impl DenseModel {
             .as_ref()
             .map(|dir| IndexStore::new(dir.join("indexes").join(&folder[..32])));
         // The cache is blagent's to write: not inside the checkout it reads (a review found
-        // `--cache-dir repo/.cache` filled the user's tree), as a cassette may not be.
-        // The folders it writes in are checked, not only the cache's (a repository that is
-        // `CACHE/embeddings` took the model's folder).
-        if let Some(dir) = &self.options.cache_dir {
-            let repository = crate::repo::Inputs::new().folder(Some(&repo.root));
-            let written = [
-                Some(dir.clone()),
-                Some(dir.join("embeddings")),
-                self.cache.as_ref().map(|cache| cache.dir().to_path_buf()),
-                store.as_ref().map(|store| store.dir().to_path_buf()),
-            ];
-            for folder in written.iter().flatten() {
-                crate::repo::check_folder_place(
-                    folder,
-                    &repository,
-                    "the cache folder (--cache-dir, BLAGENT_CACHE_DIR or ~/.cache/blagent)",
-                )?;
-            }
+        // `--cache-dir repo/.cache` filled the user's tree), as a cassette may not be. The
+        // folders it writes in are checked, which lie inside the cache folder: so a repository
+        // that is one of them (`CACHE/embeddings` took the model's folder) is refused too.
+        let repository = crate::repo::Inputs::new().folder(Some(&repo.root));
+        let written = [
+            self.cache.as_ref().map(EmbeddingCache::dir),
+            store.as_ref().map(IndexStore::dir),
+        ];
+        for folder in written.into_iter().flatten() {
+            crate::repo::check_folder_place(
+                folder,
+                &repository,
+                "the cache folder (--cache-dir, BLAGENT_CACHE_DIR or ~/.cache/blagent)",
+            )?;
         }
         let mut stats = DenseStats::default();
         if let Some(store) = &store {

@@ -157,11 +157,20 @@ pub(super) fn existing_ids(
     };
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let tail = &bytes[complete..];
-    // Read as every JSON input is, a key given twice refused (`crate::json::value`).
-    let read = |line: &[u8]| {
-        std::str::from_utf8(line)
-            .ok()
-            .and_then(|text| crate::json::value(text).ok())
+    // Read as every JSON input is, a key given twice refused (`crate::json::value`); what the
+    // reading said when it refuses (nothing for bytes that are not UTF-8).
+    let read = |line: &[u8]| match std::str::from_utf8(line) {
+        Ok(text) => crate::json::value(text).map_err(|e| format!(": {e}")),
+        Err(_) => Err(String::new()),
+    };
+    let not_ours = |line: usize, why: &str| {
+        refuse(
+            line,
+            format!(
+                "not a loc_outputs line (a JSON object with a string instance_id){why}; \
+                 refusing to append"
+            ),
+        )
     };
     // A last line without its newline is whole by the rule that keeps it (`end_last_line`):
     // one that rule keeps but this reading refuses (a key given twice) is refused, not left
@@ -178,25 +187,13 @@ pub(super) fn existing_ids(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let value = read(line);
-        let id = value
-            .as_ref()
-            .and_then(|v| v.get("instance_id"))
-            .and_then(|id| id.as_str().map(str::to_owned));
-        let (Some(value), Some(id)) = (value, id) else {
-            // JSON the strict reading refuses says why (a key given twice, at its place).
-            let why = std::str::from_utf8(line)
-                .ok()
-                .and_then(|text| crate::json::value(text).err())
-                .map(|e| format!(": {e}"))
-                .unwrap_or_default();
-            return Err(refuse(
-                i + 1,
-                format!(
-                    "not a loc_outputs line (a JSON object with a string instance_id){why}; \
-                     refusing to append"
-                ),
-            ));
+        // JSON the strict reading refuses says why (a key given twice, at its place).
+        let value = read(line).map_err(|why| not_ours(i + 1, &why))?;
+        let Some(id) = value
+            .get("instance_id")
+            .and_then(|id| id.as_str().map(str::to_owned))
+        else {
+            return Err(not_ours(i + 1, ""));
         };
         if let Some(difference) = shape.differs(&value) {
             return Err(refuse(
