@@ -7,7 +7,9 @@
 
 Mirrors `rust/blagent-core/src/retrieve/fuse.rs`: BM25 signals are divided by the query's best
 score, dense cosines min-max scaled over the files they retrieved, the others capped at 1, and
-the fused score is their weighted sum. Prints each signal
+the fused score is their weighted sum, times `1 - unimplemented * share` where `unimplemented`
+is the share of a file's functions without a body (its weight is that factor's, at most 1; dumps
+of builds before it have none, so it leaves them as they were). Prints each signal
 alone, the current weights, and the weights a coordinate ascent finds on the instances outside
 the held-out list, scored on both parts — so a weight is kept only if it holds on unseen data.
 With --folds K it cross-validates instead: each of K folds (a seeded shuffle of the instances of
@@ -26,8 +28,10 @@ from fit_function_weights import folds
 SIGNALS = [
     "bm25_file", "bm25_chunk", "title_file", "title_chunk", "path_mention", "module_mention",
     "stack_frame", "definition", "error_message", "dense_issue", "dense_structural", "dense_behavioral",
-    "names_issue", "names_title", "history_title",
+    "names_issue", "names_title", "history_title", "unimplemented",
 ]  # fmt: skip
+# Not a part of the sum: the share of it a file loses (`fuse.rs`'s `implemented`).
+FACTOR = SIGNALS.index("unimplemented")
 LEXICAL = {
     SIGNALS.index(name)
     for name in (
@@ -81,16 +85,26 @@ def reciprocal_ranks(rows: list[list[float]]) -> list[list[float]]:
     """Each file's 1 / (RRF_K + rank) per signal (0 where the signal did not fire)."""
     out = [[0.0] * len(SIGNALS) for _ in rows]
     for s in range(len(SIGNALS)):
+        if s == FACTOR:
+            for i, r in enumerate(rows):
+                out[i][s] = r[s]
+            continue
         order = sorted((i for i, r in enumerate(rows) if r[s] > 0), key=lambda i: -rows[i][s])
         for rank, i in enumerate(order, 1):
             out[i][s] = 1.0 / (RRF_K + rank)
     return out
 
 
+def fused(w: list[float], row: list[float]) -> float:
+    """The weighted sum of a file's signals, scaled down by its unimplemented share."""
+    total = sum(wi * xi for i, (wi, xi) in enumerate(zip(w, row)) if i != FACTOR)
+    return total * (1.0 - min(max(w[FACTOR], 0.0), 1.0) * min(row[FACTOR], 1.0))
+
+
 def metrics(data: list[tuple[list[list[float]], list[bool]]], w: list[float]) -> dict[str, float]:
     mrr = a1 = a5 = a10 = 0.0
     for rows, gold in data:
-        scores = [sum(wi * xi for wi, xi in zip(w, row)) for row in rows]
+        scores = [fused(w, row) for row in rows]
         best_gold = max((s for s, g in zip(scores, gold) if g), default=-math.inf)
         if best_gold <= 0:
             continue
@@ -178,6 +192,8 @@ def main() -> None:
     everything = tune + test
     print(f"instances: {len(everything)} (tune {len(tune)}, held out {len(test)})")
     for i, name in enumerate(SIGNALS):
+        if i == FACTOR:
+            continue
         w = [0.0] * len(SIGNALS)
         w[i] = 1.0
         print(f"  {name:<15} alone: {fmt(metrics(everything, w))}")

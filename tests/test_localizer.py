@@ -167,6 +167,38 @@ def test_past_commits_like_the_title_lift_the_files_they_changed(repo: Path) -> 
     assert any(w.startswith("no commit history: git log failed") for w in broken.warnings)
 
 
+def test_a_file_of_declarations_without_bodies_loses_a_share_of_its_score(tmp_path: Path) -> None:
+    repo = tmp_path / "listeners"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "FrameListener.java").write_text(
+        "/** Hears frames of a socket. */\ninterface FrameListener {\n"
+        "    void onFrame(Socket socket, Frame frame);\n"
+        "    void onClose(Socket socket, int code);\n}\n"
+    )
+    (repo / "src" / "FrameReader.java").write_text(
+        "class FrameReader implements FrameListener {\n"
+        "    public void onFrame(Socket socket, Frame frame) { socket.read(frame); }\n"
+        "    public void onClose(Socket socket, int code) { socket.close(); }\n}\n"
+    )
+    issue = (
+        "onFrame drops a frame when the socket closes\n\nThe FrameListener onFrame sees no frame."
+    )
+    result = Localizer(top_k=2).localize(repo, issue)
+    interface = next(f for f in result.files if f.path == "src/FrameListener.java")
+    assert interface.signals["unimplemented"] == pytest.approx(1.0)
+    assert [e.detail for e in interface.evidence if e.signal == "unimplemented"] == [
+        "2 of its 2 functions and methods are declared without a body"
+    ]
+    assert "unimplemented" not in interface.contributions
+    assert sum(interface.contributions.values()) == pytest.approx(interface.score, rel=1e-5)
+    share = blagent.default_weights()["unimplemented"]
+    off = Localizer(top_k=2, weights={"unimplemented": 0}).localize(repo, issue)
+    before = next(f for f in off.files if f.path == "src/FrameListener.java")
+    assert interface.score == pytest.approx(before.score * (1 - share), rel=1e-5)
+    implementation = next(f for f in result.files if f.path == "src/FrameReader.java")
+    assert "unimplemented" not in implementation.signals
+
+
 @pytest.mark.parametrize("issue", ["", "   \n\t  "])
 def test_empty_issue_is_an_input_error(repo: Path, issue: str) -> None:
     with pytest.raises(InputError, match="empty"):

@@ -18,7 +18,11 @@ pub(super) fn signal_dump(
     instance: &Instance,
 ) -> serde_json::Value {
     let mut keep: HashSet<usize> = HashSet::new();
-    for signal in Signal::ALL {
+    // The unimplemented share scales a file's score down; it ranks no file up.
+    for signal in Signal::ALL
+        .into_iter()
+        .filter(|&s| s != Signal::Unimplemented)
+    {
         let mut order: Vec<(usize, f32)> = signals
             .iter()
             .enumerate()

@@ -57,11 +57,15 @@ pub enum Signal {
     NamesTitle,
     /// The file was changed by past commits whose messages read like the issue's title.
     HistoryTitle,
+    /// The share of the file's functions and methods declared without a body (an interface,
+    /// an abstract class, a Kotlin `expect` class; 1 for a file that defines none). Not added
+    /// to the fused score: it scales it down ([`FusionWeights::unimplemented`]).
+    Unimplemented,
 }
 
 impl Signal {
     /// Every signal, in the order of [`FileSignals::scores`].
-    pub const ALL: [Signal; 15] = [
+    pub const ALL: [Signal; 16] = [
         Signal::Bm25File,
         Signal::Bm25Chunk,
         Signal::TitleFile,
@@ -77,6 +81,7 @@ impl Signal {
         Signal::NamesIssue,
         Signal::NamesTitle,
         Signal::HistoryTitle,
+        Signal::Unimplemented,
     ];
 
     /// Position in [`Signal::ALL`].
@@ -102,6 +107,7 @@ impl Signal {
             Signal::NamesIssue => "names_issue",
             Signal::NamesTitle => "names_title",
             Signal::HistoryTitle => "history_title",
+            Signal::Unimplemented => "unimplemented",
         }
     }
 }

@@ -80,7 +80,46 @@ pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSign
     stack_frames(index, query, &mut out);
     definitions(index, query, &mut out);
     error_messages(index, query, &mut out);
+    unimplemented(index, &mut out);
     out
+}
+
+/// [`Signal::Unimplemented`]: the share of each file's functions and methods (those nested in
+/// functions left out) declared without a body. A header recovered from a region the parser
+/// could not read counts as implemented, since its body is not known. A file that defines none
+/// counts 1, unless its definitions could not all be read (a parse given up, nesting too
+/// deep): then nothing is known and it counts 0.
+fn unimplemented(index: &RepoIndex, out: &mut [FileSignals]) {
+    for (file, signals) in index.files.iter().zip(out.iter_mut()) {
+        let parsed = &file.parsed;
+        let functions = parsed
+            .symbols
+            .iter()
+            .filter(|s| s.kind != SymbolKind::Class && !s.in_function);
+        let (count, bodiless) = functions.fold((0usize, 0usize), |(n, b), s| {
+            (
+                n + 1,
+                b + usize::from(s.body_line.is_none() && !s.recovered),
+            )
+        });
+        let unread = parsed.parse_too_slow || !parsed.too_deep.is_empty();
+        let (share, detail) = match (count, bodiless) {
+            (0, _) if unread => continue,
+            (0, _) => (1.0, "defines no function or method".to_owned()),
+            (_, 0) => continue,
+            (n, b) => (
+                b as f32 / n as f32,
+                format!("{b} of its {n} functions and methods are declared without a body"),
+            ),
+        };
+        signals.add(Evidence {
+            signal: Signal::Unimplemented,
+            score: share,
+            detail,
+            lines: None,
+            symbol: None,
+        });
+    }
 }
 
 /// BM25 of one document per file (`bm25`: the whole files, or the names they define) against
@@ -202,6 +241,21 @@ fn add_max(signals: &mut FileSignals, evidence: Evidence) {
     }
 }
 
+/// Adds `evidence`'s score to its signal, and lists it while the file lists fewer than
+/// [`MAX_EVIDENCE_PER_SIGNAL`] of that signal (an issue naming 100,000 methods of one class
+/// listed each as evidence: a 33 MB result).
+fn add_summed(signals: &mut FileSignals, evidence: Evidence) {
+    signals.scores[evidence.signal.index()] += evidence.score;
+    let listed = signals
+        .evidence
+        .iter()
+        .filter(|e| e.signal == evidence.signal)
+        .count();
+    if listed < MAX_EVIDENCE_PER_SIGNAL {
+        signals.evidence.push(evidence);
+    }
+}
+
 fn mentions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
     let named = query
         .paths
@@ -244,10 +298,14 @@ fn mentions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
     }
 }
 
-/// Whether `name` occurs in `text` as a whole word (`-` and `_` count as word characters, so
-/// `core` is not found in `kotlinx-coroutines-core`).
+/// A word of an issue or a name: letters, digits, `-` and `_` (so `core` is not a word of
+/// `kotlinx-coroutines-core`).
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '-' || c == '_'
+}
+
+/// Whether `name` occurs in `text` as a whole word.
 fn names_word(text: &str, name: &str) -> bool {
-    let is_word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
     text.match_indices(name).any(|(at, _)| {
         let before = text[..at].chars().next_back();
         let after = text[at + name.len()..].chars().next();
@@ -256,29 +314,43 @@ fn names_word(text: &str, name: &str) -> bool {
 }
 
 /// Gradle and Maven modules the issue names by their folder name: each file of the innermost
-/// named module holding it gets a weak module mention.
+/// named module holding it gets a weak module mention. The issue's words are read once: a name
+/// that is one word is looked up among them, and a name of several (`org.example.core`) is
+/// looked for in the text only when each of its words is there (reading the whole issue once
+/// per module took 107 s for 20,000 modules and an 8 MiB issue).
 fn build_modules(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
-    let named: Vec<&str> = index
-        .modules
-        .iter()
-        .map(String::as_str)
-        .filter(|module| {
-            let name = module.rsplit('/').next().unwrap_or(module);
-            name.len() >= MIN_MODULE_NAME_BYTES && names_word(&query.explanation, name)
-        })
-        .collect();
+    let text = &query.explanation;
+    let words: HashSet<&str> = text.split(|c: char| !is_word(c)).collect();
+    let mut named: HashSet<&str> = HashSet::new();
+    for (i, module) in index.modules.iter().enumerate() {
+        if i % 64 == 63 && crate::cancel::is_requested() {
+            return;
+        }
+        let name = module.rsplit('/').next().unwrap_or(module);
+        if name.len() < MIN_MODULE_NAME_BYTES {
+            continue;
+        }
+        let mut parts = name.split(|c: char| !is_word(c)).filter(|p| !p.is_empty());
+        let found = if name.chars().all(is_word) {
+            words.contains(name)
+        } else {
+            parts.all(|p| words.contains(p)) && names_word(text, name)
+        };
+        if found {
+            named.insert(module.as_str());
+        }
+    }
     if named.is_empty() {
         return;
     }
     for (f, file) in index.files.iter().enumerate() {
-        let holder = named
-            .iter()
-            .filter(|m| {
-                file.path()
-                    .strip_prefix(**m)
-                    .is_some_and(|rest| rest.starts_with('/'))
-            })
-            .max_by_key(|m| m.len());
+        // The innermost named module: the longest folder of the path that is one.
+        let path = file.path();
+        let holder = path
+            .match_indices('/')
+            .map(|(at, _)| &path[..at])
+            .filter(|folder| named.contains(folder))
+            .last();
         if let Some(module) = holder {
             add_max(
                 &mut out[f],
@@ -334,8 +406,59 @@ fn last_holder_by_line(symbols: &[Symbol]) -> Vec<Option<u32>> {
     holders_by_line(symbols, (0..symbols.len()).rev())
 }
 
+/// Where one bare name is defined: each defining file once (with its first definition of the
+/// name), and the qualified names of those definitions per file, whole and from each dot on, so
+/// that a dotted mention is matched by a few lookups rather than a pass over the file's symbols
+/// (identifiers × symbols took 50 s for an issue naming 5,000 methods of 20 large classes).
+struct Defined<'a> {
+    files: Vec<(u32, u32)>,
+    /// `(file, qualified name)` of each definition.
+    whole: HashSet<(u32, &'a str)>,
+    /// `(file, part)` for each part of a qualified name after one of its dots, and the whole.
+    tails: HashSet<(u32, &'a str)>,
+}
+
+impl<'a> Defined<'a> {
+    fn of(index: &'a RepoIndex, defs: &[(u32, u32)]) -> Self {
+        let mut files = Vec::new();
+        let (mut seen, mut whole, mut tails) = (HashSet::new(), HashSet::new(), HashSet::new());
+        for &(file, sym) in defs {
+            if seen.insert(file) {
+                files.push((file, sym));
+            }
+            let qualified = index.files[file as usize].parsed.symbols[sym as usize]
+                .qualified
+                .as_str();
+            whole.insert((file, qualified));
+            tails.insert((file, qualified));
+            for (at, _) in qualified.match_indices('.') {
+                tails.insert((file, &qualified[at + 1..]));
+            }
+        }
+        Defined {
+            files,
+            whole,
+            tails,
+        }
+    }
+
+    /// Whether `file` defines the name as `tail` (`Class.method`), or as a name `tail` ends
+    /// with after a dot (`pkg.Class.method` for `Class.method`), or one that ends with `tail`.
+    fn pins(&self, file: u32, tail: &str) -> bool {
+        self.tails.contains(&(file, tail))
+            || tail
+                .match_indices('.')
+                .any(|(at, _)| self.whole.contains(&(file, &tail[at + 1..])))
+    }
+}
+
 fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]) {
-    for identifier in &query.identifiers {
+    let mut defined: HashMap<&str, Option<Defined<'_>>> = HashMap::new();
+    for (i, identifier) in query.identifiers.iter().enumerate() {
+        // An issue may name thousands: a stop is heard between them (the caller checks).
+        if i % 256 == 255 && crate::cancel::is_requested() {
+            return;
+        }
         let name = identifier
             .name
             .rsplit('.')
@@ -344,47 +467,45 @@ fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]
         let Some(defs) = index.definitions.get(name) else {
             continue;
         };
-        let files: HashSet<u32> = defs.iter().map(|&(f, _)| f).collect();
-        if files.len() > MAX_DEFINING_FILES {
+        let Some(found) = defined
+            .entry(name)
+            .or_insert_with(|| {
+                let files: HashSet<u32> = defs.iter().map(|&(f, _)| f).collect();
+                (files.len() <= MAX_DEFINING_FILES).then(|| Defined::of(index, defs))
+            })
+            .as_ref()
+        else {
             continue;
-        }
+        };
         let weight = source_weight(identifier.source);
         let dotted_tail = identifier
             .name
             .contains('.')
             .then_some(identifier.name.as_str());
-        let mut seen = HashSet::new();
-        for &(file, sym) in defs {
-            if !seen.insert(file) {
-                continue;
-            }
+        for &(file, sym) in &found.files {
             let symbol = &index.files[file as usize].parsed.symbols[sym as usize];
             // `Class.method` pins the definition down however common the bare name is.
-            let qualified_match = dotted_tail.is_some_and(|tail| {
-                index.files[file as usize].parsed.symbols.iter().any(|s| {
-                    s.name == name
-                        && (s.qualified == tail
-                            || tail.ends_with(&format!(".{}", s.qualified))
-                            || s.qualified.ends_with(&format!(".{tail}")))
-                })
-            });
+            let qualified_match = dotted_tail.is_some_and(|tail| found.pins(file, tail));
             let specificity = if qualified_match {
                 1.0
             } else {
-                1.0 / files.len() as f32
+                1.0 / found.files.len() as f32
             };
             let kind = match symbol.kind {
                 SymbolKind::Class => "class",
                 SymbolKind::Function => "function",
                 SymbolKind::Method => "method",
             };
-            out[file as usize].add(Evidence {
-                signal: Signal::Definition,
-                score: weight * specificity,
-                detail: format!("defines {kind} `{}` named in the issue", symbol.qualified),
-                lines: Some((symbol.start_line, symbol.end_line)),
-                symbol: Some(symbol.qualified.clone()),
-            });
+            add_summed(
+                &mut out[file as usize],
+                Evidence {
+                    signal: Signal::Definition,
+                    score: weight * specificity,
+                    detail: format!("defines {kind} `{}` named in the issue", symbol.qualified),
+                    lines: Some((symbol.start_line, symbol.end_line)),
+                    symbol: Some(symbol.qualified.clone()),
+                },
+            );
         }
     }
 }
@@ -699,5 +820,201 @@ mod tests {
         );
         assert_eq!(message_fragments("KeyError: 'x'"), Vec::<String>::new());
         assert_eq!(message_fragments("no separator"), Vec::<String>::new());
+    }
+
+    /// The unimplemented share counts functions and methods declared without a body, the
+    /// ones nested in functions left out: 1 for a file that defines none, nothing where the
+    /// file could not be read whole.
+    #[test]
+    fn unimplemented_share_counts_bodiless_declarations() {
+        let (_dir, index) = index_of(&[
+            (
+                "Listener.java",
+                "interface Listener {\n    void onOpen(int code);\n    void onClose(int code);\n}\n"
+                    .to_owned(),
+            ),
+            (
+                "Server.java",
+                "abstract class Server implements Listener {\n    abstract void start();\n    public void onOpen(int code) { start(); }\n    public void onClose(int code) { }\n}\n"
+                    .to_owned(),
+            ),
+            (
+                "Formatter.kt",
+                "expect class Formatter {\n    fun format(date: Long): String\n}\n\nfun Formatter.twice(d: Long) = format(d) + format(d)\n"
+                    .to_owned(),
+            ),
+            (
+                "Scope.kt",
+                "annotation class Scope(val name: String)\n".to_owned(),
+            ),
+            (
+                "impl.py",
+                "def outer():\n    def inner():\n        pass\n    return inner\n".to_owned(),
+            ),
+            ("settings.py", "DEBUG = False\nNAMES = ['a']\n".to_owned()),
+            ("broken.py", "x = (\n\ndef later(:\n    return 1\n".to_owned()),
+        ]);
+        let at = |path: &str| index.files.iter().position(|f| f.path() == path).unwrap();
+        let signals = compute_signals(&index, &crate::query::reformulate("Listener crashes"));
+        let share = |path: &str| signals[at(path)].get(Signal::Unimplemented);
+        assert_eq!(share("Listener.java"), 1.0);
+        assert_eq!(share("Server.java"), 1.0 / 3.0);
+        assert_eq!(share("Formatter.kt"), 0.5);
+        assert_eq!(share("Scope.kt"), 1.0);
+        assert_eq!(share("impl.py"), 0.0);
+        assert_eq!(share("settings.py"), 1.0);
+        assert_eq!(
+            share("broken.py"),
+            0.0,
+            "a file with syntax errors is not known to define none"
+        );
+        assert_eq!(
+            details(&signals[at("Server.java")], Signal::Unimplemented),
+            ["1 of its 3 functions and methods are declared without a body"]
+        );
+        assert!(signals[at("impl.py")]
+            .evidence
+            .iter()
+            .all(|e| e.signal != Signal::Unimplemented));
+    }
+
+    /// The issue's words are read once for the build modules it names: a one-word name is
+    /// found as a whole word, a dotted one where it stands whole, and each file is credited to
+    /// the innermost named module holding it.
+    #[test]
+    fn build_modules_are_found_among_the_issues_words() {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in [
+            ("kotlinx-coroutines-core/build.gradle", ""),
+            ("kotlinx-coroutines-core/src/Job.kt", "class Job\n"),
+            ("kotlinx-coroutines-core/inner-tools/build.gradle", ""),
+            (
+                "kotlinx-coroutines-core/inner-tools/src/Tool.kt",
+                "class Tool\n",
+            ),
+            ("org.example.plugin/build.gradle", ""),
+            ("org.example.plugin/src/Plugin.kt", "class Plugin\n"),
+            ("core/build.gradle", ""),
+            ("core/src/Core.kt", "class Core\n"),
+        ] {
+            let at = dir.path().join(path);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        }
+        let index = RepoIndex::build(dir.path(), &crate::index::IndexOptions::default()).unwrap();
+        let at = |path: &str| index.files.iter().position(|f| f.path() == path).unwrap();
+        let module = |signals: &[FileSignals], path: &str| {
+            details(&signals[at(path)], Signal::ModuleMention).join("; ")
+        };
+        let issue = "Crash in kotlinx-coroutines-core and inner-tools, via org.example.plugin.";
+        let signals = compute_signals(&index, &crate::query::reformulate(issue));
+        assert_eq!(
+            module(&signals, "kotlinx-coroutines-core/src/Job.kt"),
+            "issue names build module `kotlinx-coroutines-core`"
+        );
+        assert_eq!(
+            module(&signals, "kotlinx-coroutines-core/inner-tools/src/Tool.kt"),
+            "issue names build module `kotlinx-coroutines-core/inner-tools`"
+        );
+        assert_eq!(
+            module(&signals, "org.example.plugin/src/Plugin.kt"),
+            "issue names build module `org.example.plugin`"
+        );
+        assert_eq!(
+            module(&signals, "core/src/Core.kt"),
+            "",
+            "`core` is part of a word"
+        );
+        let signals = compute_signals(&index, &crate::query::reformulate("org example plugin"));
+        assert_eq!(module(&signals, "org.example.plugin/src/Plugin.kt"), "");
+    }
+
+    /// The `definition` score as it was computed before the lookups of [`Defined`]: every
+    /// symbol of each defining file compared with each dotted mention.
+    fn definition_scores_by_scan(index: &RepoIndex, query: &Reformulation) -> Vec<f32> {
+        let mut scores = vec![0.0f32; index.files.len()];
+        for identifier in &query.identifiers {
+            let name = identifier
+                .name
+                .rsplit('.')
+                .next()
+                .unwrap_or(&identifier.name);
+            let Some(defs) = index.definitions.get(name) else {
+                continue;
+            };
+            let files: HashSet<u32> = defs.iter().map(|&(f, _)| f).collect();
+            if files.len() > MAX_DEFINING_FILES {
+                continue;
+            }
+            let tail = identifier
+                .name
+                .contains('.')
+                .then_some(identifier.name.as_str());
+            for &file in &files {
+                let pinned = tail.is_some_and(|tail| {
+                    index.files[file as usize].parsed.symbols.iter().any(|s| {
+                        s.name == name
+                            && (s.qualified == tail
+                                || tail.ends_with(&format!(".{}", s.qualified))
+                                || s.qualified.ends_with(&format!(".{tail}")))
+                    })
+                });
+                let specificity = if pinned {
+                    1.0
+                } else {
+                    1.0 / files.len() as f32
+                };
+                scores[file as usize] += source_weight(identifier.source) * specificity;
+            }
+        }
+        scores
+    }
+
+    /// Dotted mentions pin a definition in the file whose qualified name they end with (or
+    /// that ends with them), however many files define the bare name: the lookups score as the
+    /// scan of every symbol did. The evidence a file lists is bounded; its score keeps every
+    /// mention.
+    #[test]
+    fn definitions_pin_dotted_names_and_list_bounded_evidence() {
+        let methods: String = (0..30).map(|i| format!("    void m{i}() {{}}\n")).collect();
+        let (_dir, index) = index_of(&[
+            ("Pool.java", format!("class Pool {{\n    void close() {{}}\n    class Inner {{ void close() {{}} }}\n{methods}}}\n")),
+            ("Other.java", "class Other {\n    void close() {}\n}\n".to_owned()),
+            ("third.py", "class Third:\n    def close(self):\n        pass\n\ndef m3():\n    pass\n".to_owned()),
+        ]);
+        let at = |path: &str| index.files.iter().position(|f| f.path() == path).unwrap();
+        let named: String = (0..30).map(|i| format!("`Pool.m{i}` ")).collect();
+        for issue in [
+            format!("`db.Pool.close` leaks; also {named}"),
+            "`close` leaks".to_owned(),
+            "`Pool.close` and Inner.close() and `x.Third.close`, not `Other.closed`".to_owned(),
+            "`pkg.Pool.Inner.close` or `Inner.close` or `ool.close`".to_owned(),
+        ] {
+            let query = crate::query::reformulate(&issue);
+            let signals = compute_signals(&index, &query);
+            let expected = definition_scores_by_scan(&index, &query);
+            for (file, signals) in signals.iter().enumerate() {
+                let got = signals.get(Signal::Definition);
+                assert!(
+                    (got - expected[file]).abs() < 1e-4,
+                    "{issue}: file {file}: {got} against {}",
+                    expected[file]
+                );
+            }
+        }
+        let query = crate::query::reformulate(&format!("`db.Pool.close` leaks; also {named}"));
+        let signals = compute_signals(&index, &query);
+        let pool = &signals[at("Pool.java")];
+        assert!(pool.get(Signal::Definition) > 30.0);
+        assert_eq!(
+            details(pool, Signal::Definition).len(),
+            MAX_EVIDENCE_PER_SIGNAL
+        );
+        let pinned = compute_signals(&index, &crate::query::reformulate("`Pool.close` leaks"));
+        let bare = compute_signals(&index, &crate::query::reformulate("`close` leaks"));
+        assert!(
+            pinned[at("Pool.java")].get(Signal::Definition)
+                > bare[at("Pool.java")].get(Signal::Definition)
+        );
     }
 }
