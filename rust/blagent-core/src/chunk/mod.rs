@@ -166,13 +166,15 @@ pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {
     }
 }
 
-/// Parse time every file may take, and the time allowed per 100 KB of source on top. Well-formed
-/// code parses at 5–20 MB/s (a 2 MB file, the largest the walk reads, in about 0.2 s), so only
-/// garbled text reaches the budget: tree-sitter's error recovery can need quadratic time on
-/// it (160 KB of `}{)(][><` took 42 s, 1.6 MB would take over an hour), and such a file is
-/// given up on, as a file that does not parse at all is.
+/// Parse time every file may take, and the time allowed per 100 KB of source on top. Code of
+/// ordinary lines parses at 5–20 MB/s (a 2 MB file, the largest the walk reads, in about
+/// 0.2 s), but long runs of list or tuple items far slower (a review measured a 1.9 MB line of
+/// tuple items at 2.8–3 s per MB on a loaded 2-core machine, past the 2.5 s per MB this once
+/// allowed). Garbled text can need quadratic time in tree-sitter's error recovery (160 KB of
+/// `}{)(][><` took 42 s, 1.6 MB would take over an hour): such a file is given up on at the
+/// budget, as a file that does not parse at all is.
 const PARSE_BUDGET_BASE: Duration = Duration::from_millis(500);
-const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(250);
+const PARSE_BUDGET_PER_100_KB: Duration = Duration::from_millis(500);
 
 /// The time a parse of `bytes` of source may take ([`PARSE_BUDGET_BASE`]).
 pub(super) fn parse_budget(bytes: usize) -> Duration {
