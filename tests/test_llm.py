@@ -410,11 +410,15 @@ def test_calibrate_writes_no_profile_for_a_model_that_shaped_nothing_and_eval_lo
     assert fused.returncode == 1 and "LLM pipeline" in fused.stderr
 
 
+# Paths holding a short URL password (`admin`) and a one-letter proxy password (`p`).
+PATHS = "django/contrib/admin/options.py pkg/http_proxy.py"
+
+
 class _Hostile(BaseHTTPRequestHandler):
     """A hostile endpoint, by model name: `dribble` sends a completion a byte every 0.2 s;
     `echo-NNN` answers status NNN with the request's Authorization header and the credentials
     it carries (a basic header decoded) echoed: in the completion's content for 200, in an
-    OpenAI-style error otherwise."""
+    OpenAI-style error otherwise; `paths` answers with PATHS."""
 
     protocol_version = "HTTP/1.0"
 
@@ -436,7 +440,12 @@ class _Hostile(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        if model in ("redirect", "terminal"):
+        if model == "paths":
+            body = json.dumps(
+                {"choices": [{"message": {"role": "assistant", "content": PATHS}}]}
+            ).encode()
+            code = 200
+        elif model in ("redirect", "terminal"):
             # The redirect followed, or an error body that would drive a terminal.
             code = 200 if model == "redirect" else 400
             reply = "followed" if model == "redirect" else "\x1b]0;PWNED\x07\x1b[2Jbad request"
@@ -584,6 +593,20 @@ def test_a_token_given_as_the_url_user_never_shows(hostile: str, tmp_path: Path)
     for text in [cassette.read_text(), *(proc.stdout + proc.stderr for proc in runs)]:
         for form in [*_forms(token), *_forms(f"{token}:")]:
             assert form not in text, (form, text)
+
+
+def test_short_url_and_proxy_passwords_leave_answers_alone(hostile: str) -> None:
+    """Found by a review: with `http://admin:admin@host` every `admin` of an answer became
+    `<redacted>` (its paths then dropped), and a proxy password `p` replaced every `p`. Such
+    short credentials stay out of errors but are not replaced in answers."""
+    url = hostile.replace("http://", "http://admin:admin@")
+    proxy = {"HTTP_PROXY": "http://me:p@proxy.invalid:3128", "NO_PROXY": "127.0.0.1"}
+    answered = run_cli("llm-check", "--llm-base-url", url, "--llm-model", "paths", env=proxy)
+    assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout)["reply"] == PATHS
+    failed = run_cli("llm-check", "--llm-base-url", url, "--llm-model", "echo-401", env=proxy)
+    assert failed.returncode == 3 and "401" in failed.stderr, failed.stderr
+    assert "admin" not in failed.stderr.lower() and "<redacted>" in failed.stderr, failed.stderr
 
 
 def test_credentials_outside_ascii_are_refused_unshown() -> None:

@@ -8,16 +8,28 @@ use std::path::{Path, PathBuf};
 
 use crate::repo::confine::{check_relative, resolve_inside, Refusal};
 
+/// Characters of a refused path quoted in its refusal (escaped, so a control character counts
+/// as the several of its escape): a model may send a path of any length, and the refusal is a
+/// tool warning in the result too.
+pub const MAX_QUOTED_PATH_CHARS: usize = 200;
+
+/// `requested` escaped for a message (`escape_debug`) and cut to [`MAX_QUOTED_PATH_CHARS`]
+/// characters, `…` marking a cut.
+fn quoted(requested: &str) -> String {
+    let mut escaped = requested.escape_debug();
+    let mut shown: String = escaped.by_ref().take(MAX_QUOTED_PATH_CHARS).collect();
+    if escaped.next().is_some() {
+        shown.push('…');
+    }
+    shown
+}
+
 /// Why a requested path is refused, in words sent back to the model: the repository-wide rule
 /// ([`check_relative`]) with the agent's stricter ones (blank, `~`, percent-encoding, a drive
-/// letter) in the order the model is told of them.
+/// letter) in the order the model is told of them. The path is quoted escaped and cut
+/// ([`MAX_QUOTED_PATH_CHARS`]).
 pub fn check_syntax(requested: &str) -> Result<(), String> {
-    let refuse = |why: &str| {
-        Err(format!(
-            "path `{}` refused: {why}",
-            requested.escape_debug()
-        ))
-    };
+    let refuse = |why: &str| Err(format!("path `{}` refused: {why}", quoted(requested)));
     let refusal = check_relative(requested).err();
     if requested.trim().is_empty() {
         return refuse("it is empty");
@@ -100,6 +112,22 @@ mod tests {
             check_syntax("100%.py").is_ok(),
             "a lone % is not an encoding"
         );
+    }
+
+    /// Found by a review: a path of `~` and 42,000 control characters was quoted whole,
+    /// escaped (210 KB), in the refusal and so in the result's tool warnings.
+    #[test]
+    fn a_refused_path_is_quoted_cut() {
+        let long = format!("~{}", "\u{1}".repeat(42_000));
+        let err = check_syntax(&long).unwrap_err();
+        assert!(err.starts_with("path `~\\u{1}\\u{1}"), "{err}");
+        assert!(err.contains("…` refused: `~` is not allowed"), "{err}");
+        let quoted = err.split('`').nth(1).unwrap();
+        assert_eq!(quoted.chars().count(), MAX_QUOTED_PATH_CHARS + 1, "{err}");
+        // A path that fits is quoted whole, with no mark.
+        let short = "~".repeat(MAX_QUOTED_PATH_CHARS);
+        let err = check_syntax(&short).unwrap_err();
+        assert!(err.starts_with(&format!("path `{short}` refused")), "{err}");
     }
 
     #[cfg(unix)]

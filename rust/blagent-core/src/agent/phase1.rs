@@ -147,7 +147,7 @@ pub(crate) fn score_candidates(
         for path in &paths {
             let text = match resolve(index, path) {
                 Ok((file, _)) if read.contains(&file) => {
-                    session.stats.tool_warnings.push(format!(
+                    session.stats.warn(&format!(
                         "phase1: duplicate read of {}",
                         index.files[file].path()
                     ));

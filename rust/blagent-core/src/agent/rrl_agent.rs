@@ -190,7 +190,7 @@ fn view(
     offset: usize,
 ) -> String {
     if let Err(why) = super::confine::check_syntax(path) {
-        session.stats.tool_warnings.push(format!("agent: {why}"));
+        session.stats.warn(&format!("agent: {why}"));
         return why;
     }
     let file = match super::paths::resolve(ctx.index, path) {
@@ -202,8 +202,7 @@ fn view(
     if seen.len() >= MAX_VIEWS_PER_FILE {
         session
             .stats
-            .tool_warnings
-            .push(format!("agent: view of {name} refused"));
+            .warn(&format!("agent: view of {name} refused"));
         return format!("refused: {name} was already viewed {MAX_VIEWS_PER_FILE} times; use what you have read or call finish");
     }
     let repeated = seen.contains(&offset);
@@ -212,8 +211,7 @@ fn view(
     if repeated {
         session
             .stats
-            .tool_warnings
-            .push(format!("agent: repeated view of {name}"));
+            .warn(&format!("agent: repeated view of {name}"));
         format!(
             "warning: you already viewed {name} at offset {offset}; do not repeat views.\n{text}"
         )

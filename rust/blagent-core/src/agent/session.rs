@@ -30,7 +30,8 @@ pub struct LlmStats {
     pub parse_failures: u64,
     /// Repair requests sent after a failure.
     pub retries: u64,
-    /// Stages that used their fallback, with why (`phase1: no valid reply after 3 retries`).
+    /// Stages that used their fallback, with why (`phase1: no valid reply after 3 retries`),
+    /// each cut to [`MAX_FALLBACK_CHARS`] characters (a reason may quote the model's reply).
     pub fallbacks: Vec<String>,
     /// Model paths that named no single file and were dropped: the first
     /// [`MAX_LISTED_DROPPED`], each cut to [`MAX_DROPPED_CHARS`] characters.
@@ -38,8 +39,12 @@ pub struct LlmStats {
     /// Dropped paths past those listed (a model can name thousands).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_paths_unlisted: u64,
-    /// Tool calls refused or warned (duplicate reads, repeated views, escapes).
+    /// Tool calls refused or warned (duplicate reads, repeated views, escapes): the first
+    /// [`MAX_LISTED_WARNINGS`], each cut to [`MAX_WARNING_CHARS`] characters.
     pub tool_warnings: Vec<String>,
+    /// Tool warnings past those listed (a model can make a refused call every turn).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_warnings_unlisted: u64,
     /// Tokens and calls per stage (`t0`, `t1`, `phase1`, …).
     pub stages: BTreeMap<String, StageUsage>,
     /// Wall-clock milliseconds of the whole pipeline.
@@ -50,6 +55,22 @@ pub struct LlmStats {
 pub const MAX_LISTED_DROPPED: usize = 50;
 /// Characters of a dropped path listed.
 pub const MAX_DROPPED_CHARS: usize = 300;
+/// Tool warnings listed in [`LlmStats::tool_warnings`].
+pub const MAX_LISTED_WARNINGS: usize = 50;
+/// Characters of a tool warning listed.
+pub const MAX_WARNING_CHARS: usize = 300;
+/// Characters of a fallback's reason kept in [`LlmStats::fallbacks`], the stage's name
+/// included: more than an endpoint's error with its quoted body takes.
+pub const MAX_FALLBACK_CHARS: usize = 1000;
+
+/// `text` cut to `max` characters, `…` marking a cut.
+fn cut(text: &str, max: usize) -> String {
+    let mut shown: String = text.chars().take(max).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    shown
+}
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
 fn is_zero(n: &u64) -> bool {
@@ -62,14 +83,21 @@ impl LlmStats {
     pub fn drop_paths(&mut self, dropped: impl IntoIterator<Item = String>) {
         for path in dropped {
             if self.dropped_paths.len() < MAX_LISTED_DROPPED {
-                let mut shown: String = path.chars().take(MAX_DROPPED_CHARS).collect();
-                if shown.len() < path.len() {
-                    shown.push('…');
-                }
-                self.dropped_paths.push(shown);
+                self.dropped_paths.push(cut(&path, MAX_DROPPED_CHARS));
             } else {
                 self.dropped_paths_unlisted += 1;
             }
+        }
+    }
+
+    /// Notes a tool warning: listed up to [`MAX_LISTED_WARNINGS`], each cut to
+    /// [`MAX_WARNING_CHARS`] characters, and counted past that, so a model that repeats a
+    /// refused call, or names a path of any length, cannot swell the result.
+    pub fn warn(&mut self, warning: &str) {
+        if self.tool_warnings.len() < MAX_LISTED_WARNINGS {
+            self.tool_warnings.push(cut(warning, MAX_WARNING_CHARS));
+        } else {
+            self.tool_warnings_unlisted = self.tool_warnings_unlisted.saturating_add(1);
         }
     }
 
@@ -129,9 +157,12 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Records that `stage` used its fallback.
+    /// Records that `stage` used its fallback, the reason cut to [`MAX_FALLBACK_CHARS`]
+    /// characters (it may quote a reply of up to [`MAX_REPLY_BYTES`]).
     pub fn fallback(&mut self, stage: &str, why: &str) {
-        self.stats.fallbacks.push(format!("{stage}: {why}"));
+        self.stats
+            .fallbacks
+            .push(cut(&format!("{stage}: {why}"), MAX_FALLBACK_CHARS));
     }
 
     fn call(&mut self, stage: &str, messages: &[Message]) -> Result<String, String> {
@@ -247,6 +278,40 @@ mod tests {
         let json = serde_json::to_value(&few).unwrap();
         assert!(json.get("dropped_paths_unlisted").is_none());
     }
+
+    /// Found by a review: a refused view of a 42,000-character path made one 210 KB tool
+    /// warning, and nothing bounded their number.
+    #[test]
+    fn tool_warnings_are_listed_up_to_a_bound_each_cut_and_counted_past_it() {
+        let mut stats = LlmStats::default();
+        stats.warn(&"w".repeat(210_000));
+        assert_eq!(
+            stats.tool_warnings[0].chars().count(),
+            MAX_WARNING_CHARS + 1
+        );
+        assert!(stats.tool_warnings[0].ends_with('…'));
+        let json = serde_json::to_value(&stats).unwrap();
+        assert!(json.get("tool_warnings_unlisted").is_none());
+        for i in 0..1000 {
+            stats.warn(&format!("agent: repeated view of f{i}.py"));
+        }
+        assert_eq!(stats.tool_warnings.len(), MAX_LISTED_WARNINGS);
+        assert_eq!(
+            stats.tool_warnings[1..],
+            (0..MAX_LISTED_WARNINGS - 1)
+                .map(|i| format!("agent: repeated view of f{i}.py"))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            stats.tool_warnings_unlisted,
+            1001 - MAX_LISTED_WARNINGS as u64
+        );
+        let json = serde_json::to_value(&stats).unwrap();
+        assert_eq!(
+            json["tool_warnings_unlisted"],
+            1001 - MAX_LISTED_WARNINGS as u64
+        );
+    }
     use crate::llm::{NoModel, ScriptedModel};
 
     const SETTINGS: CallSettings = CallSettings {
@@ -341,6 +406,27 @@ mod tests {
             requests[1].messages[1].content.len() < 1000,
             "the echo is cut"
         );
+    }
+
+    /// Found by a review: a fallback's reason quoted the model's invalid reply whole (a parse
+    /// error names what it got), up to [`MAX_REPLY_BYTES`] of it.
+    #[test]
+    fn a_fallback_reason_quoting_the_reply_is_cut() {
+        let long = "x".repeat(200_000);
+        let model = ScriptedModel::new([long.as_str(), long.as_str()]);
+        let prompts = Prompts::default();
+        let mut session = Session::new(&model, &prompts, SETTINGS);
+        let mut messages = vec![Message::user("a number?")];
+        assert_eq!(session.ask("s", &mut messages, "<n>", number), None);
+        let reason = &session.stats.fallbacks[0];
+        assert!(
+            reason.starts_with("s: the model repeated an invalid reply (`xxx"),
+            "{reason}"
+        );
+        assert_eq!(reason.chars().count(), MAX_FALLBACK_CHARS + 1);
+        assert!(reason.ends_with('…'));
+        session.fallback("t", "short");
+        assert_eq!(session.stats.fallbacks[1], "t: short");
     }
 
     #[test]

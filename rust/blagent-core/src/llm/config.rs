@@ -212,10 +212,10 @@ impl LlmConfig {
         Duration::from_secs_f64(self.request_timeout_s)
     }
 
-    /// The redactor of this configuration's secrets: the API key, the base URL's credentials
-    /// ([`url_secrets`]) and, with an endpoint, those of the proxies the HTTP client takes from
-    /// the environment ([`proxy_secrets`]).
-    pub fn redactor(&self) -> Redactor {
+    /// This configuration's secrets: the API key, the base URL's credentials ([`url_secrets`])
+    /// and, with an endpoint, those of the proxies the HTTP client takes from the environment
+    /// ([`proxy_secrets`]).
+    fn secrets(&self) -> Vec<Secret> {
         // A key shorter than `MIN_KEY_CHARS` is a local server's placeholder, not a secret.
         let mut secrets: Vec<Secret> = self
             .api_key
@@ -225,11 +225,28 @@ impl LlmConfig {
             .collect();
         if let Some(url) = &self.base_url {
             secrets.extend(url_secrets(url));
-        }
-        if self.base_url.is_some() {
             secrets.extend(proxy_secrets());
         }
-        Redactor::new(&secrets)
+        secrets
+    }
+
+    /// The redactor of this configuration's secrets, whatever their length: for errors, logs,
+    /// and everything else but a model's answers.
+    pub fn redactor(&self) -> Redactor {
+        Redactor::new(&self.secrets())
+    }
+
+    /// The redactor of a model's answers: [`LlmConfig::redactor`] without the secrets shorter
+    /// than [`MIN_KEY_CHARS`] characters. A short password (`admin`, `p`) replaced wherever an
+    /// answer holds it would rewrite the paths the answer names (`django/contrib/admin/…`),
+    /// which are then dropped; a `user:password` pair, a long password and the key still go.
+    pub fn answer_redactor(&self) -> Redactor {
+        let secrets = self.secrets();
+        Redactor::new(
+            secrets
+                .iter()
+                .filter(|secret| secret.expose().chars().count() >= MIN_KEY_CHARS),
+        )
     }
 
     /// A request for `stage` with this configuration's temperature, seed and token cap.
@@ -379,6 +396,41 @@ mod tests {
         assert_eq!(shown, "tests/test_parser.py");
         let shown = config("sk-abcdefgh").redactor().redact("test sk-abcdefgh");
         assert_eq!(shown, "test <redacted>");
+    }
+
+    /// Found by a review: with `http://admin:admin@host` every `admin` in the model's answers
+    /// became `<redacted>` (`django/contrib/<redacted>/options.py`, then dropped); a URL's
+    /// short credentials are kept out of errors but not replaced in answers.
+    #[test]
+    fn short_url_credentials_leave_answers_alone() {
+        let config = |url: &str| LlmConfig {
+            base_url: Some(url.to_owned()),
+            model: "m".to_owned(),
+            ..LlmConfig::default()
+        };
+        let short = config("http://admin:admin@h:1");
+        let path = "django/contrib/admin/options.py";
+        assert_eq!(short.answer_redactor().redact(path), path);
+        assert_eq!(
+            short.redactor().redact(path),
+            "django/contrib/<redacted>/options.py"
+        );
+        // The pair sent as basic authentication is long enough to go from answers too.
+        for form in ["admin:admin", "YWRtaW46YWRtaW4=", "YWRtaW46YWRtaW4"] {
+            assert_eq!(
+                short.answer_redactor().redact(&format!("echo {form}.")),
+                "echo <redacted>.",
+                "{form}"
+            );
+        }
+        let long = config("http://user:s%40cretPW@h:1");
+        for form in ["s@cretPW", "s%40cretPW", "user:s@cretPW"] {
+            assert_eq!(
+                long.answer_redactor().redact(&format!("echo {form}.")),
+                "echo <redacted>.",
+                "{form}"
+            );
+        }
     }
 
     #[test]

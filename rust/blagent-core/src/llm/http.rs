@@ -33,6 +33,22 @@ const SNIPPET_CHARS: usize = 300;
 pub const MAX_BODY_BYTES: u64 = 64 << 20;
 /// Bytes asked of the body per read (the deadline is checked between reads).
 const READ_CHUNK_BYTES: usize = 64 << 10;
+/// How the message of a failure retried until the retries ran out begins, after the endpoint
+/// and the model (`http://h/v1/chat/completions (model m): gave up after 5 attempt(s) …`).
+const GAVE_UP: &str = "gave up after";
+/// How every message of a request that used its whole timeout names it.
+const WHOLE_TIMEOUT: &str = "request timeout of";
+
+/// Whether `message`, the text of an [`Error::Llm`] that [`HttpModel`] returned (as a cassette
+/// records it), tells of a transient failure, one that asking again later may not repeat: a
+/// failure retried until the retries ran out (408, 429, 5xx, a connection failure, a truncated
+/// or malformed body) or a request that used its whole timeout. A permanent one (another 4xx,
+/// a body too large, a request that cannot be built) is not. The message is read for the words
+/// these failures are told in, so a permanent failure whose quoted body holds them passes for
+/// a transient one: that costs one more request, never a wrong answer.
+pub fn is_transient_failure(message: &str) -> bool {
+    message.contains(&format!("): {GAVE_UP} ")) || message.contains(&format!("{WHOLE_TIMEOUT} "))
+}
 
 /// A chat model behind an OpenAI-compatible HTTP endpoint. Share one across threads: its
 /// concurrency limit then bounds the whole run.
@@ -44,6 +60,9 @@ pub struct HttpModel {
     /// Scrubs the key and the base URL's credentials, in every form, from what the server
     /// sends back.
     redactor: Redactor,
+    /// The same for a model's answers, but for credentials too short to tell from words
+    /// ([`LlmConfig::answer_redactor`]).
+    answer_redactor: Redactor,
     request_timeout_s: f64,
     client: reqwest::blocking::Client,
     max_retries: u32,
@@ -174,6 +193,7 @@ impl HttpModel {
             model: config.model.clone(),
             api_key: config.api_key.clone(),
             redactor: config.redactor(),
+            answer_redactor: config.answer_redactor(),
             request_timeout_s: config.request_timeout_s,
             client,
             max_retries: config.max_retries,
@@ -262,8 +282,8 @@ impl HttpModel {
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
                     return Err(Failure::Fatal(format!(
-                        "no complete answer (connect, headers and body) within the request \
-                         timeout of {} s; not retried",
+                        "no complete answer (connect, headers and body) within the \
+                         {WHOLE_TIMEOUT} {} s; not retried",
                         self.request_timeout_s
                     )))
                 }
@@ -293,7 +313,7 @@ impl HttpModel {
             let message = format!("HTTP {status}, reading the body failed: {e}");
             if is_timeout(&e) {
                 Failure::Fatal(format!(
-                    "{message} (the whole request timeout of {} s was used; not retried)",
+                    "{message} (the whole {WHOLE_TIMEOUT} {} s was used; not retried)",
                     self.request_timeout_s
                 ))
             } else {
@@ -321,9 +341,9 @@ impl HttpModel {
         Ok(text)
     }
 
-    /// The response in a successful answer's body `text`: its first choice, redacted, with the
-    /// usage the server reported or, without one, an estimate. A body that is not a chat
-    /// completion is retried.
+    /// The response in a successful answer's body `text`: its first choice, redacted as an
+    /// answer ([`LlmConfig::answer_redactor`]), with the usage the server reported or, without
+    /// one, an estimate. A body that is not a chat completion is retried.
     fn parse_answer(
         &self,
         text: &str,
@@ -339,7 +359,7 @@ impl HttpModel {
             Failure::retry(format!("response without choices: {}", self.snippet(text)))
         })?;
         let content = self
-            .redactor
+            .answer_redactor
             .redact(&choice.message.content.unwrap_or_default());
         let usage = match wire.usage.as_ref().and_then(WireUsage::counts) {
             Some((prompt_tokens, completion_tokens)) => Usage {
@@ -352,7 +372,9 @@ impl HttpModel {
         Ok(ChatResponse {
             content,
             usage,
-            finish_reason: choice.finish_reason.map(|r| self.redactor.redact(&r)),
+            finish_reason: choice
+                .finish_reason
+                .map(|r| self.answer_redactor.redact(&r)),
         })
     }
 
@@ -404,7 +426,7 @@ impl ChatModel for HttpModel {
             if retry >= self.max_retries {
                 let attempts = retry + 1;
                 return Err(self.error(&format!(
-                    "gave up after {attempts} attempt(s) (stage {}); last error: {message}",
+                    "{GAVE_UP} {attempts} attempt(s) (stage {}); last error: {message}",
                     request.stage
                 )));
             }
@@ -453,7 +475,7 @@ fn transport_failure(err: &reqwest::Error, timeout_s: f64) -> Failure {
     }
     if err.is_timeout() && !err.is_connect() {
         return Failure::Fatal(format!(
-            "no answer within the request timeout of {timeout_s} s; not retried: {}",
+            "no answer within the {WHOLE_TIMEOUT} {timeout_s} s; not retried: {}",
             chain(err)
         ));
     }

@@ -29,7 +29,7 @@ pub use self::config::{
     normalize_base_url, LlmConfig, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, MAX_TIMEOUT_S,
 };
 pub use self::flags::{config_flags, ConfigFlag};
-pub use self::http::{HttpModel, RETRYABLE_STATUSES};
+pub use self::http::{is_transient_failure, HttpModel, RETRYABLE_STATUSES};
 pub use self::limit::{ConcurrencyLimit, Permit};
 pub use self::prices::{ModelPrice, PriceTable};
 pub use self::redact::{redact_url_credentials, url_secrets, Redactor, Secret, REDACTED};

@@ -173,8 +173,9 @@ fn base64_forms(bytes: &[u8]) -> Vec<String> {
 /// The fewest characters of an API key redacted: a shorter key (`EMPTY`, `test`, `none`, which
 /// local servers such as vLLM or llama.cpp take) is a placeholder, not a credential, and
 /// replacing it wherever it occurs would rewrite the model's answers (`tests/test_parser.py`
-/// into `<redacted>s/<redacted>_parser.py`). A URL's credentials are redacted whatever their
-/// length.
+/// into `<redacted>s/<redacted>_parser.py`). A URL's or a proxy's credentials are redacted
+/// whatever their length, except in a model's answers, where the same rule holds
+/// ([`super::LlmConfig::answer_redactor`]).
 pub const MIN_KEY_CHARS: usize = 8;
 
 /// The fewest bytes of a secret matched inside longer base64 text (see [`base64_forms`]).

@@ -9,6 +9,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
+use super::http::is_transient_failure;
 use super::{ChatModel, ChatRequest, ChatResponse, Message};
 use crate::error::{Error, Result};
 use crate::repo::{
@@ -78,7 +79,10 @@ pub fn request_key(model: &str, request: &ChatRequest) -> String {
 /// Serves the exchanges of a cassette. Identical requests are answered in recorded order; a
 /// request not in the cassette, or asked more often than recorded, is an [`Error::Llm`], or,
 /// with a live model behind it ([`ReplayModel::then_live`]), that model's answer: a changed
-/// pipeline then re-asks only what it asks differently.
+/// pipeline then re-asks only what it asks differently. A recorded failure is replayed as the
+/// same error, except a transient one ([`is_transient_failure`]: a rate limit, a timeout, a
+/// 5xx, a refused connection) with a live model, which that model is asked again: re-running a
+/// run an outage hit must not reproduce the outage.
 pub struct ReplayModel {
     path: PathBuf,
     model: String,
@@ -139,8 +143,8 @@ impl ReplayModel {
         }
     }
 
-    /// Asks `live` what the cassette does not answer (it must send the model name the cassette
-    /// is keyed with).
+    /// Asks `live` what the cassette does not answer, and again what it recorded as a transient
+    /// failure (it must send the model name the cassette is keyed with).
     #[must_use]
     pub fn then_live(mut self, live: Box<dyn ChatModel>) -> Self {
         self.live = Some(live);
@@ -171,6 +175,11 @@ impl ChatModel for ReplayModel {
             .and_then(VecDeque::pop_front);
         match (next, &self.live) {
             (Some(Ok(response)), _) => Ok(response),
+            // An outage recorded (a rate limit, a timeout, a 5xx, a refused connection) is not
+            // the model's answer: with an endpoint it is asked again, as a stopped call is.
+            (Some(Err(message)), Some(live)) if is_transient_failure(&message) => {
+                live.chat(request)
+            }
             (Some(Err(message)), _) => Err(Error::Llm(message)),
             (None, Some(live)) => live.chat(request),
             (None, None) => {
@@ -426,6 +435,58 @@ mod tests {
         // Not an error replayed: a request the cassette does not hold.
         let key = request_key("m", &ask("t0", "stop"));
         assert!(missing.contains(&key), "{missing}");
+    }
+
+    /// Fails every request with its own last message as the error.
+    struct Fails;
+
+    impl ChatModel for Fails {
+        fn name(&self) -> String {
+            "fails".into()
+        }
+        fn chat(&self, request: &ChatRequest) -> Result<ChatResponse> {
+            Err(Error::Llm(request.messages.last().unwrap().content.clone()))
+        }
+    }
+
+    /// Found by a review: a recorded 429 was replayed as the answer even with an endpoint, so
+    /// re-running a run an outage hit reproduced the outage and the endpoint was not asked.
+    #[test]
+    fn a_recorded_transient_failure_is_asked_again_of_a_live_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let at = "http://h/v1/chat/completions (model m)";
+        let transient = [
+            format!("{at}: gave up after 1 attempt(s) (stage t0); last error: HTTP 429 Too Many Requests: slow down"),
+            format!("{at}: gave up after 5 attempt(s) (stage t0); last error: cannot connect (is the server running?): refused"),
+            format!("{at}: no answer within the request timeout of 2 s; not retried: timed out"),
+        ];
+        let permanent = [
+            format!("{at}: HTTP 401 Unauthorized: bad key"),
+            format!("{at}: HTTP 400 Bad Request: gave up after nothing"),
+        ];
+        let recorder = RecordingModel::create(Fails, "m", &path, &Inputs::new()).unwrap();
+        for message in transient.iter().chain(&permanent) {
+            assert!(recorder.chat(&ask("t0", message)).is_err());
+        }
+        drop(recorder);
+        let live = ReplayModel::open(&path).unwrap().then_live(Box::new(Echo));
+        for message in &transient {
+            assert!(is_transient_failure(message), "{message}");
+            let answer = live.chat(&ask("t0", message)).unwrap().content;
+            assert_eq!(answer, message.chars().rev().collect::<String>());
+        }
+        for message in &permanent {
+            assert!(!is_transient_failure(message), "{message}");
+            let err = live.chat(&ask("t0", message)).unwrap_err().to_string();
+            assert_eq!(err, format!("LLM error: {message}"));
+        }
+        // Without an endpoint every recorded failure replays as it was.
+        let replay = ReplayModel::open(&path).unwrap();
+        for message in transient.iter().chain(&permanent) {
+            let err = replay.chat(&ask("t0", message)).unwrap_err().to_string();
+            assert_eq!(err, format!("LLM error: {message}"));
+        }
     }
 
     #[test]

@@ -187,6 +187,33 @@ fn echoed_secrets_never_show_in_answers_or_cassettes() {
     assert_hidden(&recorded, "the cassette");
 }
 
+/// Found by a review: with `http://admin:admin@host` every `admin` of an answer became
+/// `<redacted>`, so the paths it named (`django/contrib/admin/options.py`) were dropped. A
+/// password shorter than the shortest key redacted is left alone in answers, as a placeholder
+/// key is; it still never shows in an error.
+#[test]
+fn a_short_url_password_leaves_answers_alone_and_stays_out_of_errors() {
+    let path = "django/contrib/admin/options.py";
+    let server = ScriptedServer::start(vec![
+        Action::reply(path),
+        Action::status_with_body(401, r#"{"error": {"message": "user admin: bad password"}}"#),
+    ]);
+    let url = with_credentials(&server.base_url(), "admin:admin");
+    let client = LlmClient::new(&LlmConfig {
+        max_retries: 0,
+        ..config(&url)
+    })
+    .unwrap();
+    assert_eq!(ask(&client).unwrap(), path);
+    let message = ask(&client).unwrap_err().to_string();
+    assert!(message.contains("401"), "{message}");
+    assert!(!message.to_lowercase().contains("admin"), "{message}");
+    assert!(
+        message.contains("user <redacted>: bad password"),
+        "{message}"
+    );
+}
+
 /// Usage that would overflow a `u64` saturates in the client's ledger and in a run's report.
 #[test]
 fn huge_reported_usage_saturates() {

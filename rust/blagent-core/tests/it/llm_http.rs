@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::scripted_server::{dead_base_url, Action, ScriptedServer};
 use blagent_core::llm::{
-    model_from_config, request_key, ChatModel, ChatRequest, HttpModel, LlmClient, LlmConfig,
-    Message, Secret,
+    is_transient_failure, model_from_config, request_key, ChatModel, ChatRequest, HttpModel,
+    LlmClient, LlmConfig, Message, Secret,
 };
 use blagent_core::Error;
 
@@ -437,4 +437,86 @@ fn replay_with_an_endpoint_asks_it_only_what_the_cassette_lacks_and_records_the_
         );
     }
     assert!(replaying.chat("t1", vec![Message::user("b")]).is_err());
+}
+
+/// Found by a review: a cassette that recorded a rate limit replayed it as the answer even with
+/// an endpoint given, so re-running a run an outage hit reproduced the outage and the endpoint
+/// got no request. With an endpoint, a recorded transient failure (429, 5xx, a timeout, a
+/// refused connection) is asked again; a permanent one (401) is replayed.
+#[test]
+fn replay_with_an_endpoint_asks_again_what_failed_transiently() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("outage.jsonl");
+    let outage = ScriptedServer::start(vec![
+        Action::status(429),
+        Action::status(503),
+        Action::Stall(Duration::from_secs(5)),
+        Action::status(401),
+    ]);
+    let record = |url: &str, question: &str| {
+        let client = LlmClient::new(&LlmConfig {
+            record: Some(cassette.clone()),
+            max_retries: 0,
+            request_timeout_s: 0.5,
+            ..config(url)
+        })
+        .unwrap();
+        client
+            .chat("t0", vec![Message::user(question)])
+            .unwrap_err()
+            .to_string()
+    };
+    let mut recorded = Vec::new();
+    for question in ["rate", "gateway", "hang"] {
+        recorded.push(record(&outage.base_url(), question));
+    }
+    recorded.push(record(&dead_base_url(), "refused"));
+    let denied = record(&outage.base_url(), "denied");
+    for (message, expected) in
+        recorded
+            .iter()
+            .zip(["429", "503", "request timeout", "cannot connect"])
+    {
+        assert!(message.contains(expected), "{message}");
+        assert!(is_transient_failure(message), "{message}");
+    }
+    assert!(
+        denied.contains("401") && !is_transient_failure(&denied),
+        "{denied}"
+    );
+
+    let live = ScriptedServer::start(vec![Action::reply("fresh")]);
+    let again = LlmClient::new(&LlmConfig {
+        replay: Some(cassette.clone()),
+        ..config(&live.base_url())
+    })
+    .unwrap();
+    for question in ["rate", "gateway", "hang", "refused"] {
+        let answer = again.chat("t0", vec![Message::user(question)]).unwrap();
+        assert_eq!(answer.content, "fresh", "{question}");
+    }
+    let replayed = again
+        .chat("t0", vec![Message::user("denied")])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(replayed, denied);
+    assert_eq!(
+        live.received().len(),
+        4,
+        "the endpoint is asked what failed transiently"
+    );
+
+    // Without an endpoint the outage replays exactly.
+    let exact = LlmClient::new(&LlmConfig {
+        replay: Some(cassette),
+        ..LlmConfig::default()
+    })
+    .unwrap();
+    for (question, message) in ["rate", "gateway", "hang", "refused"].iter().zip(&recorded) {
+        let err = exact
+            .chat("t0", vec![Message::user(*question)])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(&err, message);
+    }
 }

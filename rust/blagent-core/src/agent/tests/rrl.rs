@@ -1,4 +1,5 @@
 use super::*;
+use crate::agent::session::{MAX_LISTED_WARNINGS, MAX_WARNING_CHARS};
 
 const EXTRACT: &str = r#"{"explanation": "percentage coupons give a negative total", "paths": [], "filenames": [], "identifiers": ["Coupon", "Cart.total"], "code_snippets": ["Coupon(\"SAVE10\", percent=Decimal(\"10\"))"], "stack_traces": [], "error_messages": [],}"#;
 const SEARCH: &str = r#"{"tool": "bm25_topk", "group": "identifiers_snippets", "k": 10}"#;
@@ -89,6 +90,54 @@ fn repeated_views_draw_a_warning_and_are_refused_after_five() {
         result.llm.stats.tool_warnings
     );
     assert!(result.llm.llm_ranked);
+}
+
+/// Found by a review: a view of `~` and 42,000 control characters made one 210 KB tool
+/// warning, and nothing bounded how many there were. The refusal quotes the path cut (here
+/// 1,501 characters escaped); the warnings are listed 50 at most, the rest counted.
+#[test]
+fn refused_views_of_long_paths_make_bounded_warnings() {
+    let index = minishop();
+    let path = format!("~{}", "\u{1}".repeat(300));
+    let call: &'static str = Box::leak(
+        serde_json::json!({"tool": "view_file", "path": path, "offset": 0})
+            .to_string()
+            .into_boxed_str(),
+    );
+    let mut script = vec![("extract", EXTRACT)];
+    script.extend(std::iter::repeat_n(("agent", call), 55));
+    script.extend([("agent", FINISH), ("self_check", CHECK)]);
+    let model = by_stage(&script);
+    let mut options = options(Pipeline::Rrl, 5);
+    options.max_steps = 60;
+    options.max_prompt_tokens = None;
+    let result = run(&index, &issue(), &model, &options);
+    let stats = &result.llm.stats;
+    assert_eq!(stats.tool_warnings.len(), MAX_LISTED_WARNINGS);
+    assert_eq!(stats.tool_warnings_unlisted, 5);
+    for warning in &stats.tool_warnings {
+        assert!(warning.starts_with("agent: path `~\\u{1}"), "{warning}");
+        assert!(
+            warning.ends_with(
+                "…` refused: `~` is not allowed; use a path relative to the repository root"
+            ),
+            "{warning}"
+        );
+        assert!(warning.chars().count() <= MAX_WARNING_CHARS, "{warning}");
+    }
+    let observation = &model
+        .requests()
+        .into_iter()
+        .filter(|r| r.stage == "agent")
+        .nth(1)
+        .unwrap()
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(observation.len() < 1000, "{observation}");
+    assert!(result.llm.llm_ranked, "{:?}", stats.fallbacks);
 }
 
 #[test]
