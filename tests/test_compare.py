@@ -220,6 +220,41 @@ def test_compare_at_function_level_reads_found_functions_in_both_readings(
     assert proc.returncode == 1 and "rank files, not functions" in proc.stderr, proc.stderr
 
 
+def test_a_run_of_function_ids_written_with_one_colon_is_named(repo: Path, tmp_path: Path) -> None:
+    # Found by a review: `path:Class.method` ids matched no gold function (compared as
+    # `path::Class.method`) and the run scored 0 without a word.
+    patch = _diff(repo, "shop/cart.py", "sum(self.items)", "sum(self.items or [])")
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    (trees / "one").symlink_to(repo, target_is_directory=True)
+    row = {"instance_id": "one", "repo": "acme/shop", "problem_statement": "p", "patch": patch}
+    dataset = write(tmp_path / "fn.jsonl", [row])
+    ranked = ["shop/pricing.py::apply_discount", "shop/cart.py::Cart.total"]
+    base = write(tmp_path / "base.jsonl", [{"instance_id": "one", "found_functions": ranked}])
+    colon = write(
+        tmp_path / "colon.jsonl",
+        [{"instance_id": "one", "found_functions": [r.replace("::", ":") for r in ranked]}],
+    )
+    args = ["--dataset", str(dataset), "--granularity", "function", "--repos", str(trees)]
+    proc = run("compare", str(base), str(colon), *args, "--format", "json", "--resamples", "50")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [r["overall"]["mrr"] for r in report["runs"]] == [0.5, 0.0]
+    named = [w for w in report["warnings"] if w.startswith("colon.jsonl: ")]
+    assert len(named) == 1 and "`path::Class.method`" in named[0], report["warnings"]
+    assert '"shop/pricing.py:apply_discount"' in named[0]
+    assert not any(w.startswith("base.jsonl: ") for w in report["warnings"])
+    text = run("compare", str(base), str(colon), *args, "--resamples", "50")
+    assert "warning: colon.jsonl: none of its function ids" in text.stdout, text.stdout
+    # A run that finds no gold function but writes its ids as compared is not warned about.
+    wrong = write(
+        tmp_path / "wrong.jsonl",
+        [{"instance_id": "one", "found_functions": ["shop/pricing.py::apply_discount"]}],
+    )
+    proc = run("compare", str(base), str(wrong), *args, "--format", "json", "--resamples", "50")
+    assert not any("wrong.jsonl" in w for w in json.loads(proc.stdout)["warnings"]), proc.stdout
+
+
 def test_unknown_ids_are_refused_and_runs_sharing_a_file_name_are_told_apart(
     tmp_path: Path,
 ) -> None:

@@ -460,11 +460,14 @@ For every unresolved instance, the first stage that failed:
                     lines a gold hunk changes) is among the top --function-top-k localized functions,
                     or, without function-level localization, edited by the generated patch
                     (--function-rule all: every gold function must be); functions the gold
-                    patch adds and class-body edits are reported, not required
+                    patch adds and class-body edits are reported, not required; each entry is
+                    one rank, a line range (path:10-20, line: N) too, and finds the functions
+                    it overlaps
   line              the first changed code lines (not comment, docstring or blank) of the
                     generated and gold patches are in different files, or more than 5 lines
                     apart and not (within 10 lines and similarity >= 0.6)
-  patch generation  everything localized, the patch still wrong
+  patch generation  everything localized, the patch still wrong (or it does not parse: a
+                    malformed or miscounted hunk, or no file diff at all)
 Empty patches and resolved instances are counted apart. Hunks are placed where `git apply`
 finds them (by context, near the stated line), not at their stated line numbers. Without
 --report, every instance with a generated patch is judged on the localization stages only
@@ -678,7 +681,8 @@ def _add_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--top-k",
         type=_positive_int,
         default=_core.DEFAULT_TOP_K,
-        help=f"files per prediction (default {_core.DEFAULT_TOP_K})",
+        help=f"files per prediction written to --out (default {_core.DEFAULT_TOP_K}); the "
+        "metrics always read the first max(K, 10)",
     )
     ev.add_argument("--out", help="write predictions as JSONL")
     ev.add_argument(
@@ -815,7 +819,11 @@ def _add_analyze_failures(sub: argparse._SubParsersAction[argparse.ArgumentParse
         "--function-top-k",
         type=_positive_int,
         default=_core.DEFAULT_ANALYSIS_TOP_K,
-        help=f"localized functions the function stage looks at (default {_core.DEFAULT_ANALYSIS_TOP_K})",
+        help=(
+            "function-level localization entries the function stage looks at, a line range "
+            f"(path:10-20, Agentless's line: N) one as a function is (default "
+            f"{_core.DEFAULT_ANALYSIS_TOP_K})"
+        ),
     )
     an.add_argument(
         "--function-rule",

@@ -203,19 +203,27 @@ pub fn analyze_failures(config: &AnalysisConfig) -> Result<AnalysisReport> {
 const MAX_NAME_ID: usize = 200;
 
 /// A file name for an instance id: characters other than letters, digits, `-`, `_` and `.`
-/// become `_`; an id longer than [`MAX_NAME_ID`] is cut there and told by its hash. Two ids
-/// that read alike then (`acme/shop`, `acme_shop`) are told apart by [`file_names`].
+/// become `_`, as do the dots an id begins with (no hidden file: `..` is `__.json`), and an
+/// empty id is `_`; an id longer than [`MAX_NAME_ID`] is cut there and told by its hash. Two
+/// ids that read alike then (`acme/shop`, `acme_shop`) are told apart by [`file_names`].
 fn file_name(instance_id: &str) -> String {
+    let mut leading = true;
     let safe: String = instance_id
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+            leading &= c == '.';
+            if !leading && (c.is_ascii_alphanumeric() || "-_.".contains(c)) {
                 c
             } else {
                 '_'
             }
         })
         .collect();
+    let safe = if safe.is_empty() {
+        "_".to_owned()
+    } else {
+        safe
+    };
     if safe.len() > MAX_NAME_ID {
         return format!("{}-{}.json", &safe[..MAX_NAME_ID], id_hash(instance_id));
     }
@@ -432,7 +440,7 @@ mod tests {
             file_name("django__django-11099"),
             "django__django-11099.json"
         );
-        assert_eq!(file_name("../x y"), ".._x_y.json");
+        assert_eq!(file_name("../x y"), "___x_y.json");
         let long = "a".repeat(300);
         let name = file_name(&long);
         assert!(
@@ -457,5 +465,28 @@ mod tests {
         let names = file_names(["a/b", "a?b"]);
         assert_eq!(names[0], "a_b.json");
         assert!(names[1].starts_with("a_b-"));
+    }
+
+    /// Found by a review: the ids `""`, `..` and `../evil` were written as the hidden files
+    /// `.json`, `...json` and `.._evil.json`. An id's leading dots are rewritten, and an empty
+    /// id named `_`, like any rewritten id: told apart by its hash from an id of that name.
+    #[test]
+    fn no_instance_file_is_hidden() {
+        assert_eq!(
+            file_names(["", "..", "../evil", ".hidden", "a.b.", "x"]),
+            [
+                "_.json",
+                "__.json",
+                "___evil.json",
+                "_hidden.json",
+                "a.b..json",
+                "x.json"
+            ]
+        );
+        let names = file_names(["..", "__", "", "_"]);
+        assert_eq!(names[1], "__.json");
+        assert_eq!(names[3], "_.json");
+        assert!(names[0].starts_with("__-") && names[0].len() == "__-".len() + 13);
+        assert!(names[2].starts_with("_-") && names[2].len() == "_-".len() + 13);
     }
 }

@@ -93,7 +93,8 @@ pub enum FunctionRule {
 pub struct Criteria {
     /// Localized files the file stage reads (Agentless repairs its top 3).
     pub top_k: usize,
-    /// Function-level localization entries the function stage reads, in their order.
+    /// Function-level localization entries the function stage reads, in their order: each
+    /// entry, a named function or a line range (`path:10-20`, Agentless's `line: N`), is one.
     pub function_top_k: usize,
     /// Any or all gold functions.
     pub function_rule: FunctionRule,
@@ -208,6 +209,7 @@ pub fn classify(
         criteria,
         tree.is_some() && functions_known,
     );
+    let function = unjudged_without_edits(function, &views, &mut notes);
     if tree.is_some() && functions_known && views.gold_parses && function.gold.is_empty() {
         notes.push(
             "the gold patch changes no function or method of the base commit (module-level code, class bodies or new functions only)"
@@ -234,6 +236,28 @@ pub fn classify(
         line,
         notes,
     }
+}
+
+/// The function stage's evidence, not judged (`passed: None`, with a note) where it had to
+/// read the functions the generated patch edits and that patch does not parse: it edits no
+/// function anyone can tell, and an unparsable patch is the patch generation's failure whether
+/// or not the localization had a function level.
+fn unjudged_without_edits(
+    mut function: FunctionEvidence,
+    views: &Views,
+    notes: &mut Vec<String>,
+) -> FunctionEvidence {
+    if function.source == FunctionSource::GeneratedPatch
+        && !views.generated_parses
+        && function.passed.is_some()
+    {
+        function.passed = None;
+        notes.push(
+            "function stage not checked: without function-level localization it reads the generated patch's edits, and that patch does not parse"
+                .to_owned(),
+        );
+    }
+    function
 }
 
 /// The gold and generated patches of an instance, parsed and mapped onto the base tree.
@@ -271,7 +295,17 @@ fn parse_views(
     let parsed_generated = if empty {
         Some(Vec::new())
     } else {
+        // Text with no file diff in it ("I could not produce a patch.") is no patch either.
         parse_patch(model_patch)
+            .and_then(|files| {
+                if files.is_empty() {
+                    Err(crate::error::Error::InvalidInput(
+                        "it holds no file diff (no `---`/`+++` or `diff --git` header)".into(),
+                    ))
+                } else {
+                    Ok(files)
+                }
+            })
             .map_err(|e| notes.push(format!("generated patch does not parse: {e}")))
             .ok()
     };
@@ -372,9 +406,9 @@ fn decide_stage(
     }
 }
 
-/// The function stage: the gold functions of the base commit against the top function-level
-/// localization entries (named entries count towards `function_top_k`; line ranges always
-/// count) or, without any, the functions the generated patch edits.
+/// The function stage: the gold functions of the base commit against the first
+/// `function_top_k` function-level localization entries (each entry one rank, a named function
+/// or a line range alike) or, without any, the functions the generated patch edits.
 fn function_stage(
     gold: &PatchView,
     generated: &PatchView,
@@ -384,17 +418,7 @@ fn function_stage(
 ) -> FunctionEvidence {
     let ids = |refs: Vec<FunctionRef>| refs.iter().map(FunctionRef::id).collect::<Vec<_>>();
     let edited = generated.functions();
-    let mut named = 0;
-    let top: Vec<&LocEntry> = entries
-        .iter()
-        .filter(|e| match e {
-            LocEntry::Function { .. } => {
-                named += 1;
-                named <= criteria.function_top_k
-            }
-            LocEntry::Lines { .. } => true,
-        })
-        .collect();
+    let top: Vec<&LocEntry> = entries.iter().take(criteria.function_top_k).collect();
     let source = if top.is_empty() {
         FunctionSource::GeneratedPatch
     } else {
@@ -689,6 +713,73 @@ mod tests {
             .any(|n| n.starts_with("gold patch does not parse")));
     }
 
+    /// `patch` with each hunk header's two counts moved by `delta`.
+    fn recounted(patch: &str, delta: isize) -> String {
+        let line = |l: &str| -> String {
+            let Some(ranges) = l.strip_prefix("@@ -").and_then(|r| r.strip_suffix(" @@")) else {
+                return l.to_owned();
+            };
+            let (old, new) = ranges.split_once(" +").unwrap();
+            let shift = |range: &str| {
+                let (start, len) = range.split_once(',').unwrap();
+                let len = len.parse::<usize>().unwrap().saturating_add_signed(delta);
+                format!("{start},{len}")
+            };
+            format!("@@ -{} +{} @@", shift(old), shift(new))
+        };
+        patch.lines().map(|l| line(l) + "\n").collect()
+    }
+
+    /// Found by a review: a generated patch that does not parse was blamed on the function
+    /// stage when the localization had no function level (the stage then reads the patch's
+    /// edits, of which an unparsable patch has none), on patch generation when it had one.
+    #[test]
+    fn an_unparsable_patch_is_patch_generation_whatever_the_localization_holds() {
+        let dir = tree();
+        let t = Some(dir.path());
+        let wrong = patch("percent / 100", "percent / 1000");
+        assert!(parse_patch(&recounted(&wrong, 0)).is_ok());
+        let unparsable = [
+            recounted(&wrong, 1),
+            recounted(&wrong, -4),
+            "this is not a diff at all\n@@ bogus @@\n".to_owned(),
+            "I could not produce a patch.".to_owned(),
+        ];
+        let files_only = loc(&[PATH], &[]);
+        let with_functions = loc(&[PATH], &["Pricer.discount"]);
+        for generated in &unparsable {
+            for (localization, source) in [
+                (&files_only, FunctionSource::GeneratedPatch),
+                (&with_functions, FunctionSource::Localization),
+            ] {
+                for outcome in [Outcome::Unresolved, Outcome::NotEvaluated] {
+                    let a = stage(localization, generated, outcome, t);
+                    assert_eq!(a.stage, Stage::PatchGeneration, "{generated:?} {a:?}");
+                    assert_eq!(a.function.source, source);
+                    assert!(
+                        a.notes
+                            .iter()
+                            .any(|n| n.starts_with("generated patch does not parse")),
+                        "{:?}",
+                        a.notes
+                    );
+                }
+            }
+            let a = stage(&files_only, generated, Outcome::Unresolved, t);
+            assert_eq!(a.function.passed, None, "not judged without edits");
+            let a = stage(&with_functions, generated, Outcome::Unresolved, t);
+            assert_eq!(a.function.passed, Some(true));
+            // A function-level localization that misses the gold function still fails first.
+            let a = stage(
+                &loc(&[PATH], &["Pricer.total"]),
+                generated,
+                Outcome::Unresolved,
+                t,
+            );
+            assert_eq!(a.stage, Stage::Function);
+        }
+    }
+
     /// `BASE` as the tree has it: a function added above the class, so the gold patch's
     /// stated line numbers (made against `BASE`) point into `unit`.
     fn drifted_tree() -> (tempfile::TempDir, String) {
@@ -852,6 +943,65 @@ mod tests {
         );
         assert_eq!(a.function.localized, ["shop/pricing.py::Pricer.discount"]);
         assert_ne!(a.stage, Stage::Function);
+    }
+
+    /// Found by a review: line ranges were read past `function_top_k` (a whole-file range at
+    /// rank 4 localized every function); each entry is now one rank, a range or a name.
+    #[test]
+    fn line_ranges_count_towards_the_top_k_like_named_functions() {
+        let dir = tree();
+        let t = Some(dir.path());
+        let generated = patch("taxed + shipping, 2", "taxed + shipping, 3");
+        let named = |n: &str| LocEntry::Function {
+            path: Some(PATH.into()),
+            name: n.into(),
+            full: true,
+        };
+        let range = |start, end| LocEntry::Lines {
+            path: PATH.into(),
+            start,
+            end,
+        };
+        let with = |entries: Vec<LocEntry>| Localization {
+            found_files: vec![PATH.into()],
+            entries,
+        };
+        let classified = |l: &Localization, criteria: &Criteria| {
+            classify(
+                &gold(),
+                Some(l),
+                Some(&generated),
+                Outcome::Unresolved,
+                t,
+                criteria,
+            )
+        };
+        let whole_file_fourth = with(vec![
+            named("Pricer.total"),
+            named("Pricer.a"),
+            named("Pricer.b"),
+            range(1, 100_000),
+        ]);
+        let a = classified(&whole_file_fourth, &CRITERIA);
+        assert_eq!(a.stage, Stage::Function, "{a:?}");
+        assert!(a.function.localized.is_empty());
+        let four = Criteria {
+            function_top_k: 4,
+            ..CRITERIA
+        };
+        let a = classified(&whole_file_fourth, &four);
+        assert_eq!(a.function.localized, ["shop/pricing.py::Pricer.discount"]);
+        assert_ne!(a.stage, Stage::Function);
+        // Agentless's `line: N` entries are one rank each: line 4 (in `discount`) third is
+        // read, fourth is not.
+        let lines = |at: &[usize]| with(at.iter().map(|&n| range(n, n)).collect());
+        let a = classified(&lines(&[10, 11, 4]), &CRITERIA);
+        assert_eq!(a.function.localized, ["shop/pricing.py::Pricer.discount"]);
+        let a = classified(&lines(&[10, 11, 12, 4]), &CRITERIA);
+        assert_eq!(
+            (a.stage, a.function.source),
+            (Stage::Function, FunctionSource::Localization)
+        );
     }
 
     #[test]

@@ -70,7 +70,8 @@ const MAX_LINE_NUMBER: usize = u32::MAX as usize;
 /// an empty line inside a hunk is read as a blank context line, as GNU `patch` does.
 ///
 /// Fails on a malformed hunk header, a hunk body line with an unknown prefix, a hunk shorter
-/// than its header says, or a hunk outside any file; the message names the 1-based line.
+/// or longer than its header says (a `+`, `-` or context line right after the lines it counts),
+/// or a hunk outside any file; the message names the 1-based line.
 pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
     let mut files: Vec<FilePatch> = Vec::new();
     let lines: Vec<&str> = text.lines().collect();
@@ -141,6 +142,17 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
             }
             let (hunk, next) = parse_hunk(&lines, i + 1, [old_start, old_len, new_start, new_len])
                 .map_err(|(l, m)| bad(l, m))?;
+            if let Some(extra) = uncounted_body_line(&lines, next) {
+                return Err(bad(
+                    extra + 1,
+                    format!(
+                        "{:?} follows the hunk of line {} as part of its body, but the hunk's \
+                         header counts fewer lines (corrupt patch)",
+                        lines[extra],
+                        i + 1
+                    ),
+                ));
+            }
             file.hunks.push(hunk);
             i = next;
             continue;
@@ -149,6 +161,31 @@ pub fn parse_patch(text: &str) -> Result<Vec<FilePatch>> {
     }
     files.retain(|f| !f.path.is_empty());
     Ok(files)
+}
+
+/// The first line of a hunk body that goes on past the end its header counted (`lines[next]`
+/// being the line after the counted body): a `+`, `-` or context line in the run of such lines
+/// (and empty ones) that directly follows, before any `@@`, `diff` or `---`/`+++` header. Such a
+/// header counted too few lines, and what it left out would be dropped; `git apply` calls it a
+/// corrupt patch. Text further on, after some other line, is left alone as text between
+/// patches (as `git apply` leaves it: `git log -p`'s next commit message), as is the `-- `
+/// line of `git format-patch`'s signature.
+fn uncounted_body_line(lines: &[&str], next: usize) -> Option<usize> {
+    for (at, line) in lines.iter().enumerate().skip(next) {
+        let header = line.starts_with("@@")
+            || line.starts_with("diff ")
+            || (line.starts_with("--- ")
+                && lines.get(at + 1).is_some_and(|l| l.starts_with("+++ ")));
+        if header || line.trim_end() == "--" {
+            return None;
+        }
+        match line.chars().next() {
+            None => {}
+            Some(' ' | '+' | '-') => return Some(at),
+            Some(_) => return None,
+        }
+    }
+    None
 }
 
 /// The path of a `---` / `+++` header without its `a/` / `b/` prefix and trailing timestamp
@@ -588,6 +625,40 @@ mod tests {
             4_294_967_295
         );
         assert!(parse_patch("").unwrap().is_empty());
+    }
+
+    /// Found by a review: a hunk whose header counted too few lines parsed, the lines past
+    /// its count read as text between patches and their changes dropped (`git apply` calls it
+    /// a corrupt patch).
+    #[test]
+    fn a_hunk_longer_than_its_header_says_is_an_error() {
+        let body = " a\n b\n c\n-d\n+e\n f\n";
+        let short = format!("--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n{body}");
+        let message = parse_patch(&short).unwrap_err().to_string();
+        assert!(
+            message.contains("patch line 7") && message.contains("counts fewer lines"),
+            "{message}"
+        );
+        // The run of body lines right after the hunk is read, blank lines included, up to the
+        // next header.
+        let after_blank = "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n b\n c\n\n+e\n";
+        assert!(parse_patch(after_blank).is_err());
+        let full = format!("--- a/x.py\n+++ b/x.py\n@@ -1,5 +1,5 @@\n{body}");
+        assert_eq!(parse_patch(&full).unwrap()[0].hunks[0].lines.len(), 6);
+        // What may follow a hunk: blank lines, the next hunk or file, `git format-patch`'s
+        // signature, and text between patches (`git log -p`'s next commit, its message
+        // indented).
+        let followed = [
+            "\n\n",
+            "@@ -9 +9 @@\n-y\n+z\n",
+            "\ndiff --git a/y.py b/y.py\n--- a/y.py\n+++ b/y.py\n@@ -1 +1 @@\n-y\n+z\n",
+            "-- \n2.39.0\n\n",
+            "commit 0123abcd\nAuthor: A <a@b>\n\n    - a list item\n    + another\n\n",
+        ];
+        for tail in followed {
+            let text = format!("{full}{tail}");
+            assert!(parse_patch(&text).is_ok(), "{text}");
+        }
     }
 
     #[test]

@@ -354,6 +354,13 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
             )));
         }
     }
+    if config.granularity == Granularity::Function {
+        for (name, rankings) in &runs {
+            if let Some(warning) = unmatched_function_ids(name, rankings, &instances) {
+                warnings.push(warning);
+            }
+        }
+    }
     let all: Vec<usize> = (0..instances.len()).collect();
     let scored: Vec<Scores> = runs.iter().map(|(_, r)| scores(&instances, r)).collect();
     let mut report = CompareReport {
@@ -400,6 +407,35 @@ pub fn compare_runs(config: &CompareConfig) -> Result<CompareReport> {
         }
     }
     Ok(report)
+}
+
+/// A warning for a run at function level whose ids match no gold function of the compared
+/// instances and none of which is written `path::Class.method` (`path:Class.method`, say):
+/// every id is compared as written, and such a run would score 0 without a word.
+fn unmatched_function_ids(
+    name: &str,
+    rankings: &HashMap<String, Vec<String>>,
+    instances: &[Instance],
+) -> Option<String> {
+    let ranked = || {
+        instances
+            .iter()
+            .filter_map(|i| rankings.get(&i.instance_id).map(|r| (i, r)))
+    };
+    let mut ids = ranked().flat_map(|(_, r)| r.iter());
+    let example = ids.next()?;
+    if std::iter::once(example)
+        .chain(ids)
+        .any(|id| id.contains("::"))
+        || ranked().any(|(i, r)| r.iter().any(|id| i.gold_files.contains(id)))
+    {
+        return None;
+    }
+    Some(format!(
+        "{name}: none of its function ids matches a gold function, and none is written \
+         `path::Class.method` as they are compared (its first: {:?}): it scores 0",
+        example.chars().take(200).collect::<String>()
+    ))
 }
 
 /// Replaces each instance's gold files by its gold functions, found in its base tree under
