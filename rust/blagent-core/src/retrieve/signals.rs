@@ -231,21 +231,18 @@ const MAX_EVIDENCE_PER_SIGNAL: usize = 20;
 fn add_max(signals: &mut FileSignals, evidence: Evidence) {
     let slot = &mut signals.scores[evidence.signal.index()];
     *slot = slot.max(evidence.score);
-    let listed = signals
-        .evidence
-        .iter()
-        .filter(|e| e.signal == evidence.signal)
-        .count();
-    if listed < MAX_EVIDENCE_PER_SIGNAL {
-        signals.evidence.push(evidence);
-    }
+    list_bounded(signals, evidence);
 }
 
-/// Adds `evidence`'s score to its signal, and lists it while the file lists fewer than
-/// [`MAX_EVIDENCE_PER_SIGNAL`] of that signal (an issue naming 100,000 methods of one class
-/// listed each as evidence: a 33 MB result).
+/// Adds `evidence`'s score to its signal; the first [`MAX_EVIDENCE_PER_SIGNAL`] are listed (an
+/// issue naming 100,000 methods of one class listed each as evidence: a 33 MB result).
 fn add_summed(signals: &mut FileSignals, evidence: Evidence) {
     signals.scores[evidence.signal.index()] += evidence.score;
+    list_bounded(signals, evidence);
+}
+
+/// Lists `evidence` while the file lists fewer than [`MAX_EVIDENCE_PER_SIGNAL`] of its signal.
+fn list_bounded(signals: &mut FileSignals, evidence: Evidence) {
     let listed = signals
         .evidence
         .iter()
