@@ -138,21 +138,21 @@ def test_a_stop_while_the_local_cluster_starts_waits_for_it_and_stops_it() -> No
 
     for signum, stopped_by in ((signal.SIGINT, None), (signal.SIGTERM, signal.SIGTERM)):
         fake = _FakeRay(lambda signum=signum: os.kill(os.getpid(), signum))
-        before = signal.getsignal(signum)
-        handlers = (
-            {} if signum == signal.SIGINT else {signum: signal.signal(signum, signal.SIG_DFL)}
-        )
+        # The handlers of a run started at a terminal: started under nohup or in the
+        # background, pytest inherits SIGINT ignored, which the code rightly leaves alone.
+        interactive = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+        saved = signal.signal(signum, interactive)
         try:
             with (
                 pytest.raises(KeyboardInterrupt) as stopped,
                 contextlib.contextmanager(cluster._connected)(fake, None),
             ):
                 raise AssertionError("the run goes on after a stop")
+            after = signal.getsignal(signum)
         finally:
-            for number, handler in handlers.items():
-                signal.signal(number, handler)
+            signal.signal(signum, saved)
         assert fake.shut and getattr(stopped.value, "signum", None) == stopped_by
-        assert signal.getsignal(signum) == before
+        assert after == interactive
 
 
 def test_a_cluster_address_where_nothing_listens_or_ray_cannot_read_is_refused() -> None:
