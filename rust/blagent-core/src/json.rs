@@ -223,11 +223,7 @@ impl Strict {
 
     /// Where the value lies, cut at [`MAX_PLACE_CHARS`].
     fn place(&self) -> String {
-        let mut place: String = self.at.chars().take(MAX_PLACE_CHARS).collect();
-        if place.len() < self.at.len() {
-            place.push('…');
-        }
-        place
+        crate::text::cut_chars(self.at.chars(), MAX_PLACE_CHARS)
     }
 
     /// ` (at PLACE)` for a message, nothing at the root.

@@ -1,4 +1,4 @@
-//! Cutting text by bytes without splitting a character.
+//! Cutting text without splitting a character: by bytes, or by characters with a mark.
 
 /// The longest start of `text` of at most `max` bytes that ends at a character boundary (all
 /// of `text` when it is no longer).
@@ -13,9 +13,27 @@ pub(crate) fn head(text: &str, max: usize) -> &str {
     &text[..cut]
 }
 
+/// The first `max` characters of `chars`, `…` marking a cut: for quoting a text of any length
+/// in a message or a result.
+pub(crate) fn cut_chars(mut chars: impl Iterator<Item = char>, max: usize) -> String {
+    let mut shown: String = chars.by_ref().take(max).collect();
+    if chars.next().is_some() {
+        shown.push('…');
+    }
+    shown
+}
+
 #[cfg(test)]
 mod tests {
-    use super::head;
+    use super::{cut_chars, head};
+
+    #[test]
+    fn cuts_mark_what_they_leave_out() {
+        assert_eq!(cut_chars("naïve".chars(), 3), "naï…");
+        assert_eq!(cut_chars("naïve".chars(), 5), "naïve");
+        assert_eq!(cut_chars("".chars(), 0), "");
+        assert_eq!(cut_chars("a".chars(), 0), "…");
+    }
 
     #[test]
     fn heads_end_at_character_boundaries() {

@@ -16,12 +16,7 @@ pub const MAX_QUOTED_PATH_CHARS: usize = 200;
 /// `requested` escaped for a message (`escape_debug`) and cut to [`MAX_QUOTED_PATH_CHARS`]
 /// characters, `…` marking a cut.
 fn quoted(requested: &str) -> String {
-    let mut escaped = requested.escape_debug();
-    let mut shown: String = escaped.by_ref().take(MAX_QUOTED_PATH_CHARS).collect();
-    if escaped.next().is_some() {
-        shown.push('…');
-    }
-    shown
+    crate::text::cut_chars(requested.escape_debug(), MAX_QUOTED_PATH_CHARS)
 }
 
 /// Why a requested path is refused, in words sent back to the model: the repository-wide rule

@@ -63,15 +63,6 @@ pub const MAX_WARNING_CHARS: usize = 300;
 /// included: more than an endpoint's error with its quoted body takes.
 pub const MAX_FALLBACK_CHARS: usize = 1000;
 
-/// `text` cut to `max` characters, `…` marking a cut.
-fn cut(text: &str, max: usize) -> String {
-    let mut shown: String = text.chars().take(max).collect();
-    if shown.len() < text.len() {
-        shown.push('…');
-    }
-    shown
-}
-
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -83,7 +74,8 @@ impl LlmStats {
     pub fn drop_paths(&mut self, dropped: impl IntoIterator<Item = String>) {
         for path in dropped {
             if self.dropped_paths.len() < MAX_LISTED_DROPPED {
-                self.dropped_paths.push(cut(&path, MAX_DROPPED_CHARS));
+                self.dropped_paths
+                    .push(crate::text::cut_chars(path.chars(), MAX_DROPPED_CHARS));
             } else {
                 self.dropped_paths_unlisted += 1;
             }
@@ -95,7 +87,8 @@ impl LlmStats {
     /// refused call, or names a path of any length, cannot swell the result.
     pub fn warn(&mut self, warning: &str) {
         if self.tool_warnings.len() < MAX_LISTED_WARNINGS {
-            self.tool_warnings.push(cut(warning, MAX_WARNING_CHARS));
+            self.tool_warnings
+                .push(crate::text::cut_chars(warning.chars(), MAX_WARNING_CHARS));
         } else {
             self.tool_warnings_unlisted = self.tool_warnings_unlisted.saturating_add(1);
         }
@@ -160,9 +153,10 @@ impl<'a> Session<'a> {
     /// Records that `stage` used its fallback, the reason cut to [`MAX_FALLBACK_CHARS`]
     /// characters (it may quote a reply of up to [`MAX_REPLY_BYTES`]).
     pub fn fallback(&mut self, stage: &str, why: &str) {
-        self.stats
-            .fallbacks
-            .push(cut(&format!("{stage}: {why}"), MAX_FALLBACK_CHARS));
+        self.stats.fallbacks.push(crate::text::cut_chars(
+            format!("{stage}: {why}").chars(),
+            MAX_FALLBACK_CHARS,
+        ));
     }
 
     fn call(&mut self, stage: &str, messages: &[Message]) -> Result<String, String> {

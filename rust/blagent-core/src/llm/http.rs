@@ -515,11 +515,7 @@ fn snippet(text: &str) -> String {
     if trimmed.is_empty() {
         return "(empty body)".to_owned();
     }
-    let mut out: String = trimmed.chars().take(SNIPPET_CHARS).collect();
-    if out.len() < trimmed.len() {
-        out.push('…');
-    }
-    out
+    crate::text::cut_chars(trimmed.chars(), SNIPPET_CHARS)
 }
 
 #[cfg(test)]
