@@ -118,6 +118,32 @@ pub struct ParsedFile {
     pub parse_too_slow: bool,
 }
 
+impl ParsedFile {
+    /// `(functions and methods, those declared without a body)`, nested functions left out,
+    /// where the file has any declared without a body or defines none; `None` where all have
+    /// bodies, or where it defines none but could not be read whole (a parse given up, nesting
+    /// too deep), so that nothing is known. A header recovered from a region the parser could
+    /// not read counts as having a body, since its body is not known.
+    pub fn bodiless(&self) -> Option<(usize, usize)> {
+        let functions = self
+            .symbols
+            .iter()
+            .filter(|s| s.kind != SymbolKind::Class && !s.in_function);
+        let (count, bodiless) = functions.fold((0usize, 0usize), |(n, b), s| {
+            (
+                n + 1,
+                b + usize::from(s.body_line.is_none() && !s.recovered),
+            )
+        });
+        let unread = self.parse_too_slow || !self.too_deep.is_empty();
+        match (count, bodiless) {
+            (0, _) if unread => None,
+            (n, 0) if n > 0 => None,
+            counts => Some(counts),
+        }
+    }
+}
+
 /// Parses `file` into chunks, symbols and a skeleton. Never fails: a file the parser cannot
 /// handle at all is chunked into line windows and flagged.
 pub fn parse_file(file: &SourceFile, options: &ChunkOptions) -> ParsedFile {

@@ -127,6 +127,10 @@ pub struct RepoIndex {
     pub chunk_refs: Vec<(u32, u32)>,
     /// Bare symbol name → (file, symbol) of every definition.
     pub definitions: HashMap<String, Vec<(u32, u32)>>,
+    /// Per file, its functions and methods and how many of them are declared without a body,
+    /// where that counts ([`ParsedFile::bodiless`]): what the `unimplemented` signal reads,
+    /// the same for every query.
+    pub bodiless: Vec<Option<(usize, usize)>>,
     /// Maps mentioned paths and modules to files.
     pub resolver: PathResolver,
     /// Time spent building.
@@ -233,6 +237,7 @@ impl RepoIndex {
         );
         let index_ms = elapsed_ms(start);
 
+        let bodiless = files.iter().map(|f| f.parsed.bodiless()).collect();
         Ok(RepoIndex {
             root: walked.root,
             files,
@@ -243,6 +248,7 @@ impl RepoIndex {
             names_bm25,
             history,
             chunk_refs,
+            bodiless,
             definitions,
             resolver,
             timings: IndexTimings {

@@ -84,30 +84,15 @@ pub fn compute_signals(index: &RepoIndex, query: &Reformulation) -> Vec<FileSign
     out
 }
 
-/// [`Signal::Unimplemented`]: the share of each file's functions and methods (those nested in
-/// functions left out) declared without a body. A header recovered from a region the parser
-/// could not read counts as implemented, since its body is not known. A file that defines none
-/// counts 1, unless its definitions could not all be read (a parse given up, nesting too
-/// deep): then nothing is known and it counts 0.
+/// [`Signal::Unimplemented`]: the share of each file's functions and methods declared without
+/// a body, 1 for a file that defines none ([`crate::chunk::ParsedFile::bodiless`], counted once
+/// when the index is built).
 fn unimplemented(index: &RepoIndex, out: &mut [FileSignals]) {
-    for (file, signals) in index.files.iter().zip(out.iter_mut()) {
-        let parsed = &file.parsed;
-        let functions = parsed
-            .symbols
-            .iter()
-            .filter(|s| s.kind != SymbolKind::Class && !s.in_function);
-        let (count, bodiless) = functions.fold((0usize, 0usize), |(n, b), s| {
-            (
-                n + 1,
-                b + usize::from(s.body_line.is_none() && !s.recovered),
-            )
-        });
-        let unread = parsed.parse_too_slow || !parsed.too_deep.is_empty();
-        let (share, detail) = match (count, bodiless) {
-            (0, _) if unread => continue,
-            (0, _) => (1.0, "defines no function or method".to_owned()),
-            (_, 0) => continue,
-            (n, b) => (
+    for (counts, signals) in index.bodiless.iter().zip(out.iter_mut()) {
+        let (share, detail) = match *counts {
+            None => continue,
+            Some((0, _)) => (1.0, "defines no function or method".to_owned()),
+            Some((n, b)) => (
                 b as f32 / n as f32,
                 format!("{b} of its {n} functions and methods are declared without a body"),
             ),
@@ -327,10 +312,10 @@ fn build_modules(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignal
         if name.len() < MIN_MODULE_NAME_BYTES {
             continue;
         }
-        let mut parts = name.split(|c: char| !is_word(c)).filter(|p| !p.is_empty());
         let found = if name.chars().all(is_word) {
             words.contains(name)
         } else {
+            let mut parts = name.split(|c: char| !is_word(c)).filter(|p| !p.is_empty());
             parts.all(|p| words.contains(p)) && names_word(text, name)
         };
         if found {
@@ -415,13 +400,19 @@ struct Defined<'a> {
 }
 
 impl<'a> Defined<'a> {
-    fn of(index: &'a RepoIndex, defs: &[(u32, u32)]) -> Self {
-        let mut files = Vec::new();
-        let (mut seen, mut whole, mut tails) = (HashSet::new(), HashSet::new(), HashSet::new());
+    /// `None` where more than [`MAX_DEFINING_FILES`] files define the name.
+    fn of(index: &'a RepoIndex, defs: &[(u32, u32)]) -> Option<Self> {
+        let mut seen = HashSet::new();
+        let files: Vec<(u32, u32)> = defs
+            .iter()
+            .copied()
+            .filter(|&(file, _)| seen.insert(file))
+            .collect();
+        if files.len() > MAX_DEFINING_FILES {
+            return None;
+        }
+        let (mut whole, mut tails) = (HashSet::new(), HashSet::new());
         for &(file, sym) in defs {
-            if seen.insert(file) {
-                files.push((file, sym));
-            }
             let qualified = index.files[file as usize].parsed.symbols[sym as usize]
                 .qualified
                 .as_str();
@@ -431,11 +422,11 @@ impl<'a> Defined<'a> {
                 tails.insert((file, &qualified[at + 1..]));
             }
         }
-        Defined {
+        Some(Defined {
             files,
             whole,
             tails,
-        }
+        })
     }
 
     /// Whether `file` defines the name as `tail` (`Class.method`), or as a name `tail` ends
@@ -465,10 +456,7 @@ fn definitions(index: &RepoIndex, query: &Reformulation, out: &mut [FileSignals]
         };
         let Some(found) = defined
             .entry(name)
-            .or_insert_with(|| {
-                let files: HashSet<u32> = defs.iter().map(|&(f, _)| f).collect();
-                (files.len() <= MAX_DEFINING_FILES).then(|| Defined::of(index, defs))
-            })
+            .or_insert_with(|| Defined::of(index, defs))
             .as_ref()
         else {
             continue;
