@@ -332,7 +332,10 @@ def check_output(
 def _rows(dataset: Path, ids: set[str] | None) -> list[dict[str, Any]]:
     """The dataset's rows that `ids` selects (all when `None`); an id it lacks is `BadInput`."""
     rows = json_lines(dataset, "dataset")
-    unknown = sorted((ids or set()) - {r.get("instance_id") for r in rows})
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row.get("instance_id"), str):
+            raise BadInput(f"{dataset} row {number}: instance_id is not a string")
+    unknown = sorted((ids or set()) - {r["instance_id"] for r in rows})
     if unknown:
         raise BadInput(f"{len(unknown)} selected id(s) not in {dataset}: {', '.join(unknown[:5])}")
     return [r for r in rows if ids is None or r.get("instance_id") in ids]

@@ -807,6 +807,11 @@ def test_offline_refuses_bad_input_in_one_line_and_creates_nothing(
     kept.write_text(huge + "\n")
     norepo = tmp_path / "norepo.jsonl"
     norepo.write_text(json.dumps({"instance_id": "i"}) + "\n")
+    # A later review: an id that is a list or an object was a TypeError's traceback.
+    listid = tmp_path / "listid.jsonl"
+    listid.write_text(json.dumps({"instance_id": ["i"], "repo": "x/y"}) + "\n")
+    dictid = tmp_path / "dictid.jsonl"
+    dictid.write_text(json.dumps({"instance_id": {"x": 1}, "repo": "x/y"}) + "\n")
     (tmp_path / "trees" / "i").mkdir(parents=True)
     src = _agentless_parser(tmp_path)
     align = ["align", "--structures", str(structures)]
@@ -818,6 +823,8 @@ def test_offline_refuses_bad_input_in_one_line_and_creates_nothing(
         ([*structs, "--dataset", str(start), "--agentless-src", "/nonexistent"], "not a folder"),
         ([*structs, "--dataset", str(start), "--agentless-src", str(tmp_path)], "cannot import"),
         ([*structs, "--dataset", str(norepo), "--agentless-src", str(src)], "repo None is not"),
+        (["dataset", "--dataset", str(listid), "--work", str(tmp_path / "w")], "not a string"),
+        ([*structs, "--dataset", str(dictid), "--agentless-src", str(src)], "not a string"),
     ]
     for args, why in cases:
         assert offline.main(args) == 1, args
