@@ -96,8 +96,10 @@ def address(ray: Any) -> str:
     return str(ray.get_runtime_context().gcs_address)
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+def cli(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def batch_args(dataset: tuple[Path, Path], out: Path, *extra: str) -> list[str]:

@@ -213,7 +213,9 @@ def test_an_interrupted_ray_batch_resumes_without_duplicates_or_losses(
 def test_eval_on_a_local_cluster_of_its_own_reports_what_the_local_eval_does(
     ray: Any, dataset: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """`--ray` without an address: the command starts (and stops) a local cluster itself."""
+    """`--ray` without an address: the command starts (and stops) a local cluster itself,
+    with a token of its own (a review: Ray wrote one to ~/.ray/auth_token, readable by every
+    user, left after the run and reused by the next)."""
     base = [
         "eval",
         "--dataset",
@@ -225,7 +227,14 @@ def test_eval_on_a_local_cluster_of_its_own_reports_what_the_local_eval_does(
         "--quiet",
     ]
     local = cli(*base, "--out", str(tmp_path / "local.jsonl"))
-    remote = cli(*base, "--out", str(tmp_path / "ray.jsonl"), "--ray", "--ray-workers", "2")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")}
+    env["HOME"] = str(home)
+    remote = cli(
+        *base, "--out", str(tmp_path / "ray.jsonl"), "--ray", "--ray-workers", "2", env=env
+    )
+    assert not (home / ".ray" / "auth_token").exists()
     assert local.returncode == 0 and remote.returncode == 0, local.stderr + remote.stderr
     local_report, ray_report = json.loads(local.stdout), json.loads(remote.stdout)
     assert (

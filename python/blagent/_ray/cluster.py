@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -23,6 +24,24 @@ INSTALL_HINT = "pip install 'blagent[ray]' (or: pip install 'ray>=2.9')"
 
 #: The namespace of blagent's actors on a cluster.
 NAMESPACE = "blagent"
+
+#: What Ray reads to authenticate a cluster's processes: where the user sets none of them, a
+#: local cluster gets a token of its own in its environment (Ray would write one to
+#: ~/.ray/auth_token, readable by every user, left after the run and reused by the next).
+RAY_AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+@contextlib.contextmanager
+def _own_token(local: bool) -> Iterator[None]:
+    """A token for this run's local cluster only, in the environment its processes inherit."""
+    if not local or any(name in os.environ for name in RAY_AUTH_VARIABLES):
+        yield
+        return
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    try:
+        yield
+    finally:
+        os.environ.pop("RAY_AUTH_TOKEN", None)
 
 
 def import_ray(local: bool) -> ModuleType:
@@ -55,7 +74,10 @@ def connected(address: str | None) -> Iterator[ModuleType]:
     ray = import_ray(local=address is None)
     # Ray prints the cluster's error messages (a worker that died, ...) on the driver's stdout;
     # stdout is the command's JSON, so while connected they go to stderr with the logs.
-    with contextlib.redirect_stdout(sys.stderr):
+    with (
+        contextlib.redirect_stdout(sys.stderr),
+        _own_token(address is None and not ray.is_initialized()),
+    ):
         yield from _connected(ray, address)
 
 
