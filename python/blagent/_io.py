@@ -104,6 +104,12 @@ def json_value(text: str, what: str) -> Any:
         raise _core.InputError(f"{what} is not JSON blagent can read: {err}") from err
 
 
+def print_json(value: Any) -> None:
+    """`value` on stdout as indented JSON and a newline, in one write: `json.dump` to a stream
+    writes each token apart, which took 6-22 s for a result of 100,000 names."""
+    sys.stdout.write(json.dumps(value, indent=2) + "\n")
+
+
 def json_text(value: Any, what: str) -> str:
     """`value` as JSON, or an `InputError` naming `what`: nested too deeply, holding what JSON
     cannot carry (a set, bytes, an integer too long to write), or text that is not UTF-8 (a

@@ -222,8 +222,7 @@ def cmd_llm_check(args: argparse.Namespace) -> int:
         "usage": json.loads(client.usage_json())["total"],
         "seconds": round(time.monotonic() - started, 3),
     }
-    json.dump(report, sys.stdout, indent=2)
-    print()
+    _io.print_json(report)
     return EXIT_OK
 
 
@@ -252,8 +251,7 @@ def cmd_localize(args: argparse.Namespace) -> int:
                 print(f"blagent: warning: {_io.printable(warning)}", file=sys.stderr)
         _print_ranking(result)
     else:
-        json.dump(result, sys.stdout, indent=2)
-        print()
+        _io.print_json(result)
     return EXIT_OK
 
 
@@ -362,8 +360,7 @@ def _print_report(
 ) -> None:
     """The report as JSON, or as text with --format text."""
     if args.format == "json":
-        json.dump(report, sys.stdout, indent=2)
-        print()
+        _io.print_json(report)
     else:
         print(_io.printable_lines(as_text(report)))
 
@@ -426,8 +423,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         **explicit,
     )
     report = _run_job(args, config, here=_core.batch, on_ray=_ray.run_batch)
-    json.dump(report, sys.stdout, indent=2)
-    print()
+    _io.print_json(report)
     done = report["resumed"] + report["written"]
     rate = report["written"] / report["seconds"] if report["seconds"] > 0 else 0.0
     # An output this run created and wrote nothing to is removed (the core's rule).
@@ -457,8 +453,9 @@ ANALYZE_HELP = """\
 For every unresolved instance, the first stage that failed:
   file              a gold file is not among the top-k localized files
   function          no gold function (a function or method of the base commit whose code
-                    lines a gold hunk changes) is among the top --function-top-k localized functions,
-                    or, without function-level localization, edited by the generated patch
+                    lines a gold hunk changes) is among those the first --function-top-k
+                    function-level entries name or overlap, or, without function-level
+                    localization, edited by the generated patch
                     (--function-rule all: every gold function must be); functions the gold
                     patch adds and class-body edits are reported, not required; each entry is
                     one rank, a line range (path:10-20, line: N) too, and finds the functions
@@ -542,8 +539,7 @@ def cmd_analyze_failures(args: argparse.Namespace) -> int:
     for warning in analysis["warnings"]:
         print(f"blagent: warning: {_io.printable(str(warning))}", file=sys.stderr)
     summary = {k: analysis[k] for k in ("summary", "warnings", "outputs")}
-    json.dump(summary, sys.stdout, indent=2)
-    print()
+    _io.print_json(summary)
     return EXIT_OK
 
 
