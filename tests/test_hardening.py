@@ -477,6 +477,27 @@ def test_a_lone_surrogate_in_the_python_api_is_an_input_error(repo: Path) -> Non
         Localizer(reads=["/tmp/\ud800"])
     with pytest.raises(InputError, match="surrogate"):
         Localizer(llm_config_json='{"model": "\ud800"}')
+    # A path of bytes is read as UTF-8 (a review: a TypeError from the core's conversion).
+    assert Localizer().index(os.fsencode(repo)).num_files > 0
+    with pytest.raises(InputError, match="is not UTF-8"):
+        Localizer().index(b"/tmp/\xff")
+    # And in the module's own functions and classes (reviews: parse_source, LlmClient and
+    # most other entry points of _core raised UnicodeEncodeError).
+    from blagent import LlmClient
+
+    chat = '[{"role": "user", "content": "x"}]'
+    for call in (
+        lambda: _core.parse_source("a.py", "def f():\n    return '\ud800'\n"),
+        lambda: _core.parse_source("\udc80.py", "x = 1\n"),
+        lambda: _core.check_request('{"issue": "\ud800"}'),
+        lambda: LlmClient('{"model": "\ud800"}'),
+        lambda: LlmClient().chat(chat.replace("x", "\ud800"), "t0"),
+        lambda: LlmClient().chat(chat, "\ud800"),
+        lambda: _core.Localizer().localize('{"repo_path": "/tmp", "issue": "\ud800"}'),
+        lambda: _core.compare('{"runs": ["\ud800"]}'),
+    ):
+        with pytest.raises(InputError, match="a text argument holds a lone surrogate"):
+            call()
 
 
 def _analysis_inputs(tmp_path: Path, iid: str, checkout: Path) -> list[str]:
@@ -721,6 +742,8 @@ def test_a_non_finite_llm_option_is_named(repo: Path) -> None:
     [
         ("[1]", "JSON object"),
         ('{"definition": -1}', "at least 0"),
+        # A review: -1e308 was refused as "at most 3.4e38".
+        ('{"definition": -1e308}', "at least 0, not -1e+308"),
         ('{"nope": 1}', "unknown field `nope`"),
     ],
 )
@@ -1129,6 +1152,61 @@ if pid == 0:
     os._exit(0 if result.files else 5)
 _, status = os.waitpid(pid, 0)
 sys.exit(os.waitstatus_to_exitcode(status))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_while_another_thread_is_in_a_call_refuses_every_call(repo: Path) -> None:
+    """Found by a review: a lexical query in the child, otherwise allowed, hung for good on a
+    one-time initialisation that the parent's thread was in when it forked. Here the parent's
+    thread waits on a slow LLM server, so the fork lands in its call."""
+    code = f"""
+import http.server, json, os, sys, threading, time
+from blagent import InputError, LlmClient, Localizer
+
+class Slow(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        time.sleep(3)
+        body = json.dumps({{"choices": [{{"message": {{"content": "ok"}}, "finish_reason": "stop"}}]}})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+    def log_message(self, *args):
+        pass
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+url = f"http://127.0.0.1:{{server.server_address[1]}}/v1"
+localizer = Localizer()
+index = localizer.index({str(repo)!r})
+client = LlmClient(json.dumps({{"base_url": url, "model": "m"}}))
+messages = json.dumps([{{"role": "user", "content": "hi"}}])
+waiting = threading.Thread(target=client.chat, args=(messages, "t0"))
+waiting.start()
+time.sleep(1)
+pid = os.fork()
+if pid == 0:
+    try:
+        localizer.localize(index, "apply_discount fails")
+        os._exit(3)
+    except InputError as err:
+        os._exit(0 if "forked while another thread" in str(err) else 4)
+_, status = os.waitpid(pid, 0)
+waiting.join()
+# The parent goes on, and a child forked with no call running queries as before.
+localizer.localize(index, "apply_discount fails")
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if localizer.localize(index, "apply_discount fails").files else 5)
+_, again = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status) or os.waitstatus_to_exitcode(again))
 """
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False

@@ -5,11 +5,18 @@
 >>> result.paths
 """
 
+import os
+
 # `_start` takes a Ctrl-C while the command starts; it is imported before the native core.
 from . import _blas, _start  # noqa: F401
 
 with _blas.prepared():  # OpenBLAS picks its kernels as _core loads it
     from . import _core
+
+if hasattr(os, "register_at_fork"):
+    # A child forked while a blagent call runs in another thread refuses every call: that
+    # call is left part-way in it for good (a lock or a one-time initialisation held).
+    os.register_at_fork(before=_core._note_fork)
 
 from ._core import (
     DEFAULT_TOP_K,

@@ -206,12 +206,19 @@ def _request_json(data: dict[str, Any]) -> str:
     return _io.json_text(data, "the request")
 
 
-def _utf8_path(path: PathLike, what: str) -> str | bytes:
+def _utf8_path(path: PathLike, what: str) -> str:
     """`path` as the core takes it: a text path that UTF-8 cannot hold (a lone surrogate was a
-    UnicodeEncodeError: a review) is an `InputError` naming `what`."""
+    UnicodeEncodeError: a review) is an `InputError` naming `what`; so is a path of bytes
+    that is not UTF-8 (the core's own conversion took none: a TypeError)."""
     text = os.fspath(path)
-    if isinstance(text, str):
-        _io.check_encodable(text, f"{what} {text!r}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise _core.InputError(
+                f"{what} {text!r} is not UTF-8; blagent reads paths as UTF-8"
+            ) from err
+    _io.check_encodable(text, f"{what} {text!r}")
     return text
 
 

@@ -13,7 +13,7 @@
 //! in `Arc`s.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -31,6 +31,57 @@ type Outcome<T> = std::thread::Result<blagent_core::Result<T>>;
 
 /// The process that made the last call (0: none yet).
 static CALLER_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Calls running now, in any thread ([`InFlight`]).
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// The process that forked while a call was running (0: none did at its last fork). Its
+/// children inherit it: in them, that call's thread is gone part-way, perhaps holding a lock
+/// or a one-time initialisation (a regular expression's `LazyLock`) that no one will release.
+static FORKED_MID_CALL: AtomicU32 = AtomicU32::new(0);
+
+/// A call counted in [`IN_FLIGHT`] while it lives.
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> Self {
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Run just before this process forks (`os.register_at_fork`, with the GIL held, so no call
+/// is between its start and its count): notes whether a call is running, for the child.
+pub(crate) fn note_fork() {
+    let me = if IN_FLIGHT.load(Ordering::SeqCst) > 0 {
+        std::process::id()
+    } else {
+        0
+    };
+    FORKED_MID_CALL.store(me, Ordering::SeqCst);
+}
+
+/// Refuses every call in a process forked while another thread of its parent was in a call
+/// (a review: a lexical query in the child, which is otherwise allowed, hung for good on a
+/// one-time initialisation the parent's thread had begun).
+fn refuse_if_forked_mid_call() -> blagent_core::Result<()> {
+    let parent = FORKED_MID_CALL.load(Ordering::SeqCst);
+    if parent == 0 || parent == std::process::id() {
+        return Ok(());
+    }
+    Err(Error::InvalidInput(
+        "this process was forked while another thread of its parent was in a blagent call, \
+         which a fork leaves part-way for good: start the process with multiprocessing's \
+         'spawn' or 'forkserver' method, or fork when no blagent call runs"
+            .to_owned(),
+    ))
+}
 
 /// Refuses a call in a process forked after blagent ran in its parent: the threads of the
 /// parent's calls (this module's workers, the core's thread pool) do not survive a fork, and
@@ -62,9 +113,10 @@ pub(crate) fn run_cancellable<T: Send + 'static>(
     work: impl FnOnce() -> blagent_core::Result<T> + Send + 'static,
     to_py: impl FnOnce(Error) -> PyErr,
 ) -> PyResult<T> {
-    if let Err(err) = refuse_after_fork() {
+    if let Err(err) = refuse_if_forked_mid_call().and_then(|()| refuse_after_fork()) {
         return Err(to_py(err));
     }
+    let _counted = InFlight::enter();
     // Without the GIL: it may wait for calls a Ctrl-C cancelled to stop, and their callers
     // need the GIL to finish.
     let _scope = py.detach(cancel::Scope::enter);
@@ -107,6 +159,10 @@ pub(crate) fn run_short<T: Send>(
     work: impl FnOnce() -> blagent_core::Result<T> + Send,
     to_py: impl FnOnce(Error) -> PyErr,
 ) -> PyResult<T> {
+    if let Err(err) = refuse_if_forked_mid_call() {
+        return Err(to_py(err));
+    }
+    let _counted = InFlight::enter();
     // In a scope of its own, as every call: it waits for calls a Ctrl-C cancelled to stop, so
     // that the stop does not reach it (a review: a query started in another thread after a
     // Ctrl-C was handled was interrupted by it).

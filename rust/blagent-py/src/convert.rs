@@ -20,6 +20,34 @@ pub(crate) fn run<T: Send + 'static>(
     cancel::run_cancellable(py, work, to_py)
 }
 
+/// A Python `str` argument as Rust text: one that cannot be UTF-8 (a lone surrogate, as
+/// JSON's "\ud800" or a `surrogateescape` decoding gives) is an `InputError`, where pyo3's
+/// own conversion of `&str` and `String` raises `UnicodeEncodeError`, which no caller of
+/// blagent expects (a review). Anything but a `str` is pyo3's `TypeError` naming the argument.
+pub(crate) struct Text(pub String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Text {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let text = obj.cast::<pyo3::types::PyString>()?;
+        match text.to_cow() {
+            Ok(text) => Ok(Text(text.into_owned())),
+            Err(err) => Err(to_py(Error::InvalidInput(format!(
+                "a text argument holds a lone surrogate, which is not valid Unicode text ({err})"
+            )))),
+        }
+    }
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> blagent_core::Result<String> {
     Ok(serde_json::to_string(value)?)
 }

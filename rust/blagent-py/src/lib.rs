@@ -25,7 +25,7 @@ mod convert;
 mod distributed;
 mod errors;
 
-use convert::{core_llm_run, parse, parse_required, run, run_with_llm, to_json};
+use convert::{core_llm_run, parse, parse_required, run, run_with_llm, to_json, Text};
 use errors::{
     to_py, BlagentError, BlagentIOError, InputError, InternalError, LlmError, ModelError,
 };
@@ -93,20 +93,20 @@ impl PyLocalizer {
     #[pyo3(signature = (options_json=None, llm_options_json=None, llm_config_json=None, reads=Vec::new()))]
     fn new(
         py: Python<'_>,
-        options_json: Option<&str>,
-        llm_options_json: Option<&str>,
-        llm_config_json: Option<&str>,
+        options_json: Option<Text>,
+        llm_options_json: Option<Text>,
+        llm_config_json: Option<Text>,
         reads: Vec<PathBuf>,
     ) -> PyResult<Self> {
-        let options: LocalizeOptions = parse("options", options_json)?;
+        let options: LocalizeOptions = parse("options", options_json.as_deref())?;
         let (folders, files): (Vec<PathBuf>, Vec<PathBuf>) =
             reads.into_iter().partition(|path| path.is_dir());
         let inputs = files.into_iter().fold(
             blagent_core::repo::Inputs::new().folders(folders),
             |inputs, file| inputs.file(Some(file)),
         );
-        let llm_options_json = llm_options_json.map(str::to_owned);
-        let llm_config_json = llm_config_json.map(str::to_owned);
+        let llm_options_json = llm_options_json.map(|text| text.0);
+        let llm_config_json = llm_config_json.map(|text| text.0);
         // Loading the encoder and a cassette can take a while (and fail any way): it runs
         // as every call does, interruptible, a panic an error.
         let inner = run(py, move || {
@@ -148,7 +148,7 @@ impl PyLocalizer {
     ///
     /// Returns:
     ///     The result as JSON text (`schemas/localize-result.schema.json`).
-    fn localize(&self, py: Python<'_>, request_json: &str) -> PyResult<String> {
+    fn localize(&self, py: Python<'_>, request_json: Text) -> PyResult<String> {
         let localizer = Arc::clone(&self.inner);
         let request = request_json.to_owned();
         run(py, move || {
@@ -165,9 +165,9 @@ impl PyLocalizer {
         &self,
         py: Python<'_>,
         index: &PyRepoIndex,
-        request_json: &str,
+        request_json: Text,
     ) -> PyResult<String> {
-        let request = LocalizeRequest::from_json(request_json).map_err(to_py)?;
+        let request = LocalizeRequest::from_json(&request_json).map_err(to_py)?;
         self.inner
             .check_index(&index.built_with, &index.inner, &request)
             .map_err(to_py)?;
@@ -208,8 +208,8 @@ impl PyEncoder {
     /// Args:
     ///     model_dir: a sentence-transformers / Hugging Face model folder.
     ///     precision: "auto" (the one BLAGENT_ENCODER_PRECISION names, else bf16 on AMX tiles
-    ///         where the CPU has them, else on AMD CPUs with AVX-512 BF16 int8 by AVX-512 VNNI
-    ///         where they have it and bf16 dot products where not, else f32), "f32",
+    ///         where the CPU has them, else int8 by AVX-512 VNNI where it has AVX-512 BF16
+    ///         and VNNI, else bf16 dot products on AMD CPUs with AVX-512 BF16, else f32), "f32",
     ///         "bf16-amx", "bf16-avx512" or "int8-avx512".
     #[new]
     #[pyo3(signature = (model_dir, precision="auto"))]
@@ -248,11 +248,11 @@ impl PyEncoder {
     ///     texts: the texts.
     ///     kind: "document" or "query" (models with task prefixes embed them differently).
     #[pyo3(signature = (texts, kind="document"))]
-    fn embed(&self, py: Python<'_>, texts: Vec<String>, kind: &str) -> PyResult<Vec<Vec<f32>>> {
+    fn embed(&self, py: Python<'_>, texts: Vec<Text>, kind: &str) -> PyResult<Vec<Vec<f32>>> {
         let kind = text_kind(kind)?;
         let encoder = Arc::clone(&self.inner);
         run(py, move || {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let refs: Vec<&str> = texts.iter().map(|text| text.0.as_str()).collect();
             encoder.embed(&refs, kind)
         })
     }
@@ -271,14 +271,14 @@ impl PyEncoder {
     fn embed_cached(
         &self,
         py: Python<'_>,
-        texts: Vec<String>,
+        texts: Vec<Text>,
         cache_dir: PathBuf,
         kind: &str,
     ) -> PyResult<(Vec<Vec<f32>>, CacheCounts)> {
         let kind = text_kind(kind)?;
         let encoder = Arc::clone(&self.inner);
         let (vectors, stats) = run(py, move || {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let refs: Vec<&str> = texts.iter().map(|text| text.0.as_str()).collect();
             let cache = blagent_core::embed::EmbeddingCache::in_cache_dir(
                 &cache_dir,
                 &encoder.folder().identity,
@@ -315,9 +315,9 @@ impl PyLlmClient {
     /// Raises:
     ///     InputError: the configuration is invalid.
     #[new]
-    #[pyo3(signature = (config_json="{}"))]
-    fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
-        let config = config_json.to_owned();
+    #[pyo3(signature = (config_json=Text("{}".to_owned())))]
+    fn new(py: Python<'_>, config_json: Text) -> PyResult<Self> {
+        let config = config_json.0;
         let inner = run(py, move || LlmClient::from_json(&config))?;
         Ok(PyLlmClient {
             inner: Arc::new(inner),
@@ -353,9 +353,9 @@ impl PyLlmClient {
     ///
     /// Raises:
     ///     LlmError: no answer after the retries (or no LLM configured).
-    fn chat(&self, py: Python<'_>, messages_json: &str, stage: &str) -> PyResult<String> {
+    fn chat(&self, py: Python<'_>, messages_json: Text, stage: Text) -> PyResult<String> {
         let invalid = |e: String| to_py(Error::InvalidInput(format!("invalid messages: {e}")));
-        let items: Vec<serde_json::Value> = blagent_core::json::value(messages_json)
+        let items: Vec<serde_json::Value> = blagent_core::json::value(&messages_json)
             .and_then(serde_json::from_value)
             .map_err(|e| invalid(e.to_string()))?;
         if items.is_empty() {
@@ -389,11 +389,12 @@ impl PyLlmClient {
 #[pyo3(signature = (config_json, llm_options_json=None, llm_config_json=None))]
 fn evaluate(
     py: Python<'_>,
-    config_json: &str,
-    llm_options_json: Option<&str>,
-    llm_config_json: Option<&str>,
+    config_json: Text,
+    llm_options_json: Option<Text>,
+    llm_config_json: Option<Text>,
 ) -> PyResult<String> {
-    run_job_json::<EvalJob>(py, config_json, llm_options_json, llm_config_json)
+    let llm = (llm_options_json.as_deref(), llm_config_json.as_deref());
+    run_job_json::<EvalJob>(py, &config_json, llm.0, llm.1)
 }
 
 /// Calibrates a model's trust on labelled instances and writes its profile; returns the
@@ -409,13 +410,13 @@ fn evaluate(
 #[pyo3(signature = (config_json, llm_options_json=None, llm_config_json=None))]
 fn calibrate(
     py: Python<'_>,
-    config_json: &str,
-    llm_options_json: Option<&str>,
-    llm_config_json: Option<&str>,
+    config_json: Text,
+    llm_options_json: Option<Text>,
+    llm_config_json: Option<Text>,
 ) -> PyResult<String> {
-    let mut config: CalibrateConfig = parse_required("calibration config", config_json)?;
-    let llm = (llm_options_json, llm_config_json);
-    run_with_llm(py, config_json, llm, move |_, llm| {
+    let mut config: CalibrateConfig = parse_required("calibration config", &config_json)?;
+    let llm = (llm_options_json.as_deref(), llm_config_json.as_deref());
+    run_with_llm(py, &config_json, llm, move |_, llm| {
         config.run.llm = llm;
         to_json(&run_calibration(&config)?)
     })
@@ -435,11 +436,12 @@ fn calibrate(
 #[pyo3(signature = (config_json, llm_options_json=None, llm_config_json=None))]
 fn batch(
     py: Python<'_>,
-    config_json: &str,
-    llm_options_json: Option<&str>,
-    llm_config_json: Option<&str>,
+    config_json: Text,
+    llm_options_json: Option<Text>,
+    llm_config_json: Option<Text>,
 ) -> PyResult<String> {
-    run_job_json::<BatchJob>(py, config_json, llm_options_json, llm_config_json)
+    let llm = (llm_options_json.as_deref(), llm_config_json.as_deref());
+    run_job_json::<BatchJob>(py, &config_json, llm.0, llm.1)
 }
 
 /// `evaluate` and `batch`: the job `J` read from its config and LLM settings, and run; its
@@ -464,8 +466,8 @@ fn run_job_json<J: Job>(
 ///     config_json: `AnalysisConfig` as JSON (dataset, locs, predictions, report, repos,
 ///         top_k, out_dir).
 #[pyfunction]
-fn analyze_failures(py: Python<'_>, config_json: &str) -> PyResult<String> {
-    let config: AnalysisConfig = parse_required("analysis config", config_json)?;
+fn analyze_failures(py: Python<'_>, config_json: Text) -> PyResult<String> {
+    let config: AnalysisConfig = parse_required("analysis config", &config_json)?;
     run(py, move || to_json(&run_analysis(&config)?))
 }
 
@@ -475,8 +477,8 @@ fn analyze_failures(py: Python<'_>, config_json: &str) -> PyResult<String> {
 ///     config_json: `CompareConfig` as JSON (dataset, runs, peers, peer_names, ids,
 ///         resamples, seed).
 #[pyfunction]
-fn compare(py: Python<'_>, config_json: &str) -> PyResult<String> {
-    let config: blagent_core::eval::CompareConfig = parse_required("compare config", config_json)?;
+fn compare(py: Python<'_>, config_json: Text) -> PyResult<String> {
+    let config: blagent_core::eval::CompareConfig = parse_required("compare config", &config_json)?;
     run(py, move || {
         to_json(&blagent_core::eval::compare_runs(&config)?)
     })
@@ -498,9 +500,9 @@ fn read_user_file<'py>(
     py: Python<'py>,
     path: PathBuf,
     limit: u64,
-    what: &str,
+    what: Text,
 ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-    let read = || blagent_core::repo::read::read_user_bytes(&path, limit, what);
+    let read = || blagent_core::repo::read::read_user_bytes(&path, limit, &what);
     let bytes = cancel::run_short(py, read, to_py)?;
     Ok(pyo3::types::PyBytes::new(py, &bytes))
 }
@@ -512,8 +514,8 @@ fn read_user_file<'py>(
 /// Args:
 ///     request_json: the request as JSON text.
 #[pyfunction]
-fn check_request(py: Python<'_>, request_json: &str) -> PyResult<()> {
-    let request = request_json.to_owned();
+fn check_request(py: Python<'_>, request_json: Text) -> PyResult<()> {
+    let request = request_json.0;
     run(py, move || LocalizeRequest::from_json(&request).map(drop))
 }
 
@@ -524,8 +526,8 @@ fn check_request(py: Python<'_>, request_json: &str) -> PyResult<()> {
 ///     text: the file's contents. A Kotlin text without a final newline is read with one
 ///         added (its grammar needs it), so a chunk may end one byte past the text.
 #[pyfunction]
-fn parse_source(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
-    let (path, text) = (path.to_owned(), text.to_owned());
+fn parse_source(py: Python<'_>, path: Text, text: Text) -> PyResult<String> {
+    let (path, text) = (path.0, text.0);
     run(py, move || {
         let language = blagent_core::repo::language_for_path(&path)
             .ok_or_else(|| Error::InvalidInput(format!("no supported language for {path}")))?;
@@ -537,6 +539,14 @@ fn parse_source(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
     })
 }
 
+/// Notes, just before this process forks, whether a blagent call is running in one of its
+/// threads: the child refuses every call if so (`blagent` registers it with
+/// `os.register_at_fork`).
+#[pyfunction]
+fn _note_fork() {
+    cancel::note_fork();
+}
+
 /// The kernel set OpenBLAS chose when the module loaded (`Haswell`, `Zen`, `SkylakeX`, ...; an
 /// old generic one such as `Prescott` means it did not know the CPU).
 #[pyfunction]
@@ -546,7 +556,7 @@ fn blas_core() -> String {
 
 /// The precision an encoder loaded now runs its linear layers in: the one
 /// BLAGENT_ENCODER_PRECISION names (f32, bf16-amx, bf16-avx512 or int8-avx512), else
-/// "bf16-amx" on CPUs with AMX, "int8-avx512" on AMD CPUs with AVX-512 BF16 and VNNI,
+/// "bf16-amx" on CPUs with AMX, "int8-avx512" on other CPUs with AVX-512 BF16 and VNNI,
 /// "bf16-avx512" on AMD CPUs with AVX-512 BF16 alone, "f32" elsewhere. InputError where the
 /// variable names no precision this CPU runs.
 #[pyfunction]
@@ -639,6 +649,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLlmClient>()?;
     m.add_class::<distributed::PyJobWorker>()?;
     m.add_class::<distributed::PyJobSink>()?;
+    m.add_function(wrap_pyfunction!(_note_fork, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;

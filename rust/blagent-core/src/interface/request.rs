@@ -110,8 +110,15 @@ impl LocalizeRequest {
         // A long issue takes seconds to query (a review: 15 MiB, 3 to 7.5 s), and so do many
         // hints: those run where a Ctrl-C is heard.
         self.pipeline == Pipeline::Fused
-            && self.issue.len() <= QUICK_ISSUE_BYTES
+            && self.issue.len() + self.rewrites_len() <= QUICK_ISSUE_BYTES
             && self.hints.files.len() <= QUICK_HINTS
+    }
+
+    /// The bytes of the request's rewrites (0 without them): queried as the issue is.
+    fn rewrites_len(&self) -> usize {
+        self.rewrites
+            .as_ref()
+            .map_or(0, |r| r.structural.len() + r.behavioral.len())
     }
 
     /// What the request asks of the ranking: `top_k` files at its granularity.
@@ -119,7 +126,9 @@ impl LocalizeRequest {
         Ask::new(self.top_k, self.granularity)
     }
 
-    /// Checks what serde cannot: a compatible version, a non-empty issue, `top_k ≥ 1`.
+    /// Checks what serde cannot: a compatible version, a non-empty issue, `top_k ≥ 1`; the
+    /// issue and each rewrite at most an issue's size (a review: 600 MiB of rewrites were
+    /// queried).
     pub fn validate(&self) -> Result<()> {
         if major(&self.schema_version) != major(SCHEMA_VERSION) {
             return Err(Error::InvalidInput(format!(
@@ -132,12 +141,21 @@ impl LocalizeRequest {
             return Err(Error::InvalidInput("the issue text is empty".to_owned()));
         }
         let max = crate::repo::read::MAX_ISSUE_BYTES;
-        if self.issue.len() as u64 > max {
-            return Err(Error::InvalidInput(format!(
-                "the issue text is {}, more than an issue may be ({})",
-                crate::repo::read::human_bytes(self.issue.len() as u64),
-                crate::repo::read::human_bytes(max)
-            )));
+        let rewrites = self.rewrites.as_ref();
+        let texts = [
+            ("the issue text", Some(&self.issue)),
+            ("the structural rewrite", rewrites.map(|r| &r.structural)),
+            ("the behavioral rewrite", rewrites.map(|r| &r.behavioral)),
+        ];
+        for (what, text) in texts {
+            let len = text.map_or(0, |t| t.len() as u64);
+            if len > max {
+                return Err(Error::InvalidInput(format!(
+                    "{what} is {}, more than an issue may be ({})",
+                    crate::repo::read::human_bytes(len),
+                    crate::repo::read::human_bytes(max)
+                )));
+            }
         }
         Ok(())
     }
@@ -166,6 +184,21 @@ mod tests {
         assert!(
             err.to_string()
                 .contains("more than an issue may be (16 MiB)"),
+            "{err}"
+        );
+        // A later review: rewrites had no bound, nor counted toward a quick request.
+        let mut request = LocalizeRequest::new("i", "repo", "bug");
+        let half = "x".repeat(QUICK_ISSUE_BYTES / 2 + 1);
+        request.rewrites = Some(Rewrites {
+            structural: half.clone(),
+            behavioral: half,
+        });
+        assert!(request.validate().is_ok() && !request.is_quick());
+        request.rewrites.as_mut().unwrap().behavioral =
+            "x".repeat((crate::repo::read::MAX_ISSUE_BYTES + 1) as usize);
+        let err = request.validate().unwrap_err().to_string();
+        assert!(
+            err.starts_with("invalid input: the behavioral rewrite is 16"),
             "{err}"
         );
     }

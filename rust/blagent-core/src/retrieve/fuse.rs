@@ -181,10 +181,18 @@ impl TryFrom<WeightsObject> for FusionWeights {
                         known.join(", ")
                     )
                 })?;
-            let value = value
+            let number = value
                 .as_f64()
                 .ok_or_else(|| format!("fusion weight {name} must be a number, not {value}"))?;
-            if value.abs() > f64::from(f32::MAX) {
+            if number < 0.0 {
+                // Said here, before the bound (a review: -1e308 was "at most 3.4e38"); the
+                // number as JSON wrote it.
+                return Err(format!(
+                    "fusion weight {name} must be a finite number of at least 0, not {value}"
+                ));
+            }
+            let value = number;
+            if value > f64::from(f32::MAX) {
                 // A weight is an f32: past its range it would be read as infinite.
                 return Err(format!(
                     "fusion weight {name} must be at most {:e}, not {value:e}",
