@@ -116,6 +116,10 @@ pub struct Output {
     /// it (interrupted before its first line, or every instance failed), as a file created
     /// only to hold the lock.
     created: bool,
+    /// The folders this run created to hold its outputs, deepest first: removed again, where
+    /// still empty, when the run ends without them (interrupted or failed before any line, or
+    /// refused at the commit).
+    folders: Vec<PathBuf>,
 }
 
 /// The new files [`Output::replacing`] has made in this process: each gets its own number.
@@ -223,6 +227,7 @@ impl Output {
             }),
             empty_first: false,
             created: false,
+            folders: Vec::new(),
         })
     }
 
@@ -235,6 +240,7 @@ impl Output {
             replacing: None,
             empty_first,
             created: false,
+            folders: Vec::new(),
         }
     }
 }
@@ -307,16 +313,19 @@ impl Drop for Output {
     /// Uncommitted, a replaced output stays as it was: the new file is removed, and so is the
     /// output if this run created it to lock it and it is still that empty file. An appended
     /// output this run created is removed while it is still that empty file.
+    /// The folders this run created for it go too where that leaves them empty.
     fn drop(&mut self) {
-        let Some(replacement) = self.replacing.take() else {
-            if self.created {
-                remove_if_still_empty(&self.file, &self.path);
+        if let Some(replacement) = self.replacing.take() {
+            let _ = std::fs::remove_file(&replacement.temp);
+            if replacement.created {
+                remove_if_still_empty(&replacement.target, &replacement.dest);
             }
-            return;
-        };
-        let _ = std::fs::remove_file(&replacement.temp);
-        if replacement.created {
-            remove_if_still_empty(&replacement.target, &replacement.dest);
+        } else if self.created {
+            remove_if_still_empty(&self.file, &self.path);
+        }
+        // A folder that holds anything (the output, committed or written to) stays.
+        for folder in &self.folders {
+            let _ = std::fs::remove_dir(folder);
         }
     }
 }
@@ -417,6 +426,8 @@ pub fn open_outputs_checked(
         return Err(refused(e, opened, &created, &mut folders));
     }
     let mut ready = Vec::with_capacity(opened.len());
+    // Every output tries the folders of all (two may share one): the last to go removes it.
+    folders.sort_by_key(|f| std::cmp::Reverse(f.components().count()));
     for (&(path, mode, _), file) in outputs.iter().zip(opened) {
         let output = if mode.append {
             let mut output = Output::in_place(path, file, false);
@@ -426,7 +437,10 @@ pub fn open_outputs_checked(
             Output::replacing(path, file, created.contains(&path))
         };
         match output {
-            Ok(output) => ready.push(output),
+            Ok(mut output) => {
+                output.folders.clone_from(&folders);
+                ready.push(output);
+            }
             Err(e) => {
                 drop(ready);
                 return Err(refused(e, Vec::new(), &created, &mut folders));
@@ -1189,6 +1203,37 @@ mod tests {
         assert!(message.contains("another blagent run"), "{message}");
         assert!(!dir.path().join("nd").exists());
         drop(holder);
+    }
+
+    /// Found by a later review: a run interrupted, or with nothing to write, removed its
+    /// outputs but left the folders it had created for them.
+    #[test]
+    fn a_run_that_ends_without_its_outputs_removes_the_folders_it_created() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let none = Inputs::new();
+        let new = dir.path().join("nd/sub/p.jsonl");
+        let signals = dir.path().join("nd/s.jsonl");
+        let appended = dir.path().join("nb/sub/t.jsonl");
+        let outputs = [
+            (new.as_path(), JSONL, "--out"),
+            (signals.as_path(), JSONL, "--signals-out"),
+            (appended.as_path(), APPEND, "--failures-out"),
+        ];
+        drop(open_outputs(&outputs, &none).unwrap());
+        assert!(!dir.path().join("nd").exists());
+        assert!(!dir.path().join("nb").exists());
+        // Written or committed, an output keeps its folders; so does a folder someone else
+        // put a file in meanwhile.
+        let mut opened = open_outputs(&outputs, &none).unwrap();
+        std::fs::write(dir.path().join("nd/theirs.txt"), "x").unwrap();
+        opened[2].write_all(b"{\"instance_id\": \"a\"}\n").unwrap();
+        let mut opened = opened.into_iter();
+        let (out, _signals) = (opened.next().unwrap(), opened.next().unwrap());
+        drop(opened);
+        out.commit().unwrap();
+        assert!(new.exists() && appended.exists());
+        assert!(dir.path().join("nd/theirs.txt").exists());
     }
 
     /// What a run reads from an output before it may go on refuses it as a failed open does:
