@@ -108,7 +108,7 @@ impl Criteria {
             FunctionRule::All => "every gold function",
         };
         format!(
-            "{which} (a function or method of the base commit whose lines a gold hunk touches) is among the top {} localized functions, or, for an instance without function-level localization, edited by the generated patch",
+            "{which} (a function or method of the base commit whose lines a gold hunk touches) is among the functions the first {} function-level localization entries name or overlap (each named function or line range is one entry), or, for an instance without function-level localization, edited by the generated patch",
             self.function_top_k
         )
     }
