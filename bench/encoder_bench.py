@@ -6,7 +6,7 @@ the same code chunks, in one run.
 
 blagent runs in f32 and in each faster path the CPU can run: on AMX tiles (`bf16-amx`, its
 default there), by AVX-512 BF16 dot products (`bf16-avx512`) and in int8 by AVX-512 VNNI
-(`int8-avx512`, its default on AMD CPUs with both); the peer runs in f32 (its default) and cast
+(`int8-avx512`, its default on CPUs with both and no AMX); the peer runs in f32 (its default) and cast
 to bfloat16 (what a PyTorch user would do to reach AMX or AVX-512 BF16).
 
 Chunks are the path-augmented AST chunks blagent indexes, taken from the first files of TREE.

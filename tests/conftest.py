@@ -56,13 +56,25 @@ def can_make_unreadable() -> bool:
 
 # What `vdpbf16ps` (the bf16-avx512 path) needs of the CPU.
 AVX512_BF16_FLAGS = {"avx512f", "avx512bw", "avx512vl", "avx512_bf16"}
-# What `vpdpbusd` (the int8-avx512 path, whose attention is bf16-avx512's) needs of the CPU.
+# What `vpdpbusd` (the int8-avx512 path) needs of the CPU.
 AVX512_INT8_FLAGS = AVX512_BF16_FLAGS | {"avx512_vnni"}
+
+
+def _amd() -> bool:
+    """Whether the CPU is AMD's, where bf16 dot products outrun f32 (the int8 path runs its
+    other layers and attention by them there, in f32 elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            return "AuthenticAMD" in info.read(65536)
+    except OSError:
+        return False
+
+
 # The suffix each precision adds to the model's identity in the embedding cache.
 PRECISION_SUFFIX = {
     "bf16-amx": "/bf16.2",
     "bf16-avx512": "/bf16-avx512.2",
-    "int8-avx512": "/int8-avx512.1",
+    "int8-avx512": "/int8-avx512.1" if _amd() else "/int8-avx512-f32.1",
     "f32": "",
 }
 
@@ -70,15 +82,16 @@ PRECISION_SUFFIX = {
 def expected_encoder_precision() -> str:
     """The encoder precision this CPU calls for, read from its vendor and flags rather than
     from the library under test: AMX tiles where Linux lists them (it lists them only with tile
-    state enabled); else, on AMD's CPUs with AVX-512 BF16 (Zen 4 and later), where `vdpbf16ps`
-    outruns f32 (on Intel's it runs at half the f32 rate), int8 by `vpdpbusd` where they have
-    AVX-512 VNNI too, else `vdpbf16ps`; else f32."""
+    state enabled); else int8 by `vpdpbusd` where the CPU has AVX-512 BF16 and VNNI (Zen 4 and
+    later; an Intel Xeon whose AMX is not granted); else, on AMD's CPUs with AVX-512 BF16,
+    where `vdpbf16ps` outruns f32 (on Intel's it runs at half the f32 rate), `vdpbf16ps`; else
+    f32."""
     from blagent import _blas
 
     vendor, flags = _blas.cpu()
     if {"amx_tile", "amx_bf16"} <= flags:
         return "bf16-amx"
-    if AVX512_INT8_FLAGS <= flags and vendor == "AuthenticAMD":
+    if AVX512_INT8_FLAGS <= flags:
         return "int8-avx512"
     if AVX512_BF16_FLAGS <= flags and vendor == "AuthenticAMD":
         return "bf16-avx512"

@@ -69,8 +69,12 @@ def test_order_is_kept_whatever_the_batching(encoder: _core.Encoder) -> None:
     texts = REFERENCE["texts"][::-1] * 3
     vectors = encoder.embed(texts)
     singles = [encoder.embed([t])[0] for t in texts[: len(REFERENCE["texts"])]]
+    # int8 rounds each row's inputs to 256 levels: where the layers around it run in f32
+    # (OpenBLAS, whose sums run in another order for another batch), a value on a rounding
+    # boundary may go either way (0.99986 seen); a row taken from another text is far below.
+    least = 0.9995 if encoder.precision == "int8-avx512" else 0.9999
     for got, want in zip(vectors, singles):
-        assert cosine(got, want) >= 0.9999
+        assert cosine(got, want) >= least
 
 
 def test_normalized_and_sized(encoder: _core.Encoder) -> None:

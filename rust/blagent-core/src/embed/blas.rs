@@ -200,9 +200,9 @@ pub enum Precision {
     Bf16Avx512,
     /// The linear layers' products in int8 by AVX-512 VNNI (`vpdpbusd`): inputs rounded to u8
     /// per row after SmoothQuant's per-channel scaling, weights to int8 per output, summed in
-    /// 32-bit integers ([`super::vnni`]); attention as [`Precision::Bf16Avx512`]. It needs the
-    /// model's calibrated input ranges ([`super::int8_ranges`]): a layer without them runs as
-    /// in [`Precision::Bf16Avx512`].
+    /// 32-bit integers ([`super::vnni`]); attention as [`Precision::Bf16Avx512`] where bf16 dot
+    /// products outrun f32, else in f32. It needs the model's calibrated input ranges
+    /// ([`super::int8_ranges`]): a layer without them runs as attention does.
     Int8Avx512,
 }
 
@@ -213,13 +213,18 @@ pub const PRECISION_VARIABLE: &str = "BLAGENT_ENCODER_PRECISION";
 
 impl Precision {
     /// The fastest precision measured on this kind of CPU: [`Precision::Bf16Amx`] where AMX is
-    /// usable; where bf16 dot products outrun f32 ([`avx512::bf16_dots_pay`]: AMD's CPUs with
-    /// AVX-512 BF16, Zen 4 and 5), [`Precision::Int8Avx512`] if the CPU has VNNI (every Zen 4
-    /// does), else [`Precision::Bf16Avx512`]; else [`Precision::F32`]. On Intel's, `vdpbf16ps`
-    /// does half the multiply-adds of f32 FMAs per second, and int8 was not measured there
-    /// (`docs/dense.md`).
+    /// usable; else [`Precision::Int8Avx512`] where the CPU has AVX-512 BF16 and VNNI (Zen 4
+    /// and 5, and Intel's Xeons whose AMX is not granted: on an Emerald Rapids without it, 28.3
+    /// chunks per CPU second against 21.6 in f32); else, where bf16 dot products outrun f32
+    /// ([`avx512::bf16_dots_pay`]: AMD's CPUs with AVX-512 BF16), [`Precision::Bf16Avx512`];
+    /// else [`Precision::F32`]. On Intel's, `vdpbf16ps` does half the multiply-adds of f32
+    /// FMAs per second (`docs/dense.md`).
     pub fn auto() -> Self {
-        Self::choose(amx::available(), avx512::bf16_dots_pay(), vnni::available())
+        Self::choose(
+            amx::available(),
+            avx512::available() && vnni::available(),
+            avx512::bf16_dots_pay(),
+        )
     }
 
     /// What [`PRECISION_VARIABLE`] asks for ([`Precision::auto`] where it is unset, empty or
@@ -238,12 +243,13 @@ impl Precision {
         }
     }
 
-    /// [`Precision::auto`]'s choice from what it reads: AMX usable, bf16 dot products faster
-    /// than f32 ([`avx512::bf16_dots_pay`]), AVX-512 VNNI present.
-    fn choose(amx: bool, dots_pay: bool, vnni: bool) -> Self {
+    /// [`Precision::auto`]'s choice from what it reads: AMX usable, AVX-512 BF16 and VNNI
+    /// present (what [`Precision::Int8Avx512`] runs on), bf16 dot products faster than f32
+    /// ([`avx512::bf16_dots_pay`]).
+    fn choose(amx: bool, int8: bool, dots_pay: bool) -> Self {
         if amx {
             Precision::Bf16Amx
-        } else if dots_pay && vnni {
+        } else if int8 {
             Precision::Int8Avx512
         } else if dots_pay {
             Precision::Bf16Avx512
@@ -293,13 +299,23 @@ impl Precision {
         }
     }
 
-    /// What multiplies the packed bf16 weights, or `None` for f32.
+    /// What multiplies the packed bf16 weights, or `None` for f32. In
+    /// [`Precision::Int8Avx512`], the layers int8 does not run and attention: bf16 dot
+    /// products where they outrun f32 ([`avx512::bf16_dots_pay`]), else f32 (on Intel's CPUs
+    /// `vdpbf16ps` does half the multiply-adds of an FMA).
     fn engine(self) -> Option<Engine> {
         match self {
             Precision::F32 => None,
             Precision::Bf16Amx => Some(Engine::Tiles),
-            Precision::Bf16Avx512 | Precision::Int8Avx512 => Some(Engine::Dot),
+            Precision::Bf16Avx512 => Some(Engine::Dot),
+            Precision::Int8Avx512 => avx512::bf16_dots_pay().then_some(Engine::Dot),
         }
+    }
+
+    /// Whether [`Precision::Int8Avx512`] runs its other layers and attention in f32 here
+    /// (its vectors are then another model to the caches).
+    pub fn int8_with_f32(self) -> bool {
+        self == Precision::Int8Avx512 && self.engine().is_none()
     }
 }
 
@@ -711,9 +727,12 @@ mod tests {
     fn auto_takes_the_fastest_arithmetic_the_cpu_has() {
         assert_eq!(Precision::choose(true, false, false), Precision::Bf16Amx);
         assert_eq!(Precision::choose(true, true, true), Precision::Bf16Amx);
+        // Zen 4 and 5; and an Intel Xeon whose AMX is not granted (bf16 dots do not pay there,
+        // int8 does).
         assert_eq!(Precision::choose(false, true, true), Precision::Int8Avx512);
-        assert_eq!(Precision::choose(false, true, false), Precision::Bf16Avx512);
-        assert_eq!(Precision::choose(false, false, true), Precision::F32);
+        assert_eq!(Precision::choose(false, true, false), Precision::Int8Avx512);
+        // AVX-512 BF16 without VNNI: AMD's take bf16 dot products, Intel's (Cooper Lake) f32.
+        assert_eq!(Precision::choose(false, false, true), Precision::Bf16Avx512);
         assert_eq!(Precision::choose(false, false, false), Precision::F32);
         // What this CPU gets is one it can run.
         assert!(Precision::auto().runnable().is_ok());
@@ -798,9 +817,16 @@ mod tests {
         let int8 =
             BlasLinear::with_precision(&w, Some(&b), Precision::Int8Avx512, Some(&max)).unwrap();
         assert!(int8.packed.as_ref().is_some_and(PackedWeight::is_int8));
-        // Without ranges the layer runs in bf16.
-        let bf16 = BlasLinear::with_precision(&w, Some(&b), Precision::Int8Avx512, None).unwrap();
-        assert!(bf16.packed.as_ref().is_some_and(|p| !p.is_int8()));
+        // Without ranges the layer runs in bf16 where bf16 dot products pay, else in f32.
+        let other = BlasLinear::with_precision(&w, Some(&b), Precision::Int8Avx512, None).unwrap();
+        if Precision::Int8Avx512.int8_with_f32() {
+            assert!(other.packed.is_none());
+            assert_eq!(other.forward(&x).unwrap().to_vec2::<f32>().unwrap(), {
+                exact.forward(&x).unwrap().to_vec2::<f32>().unwrap()
+            });
+        } else {
+            assert!(other.packed.as_ref().is_some_and(|p| !p.is_int8()));
+        }
         let want = exact.forward(&x).unwrap();
         let got = int8.forward(&x).unwrap();
         assert_int8_close(&want, &got);

@@ -34,6 +34,9 @@ const BF16_AVX512_IDENTITY: &str = "/bf16-avx512.2";
 /// What int8 vectors (AVX-512 VNNI, [`Precision::Int8Avx512`]) add to the model's identity in
 /// the caches; `.1` is the first calibration of `int8_ranges.json`.
 const INT8_AVX512_IDENTITY: &str = "/int8-avx512.1";
+/// The same where the layers int8 does not run, and attention, run in f32
+/// ([`Precision::int8_with_f32`]: CPUs whose bf16 dot products do not outrun f32).
+const INT8_F32_IDENTITY: &str = "/int8-avx512-f32.1";
 /// Rows per batch at most.
 const BATCH_ROWS: usize = 64;
 
@@ -163,6 +166,9 @@ impl Encoder {
         match precision {
             Precision::Bf16Amx => folder.identity.push_str(BF16_IDENTITY),
             Precision::Bf16Avx512 => folder.identity.push_str(BF16_AVX512_IDENTITY),
+            Precision::Int8Avx512 if precision.int8_with_f32() => {
+                folder.identity.push_str(INT8_F32_IDENTITY)
+            }
             Precision::Int8Avx512 => folder.identity.push_str(INT8_AVX512_IDENTITY),
             Precision::F32 => {}
         }
