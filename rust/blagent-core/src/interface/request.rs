@@ -130,6 +130,18 @@ impl LocalizeRequest {
     /// issue and each rewrite at most an issue's size (a review: 600 MiB of rewrites were
     /// queried).
     pub fn validate(&self) -> Result<()> {
+        let (major_part, minor_part) = self
+            .schema_version
+            .split_once('.')
+            .map_or((self.schema_version.as_str(), None), |(a, b)| (a, Some(b)));
+        let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+        if !digits(major_part) || !minor_part.is_none_or(digits) {
+            // What the schema says (a review: "1.x" and "1." were taken as 1).
+            return Err(Error::InvalidInput(format!(
+                "request schema_version {:?} is not major.minor, as {SCHEMA_VERSION:?}",
+                self.schema_version
+            )));
+        }
         if major(&self.schema_version) != major(SCHEMA_VERSION) {
             return Err(Error::InvalidInput(format!(
                 "unsupported request schema_version {:?} (this blagent speaks {SCHEMA_VERSION})",
@@ -242,6 +254,11 @@ mod tests {
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "  "}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "pipeline": "gpt"}"#,
             r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "granularity": "line"}"#,
+            // A later review: what the schema refuses, the core took as version 1.
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "schema_version": "1.x"}"#,
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "schema_version": "1."}"#,
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "schema_version": "1.9.a"}"#,
+            r#"{"instance_id": "a", "repo_path": "/r", "issue": "x", "schema_version": ""}"#,
         ];
         for text in bad {
             let err = LocalizeRequest::from_json(text).expect_err(text);
@@ -256,5 +273,7 @@ mod tests {
         let request = LocalizeRequest::from_json(text).expect("valid");
         assert_eq!(request.granularity, Granularity::Function);
         assert_eq!(request.hints.files, ["a.py"]);
+        let text = r#"{"schema_version": "1", "repo_path": "/r", "issue": "x", "rewrites": null}"#;
+        assert!(LocalizeRequest::from_json(text).is_ok());
     }
 }
