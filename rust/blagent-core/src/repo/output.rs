@@ -340,11 +340,18 @@ fn remove_if_still_empty(file: &File, path: &Path) {
 }
 
 /// [`open_output`] leaving what the file holds as it is.
-fn open_output_kept(path: &Path, mode: OutputMode, inputs: &Inputs, what: &str) -> Result<File> {
+/// The folders it creates for `path` are added to `new_folders`.
+fn open_output_kept(
+    path: &Path,
+    mode: OutputMode,
+    inputs: &Inputs,
+    what: &str,
+    new_folders: &mut Vec<PathBuf>,
+) -> Result<File> {
     let refuse = refusal(path, what);
     vet(path, inputs, &refuse)?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        create_folders(parent, new_folders).map_err(|e| Error::io(parent, e))?;
     }
     let mut options = OpenOptions::new();
     options.write(true).create(true);
@@ -413,8 +420,7 @@ pub fn open_outputs_checked(
     };
     for &(path, mode, what) in outputs {
         let existed = std::fs::symlink_metadata(path).is_ok();
-        folders.extend(missing_folders(path));
-        match open_output_kept(path, mode, inputs, what) {
+        match open_output_kept(path, mode, inputs, what, &mut folders) {
             Ok(file) => opened.push(file),
             Err(e) => return Err(refused(e, opened, &created, &mut folders)),
         }
@@ -450,14 +456,24 @@ pub fn open_outputs_checked(
     Ok(ready)
 }
 
-/// The folders above `path` that do not exist yet (which opening it creates).
-fn missing_folders(path: &Path) -> Vec<PathBuf> {
-    path.ancestors()
-        .skip(1)
-        .filter(|a| !a.as_os_str().is_empty())
-        .take_while(|a| std::fs::symlink_metadata(a).is_err())
-        .map(Path::to_path_buf)
-        .collect()
+/// Creates `folder` and the folders above it that are missing, one at a time, and adds to
+/// `made` each one this call created, as its canonical path (a path with `..` names, after
+/// the folder before it was made, a folder that was there: a review found `new/../keep`, the
+/// user's empty `keep`, taken for one this run made and removed; a canonical path also still
+/// names the folder after a change of working directory).
+fn create_folders(folder: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut prefix = PathBuf::new();
+    for part in folder.components() {
+        prefix.push(part);
+        match std::fs::create_dir(&prefix) {
+            Ok(()) => made.push(std::fs::canonicalize(&prefix)?),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            // The root, `.` or `..`, which cannot be made, where they lead to a folder.
+            Err(_) if !matches!(part, std::path::Component::Normal(_)) && prefix.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Whether [`open_output`] would accept `path`, without creating, locking or changing
@@ -1234,6 +1250,26 @@ mod tests {
         out.commit().unwrap();
         assert!(new.exists() && appended.exists());
         assert!(dir.path().join("nd/theirs.txt").exists());
+    }
+
+    /// Found by a review of that: with `new/../keep/out.jsonl`, the user's empty `keep` was
+    /// taken for a folder the run made (it did not exist by that name before `new` was made)
+    /// and removed.
+    #[test]
+    fn only_the_folders_a_run_made_are_removed_whatever_the_path_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = Inputs::new();
+        let keep = dir.path().join("keep");
+        std::fs::create_dir(&keep).unwrap();
+        let through = dir.path().join("new/../keep/out.jsonl");
+        let beside = dir.path().join("new/f.jsonl");
+        let outputs = [
+            (through.as_path(), JSONL, "--out"),
+            (beside.as_path(), APPEND, "--failures-out"),
+        ];
+        drop(open_outputs(&outputs, &none).unwrap());
+        assert!(keep.is_dir(), "the user's folder was removed");
+        assert!(!dir.path().join("new").exists());
     }
 
     /// What a run reads from an output before it may go on refuses it as a failed open does:
