@@ -16,7 +16,7 @@ with _blas.prepared():  # OpenBLAS picks its kernels as _core loads it
 if hasattr(os, "register_at_fork"):
     # A child forked while a blagent call runs in another thread refuses every call: that
     # call is left part-way in it for good (a lock or a one-time initialisation held).
-    os.register_at_fork(before=_core._note_fork)
+    os.register_at_fork(after_in_child=_core._note_fork_in_child)
 
 from ._core import (
     DEFAULT_TOP_K,

@@ -13,7 +13,7 @@
 //! in `Arc`s.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -35,10 +35,10 @@ static CALLER_PID: AtomicU32 = AtomicU32::new(0);
 /// Calls running now, in any thread ([`InFlight`]).
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
-/// The process that forked while a call was running (0: none did at its last fork). Its
-/// children inherit it: in them, that call's thread is gone part-way, perhaps holding a lock
-/// or a one-time initialisation (a regular expression's `LazyLock`) that no one will release.
-static FORKED_MID_CALL: AtomicU32 = AtomicU32::new(0);
+/// Whether this process was forked while a call ran in its parent: that call's thread is gone
+/// part-way here, perhaps holding a lock or a one-time initialisation (a regular expression's
+/// `LazyLock`) that no one will release.
+static FORKED_MID_CALL: AtomicBool = AtomicBool::new(false);
 
 /// A call counted in [`IN_FLIGHT`] while it lives.
 struct InFlight;
@@ -56,23 +56,21 @@ impl Drop for InFlight {
     }
 }
 
-/// Run just before this process forks (`os.register_at_fork`, with the GIL held, so no call
-/// is between its start and its count): notes whether a call is running, for the child.
-pub(crate) fn note_fork() {
-    let me = if IN_FLIGHT.load(Ordering::SeqCst) > 0 {
-        std::process::id()
-    } else {
-        0
-    };
-    FORKED_MID_CALL.store(me, Ordering::SeqCst);
+/// Run in a child just after the fork (`os.register_at_fork(after_in_child=...)`): its copy
+/// of [`IN_FLIGHT`] is the count at the fork itself (a count read in a hook before the fork
+/// missed a call that started while later hooks released the GIL: a review), and none of
+/// those calls' threads came along.
+pub(crate) fn note_fork_in_child() {
+    if IN_FLIGHT.load(Ordering::SeqCst) > 0 {
+        FORKED_MID_CALL.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Refuses every call in a process forked while another thread of its parent was in a call
 /// (a review: a lexical query in the child, which is otherwise allowed, hung for good on a
 /// one-time initialisation the parent's thread had begun).
 fn refuse_if_forked_mid_call() -> blagent_core::Result<()> {
-    let parent = FORKED_MID_CALL.load(Ordering::SeqCst);
-    if parent == 0 || parent == std::process::id() {
+    if !FORKED_MID_CALL.load(Ordering::SeqCst) {
         return Ok(());
     }
     Err(Error::InvalidInput(

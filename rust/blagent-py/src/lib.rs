@@ -496,12 +496,12 @@ fn compare(py: Python<'_>, config_json: Text) -> PyResult<String> {
 ///     InputError: `path` is missing, not a regular file, or larger than `limit`.
 ///     BlagentIOError: it exists but cannot be read.
 #[pyfunction]
-fn read_user_file<'py>(
-    py: Python<'py>,
+fn read_user_file(
+    py: Python<'_>,
     path: PathBuf,
     limit: u64,
     what: Text,
-) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+) -> PyResult<Bound<'_, pyo3::types::PyBytes>> {
     let read = || blagent_core::repo::read::read_user_bytes(&path, limit, &what);
     let bytes = cancel::run_short(py, read, to_py)?;
     Ok(pyo3::types::PyBytes::new(py, &bytes))
@@ -539,12 +539,12 @@ fn parse_source(py: Python<'_>, path: Text, text: Text) -> PyResult<String> {
     })
 }
 
-/// Notes, just before this process forks, whether a blagent call is running in one of its
-/// threads: the child refuses every call if so (`blagent` registers it with
-/// `os.register_at_fork`).
+/// Notes, in a child just after a fork, whether a blagent call was running in a thread of its
+/// parent: the child then refuses every call (`blagent` registers it with
+/// `os.register_at_fork(after_in_child=...)`).
 #[pyfunction]
-fn _note_fork() {
-    cancel::note_fork();
+fn _note_fork_in_child() {
+    cancel::note_fork_in_child();
 }
 
 /// The kernel set OpenBLAS chose when the module loaded (`Haswell`, `Zen`, `SkylakeX`, ...; an
@@ -649,7 +649,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLlmClient>()?;
     m.add_class::<distributed::PyJobWorker>()?;
     m.add_class::<distributed::PyJobSink>()?;
-    m.add_function(wrap_pyfunction!(_note_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(_note_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
