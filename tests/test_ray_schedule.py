@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from blagent._ray.schedule import Item, Scheduler, repository_of
 
 
@@ -182,3 +183,32 @@ def test_a_cluster_address_where_nothing_listens_or_ray_cannot_read_is_refused()
         contextlib.contextmanager(cluster._connected)(_FakeRay(unreadable), "not an address"),
     ):
         pass
+
+
+def test_a_local_cluster_gets_a_token_of_its_own_and_leaves_the_environment_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by reviews: Ray wrote a token to ~/.ray/auth_token (readable by every user, kept
+    and reused), and `ray.init`'s own `RAY_AUTH_MODE=token` stayed in the environment, which
+    the next run took for the user's setting."""
+    from blagent._ray import cluster
+
+    seen: list[str | None] = []
+
+    def during_init() -> None:
+        seen.append(os.environ.get("RAY_AUTH_TOKEN"))
+        os.environ.setdefault("RAY_AUTH_MODE", "token")  # as Ray 2.60's ray.init does
+
+    for name in cluster.RAY_AUTH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(cluster, "import_ray", lambda local: _FakeRay(during_init))
+    for _ in range(2):
+        with cluster.connected(None):
+            pass
+        assert not [name for name in cluster.RAY_AUTH_VARIABLES if name in os.environ]
+    assert len(seen) == 2 and all(t and len(t) == 64 for t in seen) and seen[0] != seen[1]
+    # The user's settings are Ray's to read: nothing added, nothing taken away.
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    with cluster.connected(None):
+        pass
+    assert seen[-1] is None and os.environ["RAY_AUTH_MODE"] == "disabled"

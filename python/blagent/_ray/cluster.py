@@ -33,7 +33,9 @@ RAY_AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 
 @contextlib.contextmanager
 def _own_token(local: bool) -> Iterator[None]:
-    """A token for this run's local cluster only, in the environment its processes inherit."""
+    """A token for this run's local cluster only, in the environment its processes inherit;
+    the `RAY_AUTH_*` variables are as they were afterwards (`ray.init` sets `RAY_AUTH_MODE`
+    itself, which a later run then took for the user's: a review)."""
     if not local or any(name in os.environ for name in RAY_AUTH_VARIABLES):
         yield
         return
@@ -41,7 +43,8 @@ def _own_token(local: bool) -> Iterator[None]:
     try:
         yield
     finally:
-        os.environ.pop("RAY_AUTH_TOKEN", None)
+        for name in RAY_AUTH_VARIABLES:
+            os.environ.pop(name, None)
 
 
 def import_ray(local: bool) -> ModuleType:
