@@ -167,7 +167,7 @@ impl Encoder {
             Precision::Bf16Amx => folder.identity.push_str(BF16_IDENTITY),
             Precision::Bf16Avx512 => folder.identity.push_str(BF16_AVX512_IDENTITY),
             Precision::Int8Avx512 if precision.int8_with_f32() => {
-                folder.identity.push_str(INT8_F32_IDENTITY)
+                folder.identity.push_str(INT8_F32_IDENTITY);
             }
             Precision::Int8Avx512 => folder.identity.push_str(INT8_AVX512_IDENTITY),
             Precision::F32 => {}
