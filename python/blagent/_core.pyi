@@ -34,6 +34,7 @@ __all__ = [
     "ModelError",
     "RepoIndex",
     "__version__",
+    "_note_fork_in_child",
     "analyze_failures",
     "batch",
     "blas_core",
@@ -98,7 +99,7 @@ class Encoder:
 
 @final
 class LlmClient:
-    def __new__(cls, config_json: str = "{}") -> Self: ...
+    def __new__(cls, config_json: str | None = None) -> Self: ...
     @property
     def name(self) -> str: ...
     @property

@@ -310,14 +310,14 @@ impl PyLlmClient {
     ///         temperature, seed, max_tokens, connect_timeout_s, request_timeout_s, max_retries,
     ///         backoff_base_ms, max_concurrency, prices, tokenizer, replay, record); unset
     ///         base_url, model and api_key are read from BLAGENT_LLM_BASE_URL,
-    ///         BLAGENT_LLM_MODEL and BLAGENT_LLM_API_KEY.
+    ///         BLAGENT_LLM_MODEL and BLAGENT_LLM_API_KEY. None is "{}".
     ///
     /// Raises:
     ///     InputError: the configuration is invalid.
     #[new]
-    #[pyo3(signature = (config_json=Text("{}".to_owned())))]
-    fn new(py: Python<'_>, config_json: Text) -> PyResult<Self> {
-        let config = config_json.0;
+    #[pyo3(signature = (config_json=None))]
+    fn new(py: Python<'_>, config_json: Option<Text>) -> PyResult<Self> {
+        let config = config_json.map_or_else(|| "{}".to_owned(), |text| text.0);
         let inner = run(py, move || LlmClient::from_json(&config))?;
         Ok(PyLlmClient {
             inner: Arc::new(inner),
