@@ -142,7 +142,7 @@ impl LocalizeRequest {
                 self.schema_version
             )));
         }
-        if major(&self.schema_version) != major(SCHEMA_VERSION) {
+        if major_part != major(SCHEMA_VERSION) {
             return Err(Error::InvalidInput(format!(
                 "unsupported request schema_version {:?} (this blagent speaks {SCHEMA_VERSION})",
                 self.schema_version

@@ -191,15 +191,14 @@ impl TryFrom<WeightsObject> for FusionWeights {
                     "fusion weight {name} must be a finite number of at least 0, not {value}"
                 ));
             }
-            let value = number;
-            if value > f64::from(f32::MAX) {
+            if number > f64::from(f32::MAX) {
                 // A weight is an f32: past its range it would be read as infinite.
                 return Err(format!(
-                    "fusion weight {name} must be at most {:e}, not {value:e}",
+                    "fusion weight {name} must be at most {:e}, not {number:e}",
                     f32::MAX
                 ));
             }
-            *weights.weight_mut(*signal) = value as f32;
+            *weights.weight_mut(*signal) = number as f32;
         }
         Ok(weights)
     }
