@@ -404,16 +404,16 @@ pub fn open_outputs_checked(
         check_output(path, mode, inputs, what)?;
     }
     let mut opened: Vec<File> = Vec::with_capacity(outputs.len());
-    // What this call makes, removed again when it is refused: files, and folders (only empty).
+    // What this call makes, removed again when it is refused: files, and folders (only empty),
+    // the folders in the order they were made, each after the one holding it.
     let mut created: Vec<&Path> = Vec::new();
     let mut folders: Vec<PathBuf> = Vec::new();
-    let refused = |e: Error, opened: Vec<File>, created: &[&Path], folders: &mut Vec<PathBuf>| {
+    let refused = |e: Error, opened: Vec<File>, created: &[&Path], folders: &[PathBuf]| {
         drop(opened);
         for made in created {
             let _ = std::fs::remove_file(made);
         }
-        folders.sort_by_key(|f| std::cmp::Reverse(f.components().count()));
-        for folder in folders.iter() {
+        for folder in folders.iter().rev() {
             let _ = std::fs::remove_dir(folder);
         }
         e
@@ -422,18 +422,19 @@ pub fn open_outputs_checked(
         let existed = std::fs::symlink_metadata(path).is_ok();
         match open_output_kept(path, mode, inputs, what, &mut folders) {
             Ok(file) => opened.push(file),
-            Err(e) => return Err(refused(e, opened, &created, &mut folders)),
+            Err(e) => return Err(refused(e, opened, &created, &folders)),
         }
         if !existed {
             created.push(path);
         }
     }
     if let Err(e) = check(&mut opened) {
-        return Err(refused(e, opened, &created, &mut folders));
+        return Err(refused(e, opened, &created, &folders));
     }
     let mut ready = Vec::with_capacity(opened.len());
-    // Every output tries the folders of all (two may share one): the last to go removes it.
-    folders.sort_by_key(|f| std::cmp::Reverse(f.components().count()));
+    // Every output tries the folders of all (two may share one), deepest (last made) first:
+    // the last output to go removes them.
+    let deepest_first: Vec<PathBuf> = folders.iter().rev().cloned().collect();
     for (&(path, mode, _), file) in outputs.iter().zip(opened) {
         let output = if mode.append {
             let mut output = Output::in_place(path, file, false);
@@ -444,12 +445,12 @@ pub fn open_outputs_checked(
         };
         match output {
             Ok(mut output) => {
-                output.folders.clone_from(&folders);
+                output.folders.clone_from(&deepest_first);
                 ready.push(output);
             }
             Err(e) => {
                 drop(ready);
-                return Err(refused(e, Vec::new(), &created, &mut folders));
+                return Err(refused(e, Vec::new(), &created, &folders));
             }
         }
     }
