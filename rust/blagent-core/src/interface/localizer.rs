@@ -25,6 +25,11 @@ pub struct LocalizeOptions {
     pub weights: FusionWeights,
     /// Dense retrieval (the embedding model and its cache); lexical signals only when `None`.
     pub dense: Option<DenseOptions>,
+    /// The encoder (model and cache) that compares each candidate function's summary with the
+    /// issue's title at function level ([`crate::retrieve::functions`]); no chunk is embedded
+    /// for it. Left out of the JSON when `None`, as earlier builds wrote these options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summaries: Option<DenseOptions>,
 }
 
 /// Localizes bug reports in repositories: LLM-free, or with the model of its [`LlmRun`] for
@@ -33,6 +38,7 @@ pub struct LocalizeOptions {
 pub struct Localizer {
     options: LocalizeOptions,
     dense: Option<DenseModel>,
+    summaries: Option<DenseModel>,
     llm: Option<LlmRun>,
 }
 
@@ -47,9 +53,18 @@ impl Localizer {
         }
         options.weights.check()?;
         let dense = options.dense.clone().map(DenseModel::load).transpose()?;
+        // Dense retrieval's model serves the summaries too where they name the same one.
+        let summaries = match (&options.summaries, &dense) {
+            (Some(wanted), Some(model)) if wanted.model_dir == model.options().model_dir => {
+                Some(model.clone())
+            }
+            (Some(wanted), _) => Some(DenseModel::load(wanted.clone())?),
+            (None, _) => None,
+        };
         Ok(Localizer {
             options,
             dense,
+            summaries,
             llm: None,
         })
     }
@@ -75,7 +90,12 @@ impl Localizer {
         let dense = self.options.dense.as_ref().map(|d| {
             serde_json::json!({"model_dir": d.model_dir, "kind": d.kind, "max_tokens": d.max_tokens})
         });
-        serde_json::json!({"index": self.options.index, "dense": dense})
+        let mut settings = serde_json::json!({"index": self.options.index, "dense": dense});
+        if let Some(s) = &self.options.summaries {
+            settings["summaries"] =
+                serde_json::json!({"model_dir": s.model_dir, "max_tokens": s.max_tokens});
+        }
+        settings
     }
 
     /// Refuses to answer `request` in `index`, a prebuilt index handed in with the settings it
@@ -132,6 +152,7 @@ impl Localizer {
         Ok(SearchIndex {
             repo: lexical,
             dense,
+            summaries: self.summaries.clone(),
         })
     }
 

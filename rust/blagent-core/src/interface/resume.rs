@@ -55,12 +55,14 @@ pub(super) fn line_settings(options: &LocalizeOptions) -> Value {
 /// Settings as they act ([`line_settings`]), whether this run's or as a line recorded them
 /// (a line of an earlier build may hold them as given).
 fn acting(mut value: Value) -> Value {
-    if let Some(dense) = value.get_mut("dense").and_then(Value::as_object_mut) {
-        for key in ["model_dir", "cache_dir", "progress"] {
-            dense.remove(key);
-        }
-        if dense.get("max_tokens").is_some_and(Value::is_null) {
-            dense.insert("max_tokens".to_owned(), DEFAULT_MAX_TOKENS.into());
+    for encoder in ["dense", "summaries"] {
+        if let Some(dense) = value.get_mut(encoder).and_then(Value::as_object_mut) {
+            for key in ["model_dir", "cache_dir", "progress"] {
+                dense.remove(key);
+            }
+            if dense.get("max_tokens").is_some_and(Value::is_null) {
+                dense.insert("max_tokens".to_owned(), DEFAULT_MAX_TOKENS.into());
+            }
         }
     }
     if let Some(languages) = value

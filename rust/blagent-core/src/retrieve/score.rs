@@ -1,7 +1,7 @@
 //! The LLM-free ranking of one issue: reformulate it, compute every signal (the dense ones when
 //! the index has a dense part), fuse them. Every pipeline starts from it.
 
-use crate::dense::DenseIndex;
+use crate::dense::{DenseIndex, DenseModel};
 use crate::error::{Error, Result};
 use crate::index::RepoIndex;
 use crate::query::{reformulate, Reformulation};
@@ -19,11 +19,18 @@ pub struct SearchIndex {
     pub repo: RepoIndex,
     /// The embedded chunks, when dense retrieval is on.
     pub dense: Option<DenseIndex>,
+    /// The encoder of the function ranking's summaries ([`crate::retrieve::functions`]),
+    /// when they are asked for.
+    pub summaries: Option<DenseModel>,
 }
 
 impl From<RepoIndex> for SearchIndex {
     fn from(repo: RepoIndex) -> Self {
-        SearchIndex { repo, dense: None }
+        SearchIndex {
+            repo,
+            dense: None,
+            summaries: None,
+        }
     }
 }
 

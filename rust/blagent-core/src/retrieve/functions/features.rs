@@ -47,10 +47,13 @@ pub enum Feature {
     Dense,
     /// The issue links to lines it holds (`…/blob/<ref>/path/file.py#L428-L433`).
     LineLink,
+    /// With an encoder for summaries: cosine of the issue's title to its summary (its name,
+    /// signature and the first line of its documentation), min-max over the candidates.
+    Summary,
 }
 
 /// The number of features.
-pub const NUM_FEATURES: usize = 19;
+pub const NUM_FEATURES: usize = 20;
 
 impl Feature {
     /// Every feature, in the order of [`Features`].
@@ -74,6 +77,7 @@ impl Feature {
         Feature::NotTest,
         Feature::Dense,
         Feature::LineLink,
+        Feature::Summary,
     ];
 
     /// Position in [`Feature::ALL`].
@@ -103,6 +107,7 @@ impl Feature {
             Feature::NotTest => "not_test",
             Feature::Dense => "dense",
             Feature::LineLink => "line_link",
+            Feature::Summary => "summary",
         }
     }
 }

@@ -8,8 +8,9 @@
 //! whether its body uses what the issue names or a named function calls it, traceback frames
 //! and quoted error messages inside it, how much of its name the issue's words cover, whether
 //! the issue names one of its parameters, its chunk BM25 against its own file's best, whether
-//! it is outside the tests, its length, whether the issue links to its lines and, with a dense
-//! index, its nearest chunk's cosine. Its score is the weighted sum
+//! it is outside the tests, its length, whether the issue links to its lines, with a dense
+//! index its nearest chunk's cosine, and with an encoder for summaries the cosine of its
+//! name, parameters and documentation to the issue's title. Its score is the weighted sum
 //! ([`FunctionWeights`], fitted on the development set); candidates are ranked by score across
 //! files: the best [`MAX_FUNCTIONS`], then each file's best up to [`PER_FILE_FUNCTIONS`] of its
 //! own.
@@ -68,7 +69,95 @@ pub fn function_candidates(
     if let Some(dense) = &index.dense {
         dense_feature(&mut set, dense, &query.explanation)?;
     }
+    if let Some(encoder) = &index.summaries {
+        crate::cancel::check()?;
+        summary_feature(&mut set, encoder, &query.title)?;
+    }
     Ok(set.items)
+}
+
+/// What [`Feature::Summary`] compares with the title: the function's qualified name (dots as
+/// spaces), its parameters' names and the first line of its docstring, Javadoc or KDoc, with
+/// `_` as a space (`Model save (force insert, using) Saves the current instance.`): words the
+/// encoder reads as prose. `self`, `cls`, defaults and Python's and Kotlin's type annotations
+/// are left out (with them the feature gained half as much on dev307: docs/ranking.md).
+pub(crate) fn summary_text(symbol: &crate::chunk::Symbol) -> String {
+    let doc = symbol.doc.as_deref().unwrap_or("");
+    let text = format!(
+        "{} ({}) {doc}",
+        symbol.qualified.replace('.', " "),
+        parameter_names(&symbol.signature).join(", ")
+    );
+    text.replace('_', " ").trim().to_owned()
+}
+
+/// The parameters of `signature` as written between its first `(` and last `)`, split at the
+/// commas outside brackets, each up to its default (`=`) or annotation (`:`), without leading
+/// `*`s; `self`, `cls` and Python's `/` left out. A Java parameter keeps its type.
+fn parameter_names(signature: &str) -> Vec<&str> {
+    let Some(open) = signature.find('(') else {
+        return Vec::new();
+    };
+    let inner = &signature[open + 1..];
+    let inner = inner.rfind(')').map_or(inner, |close| &inner[..close]);
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (at, c) in inner.char_indices() {
+        match c {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+        .into_iter()
+        .filter_map(|part| {
+            let name = part
+                .split(['=', ':'])
+                .next()?
+                .trim()
+                .trim_start_matches('*');
+            (!matches!(name, "" | "self" | "cls" | "/")).then_some(name)
+        })
+        .collect()
+}
+
+/// [`Feature::Summary`]: each candidate's summary ([`summary_text`]) embedded as a document,
+/// its cosine to the title embedded as a query, min-max over the candidates (the vectors are
+/// unit length). Measured on dev307 before it was built (docs/ranking.md).
+fn summary_feature(
+    set: &mut CandidateSet<'_>,
+    encoder: &crate::dense::DenseModel,
+    title: &str,
+) -> Result<()> {
+    if title.trim().is_empty() || set.items.is_empty() {
+        return Ok(());
+    }
+    let texts: Vec<String> = set
+        .items
+        .iter()
+        .map(|c| summary_text(&set.index.files[c.file].parsed.symbols[c.symbol]))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let documents = encoder.embed(&refs, crate::embed::TextKind::Document)?;
+    let query = encoder.embed_query(title)?;
+    let cosines: Vec<f32> = documents
+        .iter()
+        .map(|d| d.iter().zip(&query).map(|(a, b)| a * b).sum())
+        .collect();
+    let max = cosines.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let min = cosines.iter().copied().fold(f32::INFINITY, f32::min);
+    if max > min {
+        for (item, cosine) in set.items.iter_mut().zip(cosines) {
+            item.raise(Feature::Summary, (cosine - min) / (max - min));
+        }
+    }
+    Ok(())
 }
 
 /// [`Feature::Dense`]: each function's nearest chunk to `text`, min-max over the retrieved

@@ -328,3 +328,43 @@ fn every_candidate_file_lists_its_best_functions_after_the_best_overall() {
     let ids: HashSet<&str> = ranked.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids.len(), ranked.len(), "each id once");
 }
+
+/// A summary reads as prose: dots and underscores as spaces, the parameters' names, the
+/// documentation's first line.
+#[test]
+fn summaries_are_name_parameters_and_documentation() {
+    let file = crate::repo::SourceFile::new(
+        "shop/cart.py".to_owned(),
+        crate::repo::language_for_path("shop/cart.py").unwrap(),
+        "class Cart:\n    def apply_coupon(self, coupon_code: Dict[str, int] = None, *rest, \
+         **options):\n        \"\"\"Apply a coupon to the cart.\n\n        More.\"\"\"\n        \
+         return 1\n\n\ndef _total():\n    return 0\n"
+            .to_owned(),
+        false,
+    );
+    let parsed = crate::chunk::parse_file(&file, &crate::chunk::ChunkOptions::default());
+    let summaries: Vec<String> = parsed
+        .symbols
+        .iter()
+        .filter(|s| super::candidates::is_candidate(s))
+        .map(super::summary_text)
+        .collect();
+    assert_eq!(
+        summaries,
+        [
+            "Cart apply coupon (coupon code, rest, options) Apply a coupon to the cart.",
+            "total ()",
+        ]
+    );
+    // A Java parameter keeps its type; a Kotlin one is its name.
+    assert_eq!(
+        super::parameter_names(
+            "public Map<String, Integer> count(final List<String> words, int n)"
+        ),
+        ["final List<String> words", "int n"]
+    );
+    assert_eq!(
+        super::parameter_names("fun String.slugify(separator: Char = '-', vararg keep: String)"),
+        ["separator", "vararg keep"]
+    );
+}
