@@ -2,11 +2,14 @@
 """Index time, peak memory and query latency of the LLM-free localizer on one repository tree.
 
     python bench/index_bench.py TREE [--dataset ../shared/data/swebench_lite.jsonl] [--runs 3]
+                                [--summaries [--cache-dir DIR]]
 
 Prints walk / parse / index milliseconds (median of --runs fresh indexings), the process's peak
 resident memory, and the median and p90 latency of queries answered from the built index, at
 file level and at function level side by side (each issue asked at both, alternating), with the
-ratio of the medians. The
+ratio of the medians. With --summaries the function level compares each candidate's summary
+with the title through the embedding model, its vectors cached in --cache-dir (default: a new
+temporary folder, so the first queries embed every summary they meet). The
 queries are the dataset's issue texts for the tree's repository when --dataset is given (the
 repository is guessed from the tree's top-level package), else a fixed set of made-up reports.
 """
@@ -19,6 +22,7 @@ import os
 import resource
 import statistics
 import sys
+import tempfile
 import time
 
 from blagent import Localizer
@@ -52,9 +56,12 @@ def main() -> int:
     ap.add_argument("--dataset")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument("--summaries", action="store_true", help="the `summary` feature on")
+    ap.add_argument("--cache-dir", help="embedding cache for --summaries (default: a new one)")
     args = ap.parse_args()
 
-    localizer = Localizer(top_k=10)
+    cache = args.cache_dir or tempfile.mkdtemp(prefix="blagent-cache-")
+    localizer = Localizer(top_k=10, summaries=args.summaries, cache_dir=cache)
     stages: dict[str, list[float]] = {"walk_ms": [], "parse_ms": [], "index_ms": [], "total_ms": []}
     index = None
     for _ in range(args.runs):
@@ -73,7 +80,7 @@ def main() -> int:
             localizer.localize(index, issue, granularity=granularity)
             times.append((time.perf_counter() - start) * 1000)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"tree: {args.tree}")
+    print(f"tree: {args.tree}" + ("  (function level with --summaries)" if args.summaries else ""))
     print(
         f"files: {index.num_files}  chunks: {index.num_chunks}  cores: {os.cpu_count()}  load: {os.getloadavg()[0]:.2f}"
     )
