@@ -393,3 +393,23 @@ def test_summaries_compare_candidate_functions_with_the_title(tmp_path: Path) ->
     ]
     with pytest.raises(InputError, match="summaries is True or False"):
         Localizer(summaries="yes")  # type: ignore[arg-type]
+
+
+def test_summaries_leave_java_and_kotlin_functions_alone(tmp_path: Path) -> None:
+    """The summary feature compares Python functions only (on the Java and Kotlin development
+    tasks its fitted weight is 0)."""
+    repo = tmp_path / "shop"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "Cart.java").write_text(
+        "class Cart {\n  /** Applies a percentage coupon to the total. */\n"
+        "  int applyCoupon(int total, int percent) { return total - percent; }\n}\n"
+    )
+    (repo / "src" / "Tax.kt").write_text("fun addTax(total: Int): Int = total + 1\n")
+    issue = "Percentage coupons give a negative total\n\napplyCoupon subtracts the percent."
+    entities = (
+        Localizer(summaries=True, cache_dir=tmp_path / "cache")
+        .localize(repo, issue, granularity="function")
+        .to_dict()["entities"]
+    )
+    assert {e["id"] for e in entities} >= {"src/Cart.java::Cart.applyCoupon", "src/Tax.kt::addTax"}
+    assert not any("summary" in e["contributions"] for e in entities)
