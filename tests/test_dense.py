@@ -395,6 +395,16 @@ def test_summaries_compare_candidate_functions_with_the_title(tmp_path: Path) ->
         Localizer(summaries="yes")  # type: ignore[arg-type]
 
 
+def test_summaries_write_no_cache_inside_the_repository(repo: Path) -> None:
+    """The summaries' vectors are cached where dense retrieval's are, never in the tree read."""
+    before = sorted(p.relative_to(repo) for p in repo.rglob("*"))
+    with pytest.raises(InputError, match="cache folder"):
+        Localizer(summaries=True, cache_dir=repo / ".cache").localize(
+            repo, ISSUE, granularity="function"
+        )
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*")) == before
+
+
 def test_summaries_leave_java_and_kotlin_functions_alone(tmp_path: Path) -> None:
     """The summary feature compares Python functions only (on the Java and Kotlin development
     tasks its fitted weight is 0)."""

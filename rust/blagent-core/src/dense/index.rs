@@ -180,22 +180,7 @@ impl DenseModel {
             .cache_dir
             .as_ref()
             .map(|dir| IndexStore::new(dir.join("indexes").join(&folder[..32])));
-        // The cache is blagent's to write: not inside the checkout it reads (a review found
-        // `--cache-dir repo/.cache` filled the user's tree), as a cassette may not be. The
-        // folders it writes in are checked, which lie inside the cache folder: so a repository
-        // that is one of them (`CACHE/embeddings` took the model's folder) is refused too.
-        let repository = crate::repo::Inputs::new().folder(Some(&repo.root));
-        let written = [
-            self.cache.as_ref().map(EmbeddingCache::dir),
-            store.as_ref().map(IndexStore::dir),
-        ];
-        for folder in written.into_iter().flatten() {
-            crate::repo::check_folder_place(
-                folder,
-                &repository,
-                "the cache folder (--cache-dir, BLAGENT_CACHE_DIR or ~/.cache/blagent)",
-            )?;
-        }
+        self.check_cache_place(&repo.root, store.as_ref().map(IndexStore::dir))?;
         let mut stats = DenseStats::default();
         if let Some(store) = &store {
             store.check_folders()?;
@@ -305,6 +290,30 @@ impl DenseModel {
 }
 
 impl DenseModel {
+    /// Refuses a cache that would write inside the repository at `root` (a review found
+    /// `--cache-dir repo/.cache` filled the user's tree), as a cassette may not be. The
+    /// folders it writes in are checked (the embeddings' and `index`, the vector index's, both
+    /// inside the cache folder): so a repository that is one of them (`CACHE/embeddings` took
+    /// the model's folder) is refused too.
+    pub fn check_cache_place(
+        &self,
+        root: &std::path::Path,
+        index: Option<&std::path::Path>,
+    ) -> Result<()> {
+        let repository = crate::repo::Inputs::new().folder(Some(root));
+        for folder in [self.cache.as_ref().map(EmbeddingCache::dir), index]
+            .into_iter()
+            .flatten()
+        {
+            crate::repo::check_folder_place(
+                folder,
+                &repository,
+                "the cache folder (--cache-dir, BLAGENT_CACHE_DIR or ~/.cache/blagent)",
+            )?;
+        }
+        Ok(())
+    }
+
     /// The options it was loaded with.
     pub fn options(&self) -> &DenseOptions {
         &self.options

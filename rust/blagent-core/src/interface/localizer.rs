@@ -55,7 +55,14 @@ impl Localizer {
         let dense = options.dense.clone().map(DenseModel::load).transpose()?;
         // Dense retrieval's model serves the summaries too where they name the same one.
         let summaries = match (&options.summaries, &dense) {
-            (Some(wanted), Some(model)) if wanted.model_dir == model.options().model_dir => {
+            (Some(wanted), Some(model))
+                if (&wanted.model_dir, &wanted.cache_dir, wanted.max_tokens)
+                    == (
+                        &model.options().model_dir,
+                        &model.options().cache_dir,
+                        model.options().max_tokens,
+                    ) =>
+            {
                 Some(model.clone())
             }
             (Some(wanted), _) => Some(DenseModel::load(wanted.clone())?),
@@ -148,6 +155,9 @@ impl Localizer {
             crate::repo::check_place(cassette, &repo_only, "cassette")?;
         }
         let lexical = RepoIndex::build(repo, &self.options.index)?;
+        if let Some(model) = &self.summaries {
+            model.check_cache_place(&lexical.root, None)?;
+        }
         let dense = self.dense.as_ref().map(|m| m.index(&lexical)).transpose()?;
         Ok(SearchIndex {
             repo: lexical,
