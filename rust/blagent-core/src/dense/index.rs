@@ -342,11 +342,6 @@ impl DenseIndex {
         self.model.embed_query(query)
     }
 
-    /// The model its chunks were embedded with.
-    pub fn model(&self) -> &DenseModel {
-        &self.model
-    }
-
     /// The nearest chunks to `query`: `(chunk, cosine)`, best first.
     pub fn search_chunks(&self, query: &str, k: usize) -> Result<Vec<(usize, f32)>> {
         let vector = self.embed_query(query)?;
